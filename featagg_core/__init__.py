@@ -28,6 +28,7 @@ _EXPORTS = {
     "VocabularyCompressor": "featagg_core.vocab",
     "save_artifact": "featagg_core.artifacts",
     "load_artifact": "featagg_core.artifacts",
+    "ArtifactError": "featagg_core.artifacts",
 }
 
 __all__ = sorted(_EXPORTS) + ["metrics", "__version__"]
