@@ -30,7 +30,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 import zipfile
 from importlib import import_module
 from typing import Any, Dict, Optional, Tuple
@@ -149,19 +148,13 @@ def save_artifact(obj, path, *, dataset_fingerprint: Optional[str] = None,
     if hasattr(path, "write"):
         path.write(data)
         return
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".featagg-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    _atomic_write_bytes(path, data)
+
+
+def _atomic_write_bytes(path, data: bytes) -> None:
+    """Atomic write (temporary file beside ``path`` + ``os.replace``), as the data writers do."""
+    from .data import _atomic_write
+    _atomic_write(path, lambda fh: fh.write(data))
 
 
 def _read_source(path_or_file) -> Tuple[bytes, str]:
@@ -268,3 +261,73 @@ def load_artifact(path_or_file):
         raise ArtifactError(f"artifact of class {cls_name} is inconsistent: {exc}") from exc
     obj.artifact_manifest_ = manifest
     return obj
+
+
+BUNDLE_FORMAT = "featagg-bundle"
+
+
+def bundle_bytes(objects: Dict[str, Any], *, info: Optional[Dict[str, Any]] = None,
+                 dataset_fingerprint: Optional[str] = None) -> bytes:
+    """Several fitted objects in one zip: ``bundle.json`` + one artifact file per name.
+
+    ``objects`` maps a role or run name (letters, digits, ``-_.``) to a fitted estimator;
+    ``info`` is any JSON-serialisable description (e.g. the run registry).
+    """
+    import re
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for key, obj in objects.items():
+            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", key):
+                raise ArtifactError(f"bundle entry name {key!r} must be 1-100 letters, digits, '-', '_' or '.'")
+            zf.writestr(f"artifacts/{key}.fgz",
+                        artifact_bytes(obj, dataset_fingerprint=dataset_fingerprint))
+        index = {"format": BUNDLE_FORMAT, "format_version": FORMAT_VERSION,
+                 "entries": list(objects), "info": info or {}}
+        zf.writestr("bundle.json", json.dumps(index, default=_json_default, indent=1))
+    return buf.getvalue()
+
+
+def save_bundle(objects: Dict[str, Any], path, **kw) -> None:
+    """Write :func:`bundle_bytes` to ``path`` atomically (see :func:`save_artifact`)."""
+    _atomic_write_bytes(path, bundle_bytes(objects, **kw))
+
+
+def is_bundle(path_or_file) -> bool:
+    """True when the file is a bundle (has ``bundle.json``), False for a single artifact."""
+    data, _ = _read_source(path_or_file)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            return "bundle.json" in zf.namelist()
+    except zipfile.BadZipFile:
+        return False
+
+
+def load_bundle(path_or_file) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Load a bundle: returns (objects by name, info). Each entry is checked as in
+    :func:`load_artifact`."""
+    data, where = _read_source(path_or_file)
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise ArtifactError(f"{where}: not a featagg bundle (not a zip archive, or truncated)")
+    with zf:
+        if "bundle.json" not in zf.namelist():
+            raise ArtifactError(f"{where}: bundle.json is missing (is this a single artifact?)")
+        try:
+            index = json.loads(zf.read("bundle.json").decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, zipfile.BadZipFile, EOFError) as exc:
+            raise ArtifactError(f"{where}: bundle.json is not valid JSON ({exc})") from exc
+        if not isinstance(index, dict) or index.get("format") != BUNDLE_FORMAT:
+            raise ArtifactError(f"{where}: bundle.json does not describe a featagg bundle")
+        if index.get("format_version") != FORMAT_VERSION:
+            raise ArtifactError(f"{where}: unsupported bundle format version "
+                                f"{index.get('format_version')!r}")
+        objects = {}
+        for key in index.get("entries", []):
+            member = f"artifacts/{key}.fgz"
+            if member not in zf.namelist():
+                raise ArtifactError(f"{where}: entry {key!r} is missing from the bundle")
+            entry = io.BytesIO(zf.read(member))
+            entry.name = f"{where}:{key}"
+            objects[key] = load_artifact(entry)
+    return objects, index.get("info", {})
