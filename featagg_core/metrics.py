@@ -1,0 +1,522 @@
+"""Ranking, clustering and information metrics.
+
+Ranking metrics (extreme multi-label classification)
+-----------------------------------------------------
+:func:`precision_at_k`, :func:`ndcg_at_k`, :func:`psprecision_at_k`, :func:`psndcg_at_k` and
+:func:`coverage_at_k` take ``(Y_true, Y_score, k)``:
+
+* ``Y_true`` — n x L 0/1 matrix (csr or dense) of true labels.
+* ``Y_score`` — n x L scores, a dense ``ndarray`` or a scipy sparse matrix (e.g. the csr
+  that ``KTXMLC.predict_scores`` returns).
+* ``k`` — an int (the metric is returned as a ``float``) or a list/tuple of ints (an
+  ``ndarray`` with one value per k, computed from one top-k pass, e.g. ``k=(1, 3, 5)``).
+
+Ranking rules, identical for every metric:
+
+* higher score first; **ties go to the lower label index**;
+* for a **sparse** ``Y_score`` only stored entries are predictions (stored zeros and
+  negative scores included). Entries that are not stored rank after all stored ones, as
+  if their score were -inf, and are never predicted: a row with fewer than ``k`` stored
+  entries simply has fewer predictions, and the empty slots never hit (pyxclib pads such
+  rows with a dummy label in the same way). For a **dense** ``Y_score`` every label has a
+  score (``-inf`` allowed, NaN rejected), so every row has ``min(k, L)`` predictions;
+* ``k`` larger than ``L`` is allowed: slots beyond the predictions never hit, and P@k
+  still divides by ``k``.
+
+Definitions (these follow pyxclib's ``xclib.evaluation.xc_metrics`` exactly):
+
+* ``P@k = mean_i (1/k) * #{true labels of i among its top k}``;
+* ``nDCG@k = mean_i DCG_i@k / IDCG_i@min(k, |y_i|)`` with
+  ``DCG_i@k = sum_{r<k} y_i[top_r] / log2(r + 2)``;
+* with inverse propensities ``w_l`` (:func:`inverse_propensity`), ``PSP@k`` is the
+  propensity-weighted P@k *divided by the same quantity for the best achievable ranking*
+  of each point (its true labels sorted by ``w`` descending): pyxclib's ``psprecision``
+  returns ``mean_i PSP_i@k / mean_i oracle_i@k`` (a ratio of means, not a mean of ratios).
+  ``PSnDCG@k`` likewise divides ``mean_i PSDCG_i@k / IDCG_i`` by the same mean for the
+  oracle ranking (``IDCG_i`` is the plain one of nDCG, as in pyxclib);
+* ``coverage@k`` = number of distinct labels that are a correct prediction in some
+  point's top k, divided by the number of distinct labels present in ``Y_true``.
+
+**Points with no true label** count in the average of every per-point metric and
+contribute 0 to it (P@k and PSP@k exactly as pyxclib; pyxclib's nDCG also yields 0 for
+them, since their DCG is 0). Use ``Y_true[Y_true.getnnz(1) > 0]`` to drop them. When no
+point has any true label at all, every ranking metric returns 0.0 (instead of 0/0).
+
+Clustering and information
+--------------------------
+:func:`clustering_accuracy` (Hungarian matching of clusters to classes),
+:func:`normalized_mutual_info` (scikit-learn's), :func:`mutual_information` (of two discrete
+variables, in nats) and :func:`mutual_information_loss`.
+
+Head-to-tail analysis
+---------------------
+:func:`label_frequency_buckets` splits labels into frequency buckets (head first) and
+:func:`precision_by_bucket` gives each bucket's contribution to P@k (the buckets sum to
+P@k), the chart of the DEFRAG and PfastreXML papers.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._kernels import metrics as _k
+
+__all__ = [
+    "top_k", "precision_at_k", "ndcg_at_k", "psprecision_at_k", "psndcg_at_k",
+    "coverage_at_k", "inverse_propensity", "clustering_accuracy", "normalized_mutual_info",
+    "mutual_information", "mutual_information_loss", "label_frequency_buckets",
+    "precision_by_bucket", "warmup",
+]
+
+# rows of a dense score matrix processed at once (bounds the temporary masks)
+_DENSE_CHUNK_CELLS = 1 << 22
+
+
+# ---------------------------------------------------------------------------
+# input validation
+# ---------------------------------------------------------------------------
+
+def _check_k(k):
+    """Return (ks as int64 array, scalar?)."""
+    scalar = isinstance(k, numbers.Integral) and not isinstance(k, bool)
+    if scalar:
+        ks = [int(k)]
+    elif isinstance(k, (list, tuple, np.ndarray)):
+        ks = list(k)
+        if not ks:
+            raise ValueError("k: the list of cut-offs is empty")
+        for v in ks:
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool):
+                raise ValueError(f"k: cut-offs must be integers, got {v!r}")
+        ks = [int(v) for v in ks]
+    else:
+        raise ValueError(f"k must be a positive int or a list/tuple of them, got {k!r}")
+    if min(ks) < 1:
+        raise ValueError(f"k must be >= 1, got {min(ks)}")
+    return np.asarray(ks, dtype=np.int64), scalar
+
+
+def _check_true(Y_true, name="Y_true") -> sp.csr_matrix:
+    """Binary truth as canonical csr (sorted indices, no duplicates, no explicit zeros)."""
+    if sp.issparse(Y_true):
+        Y = sp.csr_matrix(Y_true, copy=True)
+        Y.sum_duplicates()
+    else:
+        arr = np.asarray(Y_true)
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D matrix, got {arr.ndim} dimensions")
+        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+            raise ValueError(f"{name} must be numeric 0/1, got dtype {arr.dtype}")
+        Y = sp.csr_matrix(arr)
+    Y.eliminate_zeros()
+    if Y.nnz and not np.all(Y.data == 1):
+        bad = Y.data[Y.data != 1][0]
+        raise ValueError(f"{name} must hold only 0/1 values, found {bad!r}")
+    Y.sort_indices()
+    return Y
+
+
+def _check_score(Y_score, shape):
+    if sp.issparse(Y_score):
+        S = sp.csr_matrix(Y_score)
+        if S.shape != shape:
+            raise ValueError(f"Y_score has shape {S.shape} but Y_true has shape {shape}")
+        if not S.has_canonical_format:
+            S = S.copy()
+            S.sum_duplicates()
+        if S.nnz and not np.isfinite(S.data).all() and np.isnan(S.data).any():
+            raise ValueError("Y_score contains NaN")
+        return S
+    S = np.asarray(Y_score)
+    if S.ndim != 2:
+        raise ValueError(f"Y_score must be a 2-D matrix, got {S.ndim} dimensions")
+    if S.shape != shape:
+        raise ValueError(f"Y_score has shape {S.shape} but Y_true has shape {shape}")
+    if not (np.issubdtype(S.dtype, np.number) or S.dtype == bool) or np.iscomplexobj(S):
+        raise ValueError(f"Y_score must be real numbers, got dtype {S.dtype}")
+    if np.issubdtype(S.dtype, np.floating) and np.isnan(S).any():
+        raise ValueError("Y_score contains NaN")
+    return S
+
+
+def _check_weights(inv_propensity, n_labels):
+    w = np.asarray(inv_propensity, dtype=np.float64).ravel()
+    if w.shape[0] != n_labels:
+        raise ValueError(f"inv_propensity has {w.shape[0]} entries, expected one per label "
+                         f"({n_labels})")
+    if not np.isfinite(w).all():
+        raise ValueError("inv_propensity contains NaN or inf")
+    return w
+
+
+# ---------------------------------------------------------------------------
+# top-k
+# ---------------------------------------------------------------------------
+
+def _dense_top_k(S: np.ndarray, k: int) -> np.ndarray:
+    """Top-k columns of every row of a dense score matrix (argpartition + exact ties)."""
+    n, L = S.shape
+    out = np.full((n, k), -1, dtype=np.int64)
+    t = min(k, L)
+    if t == 0 or n == 0:
+        return out
+    S = S.astype(np.float64, copy=False)
+    step = max(1, _DENSE_CHUNK_CELLS // max(L, 1))
+    cols = np.arange(L)
+    for a in range(0, n, step):
+        B = S[a:a + step]
+        m = B.shape[0]
+        if t == L:
+            sel = np.broadcast_to(cols, (m, L))
+        else:
+            # the t-th largest score of each row; everything above it is in, and the
+            # ties at the threshold are filled from the lowest column index upwards
+            thr = np.partition(B, L - t, axis=1)[:, L - t][:, None]
+            above = B > thr
+            need = t - above.sum(axis=1, keepdims=True)
+            at = B == thr
+            keep = above | (at & (np.cumsum(at, axis=1) <= need))
+            sel = np.nonzero(keep)[1].reshape(m, t)      # column-ascending per row
+        vals = np.take_along_axis(B, sel, axis=1)
+        order = np.argsort(-vals, axis=1, kind="stable")  # stable: lower index first
+        out[a:a + m, :t] = np.take_along_axis(sel, order, axis=1)
+    return out
+
+
+def top_k(Y_score, k: int) -> np.ndarray:
+    """Indices of the ``k`` best-scored labels of every row, best first.
+
+    Parameters
+    ----------
+    Y_score : ndarray or sparse matrix, shape (n, L)
+    k : int
+
+    Returns
+    -------
+    ndarray of int64, shape (n, k)
+        Column indices ordered by decreasing score, ties towards the lower index; ``-1``
+        where a row has fewer than ``k`` predictions (sparse rows with fewer stored
+        entries, or ``k > L``).
+    """
+    ks, scalar = _check_k(k)
+    if not scalar:
+        raise ValueError("top_k: k must be a single int")
+    kk = int(ks[0])
+    if sp.issparse(Y_score):
+        S = _check_score(Y_score, Y_score.shape)
+        return _k.csr_top_k(S.indptr, S.indices, S.data, kk)[0]
+    S = _check_score(Y_score, np.shape(Y_score))
+    return _dense_top_k(S, kk)
+
+
+def _ranked(Y_true, Y_score, k):
+    ks, scalar = _check_k(k)
+    Y = _check_true(Y_true)
+    S = _check_score(Y_score, Y.shape)
+    kmax = int(ks.max())
+    if sp.issparse(S):
+        top = _k.csr_top_k(S.indptr, S.indices, S.data, kmax)[0]
+    else:
+        top = _dense_top_k(S, kmax)
+    return Y, top, ks, scalar
+
+
+def _out(values, scalar):
+    values = np.asarray(values, dtype=np.float64)
+    return float(values[0]) if scalar else values
+
+
+def _ndcg_normaliser(Y: sp.csr_matrix, ks: np.ndarray) -> np.ndarray:
+    """(n, len(ks)): 1 / IDCG_i@min(k, |y_i|), 0 for points without labels."""
+    n_pos = np.diff(Y.indptr).astype(np.int64)
+    kmax = int(ks.max())
+    disc = np.cumsum(1.0 / np.log2(np.arange(kmax) + 2.0))   # IDCG@1..kmax
+    m = np.minimum(n_pos[:, None], ks[None, :])
+    out = np.zeros(m.shape, dtype=np.float64)
+    nz = m > 0
+    out[nz] = 1.0 / disc[m[nz] - 1]
+    return out
+
+
+def _dcg(gains: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """(n, len(ks)) discounted cumulative gain at each cut-off."""
+    kmax = gains.shape[1]
+    c = np.cumsum(gains / np.log2(np.arange(kmax) + 2.0), axis=1)
+    return c[:, ks - 1]
+
+
+def _mean_rows(a: np.ndarray) -> np.ndarray:
+    return a.mean(axis=0) if a.shape[0] else np.zeros(a.shape[1])
+
+
+def _safe_ratio(num, den):
+    num, den = np.asarray(num, float), np.asarray(den, float)
+    out = np.zeros_like(num)
+    ok = den > 0
+    out[ok] = num[ok] / den[ok]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# ranking metrics
+# ---------------------------------------------------------------------------
+
+def precision_at_k(Y_true, Y_score, k=5):
+    """Precision@k: ``mean_i (1/k) #hits in the top k`` (as pyxclib's ``precision``).
+
+    Parameters
+    ----------
+    Y_true : sparse matrix or ndarray (n, L) of 0/1
+    Y_score : ndarray or sparse matrix (n, L)
+    k : int or list/tuple of int
+
+    Returns
+    -------
+    float, or ndarray with one value per k when ``k`` is a list/tuple.
+    """
+    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    gains = _k.rank_gains(Y.indptr, Y.indices, top, np.ones(Y.shape[1]))
+    hits = np.cumsum(gains, axis=1)[:, ks - 1]
+    return _out(_mean_rows(hits) / ks, scalar)
+
+
+def ndcg_at_k(Y_true, Y_score, k=5):
+    """nDCG@k: ``mean_i DCG_i@k / IDCG_i@min(k, |y_i|)`` (as pyxclib's ``ndcg``); points
+    with no true labels contribute 0."""
+    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    gains = _k.rank_gains(Y.indptr, Y.indices, top, np.ones(Y.shape[1]))
+    return _out(_mean_rows(_dcg(gains, ks) * _ndcg_normaliser(Y, ks)), scalar)
+
+
+def psprecision_at_k(Y_true, Y_score, inv_propensity, k=5):
+    """Propensity-scored precision@k, normalised by the best achievable ranking.
+
+    ``sum_i sum_{r<k} w[top_ir] y_i[top_ir]`` divided by the same sum for each point's
+    oracle ranking (its true labels by decreasing ``w``), exactly pyxclib's
+    ``psprecision`` (whose 1/k and 1/n cancel in the ratio). 1.0 means the top k holds
+    the rarest true labels of every point.
+    """
+    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    w = _check_weights(inv_propensity, Y.shape[1])
+    kmax = int(ks.max())
+    got = np.cumsum(_k.rank_gains(Y.indptr, Y.indices, top, w), axis=1)[:, ks - 1]
+    best = np.cumsum(_k.oracle_gains(Y.indptr, Y.indices, w, kmax), axis=1)[:, ks - 1]
+    return _out(_safe_ratio(got.sum(axis=0), best.sum(axis=0)), scalar)
+
+
+def psndcg_at_k(Y_true, Y_score, inv_propensity, k=5):
+    """Propensity-scored nDCG@k, normalised by the best achievable ranking (pyxclib's
+    ``psndcg``): ``mean_i PSDCG_i@k / IDCG_i`` over the same mean for the oracle ranking,
+    with ``IDCG_i`` the plain (unweighted) ideal DCG at ``min(k, |y_i|)``."""
+    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    w = _check_weights(inv_propensity, Y.shape[1])
+    kmax = int(ks.max())
+    norm = _ndcg_normaliser(Y, ks)
+    got = _dcg(_k.rank_gains(Y.indptr, Y.indices, top, w), ks) * norm
+    best = _dcg(_k.oracle_gains(Y.indptr, Y.indices, w, kmax), ks) * norm
+    return _out(_safe_ratio(got.sum(axis=0), best.sum(axis=0)), scalar)
+
+
+def coverage_at_k(Y_true, Y_score, k=5):
+    """Coverage@k: distinct labels that are a correct prediction in some point's top k,
+    over the distinct labels present in ``Y_true`` (0.0 when ``Y_true`` is empty)."""
+    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    present = np.count_nonzero(np.diff(Y.tocsc().indptr))
+    vals = []
+    for kk in ks:
+        hit = _k.covered_labels(Y.indptr, Y.indices, np.ascontiguousarray(top[:, :kk]),
+                                Y.shape[1])
+        vals.append(hit.sum() / present if present else 0.0)
+    return _out(vals, scalar)
+
+
+def inverse_propensity(Y_train, A=0.55, B=1.5):
+    """Inverse propensity of every label (Jain, Prabhu & Varma, KDD 2016).
+
+    ``w_l = 1 + C (N_l + B)^-A`` with ``C = (ln N - 1)(B + 1)^A``, ``N`` the number of
+    training points and ``N_l`` the number of them that carry label ``l`` (pyxclib's
+    ``compute_inv_propesity``). Typical (A, B): (0.55, 1.5); Wikipedia (0.5, 0.4);
+    Amazon (0.6, 2.6).
+
+    Returns
+    -------
+    ndarray of float64, shape (L,)
+    """
+    Y = _check_true(Y_train, "Y_train")
+    N = Y.shape[0]
+    if N < 1:
+        raise ValueError("Y_train has no rows")
+    freq = np.asarray(Y.getnnz(axis=0), dtype=np.float64)
+    C = (np.log(N) - 1.0) * (B + 1.0) ** A
+    return 1.0 + C * np.power(freq + B, -A)
+
+
+# ---------------------------------------------------------------------------
+# head-to-tail analysis
+# ---------------------------------------------------------------------------
+
+def label_frequency_buckets(Y_train, n_buckets=5, strategy="labels"):
+    """Split labels into ``n_buckets`` frequency buckets, bucket 0 = head (most frequent).
+
+    Labels are sorted by decreasing training frequency (ties: lower index first), then
+    cut into consecutive buckets holding equal numbers of labels (``strategy="labels"``,
+    the label quantiles the XC papers plot) or equal total occurrences
+    (``strategy="mass"``).
+
+    Returns
+    -------
+    ndarray of int64, shape (L,): the bucket of every label.
+    """
+    if not isinstance(n_buckets, numbers.Integral) or n_buckets < 1:
+        raise ValueError(f"n_buckets must be a positive int, got {n_buckets!r}")
+    if strategy not in ("labels", "mass"):
+        raise ValueError(f"strategy must be 'labels' or 'mass', got {strategy!r}")
+    Y = _check_true(Y_train, "Y_train")
+    L = Y.shape[1]
+    freq = np.asarray(Y.getnnz(axis=0), dtype=np.int64)
+    order = np.argsort(-freq, kind="stable")
+    rank_bucket = np.empty(L, dtype=np.int64)
+    if strategy == "labels":
+        rank_bucket[:] = (np.arange(L) * n_buckets) // max(L, 1)
+    else:
+        total = freq.sum()
+        if total == 0:
+            rank_bucket[:] = (np.arange(L) * n_buckets) // max(L, 1)
+        else:
+            before = np.cumsum(freq[order]) - freq[order]     # mass strictly before
+            rank_bucket[:] = np.minimum((before * n_buckets) // total, n_buckets - 1)
+    buckets = np.empty(L, dtype=np.int64)
+    buckets[order] = rank_bucket
+    return buckets
+
+
+def precision_by_bucket(Y_true, Y_score, buckets, k=5, n_buckets=None):
+    """Contribution of each label-frequency bucket to P@k.
+
+    Entry ``b`` is ``mean_i (1/k) #{hits in the top k of i whose label is in bucket b}``,
+    so the entries sum to :func:`precision_at_k`.
+
+    Parameters
+    ----------
+    buckets : int array (L,), e.g. from :func:`label_frequency_buckets`
+    n_buckets : int, default ``buckets.max() + 1``
+
+    Returns
+    -------
+    ndarray (n_buckets,), or (len(k), n_buckets) when ``k`` is a list/tuple.
+    """
+    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    b = np.asarray(buckets)
+    if b.ndim != 1 or b.shape[0] != Y.shape[1] or not np.issubdtype(b.dtype, np.integer):
+        raise ValueError(f"buckets must be an int vector with one entry per label "
+                         f"({Y.shape[1]})")
+    if b.size and b.min() < 0:
+        raise ValueError("buckets must be non-negative")
+    nb = int(b.max()) + 1 if n_buckets is None and b.size else int(n_buckets or 0)
+    if b.size and b.max() >= nb:
+        raise ValueError(f"n_buckets={nb} but buckets holds {int(b.max())}")
+    gains = _k.rank_gains(Y.indptr, Y.indices, top, np.ones(Y.shape[1]))
+    cum = _k.bucket_hits(gains, top, b.astype(np.int64), nb)      # (nb, kmax)
+    n = max(Y.shape[0], 1)
+    res = (cum[:, ks - 1] / (n * ks[None, :])).T                 # (len(ks), nb)
+    return res[0] if scalar else res
+
+
+# ---------------------------------------------------------------------------
+# clustering and information
+# ---------------------------------------------------------------------------
+
+def _labels_1d(y, name):
+    a = np.asarray(y)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
+    return a
+
+
+def _contingency(x, y):
+    """Sparse contingency table (csr, counts) of two label vectors of equal length."""
+    x = _labels_1d(x, "x")
+    y = _labels_1d(y, "y")
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"the two label vectors differ in length: {x.shape[0]} vs "
+                         f"{y.shape[0]}")
+    _, xi = np.unique(x, return_inverse=True)
+    _, yi = np.unique(y, return_inverse=True)
+    xi, yi = xi.ravel(), yi.ravel()
+    nx = int(xi.max()) + 1 if xi.size else 0
+    ny = int(yi.max()) + 1 if yi.size else 0
+    C = sp.coo_matrix((np.ones(xi.shape[0], dtype=np.int64), (xi, yi)),
+                      shape=(nx, ny)).tocsr()
+    C.sum_duplicates()
+    return C
+
+
+def clustering_accuracy(y_true, y_pred):
+    """Clustering accuracy: the fraction of points whose cluster maps to their class under
+    the best one-to-one matching of clusters to classes (Hungarian algorithm,
+    ``scipy.optimize.linear_sum_assignment`` on the contingency table). Any hashable labels;
+    every point counts (filter unknown classes such as -1 beforehand)."""
+    from scipy.optimize import linear_sum_assignment
+    C = _contingency(y_true, y_pred)
+    n = C.sum()
+    if n == 0:
+        return 0.0
+    D = C.toarray()              # classes x clusters: small
+    r, c = linear_sum_assignment(D, maximize=True)
+    return float(D[r, c].sum() / n)
+
+
+def normalized_mutual_info(y_true, y_pred, average_method="arithmetic"):
+    """Normalised mutual information (``sklearn.metrics.normalized_mutual_info_score``)."""
+    from sklearn.metrics import normalized_mutual_info_score
+    y_true = _labels_1d(y_true, "y_true")
+    y_pred = _labels_1d(y_pred, "y_pred")
+    if y_true.shape[0] != y_pred.shape[0]:
+        raise ValueError(f"y_true and y_pred differ in length: {y_true.shape[0]} vs "
+                         f"{y_pred.shape[0]}")
+    return float(normalized_mutual_info_score(y_true, y_pred,
+                                              average_method=average_method))
+
+
+def mutual_information(x, y):
+    """Mutual information I(X; Y) of two discrete variables, in nats, from their
+    contingency table (equals ``sklearn.metrics.mutual_info_score``):
+    ``sum_ij p_ij ln(p_ij / (p_i p_j))`` over the non-empty cells."""
+    C = _contingency(x, y).tocoo()
+    n = C.data.sum()
+    if n == 0:
+        return 0.0
+    pi = np.asarray(C.sum(axis=1)).ravel()
+    pj = np.asarray(C.sum(axis=0)).ravel()
+    nij = C.data.astype(np.float64)
+    mi = np.sum(nij / n * (np.log(nij) + np.log(n) - np.log(pi[C.row]) - np.log(pj[C.col])))
+    return float(max(mi, 0.0))
+
+
+def mutual_information_loss(I_x, I_z, relative=False):
+    """Information lost by compressing X into Z: ``I(X;C) - I(Z;C)`` (nats), or that loss
+    as a fraction of ``I(X;C)`` when ``relative`` (0 when ``I(X;C)`` is 0)."""
+    I_x = float(I_x)
+    I_z = float(I_z)
+    if not (np.isfinite(I_x) and np.isfinite(I_z)):
+        raise ValueError("I_x and I_z must be finite")
+    loss = I_x - I_z
+    if relative:
+        return loss / I_x if I_x > 0 else 0.0
+    return loss
+
+
+def warmup():
+    """Compile the kernels on tiny inputs (the dashboard calls this once at start-up)."""
+    Y = sp.csr_matrix(np.array([[1, 0, 1], [0, 0, 0]], dtype=np.float32))
+    S = sp.csr_matrix(np.array([[0.5, 0.2, 0.0], [0.1, 0.0, 0.3]], dtype=np.float32))
+    w = inverse_propensity(Y)
+    precision_at_k(Y, S, (1, 2))
+    psndcg_at_k(Y, S, w, 2)
+    psprecision_at_k(Y, S, w, 2)
+    coverage_at_k(Y, S, 2)
+    precision_by_bucket(Y, S, label_frequency_buckets(Y, 2), 2)
+    S64 = sp.csr_matrix(S, dtype=np.float64)
+    top_k(S64, 2)
