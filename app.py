@@ -1,0 +1,55 @@
+"""featagg dashboard entry point: ``streamlit run app.py`` (or ``bash scripts/dashboard.sh``).
+
+Runs on every script run of every session: page config, one warm-up per server process,
+the sidebar dataset picker, and navigation over the pages that exist.
+"""
+from pathlib import Path
+
+import streamlit as st
+
+st.set_page_config(page_title="featagg", page_icon="🧮", layout="wide",
+                   initial_sidebar_state="expanded")
+
+from featagg_app import home, session, sidebar, warmup  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent
+
+#: pages after Home, in menu order: (file, title, icon); files not written yet are left out
+PAGES = [
+    ("pages/data.py", "Data", ":material/table_chart:"),
+    ("pages/feature_agglomeration.py", "Feature agglomeration", ":material/account_tree:"),
+    ("pages/extreme_classification.py", "Extreme classification", ":material/label:"),
+    ("pages/rare_labels.py", "Rare labels", ":material/trending_down:"),
+    ("pages/graph_features.py", "Graph features", ":material/hub:"),
+    ("pages/vocabulary.py", "Vocabulary compression", ":material/compress:"),
+    ("pages/compare.py", "Compare", ":material/compare_arrows:"),
+    ("pages/export.py", "Export", ":material/download:"),
+]
+
+
+@st.cache_resource(show_spinner=False)
+def _warm_up_once():
+    """Compile the numba kernels once per server process, in a background thread
+    (see featagg_app/warmup.py for why that cannot race with a page)."""
+    return warmup.start_background()
+
+
+def main() -> None:
+    _warm_up_once()
+    pages = [st.Page(home.render, title="Home", icon=":material/home:", url_path="home",
+                     default=True)]
+    pages += [st.Page(str(ROOT / f), title=t, icon=i) for f, t, i in PAGES
+              if (ROOT / f).is_file()]
+    nav = st.navigation(pages)
+    try:
+        sidebar.dataset_picker()
+    except Exception as exc:  # noqa: BLE001 - never a traceback in the browser
+        with st.sidebar:
+            session.show_error(exc, context="The dataset picker failed")
+    try:
+        nav.run()
+    except Exception as exc:  # noqa: BLE001 - st.stop/st.rerun are BaseException: not caught
+        session.show_error(exc, context=f"The page {nav.title!r} failed")
+
+
+main()

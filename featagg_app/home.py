@@ -1,0 +1,55 @@
+"""The Home page: what featagg is, the four methods, how to start (teaching text)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from featagg_app import session
+
+METHODS = [
+    ("Feature agglomeration — DEFRAG, FIAT, REFRAG", "Jalan & Kar, IJCAI 2019",
+     "Clusters the *features* into a balanced tree and sums each cluster into one feature: "
+     "thousands of sparse words become a few hundred dense groups, and classifiers train "
+     "faster on them. FIAT fills in missing features from the groups; REFRAG re-ranks a "
+     "classifier's labels with simple label prototypes so rare labels come up."),
+    ("Extreme classification — KTXMLC", "Prajapati & Thakkar, 2021",
+     "Thousands of labels per dataset: several K-way label trees (labels grouped by "
+     "k-means‖), a linear classifier per label, and beam search down the trees, so "
+     "prediction looks at a few branches instead of every label."),
+    ("Graph feature selection — BMGUFS", "Bai, Nguyen & Davidson, KDD 2020",
+     "On an attributed graph, finds the block structure (who links to whom) and keeps the "
+     "node features that explain it — no labels needed."),
+    ("Vocabulary compression", "Bateni et al., ICML 2019",
+     "A categorical column with a huge vocabulary (user ids, zip codes) is folded into m "
+     "buckets chosen to keep as much information about the label as possible."),
+]
+
+
+def render() -> None:
+    """Draw the Home page."""
+    st.title("featagg")
+    st.markdown(
+        "**Explore and shrink huge sparse feature and label spaces.** Real datasets with "
+        "thousands of words as features and thousands of tags as labels are *sparse* (each "
+        "point uses a handful of them) and *skewed* (a few labels are everywhere, most are "
+        "rare). featagg shows that structure and runs four published methods that make such "
+        "spaces smaller, faster to learn from, and fairer to the rare labels.")
+    st.subheader("The four methods")
+    cols = st.columns(2)
+    for i, (title, cite, text) in enumerate(METHODS):
+        with cols[i % 2].container(border=True):
+            st.markdown(f"**{title}**  \n*{cite}*")
+            st.markdown(text)
+    st.subheader("How to start")
+    st.markdown(
+        "1. **Pick a dataset** in the sidebar: a bundled sample (Bibtex is loaded to begin "
+        "with) or your own file.\n"
+        "2. Open **Data** to see its shape: how many points, features and labels, and the "
+        "power law of label frequencies.\n"
+        "3. Open a method page, read its *How it works* box, move the knobs, run it.\n"
+        "4. **Compare** puts every run of your session side by side; **Export** downloads "
+        "what you trained.\n\n"
+        "Each browser tab has its own session: in a class, every student can pick their own "
+        "dataset and runs without disturbing anyone else.")
+    data = session.current_dataset()
+    if data is not None:
+        st.info(f"Dataset in use: **{session.md_escape(session.dataset_label(data))}**")

@@ -1,0 +1,140 @@
+"""The sidebar dataset picker shown on every page (``app.py`` calls :func:`dataset_picker`).
+
+Pick a bundled sample (grouped by kind) or upload a file. The chosen dataset is kept per
+browser session through :mod:`featagg_app.session`. An upload is parsed once per new file
+(or new options); its error, if any, stays shown under the uploader until the file changes.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from featagg_app import session
+from featagg_app.uploads import (EXTRA_FILES, FORMAT_HELP, MAX_UPLOAD_MB, UPLOAD_TYPES,
+                                 parse_upload)
+
+SOURCE_SAMPLE = "Bundled sample"
+SOURCE_UPLOAD = "Upload a file"
+KIND_ORDER = {k: i for i, k in enumerate(session.KINDS)}
+KIND_GROUP = {"multilabel": "Multi-label", "graph": "Graph", "table": "Table"}
+
+# session_state keys (widgets and bookkeeping of this module)
+K_SOURCE = "featagg_source"
+K_SAMPLE = "featagg_sample"
+K_UPLOAD_KIND = "featagg_upload_kind"
+K_LABEL_COL = "featagg_label_column"
+_UPLOAD_SIG = "featagg.upload_sig"          # what the last parse was run on
+_UPLOAD_RESULT = "featagg.upload_result"    # ("ok", text) | ("error", message)
+_UPLOAD_DATA = "featagg.upload_data"        # last successfully parsed upload
+
+
+def _sample_options() -> tuple[list, dict]:
+    infos = sorted(session.list_samples_safe(),
+                   key=lambda s: (KIND_ORDER.get(s.kind, 99), s.title.lower()))
+    return [s.name for s in infos], {s.name: s for s in infos}
+
+
+def _sample_picker() -> None:
+    names, info = _sample_options()
+    if not names:
+        st.warning("No bundled samples are available (featagg_core.samples is missing).")
+        return
+    if K_SAMPLE not in st.session_state:
+        cur = st.session_state.get("featagg.dataset")
+        st.session_state[K_SAMPLE] = (cur["source_id"] if cur and cur.get("origin") == "sample"
+                                      and cur.get("source_id") in info else
+                                      session.DEFAULT_SAMPLES["multilabel"]
+                                      if session.DEFAULT_SAMPLES["multilabel"] in info
+                                      else names[0])
+    name = st.selectbox(
+        "Sample dataset", names, key=K_SAMPLE,
+        format_func=lambda n: f"{KIND_GROUP.get(info[n].kind, info[n].kind)} · {info[n].title}",
+        help="Small real datasets bundled with featagg (see sample_data/README.md).")
+    s = info[name]
+    st.caption(f"{s.description} ({s.shape_text})")
+    cur = st.session_state.get("featagg.dataset")
+    if cur and cur.get("origin") == "sample" and cur.get("source_id") == name:
+        return
+    try:
+        data = session.load_sample_cached(name)
+    except Exception as exc:  # noqa: BLE001 - no traceback in the browser
+        session.show_error(exc, context=f"Could not load the sample {s.title}")
+        return
+    session.set_dataset(data, origin="sample", source_id=name)
+
+
+def _file_id(f) -> str:
+    return getattr(f, "file_id", None) or f"{f.name}:{f.size}"
+
+
+def _upload_picker() -> None:
+    kind = st.radio("Kind of data", list(session.KINDS), key=K_UPLOAD_KIND, horizontal=True,
+                    format_func=lambda k: KIND_GROUP[k])
+    st.caption(f"{FORMAT_HELP[kind]} Up to **{MAX_UPLOAD_MB} MB** per file. Files are parsed "
+               f"by featagg's readers only: never unpickled, never executed.")
+    main = st.file_uploader("Data file", type=UPLOAD_TYPES[kind], key=f"featagg_upload_{kind}",
+                            max_upload_size=MAX_UPLOAD_MB)
+    extras = {}
+    for role, (label, types) in EXTRA_FILES[kind].items():
+        f = st.file_uploader(label, type=types, key=f"featagg_upload_{kind}_{role}",
+                             max_upload_size=MAX_UPLOAD_MB)
+        if f is not None:
+            extras[role] = f
+    label_col = None
+    if kind == "table":
+        label_col = st.text_input("Label column (binary 0/1)", key=K_LABEL_COL,
+                                  placeholder="e.g. income").strip() or None
+    if main is None:
+        last = st.session_state.get(_UPLOAD_DATA)
+        if last is not None and last.kind == kind:
+            if session.current_fingerprint() != last.fingerprint:
+                session.set_dataset(last, origin="upload", source_id="upload")
+            st.caption(f"Using your earlier upload **{session.md_escape(last.name)}**.")
+        return
+    if kind == "table" and label_col is None:
+        st.info("Type the name of the label column to load the table.")
+        return
+    sig = (kind, _file_id(main), tuple(sorted((r, _file_id(f)) for r, f in extras.items())),
+           label_col)
+    if st.session_state.get(_UPLOAD_SIG) != sig:
+        st.session_state[_UPLOAD_SIG] = sig
+        try:
+            with st.spinner(f"Reading {main.name}…"):
+                data = load_upload(kind, main.name, main.getvalue(),
+                                   extras={r: (f.name, f.getvalue()) for r, f in extras.items()},
+                                   label=label_col)
+        except Exception as exc:  # noqa: BLE001 - load_upload only raises DatasetError
+            st.session_state[_UPLOAD_RESULT] = ("error", session.error_message(exc))
+        else:
+            st.session_state[_UPLOAD_DATA] = data
+            session.set_dataset(data, origin="upload", source_id="upload")
+            st.session_state[_UPLOAD_RESULT] = ("ok", f"Loaded {session.dataset_label(data)}")
+    status, text = st.session_state.get(_UPLOAD_RESULT, ("", ""))
+    if status == "error":
+        st.error(f"Could not load this file: {session.md_escape(text)}", icon="⚠️")
+    elif status == "ok":
+        st.success(session.md_escape(text))
+
+
+def load_upload(kind: str, name: str, raw: bytes, *, extras=None, label=None):
+    """Parse an upload (see :func:`featagg_app.uploads.parse_upload`); every failure comes
+    out as a DatasetError whose message the sidebar shows."""
+    return parse_upload(kind, name, raw, extras=extras, label=label)
+
+
+def dataset_picker():
+    """Draw the dataset picker in the sidebar; returns the session's current dataset
+    (loading the default Bibtex sample on a session's first run)."""
+    with st.sidebar:
+        st.subheader("Dataset")
+        source = st.radio("Source", [SOURCE_SAMPLE, SOURCE_UPLOAD], key=K_SOURCE,
+                          horizontal=True, label_visibility="collapsed")
+        if source == SOURCE_SAMPLE:
+            _sample_picker()
+        else:
+            _upload_picker()
+        data = session.current_dataset()
+        if data is not None:
+            st.caption(f"In use: **{session.md_escape(session.dataset_label(data))}**")
+        else:
+            st.caption("No dataset in use yet.")
+    return data
