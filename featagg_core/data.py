@@ -556,52 +556,793 @@ def _check_classes(y, n: int, *, name: str, what: str) -> np.ndarray:
     return y.astype(np.int64)
 
 
+
+
 # ---------------------------------------------------------------------------
-# public entry points
+# XC / svmlight text
+# ---------------------------------------------------------------------------
+
+_KERNEL_MESSAGES = {
+    1: "expected 'index:value'",
+    2: "negative feature index",
+    3: "value is not a number",
+    4: "NaN/inf value",
+    5: "label is not a non-negative integer",
+    6: "negative label",
+    7: "index too large",
+    8: "empty label in the label list (',,' or a trailing comma)",
+    9: "sparse ARFF row must be enclosed in '{...}'",
+    10: "wrong number of fields",
+    11: "wrong number of fields (expected 'source target [weight]')",
+    12: "node name longer than 256 bytes",
+}
+
+
+def _kernel_error(code: int, raw: bytes, name: str, line: int, pos: int) -> DatasetError:
+    """Turn a kernel's (code, line, byte offset) into a DatasetError quoting the token."""
+    pos = max(0, min(int(pos), len(raw)))
+    msg = _KERNEL_MESSAGES.get(int(code), f"parse error {code}")
+    if pos < len(raw) and raw[pos] >= 0x80:
+        msg += f"; non-ASCII byte 0x{raw[pos]:02X} (wrong encoding? numbers must be ASCII)"
+    else:
+        end = pos
+        while end < len(raw) and end - pos < 40 and raw[end] not in b" \t\r\n,{}":
+            end += 1
+        tok = raw[pos:end].decode("utf-8", "backslashreplace")
+        msg += f", found {tok!r}" if tok else ", found end of line"
+    return DatasetError(msg, path=name, line=int(line))
+
+
+def _header_line(raw: bytes, name: str) -> tuple[str, int]:
+    """First line as text and the offset of the byte after it."""
+    nl = raw.find(b"\n")
+    end = len(raw) if nl < 0 else nl + 1
+    try:
+        text = raw[:end].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"header is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                           path=name, line=1) from None
+    return text, end
+
+
+def _int_header(text: str):
+    """The ints of a header line, or None when it is not a header of plain integers."""
+    parts = text.split()
+    if not parts or not all(p.isascii() and p.isdigit() for p in parts):
+        return None
+    return [int(p) for p in parts]
+
+
+class _Parsed:
+    """Raw result of tokenising a sparse text file (before shape decisions)."""
+    __slots__ = ("indptr", "indices", "values", "lab_ptr", "labels", "row_line", "n_rows",
+                 "name")
+
+
+def _tokenise(raw: bytes, name: str, start: int, first_line: int, allow_labels: bool,
+              svmlight: bool) -> _Parsed:
+    from ._kernels.parse import parse_sparse_lines
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    (err, eline, epos, n_rows, indptr, indices, values, lab_ptr, labels, row_line,
+     hslot, hstart, hend, n_hard) = parse_sparse_lines(buf, start, first_line, allow_labels,
+                                                       svmlight)
+    if err:
+        raise _kernel_error(err, raw, name, eline, epos)
+    out = _Parsed()
+    out.n_rows = int(n_rows)
+    out.indptr = indptr[:n_rows + 1]
+    nnz = int(out.indptr[-1])
+    out.indices = indices[:nnz]
+    out.values = values[:nnz]
+    out.lab_ptr = lab_ptr[:n_rows + 1]
+    out.labels = labels[:int(out.lab_ptr[-1])]
+    out.row_line = row_line[:n_rows]
+    out.name = name
+    # the rare numbers beyond the exact fast path: Python's correctly rounded float()
+    for k in range(int(n_hard)):
+        out.values[hslot[k]] = float(raw[hstart[k]:hend[k]])
+    return out
+
+
+def _line_of_entry(parsed: _Parsed, ptr: np.ndarray, pos: int) -> int:
+    return int(parsed.row_line[_row_of_entry(ptr, pos)])
+
+
+def _finish_matrix(parsed: _Parsed, ptr, idx, vals, n_cols: int, *, what: str,
+                   binary: bool = False) -> sp.csr_matrix:
+    """Range / finiteness / duplicate checks with line numbers, then a csr float32."""
+    name = parsed.name
+    if idx.size:
+        hi = int(idx.max())
+        if hi >= n_cols:
+            p = int(np.flatnonzero(idx >= n_cols)[0])
+            raise DatasetError(f"{what} index {int(idx[p])} out of range (the header says "
+                               f"{n_cols} {what}s)" if n_cols >= 0 else
+                               f"{what} index {int(idx[p])} out of range", path=name,
+                               line=_line_of_entry(parsed, ptr, p))
+        if int(idx.min()) < 0:
+            p = int(np.flatnonzero(idx < 0)[0])
+            raise DatasetError(f"negative {what} index {int(idx[p])} (after the 1-based "
+                               f"shift)", path=name, line=_line_of_entry(parsed, ptr, p))
+    if vals is None:
+        data = np.ones(idx.shape[0], np.float32)
+    else:
+        with np.errstate(over="ignore"):
+            data = vals.astype(np.float32)
+        bad = ~np.isfinite(data)
+        if bad.any():
+            p = int(np.flatnonzero(bad)[0])
+            raise DatasetError(f"value {vals[p]!r} does not fit in float32 ({what} "
+                               f"{int(idx[p])})", path=name,
+                               line=_line_of_entry(parsed, ptr, p))
+        if binary:
+            nb = (data != 0) & (data != 1)
+            if nb.any():
+                p = int(np.flatnonzero(nb)[0])
+                raise DatasetError(f"labels must be 0/1, found {vals[p]!r}", path=name,
+                                   line=_line_of_entry(parsed, ptr, p))
+    n = ptr.shape[0] - 1
+    idx_dtype = np.int32 if max(n, n_cols, idx.shape[0]) < 2**31 - 1 else np.int64
+    M = sp.csr_matrix((data, idx.astype(idx_dtype), ptr.astype(idx_dtype)),
+                      shape=(n, n_cols))
+    from ._kernels.parse import first_duplicate
+    r, c = first_duplicate(M.indptr, M.indices, n_cols)
+    if r >= 0:
+        raise DatasetError(f"duplicate {what} index {int(c)} on the line", path=name,
+                           line=int(parsed.row_line[r]))
+    M.sort_indices()
+    if data.size and not data.all():
+        M.eliminate_zeros()
+    return M
+
+
+def _trim_rows(parsed: _Parsed, n_expected: int) -> None:
+    """XC files: every line is a row, but blank lines after the last row are tolerated."""
+    if parsed.n_rows > n_expected:
+        extra_feat = parsed.indptr[-1] - parsed.indptr[n_expected]
+        extra_lab = parsed.lab_ptr[-1] - parsed.lab_ptr[n_expected]
+        if extra_feat or extra_lab:
+            raise DatasetError(f"the header says {n_expected} rows but there are more",
+                               path=parsed.name, line=int(parsed.row_line[n_expected]))
+        parsed.n_rows = n_expected
+        parsed.indptr = parsed.indptr[:n_expected + 1]
+        parsed.lab_ptr = parsed.lab_ptr[:n_expected + 1]
+        parsed.row_line = parsed.row_line[:n_expected]
+    if parsed.n_rows < n_expected:
+        last = int(parsed.row_line[-1]) if parsed.n_rows else 1
+        raise DatasetError(f"truncated file: the header says {n_expected} rows, found "
+                           f"{parsed.n_rows}", path=parsed.name, line=last)
+
+
+def _xc_header(raw: bytes, name: str, counts: tuple) -> tuple[list, int]:
+    if not raw.strip():
+        raise DatasetError("empty file", path=name)
+    text, end = _header_line(raw, name)
+    h = _int_header(text)
+    if h is None or len(h) not in counts:
+        want = " or ".join({3: "'N D L'", 2: "'N D'"}[c] for c in counts)
+        raise DatasetError(f"header must be {want} (non-negative integers), found "
+                           f"{text.strip()[:60]!r}", path=name, line=1)
+    return h, end
+
+
+def _load_xc_split(raw: bytes, name: str, labels_path) -> MultiLabelData:
+    (n, d), start = _xc_header(raw, name, (2,))
+    px = _tokenise(raw, name, start, 2, False, False)
+    _trim_rows(px, n)
+    X = _finish_matrix(px, px.indptr, px.indices, px.values, d, what="feature")
+    rawy, namey = _read_bytes(labels_path)
+    (ny, L), starty = _xc_header(rawy, namey, (2,))
+    if ny != n:
+        raise DatasetError(f"the labels file has {ny} rows but the features file {name} has "
+                           f"{n}", path=namey, line=1)
+    py = _tokenise(rawy, namey, starty, 2, False, False)
+    _trim_rows(py, ny)
+    Y = _finish_matrix(py, py.indptr, py.indices, py.values, L, what="label", binary=True)
+    return MultiLabelData(X=X, Y=Y, name=_stem(name), source=f"XC split format: {name} + "
+                          f"{namey}")
+
+
+def _stem(name: str) -> str:
+    base = os.path.basename(str(name))
+    for ext in (".txt", ".svm", ".libsvm", ".svmlight", ".arff", ".npz", ".xc"):
+        if base.lower().endswith(ext):
+            return base[: -len(ext)]
+    return base
+
+
+def load_xc(path_or_file, labels_path=None) -> MultiLabelData:
+    """Read the Extreme Classification Repository text format.
+
+    Combined format: a header ``N D L`` then N lines ``l1,l2,... i:v i:v ...`` (labels and
+    feature indices 0-based; a line with no labels starts with the first ``i:v`` or is
+    empty). Split format: ``load_xc(features, labels_path=labels)`` with a features file
+    (header ``N D``, lines ``i:v ...``) and a labels file (header ``N L``, lines ``l:1``).
+
+    Parsed by a numba kernel over the raw bytes. Numbers with at most 15 significant digits
+    and a decimal exponent within ±22 are converted exactly in the kernel (Clinger's fast
+    path); the rare others are converted by Python's correctly rounded ``float``; the
+    float64 value is then rounded to float32, which is what ``strtod`` + a float32 cast
+    (sklearn's reader) gives. Blank lines after the last row are tolerated; any other
+    count mismatch, out-of-range or duplicate index, NaN/inf value, or malformed token is
+    a DatasetError naming the line.
+    """
+    raw, name = _read_bytes(path_or_file)
+    return _load_xc_raw(raw, name, labels_path)
+
+
+def _load_xc_raw(raw: bytes, name: str, labels_path=None) -> MultiLabelData:
+    h, start = _xc_header(raw, name, (3, 2))
+    if len(h) == 2:
+        if labels_path is None:
+            raise DatasetError("header 'N D' is the XC split format's features file: pass "
+                               "the labels file as labels_path=", path=name, line=1)
+        return _load_xc_split(raw, name, labels_path)
+    if labels_path is not None:
+        raise DatasetError("labels_path= given but the header 'N D L' says the labels are "
+                           "in this file", path=name, line=1)
+    n, d, L = h
+    px = _tokenise(raw, name, start, 2, True, False)
+    _trim_rows(px, n)
+    X = _finish_matrix(px, px.indptr, px.indices, px.values, d, what="feature")
+    Y = _finish_matrix(px, px.lab_ptr, px.labels, None, L, what="label")
+    return MultiLabelData(X=X, Y=Y, name=_stem(name), source=f"XC format: {name}")
+
+
+def _format_values(vals: np.ndarray):
+    """Shortest round-trip text of float32 values (numpy's Dragon4 repr, computed once per
+    distinct value); integers lose their '.0'. Returns (codes, bytes table, lengths)."""
+    uniq, codes = np.unique(vals.astype(np.float32), return_inverse=True)
+    if uniq.size == 0:
+        return (np.zeros(0, np.int64), np.zeros((1, 1), np.uint8), np.zeros(1, np.int64))
+    txt = uniq.astype("S")
+    ends = np.char.endswith(txt, b".0")
+    if ends.any():
+        txt = txt.copy()
+        txt[ends] = np.char.rstrip(np.char.rstrip(txt[ends], b"0"), b".")
+    width = txt.dtype.itemsize
+    table = np.frombuffer(txt.tobytes(), np.uint8).reshape(-1, width)
+    lens = np.char.str_len(txt).astype(np.int64)
+    return codes.astype(np.int64).ravel(), table, lens
+
+
+def _as_X_Y(data_or_X_Y, what="save_xc"):
+    if isinstance(data_or_X_Y, MultiLabelData):
+        X, Y = data_or_X_Y.X, data_or_X_Y.Y
+    else:
+        try:
+            X, Y = data_or_X_Y
+        except (TypeError, ValueError):
+            raise TypeError(f"{what}: expected a MultiLabelData or an (X, Y) pair") from None
+    X = sp.csr_matrix(X, dtype=np.float32)
+    Y = sp.csr_matrix(Y)
+    if X.shape[0] != Y.shape[0]:
+        raise ValueError(f"{what}: X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    Y.sum_duplicates()
+    Y.eliminate_zeros()
+    if X.nnz and not np.isfinite(X.data).all():
+        raise ValueError(f"{what}: X has NaN/inf values")
+    if Y.nnz and not (Y.data == 1).all():
+        raise ValueError(f"{what}: Y must be 0/1")
+    return X, Y
+
+
+def _xc_bytes(X, Y, with_labels: bool) -> bytes:
+    from ._kernels.parse import write_sparse_lines
+    codes, table, lens = _format_values(X.data)
+    body = write_sparse_lines(X.indptr.astype(np.int64), X.indices.astype(np.int64), codes,
+                              table, lens, Y.indptr.astype(np.int64),
+                              Y.indices.astype(np.int64), with_labels)
+    return body.tobytes()
+
+
+def save_xc(data_or_X_Y, path, labels_path=None) -> None:
+    """Write the XC text format (atomically: temporary file + ``os.replace``).
+
+    ``data_or_X_Y``: a MultiLabelData (its training part) or an ``(X, Y)`` pair. With
+    ``labels_path`` the split format is written: ``path`` gets ``N D`` and ``i:v`` lines,
+    ``labels_path`` gets ``N L`` and ``l:1`` lines. Values are written as the shortest
+    decimal that reads back to the same float32 (numpy's repr, '.0' dropped), so
+    ``load_xc(save_xc(X, Y))`` gives bit-identical arrays; explicit zeros are not written.
+    """
+    X, Y = _as_X_Y(data_or_X_Y)
+    n, d = X.shape
+    L = Y.shape[1]
+    if labels_path is None:
+        body = _xc_bytes(X, Y, True)
+        _atomic_write(path, lambda fh: (fh.write(f"{n} {d} {L}\n".encode()), fh.write(body)))
+        return
+    body = _xc_bytes(X, Y, False)
+    Yv = sp.csr_matrix((np.ones(Y.nnz, np.float32), Y.indices, Y.indptr), shape=Y.shape)
+    ybody = _xc_bytes(Yv, Yv, False)
+    _atomic_write(path, lambda fh: (fh.write(f"{n} {d}\n".encode()), fh.write(body)))
+    _atomic_write(labels_path, lambda fh: (fh.write(f"{n} {L}\n".encode()), fh.write(ybody)))
+
+
+# ---------------------------------------------------------------------------
+# svmlight / libsvm multilabel
+# ---------------------------------------------------------------------------
+
+def _svmlight_assemble(parsed_list, zero_based="auto", n_features=None, n_labels=None):
+    """Shape decisions across files (sklearn's rules), then matrices per file.
+
+    zero_based="auto": indices are shifted down by one when every file has features and
+    none uses index 0 (sklearn's heuristic); True: used as given; False: 1-based (an index
+    0 is an error). Labels are used as column indices as given (no shift).
+    """
+    if zero_based not in ("auto", True, False):
+        raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
+    if zero_based == "auto":
+        shift = all(p.indices.size and int(p.indices.min()) > 0 for p in parsed_list)
+    else:
+        shift = not zero_based
+    for p in parsed_list:
+        if shift:
+            if p.indices.size and int(p.indices.min()) == 0:
+                q = int(np.flatnonzero(p.indices == 0)[0])
+                raise DatasetError("feature index 0 in a 1-based file (zero_based=False)",
+                                   path=p.name, line=_line_of_entry(p, p.indptr, q))
+            p.indices = p.indices - 1
+    max_f = max((int(p.indices.max()) + 1 if p.indices.size else 0) for p in parsed_list)
+    max_l = max((int(p.labels.max()) + 1 if p.labels.size else 0) for p in parsed_list)
+    d = max_f if n_features is None else int(n_features)
+    L = max_l if n_labels is None else int(n_labels)
+    out = []
+    for p in parsed_list:
+        if p.n_rows == 0:
+            raise DatasetError("no data rows", path=p.name)
+        X = _finish_matrix(p, p.indptr, p.indices, p.values, d, what="feature")
+        Y = _finish_matrix(p, p.lab_ptr, p.labels, None, L, what="label")
+        out.append((X, Y))
+    return out
+
+
+def _svmlight_parse(raw: bytes, name: str) -> _Parsed:
+    if not raw.strip():
+        raise DatasetError("empty file", path=name)
+    return _tokenise(raw, name, 0, 1, True, True)
+
+
+def load_svmlight(path_or_file, *, zero_based="auto", n_features=None,
+                  n_labels=None) -> MultiLabelData:
+    """Read svmlight/libsvm multilabel text (``l1,l2 i:v i:v ...``, no header; ``#``
+    comments, blank lines and ``qid:`` are skipped as sklearn does) with the numba
+    tokenizer of :func:`load_xc`. See :func:`_svmlight_assemble` for ``zero_based``.
+    NaN/inf values are rejected (sklearn accepts them)."""
+    raw, name = _read_bytes(path_or_file)
+    (X, Y), = _svmlight_assemble([_svmlight_parse(raw, name)], zero_based, n_features,
+                                 n_labels)
+    return MultiLabelData(X=X, Y=Y, name=_stem(name), source=f"svmlight: {name}")
+
+
+# ---------------------------------------------------------------------------
+# MULAN ARFF (+ XML label header)
+# ---------------------------------------------------------------------------
+import re as _re
+
+_DATA_RE = _re.compile(rb"(?im)^[ \t]*@data[ \t]*\r?$")
+
+
+def _reject_dtd(raw: bytes, name: str) -> None:
+    low = raw[:1 << 20].lower()
+    if b"<!doctype" in low or b"<!entity" in low:
+        raise DatasetError("XML with a DTD or entity declarations is refused", path=name)
+
+
+def _parse_label_xml(xml, arff_name: str) -> list:
+    raw, name = _read_bytes(xml)
+    if not raw.strip():
+        raise DatasetError("empty label XML file", path=name)
+    _reject_dtd(raw, name)
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.fromstring(raw)
+    except ET.ParseError as exc:
+        raise DatasetError(f"malformed XML ({exc})", path=name,
+                           line=getattr(exc, "position", (None,))[0]) from None
+    except Exception as exc:  # noqa: BLE001
+        raise DatasetError(f"cannot parse XML ({type(exc).__name__}: {exc})",
+                           path=name) from None
+    names = [el.get("name") for el in root.iter() if el.tag.rsplit("}", 1)[-1] == "label"]
+    if not names:
+        raise DatasetError("no <label name=...> elements in the label XML", path=name)
+    if any(n is None for n in names):
+        raise DatasetError("a <label> element has no name attribute", path=name)
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise DatasetError(f"label {dup!r} is named twice", path=name)
+    return names
+
+
+def _arff_name(text: str, name: str, line: int) -> tuple[str, str]:
+    """Split '<name> <rest>' where name may be quoted ('...' or "...", backslash escapes)."""
+    text = text.lstrip()
+    if not text:
+        raise DatasetError("@attribute without a name", path=name, line=line)
+    q = text[0]
+    if q in "'\"":
+        out, i = [], 1
+        while i < len(text):
+            c = text[i]
+            if c == "\\" and i + 1 < len(text):
+                out.append(text[i + 1])
+                i += 2
+                continue
+            if c == q:
+                return "".join(out), text[i + 1:]
+            out.append(c)
+            i += 1
+        raise DatasetError("unterminated quoted attribute name", path=name, line=line)
+    m = _re.match(r"([^\s{]+)(.*)$", text, _re.S)
+    return m.group(1), m.group(2)
+
+
+def _parse_arff_header(raw: bytes, name: str):
+    """(relation, [(attr name, kind, nominal values)], data offset, data first line)."""
+    if not raw.strip():
+        raise DatasetError("empty file", path=name)
+    m = _DATA_RE.search(raw)
+    if m is None:
+        raise DatasetError("no @data line (not an ARFF file?)", path=name)
+    try:
+        head = raw[:m.start()].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        ln = raw[:exc.start].count(b"\n") + 1
+        raise DatasetError(f"header is not valid UTF-8 ({exc.reason})", path=name,
+                           line=ln) from None
+    relation, attrs = "", []
+    seen = set()
+    for ln, line in enumerate(head.split("\n"), start=1):
+        s = line.strip()
+        if not s or s.startswith("%"):
+            continue
+        low = s.lower()
+        if low.startswith("@relation"):
+            relation = s[9:].strip().strip("'\"")
+        elif low.startswith("@attribute"):
+            aname, rest = _arff_name(s[10:], name, ln)
+            t = rest.strip()
+            tl = t.lower()
+            if tl in ("numeric", "real", "integer"):
+                attrs.append((aname, "numeric", None))
+            elif t.startswith("{"):
+                if not t.endswith("}"):
+                    raise DatasetError(f"attribute {aname!r}: nominal list not closed with "
+                                       f"'}}'", path=name, line=ln)
+                vals = [v.strip().strip("'\"") for v in t[1:-1].split(",")]
+                attrs.append((aname, "nominal", vals))
+            elif tl.startswith(("string", "date", "relational")):
+                raise DatasetError(f"attribute {aname!r} has type {t.split()[0]}; only "
+                                   f"numeric and numeric-coded nominal attributes are "
+                                   f"supported", path=name, line=ln)
+            else:
+                raise DatasetError(f"attribute {aname!r}: unknown type {t[:30]!r}",
+                                   path=name, line=ln)
+            if aname in seen:
+                raise DatasetError(f"attribute {aname!r} declared twice", path=name, line=ln)
+            seen.add(aname)
+        elif low.startswith("@end"):
+            continue
+        else:
+            raise DatasetError(f"unexpected header line {s[:40]!r}", path=name, line=ln)
+    if not attrs:
+        raise DatasetError("no @attribute declarations", path=name)
+    nl = raw.find(b"\n", m.end())
+    start = len(raw) if nl < 0 else nl + 1
+    first_line = raw[:m.start()].count(b"\n") + 2
+    return relation, attrs, start, first_line
+
+
+def _arff_label_mask(attrs, relation, name, xml, n_labels, path_or_file):
+    names = [a[0] for a in attrs]
+    n_attr = len(attrs)
+    is_label = np.zeros(n_attr, bool)
+    if xml is None and n_labels is None and isinstance(path_or_file, (str, os.PathLike)):
+        p = os.fspath(path_or_file)
+        folder, base = os.path.split(p)
+        stem = os.path.splitext(base)[0]
+        cands = [stem]
+        m = _re.match(r"^(.*?)[-_.](train|test|trn|tst)$", stem, _re.I)
+        if m:
+            cands.append(m.group(1))
+        for c in cands:
+            q = os.path.join(folder, c + ".xml")
+            if os.path.isfile(q):
+                xml = q
+                break
+    if xml is not None:
+        lab = _parse_label_xml(xml, name)
+        pos = {a: i for i, a in enumerate(names)}
+        missing = [l for l in lab if l not in pos]
+        if missing:
+            raise DatasetError(f"label {missing[0]!r} of the XML is not an attribute of the "
+                               f"ARFF file", path=name, field=missing[0])
+        is_label[[pos[l] for l in lab]] = True
+    elif n_labels is not None:
+        k = int(n_labels)
+        if not 0 < k < n_attr:
+            raise DatasetError(f"n_labels={k} but the file has {n_attr} attributes",
+                               path=name)
+        is_label[n_attr - k:] = True
+    else:
+        m = _re.search(r"-C\s+(-?\d+)", relation)
+        if m is None:
+            raise DatasetError("cannot tell which attributes are labels: pass xml= (MULAN "
+                               "label file) or n_labels= (the last attributes)", path=name)
+        k = int(m.group(1))
+        if k == 0 or abs(k) >= n_attr:
+            raise DatasetError(f"MEKA option -C {k} does not fit {n_attr} attributes",
+                               path=name, field="@relation")
+        if k > 0:
+            is_label[:k] = True
+        else:
+            is_label[n_attr + k:] = True
+    for i in np.flatnonzero(is_label):
+        a, kind, vals = attrs[i]
+        if kind == "nominal" and not set(vals) <= {"0", "1"}:
+            raise DatasetError(f"label attribute {a!r} must be binary {{0,1}}, declared "
+                               f"{{{','.join(vals)}}}", path=name, field=a)
+    for i in np.flatnonzero(~is_label):
+        a, kind, vals = attrs[i]
+        if kind == "nominal":
+            for v in vals:
+                try:
+                    float(v)
+                except ValueError:
+                    raise DatasetError(f"nominal attribute {a!r} has non-numeric value "
+                                       f"{v!r}; only numeric-coded nominal attributes are "
+                                       f"supported", path=name, field=a) from None
+    return is_label
+
+
+def _parse_arff_rows(raw: bytes, name: str, start: int, first_line: int, n_attr: int):
+    from ._kernels.parse import parse_arff_data
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    (err, eline, epos, n_rows, indptr, attr, values, row_line, n_fields, hslot, hstart,
+     hend, n_hard) = parse_arff_data(buf, start, first_line)
+    if err:
+        raise _kernel_error(err, raw, name, eline, epos)
+    p = _Parsed()
+    p.name = name
+    p.n_rows = int(n_rows)
+    p.indptr = indptr[:n_rows + 1]
+    nnz = int(p.indptr[-1])
+    p.indices = attr[:nnz]
+    p.values = values[:nnz]
+    p.row_line = row_line[:n_rows]
+    for k in range(int(n_hard)):
+        p.values[hslot[k]] = float(raw[hstart[k]:hend[k]])
+    nf = n_fields[:n_rows]
+    bad = (nf >= 0) & (nf != n_attr)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise DatasetError(f"dense row has {int(nf[r])} fields, expected {n_attr} (one per "
+                           f"attribute)", path=name, line=int(p.row_line[r]))
+    if p.n_rows == 0:
+        raise DatasetError("no data rows after @data", path=name)
+    return p
+
+
+def load_arff(path_or_file, *, xml=None, n_labels=None):
+    """Read a MULAN ARFF file (sparse ``{i v, ...}`` and dense rows) with its labels.
+
+    Which attributes are labels: ``xml=`` (MULAN's label XML: every ``<label name=...>``,
+    nested ones included); else ``n_labels=`` (the last attributes); else a ``<stem>.xml``
+    next to a file given by path (``bibtex-train.arff`` also finds ``bibtex.xml``); else
+    MEKA's ``-C n`` in the relation name. Labels may be anywhere among the attributes;
+    label columns keep the attributes' order. Feature and label names are kept.
+    A missing value ``?`` is read as absent (0) for a feature and is an error for a label.
+    Nominal features must have numeric values (their numeric value is stored).
+    """
+    raw, name = _read_bytes(path_or_file)
+    relation, attrs, start, first_line = _parse_arff_header(raw, name)
+    is_label = _arff_label_mask(attrs, relation, name, xml, n_labels, path_or_file)
+    n_attr = len(attrs)
+    p = _parse_arff_rows(raw, name, start, first_line, n_attr)
+    if p.indices.size:
+        over = p.indices >= n_attr
+        if over.any():
+            q = int(np.flatnonzero(over)[0])
+            raise DatasetError(f"attribute index {int(p.indices[q])} out of range (the header "
+                               f"declares {n_attr} attributes)", path=name,
+                               line=_line_of_entry(p, p.indptr, q))
+    from ._kernels.parse import first_duplicate
+    r, c = first_duplicate(p.indptr, p.indices, n_attr)
+    if r >= 0:
+        raise DatasetError(f"attribute index {int(c)} appears twice in the row", path=name,
+                           line=int(p.row_line[r]))
+    lab_entry = is_label[p.indices]
+    miss = np.isnan(p.values)
+    if (miss & lab_entry).any():
+        q = int(np.flatnonzero(miss & lab_entry)[0])
+        raise DatasetError(f"missing value '?' for label {attrs[int(p.indices[q])][0]!r}",
+                           path=name, line=_line_of_entry(p, p.indptr, q))
+    feat_col = np.cumsum(~is_label) - 1
+    lab_col = np.cumsum(is_label) - 1
+    rows = np.repeat(np.arange(p.n_rows), np.diff(p.indptr))
+
+    n_feat, n_lab = int((~is_label).sum()), int(is_label.sum())
+
+    def sub(mask, colmap, n_cols, binary, what):
+        cnt = np.bincount(rows[mask], minlength=p.n_rows)
+        ptr = np.concatenate([[0], np.cumsum(cnt)])
+        vals = np.where(miss[mask], 0.0, p.values[mask])
+        return _finish_matrix(p, ptr, colmap[p.indices[mask]], vals, n_cols, what=what,
+                              binary=binary)
+
+    X = sub(~lab_entry, feat_col, n_feat, False, "feature")
+    Y = sub(lab_entry, lab_col, n_lab, True, "label")
+    names = [a[0] for a in attrs]
+    return MultiLabelData(X=X, Y=Y,
+                          feature_names=[n for n, l in zip(names, is_label) if not l],
+                          label_names=[n for n, l in zip(names, is_label) if l],
+                          name=_stem(name), source=f"MULAN ARFF: {name}")
+
+
+# ---------------------------------------------------------------------------
+# load_dataset: dispatch by extension and content
 # ---------------------------------------------------------------------------
 
 def _suffix(name: str) -> str:
-    base = os.path.basename(name).lower()
-    for compound in (".parquet.brotli", ".parquet.gz", ".parquet.snappy"):
+    """Lower-case extension; ``x.parquet.brotli`` and friends count as ``.parquet``."""
+    base = os.path.basename(str(name)).lower()
+    for compound in (".parquet.brotli", ".parquet.gz", ".parquet.snappy", ".parquet.zst"):
         if base.endswith(compound):
             return ".parquet"
     return os.path.splitext(base)[1]
 
 
-def load_dataset(path_or_file, **kw) -> MultiLabelData:
-    """Load a multi-label dataset (see module docstring for the formats)."""
-    name = _source_name(path_or_file)
-    ext = _suffix(name)
-    if ext == ".npz":
-        data = _load_npz_any(path_or_file)
-        if not isinstance(data, MultiLabelData):
-            raise DatasetError(f"npz holds a {data.kind} dataset, not a multi-label one "
-                               f"(use load_graph/load_categorical)", path=name, field="kind")
-        return data
-    raise DatasetError(f"unsupported file type {ext!r}", path=name)
+def _sniff(raw: bytes, ext: str) -> str:
+    """'npz' | 'arff' | 'xc' | 'xc_split' | 'svmlight' from the extension and first bytes."""
+    if raw[:4] == b"PK\x03\x04" or ext == ".npz":
+        return "npz"
+    if ext == ".arff":
+        return "arff"
+    head = raw[:4096].lstrip()
+    first = head.split(b"\n", 1)[0].strip()
+    if head[:1] == b"%" or first.lower().startswith(b"@relation"):
+        return "arff"
+    if ext in (".svm", ".libsvm", ".svmlight"):
+        return "svmlight"
+    parts = first.split()
+    if parts and all(p.isdigit() for p in parts):
+        if len(parts) == 3:
+            return "xc"
+        if len(parts) == 2:
+            return "xc_split"
+    return "svmlight"
 
 
-def load_graph(path_or_file, **kw) -> GraphData:
-    """Load an attributed graph."""
-    name = _source_name(path_or_file)
-    ext = _suffix(name)
-    if ext == ".npz":
-        data = _load_npz_any(path_or_file)
+def load_dataset(path_or_file, *, test=None, labels_path=None, test_labels_path=None,
+                 xml=None, n_labels=None, zero_based="auto", n_features=None,
+                 format=None, name=None) -> MultiLabelData:
+    """Load a multi-label dataset from a path or a binary file-like object with ``.name``.
+
+    Formats (``format=`` forces one, else by extension and content): ``.npz``
+    (:func:`save_npz`), MULAN ARFF (``.arff``, or text starting with ``%``/``@relation``;
+    ``xml=``/``n_labels=`` as in :func:`load_arff`), XC text (first line ``N D L``; the
+    split format ``N D`` needs ``labels_path=``), otherwise svmlight/libsvm multilabel
+    (``zero_based``, ``n_features``, ``n_labels`` as in :func:`load_svmlight`).
+
+    ``test=`` loads a second file of the same format into ``X_test``/``Y_test`` (with
+    ``test_labels_path=`` for the XC split format); the two must agree on the number of
+    features and labels (svmlight: shapes and the 1-based shift are decided jointly, as
+    ``sklearn.datasets.load_svmlight_files`` does). Nothing but DatasetError escapes.
+    """
+    raw, src = _read_bytes(path_or_file)
+    ext = _suffix(src)
+    fmt = format or _sniff(raw, ext)
+    try:
+        if fmt == "npz":
+            data = _load_npz_any(raw_file(raw, src))
+            if not isinstance(data, MultiLabelData):
+                raise DatasetError(f"npz holds a {data.kind} dataset, not a multi-label one "
+                                   f"(use load_graph/load_categorical)", path=src,
+                                   field="kind")
+            if test is not None:
+                t = load_dataset(test, format="npz")
+                data.X_test, data.Y_test = t.X, t.Y
+        elif fmt == "arff":
+            data = load_arff(raw_file(raw, src, path_or_file), xml=xml, n_labels=n_labels)
+            if test is not None:
+                t = load_arff(test, xml=xml, n_labels=n_labels)
+                if t.feature_names != data.feature_names or t.label_names != data.label_names:
+                    raise DatasetError("the test file's attributes differ from the training "
+                                       "file's", path=_source_name(test))
+                data.X_test, data.Y_test = t.X, t.Y
+        elif fmt in ("xc", "xc_split"):
+            data = _load_xc_raw(raw, src, labels_path)
+            if test is not None:
+                traw, tname = _read_bytes(test)
+                t = _load_xc_raw(traw, tname, test_labels_path)
+                data.X_test, data.Y_test = t.X, t.Y
+        elif fmt == "svmlight":
+            parsed = [_svmlight_parse(raw, src)]
+            if test is not None:
+                traw, tname = _read_bytes(test)
+                parsed.append(_svmlight_parse(traw, tname))
+            mats = _svmlight_assemble(parsed, zero_based, n_features, n_labels)
+            data = MultiLabelData(X=mats[0][0], Y=mats[0][1], name=_stem(src),
+                                  source=f"svmlight: {src}")
+            if test is not None:
+                data.X_test, data.Y_test = mats[1]
+        else:
+            raise DatasetError(f"unknown format {fmt!r} (npz, arff, xc, xc_split, svmlight)",
+                               path=src)
+    except DatasetError:
+        raise
+    except (MemoryError, RecursionError, OverflowError, IndexError, KeyError,
+            TypeError, ValueError, UnicodeError, OSError) as exc:
+        raise DatasetError(f"cannot read ({type(exc).__name__}: {exc})", path=src) from exc
+    if data.X_test is not None:
+        if data.X_test.shape[1] != data.X.shape[1] or data.Y_test.shape[1] != data.Y.shape[1]:
+            raise DatasetError(f"test set has {data.X_test.shape[1]} features and "
+                               f"{data.Y_test.shape[1]} labels, training set "
+                               f"{data.X.shape[1]} and {data.Y.shape[1]}",
+                               path=_source_name(test))
+    if name is not None:
+        data.name = name
+    return data
+
+
+class _NamedBytes(io.BytesIO):
+    """In-memory copy of an input that keeps its name (for messages and sniffing)."""
+
+    def __init__(self, raw: bytes, name: str):
+        super().__init__(raw)
+        self.name = name
+
+
+def raw_file(raw: bytes, name: str, original=None):
+    """The original path when there is one (so neighbours such as ``<stem>.xml`` can be
+    found), else an in-memory named file over ``raw``."""
+    if isinstance(original, (str, os.PathLike)):
+        return original
+    return _NamedBytes(raw, name)
+
+
+def warmup() -> None:
+    """Compile (or load from cache) the parsing kernels on tiny inputs."""
+    from ._kernels import parse as k
+    buf = np.frombuffer(b"1 0:1.5 2:2\n\n0,1 1:3e-1\n", np.uint8)
+    k.parse_sparse_lines(buf, 0, 1, True, True)
+    k.parse_sparse_lines(buf, 0, 1, True, False)
+    k.parse_arff_data(np.frombuffer(b"{0 1,2 0.5}\n1,0,2\n", np.uint8), 0, 1)
+    k.first_duplicate(np.array([0, 2], np.int64), np.array([0, 1], np.int64), 2)
+    k.first_duplicate(np.array([0, 2], np.int32), np.array([0, 1], np.int32), 2)
+    codes, table, lens = _format_values(np.array([1.5], np.float32))
+    ip = np.array([0, 1], np.int64)
+    k.write_sparse_lines(ip, np.array([0], np.int64), codes, table, lens, ip,
+                         np.array([0], np.int64), True)
+    if hasattr(k, "parse_edge_lines"):
+        k.parse_edge_lines(np.frombuffer(b"a b 1\n", np.uint8), 0, 1)
+
+
+# ---------------------------------------------------------------------------
+# graphs
+# ---------------------------------------------------------------------------
+
+def load_graph(path_or_file, features=None, labels=None, **kw) -> GraphData:
+    """Load an attributed graph (npz for now; more formats below)."""
+    raw, name = _read_bytes(path_or_file)
+    if _suffix(name) == ".npz" or raw[:4] == b"PK\x03\x04":
+        data = _load_npz_any(_NamedBytes(raw, name))
         if not isinstance(data, GraphData):
             raise DatasetError(f"npz holds a {data.kind} dataset, not a graph", path=name,
                                field="kind")
         return data
-    raise DatasetError(f"unsupported graph file type {ext!r}", path=name)
+    raise DatasetError(f"unsupported graph file type {_suffix(name)!r}", path=name)
 
 
 def load_categorical(path_or_file, label=None, **kw) -> CategoricalData:
-    """Load a table of categorical columns with a binary label."""
-    name = _source_name(path_or_file)
-    ext = _suffix(name)
-    if ext == ".npz":
-        data = _load_npz_any(path_or_file)
+    """Load a table of categorical columns with a binary label (npz for now)."""
+    raw, name = _read_bytes(path_or_file)
+    if _suffix(name) == ".npz" or raw[:4] == b"PK\x03\x04":
+        data = _load_npz_any(_NamedBytes(raw, name))
         if not isinstance(data, CategoricalData):
             raise DatasetError(f"npz holds a {data.kind} dataset, not a table", path=name,
                                field="kind")
         return data
-    raise DatasetError(f"unsupported table file type {ext!r}", path=name)
+    raise DatasetError(f"unsupported table file type {_suffix(name)!r}", path=name)

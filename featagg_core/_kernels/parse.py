@@ -23,3 +23,559 @@ def first_duplicate(indptr, indices, n_cols):
                 return r, c
             stamp[c] = r
     return -1, -1
+
+
+# ---------------------------------------------------------------------------
+# error codes (turned into messages by featagg_core.data)
+# ---------------------------------------------------------------------------
+OK = 0
+ERR_TOKEN = 1          # expected "index:value"
+ERR_NEG_INDEX = 2      # negative feature index
+ERR_NUMBER = 3         # value is not a number
+ERR_NONFINITE = 4      # nan / inf literal
+ERR_LABEL = 5          # label is not a non-negative integer
+ERR_NEG_LABEL = 6      # negative label
+ERR_BIG_INDEX = 7      # index does not fit
+ERR_EMPTY_LABEL = 8    # ",," or a trailing comma in the label list
+ERR_ARFF_BRACE = 9     # sparse ARFF row not enclosed in {...}
+ERR_ARFF_FIELDS = 10   # dense ARFF row with the wrong number of fields
+ERR_EDGE_FIELDS = 11   # edge list line with too few / too many fields
+ERR_TOKEN_LONG = 12    # node name longer than the limit
+
+_BIG = 1 << 53
+
+# 10**0 .. 10**22 are exact in float64 (Clinger's fast path)
+_P10 = np.array([10.0 ** i for i in range(23)], dtype=np.float64)
+
+
+@njit(cache=True, inline="always")
+def _is_ws(c):
+    return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
+
+
+@njit(cache=True, inline="always")
+def _is_digit(c):
+    return 48 <= c <= 57
+
+
+@njit(cache=True, inline="always")
+def _lower(c):
+    if 65 <= c <= 90:
+        return c + 32
+    return c
+
+
+@njit(cache=True)
+def _is_word(buf, p, end, word):
+    """True when buf[p:end] equals the lower-case ASCII ``word`` ignoring case."""
+    if end - p != word.shape[0]:
+        return False
+    for k in range(word.shape[0]):
+        if _lower(buf[p + k]) != word[k]:
+            return False
+    return True
+
+
+_NAN = np.frombuffer(b"nan", dtype=np.uint8).copy()
+_INF = np.frombuffer(b"inf", dtype=np.uint8).copy()
+_INFINITY = np.frombuffer(b"infinity", dtype=np.uint8).copy()
+
+
+@njit(cache=True)
+def parse_float(buf, p, end, stops):
+    """Parse a decimal float starting at ``buf[p]``; the number ends at ``end`` or at the
+    first byte for which ``stops[byte]`` is true.
+
+    Returns ``(status, value, p_after)``: status 0 = parsed exactly (Clinger's fast path:
+    at most 15-16 significant digits and a power of ten up to 22, one correctly rounded
+    IEEE operation), 1 = valid syntax that needs the exact slow path (done by the caller
+    with Python's correctly rounded ``float``), 2 = not a number, 4 = a nan/inf literal.
+    Accepted syntax: ``[+-]digits[.digits][(e|E)[+-]digits]`` with digits on at least
+    one side of the point (as ``strtod``, without hex, nan or inf).
+    """
+    start = p
+    neg = False
+    if p < end and (buf[p] == 43 or buf[p] == 45):
+        neg = buf[p] == 45
+        p += 1
+    mant = np.uint64(0)
+    nsig = 0
+    exp10 = 0
+    ndig = 0
+    truncated = False
+    while p < end and _is_digit(buf[p]):
+        d = buf[p] - 48
+        ndig += 1
+        if nsig == 0 and d == 0:
+            pass
+        elif nsig < 19:
+            mant = mant * np.uint64(10) + np.uint64(d)
+            nsig += 1
+        else:
+            exp10 += 1
+            if d != 0:
+                truncated = True
+        p += 1
+    if p < end and buf[p] == 46:
+        p += 1
+        while p < end and _is_digit(buf[p]):
+            d = buf[p] - 48
+            ndig += 1
+            if nsig == 0 and d == 0:
+                exp10 -= 1
+            elif nsig < 19:
+                mant = mant * np.uint64(10) + np.uint64(d)
+                nsig += 1
+                exp10 -= 1
+            elif d != 0:
+                truncated = True
+            p += 1
+    if ndig == 0:
+        # maybe a nan/inf literal: scan the word
+        q = start
+        if q < end and (buf[q] == 43 or buf[q] == 45):
+            q += 1
+        r = q
+        while r < end and not stops[buf[r]]:
+            r += 1
+        if _is_word(buf, q, r, _NAN) or _is_word(buf, q, r, _INF) or \
+                _is_word(buf, q, r, _INFINITY):
+            return 4, 0.0, r
+        return 2, 0.0, p
+    if p < end and (buf[p] == 101 or buf[p] == 69):
+        p += 1
+        eneg = False
+        if p < end and (buf[p] == 43 or buf[p] == 45):
+            eneg = buf[p] == 45
+            p += 1
+        if not (p < end and _is_digit(buf[p])):
+            return 2, 0.0, p
+        e = 0
+        while p < end and _is_digit(buf[p]):
+            if e < 100000000:
+                e = e * 10 + (buf[p] - 48)
+            p += 1
+        exp10 += -e if eneg else e
+    if p < end and not stops[buf[p]]:
+        return 2, 0.0, p
+    if mant == 0:
+        return 0, (-0.0 if neg else 0.0), p
+    if (not truncated) and mant <= np.uint64(_BIG) and -22 <= exp10 <= 22:
+        v = float(mant)
+        if exp10 >= 0:
+            v = v * _P10[exp10]
+        else:
+            v = v / _P10[-exp10]
+        return 0, (-v if neg else v), p
+    return 1, 0.0, p
+
+
+@njit(cache=True)
+def _grow(a, need):
+    if need <= a.shape[0]:
+        return a
+    b = np.empty(max(need, 2 * a.shape[0]), a.dtype)
+    b[:a.shape[0]] = a
+    return b
+
+
+@njit(cache=True)
+def _stop_table(extra):
+    """Byte classes that end a number: whitespace, end of line, and the ``extra`` bytes."""
+    t = np.zeros(256, np.bool_)
+    t[32] = True
+    t[9] = True
+    t[13] = True
+    t[10] = True
+    t[11] = True
+    t[12] = True
+    for k in range(extra.shape[0]):
+        t[extra[k]] = True
+    return t
+
+
+@njit(cache=True, nogil=True)
+def parse_sparse_lines(buf, start, first_line, allow_labels, svmlight):
+    """Tokenise XC / svmlight text: one row per line, ``[l1,l2,...] i:v i:v ...``.
+
+    ``allow_labels``: a line may start with a comma-separated label list (a first token
+    with no ':'). ``svmlight``: blank lines and ``#`` comments are skipped and ``qid:n``
+    tokens ignored (as sklearn does); otherwise (XC) every line is a row, an empty line
+    being a row with no labels and no features.
+
+    Returns ``(err, err_line, err_pos, n_rows, indptr, indices, values, lab_ptr, labels,
+    row_line, hard_slot, hard_start, hard_end, n_hard)``; values whose status is "slow
+    path" hold 0 and are listed in ``hard_*`` for the caller to parse exactly.
+    """
+    n = buf.shape[0]
+    nl = 0
+    ncolon = 0
+    ncomma = 0
+    for i in range(start, n):
+        c = buf[i]
+        if c == 10:
+            nl += 1
+        elif c == 58:
+            ncolon += 1
+        elif c == 44:
+            ncomma += 1
+    max_rows = nl + 1
+    indptr = np.zeros(max_rows + 1, np.int64)
+    indices = np.empty(ncolon, np.int64)
+    values = np.empty(ncolon, np.float64)
+    lab_ptr = np.zeros(max_rows + 1, np.int64)
+    labels = np.empty(ncomma + max_rows, np.int64)
+    row_line = np.empty(max_rows, np.int64)
+    hard_slot = np.empty(16, np.int64)
+    hard_start = np.empty(16, np.int64)
+    hard_end = np.empty(16, np.int64)
+    stops = _stop_table(np.zeros(0, np.uint8))
+    n_hard = 0
+    nnz = 0
+    nlab = 0
+    row = 0
+    line = first_line
+    pos = start
+    while pos < n:
+        eol = pos
+        while eol < n and buf[eol] != 10:
+            eol += 1
+        end = eol
+        if svmlight:
+            j = pos
+            while j < end and buf[j] != 35:
+                j += 1
+            end = j
+        p = pos
+        while p < end and _is_ws(buf[p]):
+            p += 1
+        if p == end and svmlight:
+            pos = eol + 1
+            line += 1
+            continue
+        row_line[row] = line
+        if allow_labels and p < end:
+            q = p
+            has_colon = False
+            while q < end and not _is_ws(buf[q]):
+                if buf[q] == 58:
+                    has_colon = True
+                    break
+                q += 1
+            if not has_colon:
+                while True:
+                    if p >= end or _is_ws(buf[p]):
+                        return (ERR_EMPTY_LABEL, line, p, row, indptr, indices, values,
+                                lab_ptr, labels, row_line, hard_slot, hard_start, hard_end,
+                                n_hard)
+                    if buf[p] == 45:
+                        return (ERR_NEG_LABEL, line, p, row, indptr, indices, values,
+                                lab_ptr, labels, row_line, hard_slot, hard_start, hard_end,
+                                n_hard)
+                    if buf[p] == 43:
+                        p += 1
+                    if not (p < end and _is_digit(buf[p])):
+                        return (ERR_LABEL, line, p, row, indptr, indices, values, lab_ptr,
+                                labels, row_line, hard_slot, hard_start, hard_end, n_hard)
+                    v = 0
+                    while p < end and _is_digit(buf[p]):
+                        v = v * 10 + (buf[p] - 48)
+                        if v > _BIG:
+                            return (ERR_BIG_INDEX, line, p, row, indptr, indices, values,
+                                    lab_ptr, labels, row_line, hard_slot, hard_start,
+                                    hard_end, n_hard)
+                        p += 1
+                    if p < end and buf[p] == 46:      # "3.0" as sklearn writes float labels
+                        p += 1
+                        while p < end and buf[p] == 48:
+                            p += 1
+                    labels[nlab] = v
+                    nlab += 1
+                    if p < end and buf[p] == 44:
+                        p += 1
+                        continue
+                    if p >= end or _is_ws(buf[p]):
+                        break
+                    return (ERR_LABEL, line, p, row, indptr, indices, values, lab_ptr,
+                            labels, row_line, hard_slot, hard_start, hard_end, n_hard)
+        while True:
+            while p < end and _is_ws(buf[p]):
+                p += 1
+            if p >= end:
+                break
+            c = buf[p]
+            if svmlight and c == 113 and p + 3 < end and buf[p + 1] == 105 and \
+                    buf[p + 2] == 100 and buf[p + 3] == 58:
+                p += 4
+                while p < end and not _is_ws(buf[p]):
+                    p += 1
+                continue
+            if c == 45:
+                return (ERR_NEG_INDEX, line, p, row, indptr, indices, values, lab_ptr, labels,
+                        row_line, hard_slot, hard_start, hard_end, n_hard)
+            if not _is_digit(c):
+                return (ERR_TOKEN, line, p, row, indptr, indices, values, lab_ptr, labels,
+                        row_line, hard_slot, hard_start, hard_end, n_hard)
+            idx = 0
+            while p < end and _is_digit(buf[p]):
+                idx = idx * 10 + (buf[p] - 48)
+                if idx > _BIG:
+                    return (ERR_BIG_INDEX, line, p, row, indptr, indices, values, lab_ptr,
+                            labels, row_line, hard_slot, hard_start, hard_end, n_hard)
+                p += 1
+            if not (p < end and buf[p] == 58):
+                return (ERR_TOKEN, line, p, row, indptr, indices, values, lab_ptr, labels,
+                        row_line, hard_slot, hard_start, hard_end, n_hard)
+            p += 1
+            vstart = p
+            st, val, p = parse_float(buf, p, end, stops)
+            if st == 2:
+                return (ERR_NUMBER, line, vstart, row, indptr, indices, values, lab_ptr,
+                        labels, row_line, hard_slot, hard_start, hard_end, n_hard)
+            if st == 4:
+                return (ERR_NONFINITE, line, vstart, row, indptr, indices, values, lab_ptr,
+                        labels, row_line, hard_slot, hard_start, hard_end, n_hard)
+            if st == 1:
+                hard_slot = _grow(hard_slot, n_hard + 1)
+                hard_start = _grow(hard_start, n_hard + 1)
+                hard_end = _grow(hard_end, n_hard + 1)
+                hard_slot[n_hard] = nnz
+                hard_start[n_hard] = vstart
+                hard_end[n_hard] = p
+                n_hard += 1
+            indices[nnz] = idx
+            values[nnz] = val
+            nnz += 1
+        indptr[row + 1] = nnz
+        lab_ptr[row + 1] = nlab
+        row += 1
+        pos = eol + 1
+        line += 1
+    return (OK, line, pos, row, indptr, indices, values, lab_ptr, labels, row_line,
+            hard_slot, hard_start, hard_end, n_hard)
+
+
+@njit(cache=True)
+def _n_digits(v):
+    k = 1
+    while v >= 10:
+        v //= 10
+        k += 1
+    return k
+
+
+@njit(cache=True)
+def _put_int(out, o, v):
+    k = _n_digits(v)
+    for j in range(k - 1, -1, -1):
+        out[o + j] = 48 + v % 10
+        v //= 10
+    return o + k
+
+
+@njit(cache=True, nogil=True)
+def write_sparse_lines(x_indptr, x_indices, val_code, val_bytes, val_len, y_indptr,
+                       y_indices, with_labels):
+    """Format rows as XC text lines ``l1,l2 i:v i:v`` (or ``i:v i:v`` when
+    ``with_labels`` is false). ``val_bytes[val_code[p]]`` (``val_len`` bytes) is the text of
+    the p-th value. Two passes: the exact size, then the bytes. Returns a uint8 array."""
+    n = x_indptr.shape[0] - 1
+    size = 0
+    for r in range(n):
+        if with_labels:
+            for q in range(y_indptr[r], y_indptr[r + 1]):
+                size += _n_digits(y_indices[q]) + 1
+        for p in range(x_indptr[r], x_indptr[r + 1]):
+            size += _n_digits(x_indices[p]) + 2 + val_len[val_code[p]]
+        size += 1
+    out = np.empty(size, np.uint8)
+    o = 0
+    for r in range(n):
+        if with_labels:
+            for q in range(y_indptr[r], y_indptr[r + 1]):
+                if q > y_indptr[r]:
+                    out[o] = 44
+                    o += 1
+                o = _put_int(out, o, y_indices[q])
+        first = not with_labels
+        for p in range(x_indptr[r], x_indptr[r + 1]):
+            if not first:
+                out[o] = 32
+                o += 1
+            first = False
+            o = _put_int(out, o, x_indices[p])
+            out[o] = 58
+            o += 1
+            c = val_code[p]
+            for k in range(val_len[c]):
+                out[o + k] = val_bytes[c, k]
+            o += val_len[c]
+        out[o] = 10
+        o += 1
+    return out[:o]
+
+
+@njit(cache=True, nogil=True)
+def parse_arff_data(buf, start, first_line):
+    """Tokenise the ``@data`` section of an ARFF file, sparse (``{i v, j w}``) and dense
+    (``v1,v2,...``) rows alike (Weka allows both). Blank lines and ``%`` comments are
+    skipped. Missing values ``?`` become NaN; zeros of dense rows are not stored.
+
+    Returns ``(err, err_line, err_pos, n_rows, indptr, attr, values, row_line, n_fields,
+    hard_slot, hard_start, hard_end, n_hard)`` where ``attr`` holds attribute indices
+    and ``n_fields[r]`` the number of fields of a dense row r (-1 for sparse rows).
+    """
+    n = buf.shape[0]
+    nl = 0
+    ncomma = 0
+    for i in range(start, n):
+        c = buf[i]
+        if c == 10:
+            nl += 1
+        elif c == 44:
+            ncomma += 1
+    max_rows = nl + 1
+    cap = ncomma + max_rows
+    indptr = np.zeros(max_rows + 1, np.int64)
+    attr = np.empty(cap, np.int64)
+    values = np.empty(cap, np.float64)
+    row_line = np.empty(max_rows, np.int64)
+    n_fields = np.empty(max_rows, np.int64)
+    hard_slot = np.empty(16, np.int64)
+    hard_start = np.empty(16, np.int64)
+    hard_end = np.empty(16, np.int64)
+    n_hard = 0
+    stops = _stop_table(np.array([44, 125], np.uint8))
+    nnz = 0
+    row = 0
+    line = first_line
+    pos = start
+    while pos < n:
+        eol = pos
+        while eol < n and buf[eol] != 10:
+            eol += 1
+        end = eol
+        p = pos
+        while p < end and _is_ws(buf[p]):
+            p += 1
+        if p == end or buf[p] == 37:
+            pos = eol + 1
+            line += 1
+            continue
+        row_line[row] = line
+        if buf[p] == 123:
+            n_fields[row] = -1
+            p += 1
+            while p < end and _is_ws(buf[p]):
+                p += 1
+            if p < end and buf[p] == 125:
+                p += 1
+            else:
+                while True:
+                    while p < end and _is_ws(buf[p]):
+                        p += 1
+                    if p < end and buf[p] == 45:
+                        return (ERR_NEG_INDEX, line, p, row, indptr, attr, values, row_line,
+                                n_fields, hard_slot, hard_start, hard_end, n_hard)
+                    if not (p < end and _is_digit(buf[p])):
+                        return (ERR_TOKEN, line, p, row, indptr, attr, values, row_line,
+                                n_fields, hard_slot, hard_start, hard_end, n_hard)
+                    idx = 0
+                    while p < end and _is_digit(buf[p]):
+                        idx = idx * 10 + (buf[p] - 48)
+                        if idx > _BIG:
+                            return (ERR_BIG_INDEX, line, p, row, indptr, attr, values,
+                                    row_line, n_fields, hard_slot, hard_start, hard_end,
+                                    n_hard)
+                        p += 1
+                    if not (p < end and _is_ws(buf[p])):
+                        return (ERR_TOKEN, line, p, row, indptr, attr, values, row_line,
+                                n_fields, hard_slot, hard_start, hard_end, n_hard)
+                    while p < end and _is_ws(buf[p]):
+                        p += 1
+                    vstart = p
+                    if p < end and buf[p] == 63:
+                        st = 0
+                        val = np.nan
+                        p += 1
+                    else:
+                        st, val, p = parse_float(buf, p, end, stops)
+                    if st == 2:
+                        return (ERR_NUMBER, line, vstart, row, indptr, attr, values, row_line,
+                                n_fields, hard_slot, hard_start, hard_end, n_hard)
+                    if st == 4:
+                        return (ERR_NONFINITE, line, vstart, row, indptr, attr, values,
+                                row_line, n_fields, hard_slot, hard_start, hard_end, n_hard)
+                    if st == 1:
+                        hard_slot = _grow(hard_slot, n_hard + 1)
+                        hard_start = _grow(hard_start, n_hard + 1)
+                        hard_end = _grow(hard_end, n_hard + 1)
+                        hard_slot[n_hard] = nnz
+                        hard_start[n_hard] = vstart
+                        hard_end[n_hard] = p
+                        n_hard += 1
+                    attr[nnz] = idx
+                    values[nnz] = val
+                    nnz += 1
+                    while p < end and _is_ws(buf[p]):
+                        p += 1
+                    if p < end and buf[p] == 44:
+                        p += 1
+                        continue
+                    if p < end and buf[p] == 125:
+                        p += 1
+                        break
+                    return (ERR_ARFF_BRACE, line, p, row, indptr, attr, values, row_line,
+                            n_fields, hard_slot, hard_start, hard_end, n_hard)
+            while p < end and _is_ws(buf[p]):
+                p += 1
+            if p < end:
+                return (ERR_ARFF_BRACE, line, p, row, indptr, attr, values, row_line,
+                        n_fields, hard_slot, hard_start, hard_end, n_hard)
+        else:
+            k = 0
+            while True:
+                while p < end and _is_ws(buf[p]):
+                    p += 1
+                vstart = p
+                if p < end and buf[p] == 63:
+                    st = 0
+                    val = np.nan
+                    p += 1
+                else:
+                    st, val, p = parse_float(buf, p, end, stops)
+                if st == 2:
+                    return (ERR_NUMBER, line, vstart, row, indptr, attr, values, row_line,
+                            n_fields, hard_slot, hard_start, hard_end, n_hard)
+                if st == 4:
+                    return (ERR_NONFINITE, line, vstart, row, indptr, attr, values, row_line,
+                            n_fields, hard_slot, hard_start, hard_end, n_hard)
+                if st == 1:
+                    hard_slot = _grow(hard_slot, n_hard + 1)
+                    hard_start = _grow(hard_start, n_hard + 1)
+                    hard_end = _grow(hard_end, n_hard + 1)
+                    hard_slot[n_hard] = nnz
+                    hard_start[n_hard] = vstart
+                    hard_end[n_hard] = p
+                    n_hard += 1
+                if st == 1 or val != 0.0:
+                    attr[nnz] = k
+                    values[nnz] = val
+                    nnz += 1
+                k += 1
+                while p < end and _is_ws(buf[p]):
+                    p += 1
+                if p < end and buf[p] == 44:
+                    p += 1
+                    continue
+                if p >= end:
+                    break
+                return (ERR_NUMBER, line, p, row, indptr, attr, values, row_line, n_fields,
+                        hard_slot, hard_start, hard_end, n_hard)
+            n_fields[row] = k
+        indptr[row + 1] = nnz
+        row += 1
+        pos = eol + 1
+        line += 1
+    return (OK, line, pos, row, indptr, attr, values, row_line, n_fields, hard_slot,
+            hard_start, hard_end, n_hard)
