@@ -82,16 +82,14 @@ def _upload_picker() -> None:
     label_col = None
     if kind == "table":
         label_col = st.text_input("Label column (binary 0/1)", key=K_LABEL_COL,
-                                  placeholder="e.g. income").strip() or None
+                                  placeholder="e.g. income",
+                                  help="Leave empty to let the reader find it.").strip() or None
     if main is None:
         last = st.session_state.get(_UPLOAD_DATA)
         if last is not None and last.kind == kind:
             if session.current_fingerprint() != last.fingerprint:
                 session.set_dataset(last, origin="upload", source_id="upload")
             st.caption(f"Using your earlier upload **{session.md_escape(last.name)}**.")
-        return
-    if kind == "table" and label_col is None:
-        st.info("Type the name of the label column to load the table.")
         return
     sig = (kind, _file_id(main), tuple(sorted((r, _file_id(f)) for r, f in extras.items())),
            label_col)

@@ -21,11 +21,13 @@ MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 UPLOAD_TYPES = {
     "multilabel": ["txt", "svm", "svmlight", "libsvm", "arff", "npz"],
     "graph": ["txt", "edges", "edgelist", "el", "csv", "tsv", "graphml", "gml", "mat", "npz"],
-    "table": ["csv", "tsv", "parquet"],
+    "table": ["csv", "tsv", "parquet", "npz"],
 }
 #: optional companion files: role -> (label, accepted extensions)
 EXTRA_FILES = {
-    "multilabel": {"xml": ("MULAN XML label header (for ARFF)", ["xml"])},
+    "multilabel": {"xml": ("MULAN XML label header (for ARFF, optional)", ["xml"]),
+                   "test": ("Test split (optional, same format)",
+                            ["txt", "svm", "svmlight", "libsvm", "arff", "npz"])},
     "graph": {"features": ("Node features (optional)", ["txt", "csv", "tsv", "npz", "svm"]),
               "labels": ("Node classes (optional)", ["txt", "csv", "tsv"])},
     "table": {},
@@ -37,7 +39,8 @@ FORMAT_HELP = {
     "graph": "Edge list (one \"u v\" pair per line), GraphML, GML, MATLAB .mat "
              "(network / attributes / group), or a featagg npz; optional node features "
              "and node classes files.",
-    "table": "CSV / TSV / parquet of categorical columns plus a binary (0/1) label column.",
+    "table": "CSV / TSV / parquet (or a featagg npz) of categorical columns plus a binary "
+             "(0/1) label column.",
 }
 
 _log = logging.getLogger("featagg_app")
@@ -79,7 +82,7 @@ def parse_upload(kind: str, name: str, raw: bytes, *, extras: Optional[dict] = N
     name, raw : the file's name (its extension picks the format) and bytes.
     extras : optional companion files, ``role -> (name, bytes)`` with roles from
         :data:`EXTRA_FILES` ("xml" for ARFF; "features", "labels" for graphs).
-    label : the label column (tables).
+    label : the label column (tables); None lets the reader use its default.
 
     Raises
     ------
@@ -106,10 +109,7 @@ def parse_upload(kind: str, name: str, raw: bytes, *, extras: Optional[dict] = N
         elif kind == "graph":
             data = fd.load_graph(fh, **_reader_kwargs(fd.load_graph, kw))
         else:
-            if not label:
-                raise DatasetError("name the binary label column of the table", path=name,
-                                   field="label")
-            data = fd.load_categorical(fh, label=label)
+            data = fd.load_categorical(fh, label=label or None)
     except DatasetError:
         raise
     except MemoryError as exc:
@@ -131,6 +131,7 @@ def parse_upload(kind: str, name: str, raw: bytes, *, extras: Optional[dict] = N
 # their signatures settle).
 _KW_ALIASES = {
     "xml": ("xml", "xml_path", "labels_xml", "label_xml", "header"),
+    "test": ("test", "test_path"),
     "features": ("features", "features_path", "X", "attributes"),
     "labels": ("labels", "labels_path", "y", "classes"),
 }

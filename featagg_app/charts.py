@@ -1,0 +1,175 @@
+"""Shared plotly figure builders for the dashboard pages (no streamlit here: unit-testable).
+
+Every builder takes already-aggregated numbers (counts per bin, per rank, per category), so
+a figure never ships n raw values to the browser, and returns a ``plotly.graph_objects.Figure``
+with the house style (:func:`style`). Use them from pages with
+``st.plotly_chart(fig, width="stretch")``.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6",
+           "#9D755D", "#BAB0AC", "#EECA3B"]
+HEAD_COLOR, TAIL_COLOR = "#E45756", "#4C78A8"
+MAX_POINTS = 2000
+
+
+def style(fig: go.Figure, title: Optional[str] = None, height: int = 360,
+          xlabel: Optional[str] = None, ylabel: Optional[str] = None) -> go.Figure:
+    """Apply the house layout (white template, compact margins, titles) and return ``fig``."""
+    fig.update_layout(template="plotly_white", height=height,
+                      margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right",
+                                  x=1.0))
+    if title:
+        fig.update_layout(title=dict(text=title, x=0.0, xanchor="left"))
+    if xlabel is not None:
+        fig.update_xaxes(title_text=xlabel)
+    if ylabel is not None:
+        fig.update_yaxes(title_text=ylabel)
+    return fig
+
+
+def log_spaced_ranks(n: int, max_points: int = MAX_POINTS) -> np.ndarray:
+    """0-based ranks to plot for a curve of ``n`` points on a log x axis: all of them when
+    ``n <= max_points``, else ~``max_points`` log-spaced ranks (always first and last)."""
+    if n <= max_points:
+        return np.arange(n)
+    r = np.unique(np.round(np.geomspace(1, n, max_points)).astype(np.int64) - 1)
+    return r
+
+
+def rank_frequency(counts: np.ndarray, *, title: str = "", what: str = "label",
+                   names: Optional[Sequence[str]] = None, head_size: Optional[int] = None,
+                   height: int = 380) -> go.Figure:
+    """Log–log rank/frequency plot of ``counts`` (one per item, any order): the power law.
+
+    Items are sorted by decreasing count; zero counts are left out (log scale). When
+    ``head_size`` is given, the first ``head_size`` ranks are drawn in the head colour and
+    the rest in the tail colour.
+    """
+    counts = np.asarray(counts).ravel()
+    order = np.argsort(-counts, kind="stable")
+    sorted_counts = counts[order]
+    nz = int(np.count_nonzero(sorted_counts > 0))
+    ranks = log_spaced_ranks(nz)
+    x = ranks + 1
+    y = sorted_counts[ranks]
+    hover = None
+    if names is not None:
+        names = list(names)
+        hover = [str(names[i]) for i in order[ranks]]
+    fig = go.Figure()
+    if head_size is not None and 0 < head_size < nz:
+        head = x <= head_size
+        parts = [(head, f"head ({head_size:,} {what}s)", HEAD_COLOR),
+                 (~head, f"tail ({nz - head_size:,} {what}s)", TAIL_COLOR)]
+    else:
+        parts = [(np.ones_like(x, dtype=bool), f"{what}s", TAIL_COLOR)]
+    for mask, name, color in parts:
+        fig.add_trace(go.Scatter(
+            x=x[mask], y=y[mask], mode="lines+markers", name=name,
+            marker=dict(size=4, color=color), line=dict(color=color, width=1.5),
+            text=None if hover is None else [h for h, m in zip(hover, mask) if m],
+            hovertemplate=("%{text}<br>" if hover is not None else "")
+            + "rank %{x:,}<br>%{y:,} points<extra></extra>"))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return style(fig, title, height, xlabel=f"{what} rank (most frequent first)",
+                 ylabel="number of points")
+
+
+def count_histogram(values: np.ndarray, *, title: str = "", xlabel: str = "",
+                    ylabel: str = "number of points", max_bins: int = 60,
+                    color: str = PALETTE[0], height: int = 320) -> go.Figure:
+    """Bar histogram of non-negative integer ``values`` (e.g. labels per point): one bar per
+    value when there are few distinct values, else ``max_bins`` equal-width integer bins."""
+    v = np.asarray(values).ravel().astype(np.int64)
+    fig = go.Figure()
+    if v.size:
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo + 1 <= max_bins:
+            cnt = np.bincount(v - lo, minlength=hi - lo + 1)
+            xs = np.arange(lo, hi + 1)
+            fig.add_trace(go.Bar(x=xs, y=cnt, marker_color=color,
+                                 hovertemplate="%{x:,}: %{y:,}<extra></extra>"))
+        else:
+            width = int(np.ceil((hi - lo + 1) / max_bins))
+            b = (v - lo) // width
+            cnt = np.bincount(b, minlength=int(b.max()) + 1)
+            left = lo + np.arange(cnt.size) * width
+            fig.add_trace(go.Bar(x=left + (width - 1) / 2, y=cnt, width=width * 0.95,
+                                 marker_color=color,
+                                 customdata=np.stack([left, left + width - 1], axis=1),
+                                 hovertemplate="%{customdata[0]:,}–%{customdata[1]:,}: "
+                                               "%{y:,}<extra></extra>"))
+    return style(fig, title, height, xlabel=xlabel, ylabel=ylabel)
+
+
+def bar(names: Sequence, values: Sequence, *, title: str = "", xlabel: str = "",
+        ylabel: str = "", horizontal: bool = False, log_value: bool = False,
+        color: str = PALETTE[0], height: int = 360, hover_suffix: str = "") -> go.Figure:
+    """Plain bar chart of ``values`` per name (horizontal bars list the first name on top)."""
+    names = [str(n) for n in names]
+    values = list(values)
+    fig = go.Figure()
+    if horizontal:
+        fig.add_trace(go.Bar(y=names[::-1], x=values[::-1], orientation="h", marker_color=color,
+                             hovertemplate="%{y}: %{x:,}" + hover_suffix + "<extra></extra>"))
+        if log_value:
+            fig.update_xaxes(type="log")
+    else:
+        fig.add_trace(go.Bar(x=names, y=values, marker_color=color,
+                             hovertemplate="%{x}: %{y:,}" + hover_suffix + "<extra></extra>"))
+        if log_value:
+            fig.update_yaxes(type="log")
+    return style(fig, title, height, xlabel=xlabel, ylabel=ylabel)
+
+
+def loglog_distribution(values: np.ndarray, *, title: str = "", xlabel: str = "",
+                        ylabel: str = "number of nodes", height: int = 360) -> go.Figure:
+    """How many items have each value (e.g. nodes per degree), on log–log axes; zeros are
+    counted in the caption's sense but cannot be drawn on a log axis and are left out."""
+    v = np.asarray(values).ravel().astype(np.int64)
+    v = v[v > 0]
+    fig = go.Figure()
+    if v.size:
+        cnt = np.bincount(v)
+        xs = np.flatnonzero(cnt)
+        fig.add_trace(go.Scatter(x=xs, y=cnt[xs], mode="markers",
+                                 marker=dict(size=6, color=PALETTE[0]),
+                                 hovertemplate="%{x:,}: %{y:,}<extra></extra>"))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return style(fig, title, height, xlabel=xlabel, ylabel=ylabel)
+
+
+def grouped_bars(categories: Sequence, series: dict, *, title: str = "", xlabel: str = "",
+                 ylabel: str = "", height: int = 380) -> go.Figure:
+    """Bars of several series side by side per category (``series``: name -> values)."""
+    fig = go.Figure()
+    cats = [str(c) for c in categories]
+    for i, (name, vals) in enumerate(series.items()):
+        fig.add_trace(go.Bar(x=cats, y=list(vals), name=str(name),
+                             marker_color=PALETTE[i % len(PALETTE)]))
+    fig.update_layout(barmode="group")
+    return style(fig, title, height, xlabel=xlabel, ylabel=ylabel)
+
+
+def line(x: Sequence, series: dict, *, title: str = "", xlabel: str = "", ylabel: str = "",
+         log_x: bool = False, log_y: bool = False, height: int = 360) -> go.Figure:
+    """Lines with markers, one per series (``series``: name -> y values over ``x``)."""
+    fig = go.Figure()
+    for i, (name, ys) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=list(x), y=list(ys), mode="lines+markers", name=str(name),
+                                 marker=dict(color=PALETTE[i % len(PALETTE)]),
+                                 line=dict(color=PALETTE[i % len(PALETTE)])))
+    if log_x:
+        fig.update_xaxes(type="log")
+    if log_y:
+        fig.update_yaxes(type="log")
+    return style(fig, title, height, xlabel=xlabel, ylabel=ylabel)

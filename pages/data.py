@@ -1,0 +1,150 @@
+"""Data page: the shape of the session's dataset — sizes, sparsity, and the power law."""
+import streamlit as st
+
+from featagg_app import data_view as dv
+from featagg_app import session
+
+st.title("Data")
+
+data = session.current_dataset()
+if data is None:
+    data = session.require_dataset("multilabel")
+fp = data.fingerprint if session.current_dataset() is not data else session.current_fingerprint()
+st.caption(f"**{session.md_escape(session.dataset_label(data))}**"
+           + (f" · {session.md_escape(data.source)}" if getattr(data, "source", "") else ""))
+
+with st.expander("How to read this page", expanded=False):
+    st.markdown(
+        "**Sparse**: each point (a document, a user) uses a handful of the *d* features and "
+        "carries a few of the *L* labels; *density* is the fraction of the n × d matrix that "
+        "is non-zero.\n\n"
+        "**Power law**: sort the labels from most to least frequent and plot frequency "
+        "against rank on log–log axes — a near-straight line falling to the right. A few "
+        "**head** labels (red) hold half of all label assignments; the long **tail** (blue) "
+        "holds most of the labels, each seen in only a few points. That is why accuracy "
+        "alone (precision@k) rewards predicting the head, why propensity-scored metrics "
+        "exist, and why methods like REFRAG work to lift tail labels. Word features follow "
+        "the same law, which is what feature agglomeration exploits.")
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing statistics…")
+def _multilabel_view(fingerprint: str, _data):
+    s = dv.multilabel_summary(_data)
+    freq = dv.column_counts(_data.Y)
+    return {
+        "summary": s, "head": dv.head_size(freq),
+        "label_fig": dv.label_frequency_figure(_data.Y, _data.label_names),
+        "lpp_fig": dv.per_point_figure(_data.Y, "label"),
+        "fpp_fig": dv.per_point_figure(_data.X, "feature"),
+        "top_labels": dv.top_items(freq, _data.label_names, 15, "label", s["n"]),
+        "top_features": dv.top_items(dv.column_counts(_data.X), _data.feature_names, 15,
+                                     "feature", s["n"]),
+    }
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing statistics…")
+def _graph_view(fingerprint: str, _data):
+    out = {"summary": dv.graph_summary(_data), "degree_fig": dv.degree_figure(_data.A)}
+    if _data.y is not None:
+        out["class_fig"] = dv.class_size_figure(_data.y, _data.class_names)
+        out["classes"] = dv.class_sizes(_data.y, _data.class_names)
+    if _data.X is not None and _data.X.shape[1]:
+        out["fpp_fig"] = dv.per_point_figure(_data.X, "feature")
+        out["top_features"] = dv.top_items(dv.column_counts(_data.X), _data.feature_names,
+                                           15, "feature", _data.A.shape[0])
+    return out
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing statistics…")
+def _table_view(fingerprint: str, _data):
+    return {"summary": dv.table_summary(_data), "vocab": dv.vocabulary_sizes(_data),
+            "vocab_fig": dv.vocabulary_figure(_data)}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _table_top_values(fingerprint: str, column: str, _data):
+    return dv.top_values(_data, column, 15)
+
+
+def _cards(items):
+    for col, (label, value, help_) in zip(st.columns(len(items)), items):
+        col.metric(label, value, help=help_, border=True)
+
+
+def _multilabel_page():
+    v = _multilabel_view(fp, data)
+    s = v["summary"]
+    _cards([("Points n (train)", f"{s['n']:,}", "training points"),
+            ("Test points", f"{s['n_test']:,}", "held-out points (0 when the file has no split)"),
+            ("Features d", f"{s['d']:,}", None),
+            ("Labels L", f"{s['L']:,}", None)])
+    _cards([("Non-zeros (nnz)", f"{s['nnz']:,}", "stored entries of X"),
+            ("Labels / point", f"{s['labels_per_point']:.2f}", "mean over training points"),
+            ("Features / point", f"{s['features_per_point']:.1f}", "mean over training points"),
+            ("Density", f"{s['density']:.3%}", "nnz / (n × d)")])
+    st.plotly_chart(v["label_fig"], width="stretch")
+    st.markdown(
+        f"The **{v['head']:,}** most frequent labels ({v['head'] / max(s['L'], 1):.1%} of L) "
+        f"hold half of all label assignments; **{s['tail_labels']:,}** labels appear in at "
+        f"most {dv.TAIL_MAX_POINTS} training points"
+        + (f" and {s['unused_labels']:,} never appear in training" if s["unused_labels"] else "")
+        + ".")
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(v["lpp_fig"], width="stretch")
+    c2.plotly_chart(v["fpp_fig"], width="stretch")
+    c1, c2 = st.columns(2)
+    c1.markdown("**Most frequent labels**")
+    c1.dataframe(v["top_labels"], hide_index=True, width="stretch",
+                 column_config={"share of points": st.column_config.NumberColumn(format="percent")})
+    c2.markdown("**Most frequent features**")
+    c2.dataframe(v["top_features"], hide_index=True, width="stretch",
+                 column_config={"share of points": st.column_config.NumberColumn(format="percent")})
+
+
+def _graph_page():
+    v = _graph_view(fp, data)
+    s = v["summary"]
+    _cards([("Nodes", f"{s['nodes']:,}", None), ("Edges", f"{s['edges']:,}", "undirected"),
+            ("Mean degree", f"{s['mean_degree']:.2f}", None),
+            ("Classes", "—" if s["classes"] is None else f"{s['classes']:,}",
+             None if s["labelled"] is None else f"{s['labelled']:,} labelled nodes")])
+    _cards([("Node features", f"{s['features']:,}", None),
+            ("Feature non-zeros", f"{s['feature_nnz']:,}", None),
+            ("Feature density", f"{s['feature_density']:.3%}", "nnz / (nodes × features)"),
+            ("Isolated nodes", f"{s['isolated']:,}", "nodes without an edge")])
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(v["degree_fig"], width="stretch")
+    if "class_fig" in v:
+        c2.plotly_chart(v["class_fig"], width="stretch")
+    else:
+        c2.info("This graph has no node classes.")
+    if "fpp_fig" in v:
+        c1, c2 = st.columns(2)
+        c1.plotly_chart(v["fpp_fig"], width="stretch")
+        c2.markdown("**Most frequent features**")
+        c2.dataframe(v["top_features"], hide_index=True, width="stretch",
+                     column_config={"share of points":
+                                    st.column_config.NumberColumn("share of nodes",
+                                                                  format="percent")})
+
+
+def _table_page():
+    v = _table_view(fp, data)
+    s = v["summary"]
+    _cards([("Rows", f"{s['rows']:,}", None), ("Columns", f"{s['columns']:,}", None),
+            ("Positives", f"{s['positives']:,}", f"rows with {data.label_name} = 1"),
+            ("Positive rate", f"{s['positive_rate']:.1%}", None)])
+    st.plotly_chart(v["vocab_fig"], width="stretch")
+    cols = list(v["vocab"]["column"])
+    if cols:
+        col = st.selectbox("Top values of column", cols, key="data_top_values_column")
+        st.dataframe(_table_top_values(fp, col, data), hide_index=True,
+                     width="stretch",
+                     column_config={"positive rate":
+                                    st.column_config.NumberColumn(format="percent")})
+
+
+try:
+    {"multilabel": _multilabel_page, "graph": _graph_page, "table": _table_page}[data.kind]()
+except Exception as exc:  # noqa: BLE001 - the message, never a traceback
+    session.show_error(exc, context="Could not compute the statistics of this dataset")
