@@ -745,10 +745,12 @@ def _load_xc_split(raw: bytes, name: str, labels_path) -> MultiLabelData:
 
 def _stem(name: str) -> str:
     base = os.path.basename(str(name))
-    for ext in (".txt", ".svm", ".libsvm", ".svmlight", ".arff", ".npz", ".xc"):
-        if base.lower().endswith(ext):
+    low = base.lower()
+    for ext in (".parquet.brotli", ".parquet.gz", ".parquet.snappy", ".parquet.zst"):
+        if low.endswith(ext):
             return base[: -len(ext)]
-    return base
+    stem, ext = os.path.splitext(base)
+    return stem if stem else base
 
 
 def load_xc(path_or_file, labels_path=None) -> MultiLabelData:
@@ -1324,25 +1326,782 @@ def warmup() -> None:
 # graphs
 # ---------------------------------------------------------------------------
 
-def load_graph(path_or_file, features=None, labels=None, **kw) -> GraphData:
-    """Load an attributed graph (npz for now; more formats below)."""
-    raw, name = _read_bytes(path_or_file)
-    if _suffix(name) == ".npz" or raw[:4] == b"PK\x03\x04":
-        data = _load_npz_any(_NamedBytes(raw, name))
-        if not isinstance(data, GraphData):
-            raise DatasetError(f"npz holds a {data.kind} dataset, not a graph", path=name,
-                               field="kind")
-        return data
-    raise DatasetError(f"unsupported graph file type {_suffix(name)!r}", path=name)
+_HEADER_WORDS = {"source", "target", "src", "dst", "from", "to", "weight", "u", "v", "w",
+                 "node1", "node2", "id1", "id2", "i", "j", "head", "tail", "node_1", "node_2"}
 
 
-def load_categorical(path_or_file, label=None, **kw) -> CategoricalData:
-    """Load a table of categorical columns with a binary label (npz for now)."""
-    raw, name = _read_bytes(path_or_file)
-    if _suffix(name) == ".npz" or raw[:4] == b"PK\x03\x04":
-        data = _load_npz_any(_NamedBytes(raw, name))
+def _undirected(rows, cols, w, n: int, *, self_loops: bool, name: str,
+                lines=None) -> sp.csr_matrix:
+    """Symmetric csr float32 from (possibly directed, repeated) weighted edges.
+
+    Rule: an edge given in either direction, once or several times, becomes one
+    undirected edge whose weight is the largest one given (so ``u v`` + ``v u`` is not
+    doubled). Self-loops are dropped unless ``self_loops``. Weights must be finite and
+    non-negative; zero weights mean no edge.
+    """
+    rows = np.asarray(rows, np.int64)
+    cols = np.asarray(cols, np.int64)
+    w = np.asarray(w, np.float64)
+    if w.size:
+        bad = ~np.isfinite(w) | (w < 0)
+        if bad.any():
+            q = int(np.flatnonzero(bad)[0])
+            raise DatasetError(f"edge weight {w[q]!r} is not a finite non-negative number",
+                               path=name, line=None if lines is None else int(lines[q]))
+    if not self_loops:
+        keep = rows != cols
+        rows, cols, w = rows[keep], cols[keep], w[keep]
+    r = np.concatenate([rows, cols])
+    c = np.concatenate([cols, rows])
+    ww = np.concatenate([w, w])
+    if r.size:
+        key = r * n + c
+        order = np.argsort(key, kind="stable")
+        key, ww = key[order], ww[order]
+        first = np.concatenate([[True], key[1:] != key[:-1]])
+        starts = np.flatnonzero(first)
+        wmax = np.maximum.reduceat(ww, starts)
+        key = key[starts]
+        r, c, ww = key // n, key % n, wmax
+    with np.errstate(over="ignore"):
+        data = ww.astype(np.float32)
+    if data.size and not np.isfinite(data).all():
+        raise DatasetError("an edge weight does not fit in float32", path=name)
+    A = sp.csr_matrix((data, (r, c)), shape=(n, n), dtype=np.float32)
+    A.eliminate_zeros()
+    A.sort_indices()
+    return A
+
+
+def _parse_edge_list(raw: bytes, name: str, node_ids: str):
+    """-> (rows, cols, weights, lines, n_nodes, node_names or None)."""
+    from ._kernels.parse import gather_tokens, parse_edge_lines
+    if not raw.strip():
+        raise DatasetError("empty file", path=name)
+    if node_ids not in ("auto", "int", "appearance"):
+        raise ValueError(f"node_ids must be 'auto', 'int' or 'appearance', got {node_ids!r}")
+    # a header line such as "source,target,weight" is skipped
+    start, first_line = 0, 1
+    while True:
+        nl = raw.find(b"\n", start)
+        end = len(raw) if nl < 0 else nl
+        s = raw[start:end].strip()
+        if s and not s.startswith((b"#", b"%")):
+            words = s.replace(b",", b" ").lower().split()
+            try:
+                is_header = all(wd.decode("ascii").strip("'\"") in _HEADER_WORDS
+                                for wd in words)
+            except UnicodeDecodeError:
+                is_header = False
+            if is_header and 2 <= len(words) <= 3:
+                start, first_line = end + 1, first_line + 1
+            break
+        if nl < 0:
+            break
+        start, first_line = nl + 1, first_line + 1
+    buf = np.frombuffer(raw, np.uint8)
+    (err, eline, epos, ne, ts, te, w, eline_arr, all_int, int_id, hslot, hstart, hend,
+     n_hard) = parse_edge_lines(buf, min(start, len(raw)), first_line)
+    if err:
+        raise _kernel_error(err, raw, name, eline, epos)
+    if ne == 0:
+        raise DatasetError("no edges in the file", path=name)
+    ts, te, w, lines = ts[:2 * ne], te[:2 * ne], w[:ne], eline_arr[:ne]
+    for k in range(int(n_hard)):
+        w[hslot[k]] = float(raw[hstart[k]:hend[k]])
+    if node_ids == "int" and not all_int:
+        raise DatasetError("node_ids='int' but a node name is not a non-negative integer",
+                           path=name)
+    if all_int and node_ids != "appearance":
+        ids = int_id[:2 * ne]
+        n = int(ids.max()) + 1
+        names = None
+    else:
+        width = int((te - ts).max())
+        mat = gather_tokens(buf, ts, te, width)
+        toks = mat.view(f"S{max(width, 1)}").ravel()
+        uniq, first, inv = np.unique(toks, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        ids = rank[inv.ravel()]
+        n = int(uniq.size)
+        try:
+            names = [b.decode("utf-8") for b in uniq[order].tolist()]
+        except UnicodeDecodeError:
+            raise DatasetError("a node name is not valid UTF-8", path=name) from None
+    return ids[0::2], ids[1::2], w, lines, n, names
+
+
+def _classes_from_values(values, name: str, what: str):
+    """Map class values to 0..k-1 in sorted order (numeric sort when all are numbers);
+    returns (y int64, class_names)."""
+    vals = np.asarray(values)
+    if vals.dtype.kind in "fc" and not np.isfinite(vals).all():
+        raise DatasetError(f"{what}: NaN/inf class value", path=name, field=what)
+    if vals.dtype.kind == "f" and (vals == np.round(vals)).all():
+        vals = vals.astype(np.int64)
+    uniq, y = np.unique(vals, return_inverse=True)
+    return y.ravel().astype(np.int64), [str(u) for u in uniq.tolist()]
+
+
+def _matrix_from_any(obj, n: int, name: str, what: str) -> sp.csr_matrix:
+    """Node features given as an array/sparse matrix, or a file: .npz (scipy.sparse
+    ``save_npz`` layout), .npy (dense, no pickles), or text (XC split ``N D`` features file
+    or svmlight lines without labels), one row per node in node order."""
+    if sp.issparse(obj) or isinstance(obj, np.ndarray):
+        M = sp.csr_matrix(obj)
+        M = _check_csr_parts(M.data, M.indices, M.indptr, M.shape, name=name, what=what)
+    else:
+        raw, fname = _read_bytes(obj)
+        ext = _suffix(fname)
+        if ext == ".npz" or raw[:4] == b"PK\x03\x04":
+            try:
+                with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+                    parts = {k: z[k] for k in z.files}
+            except Exception as exc:  # noqa: BLE001
+                raise DatasetError(f"not a readable npz ({type(exc).__name__}: {exc})",
+                                   path=fname) from exc
+            if "kind" in parts:
+                g = _npz_to_container(parts, fname)
+                M = g.X
+            else:
+                need = ("data", "indices", "indptr", "shape")
+                if not all(k in parts for k in need):
+                    raise DatasetError("npz features need data/indices/indptr/shape "
+                                       "(scipy.sparse.save_npz)", path=fname)
+                fmt = str(parts.get("format", np.array("csr")))
+                if fmt not in ("csr", "b'csr'"):
+                    raise DatasetError(f"npz features must be csr, got {fmt}", path=fname)
+                M = _check_csr_parts(parts["data"], parts["indices"], parts["indptr"],
+                                     parts["shape"], name=fname, what=what)
+        elif ext == ".npy" or raw[:6] == b"\x93NUMPY":
+            try:
+                arr = np.load(io.BytesIO(raw), allow_pickle=False)
+            except Exception as exc:  # noqa: BLE001
+                raise DatasetError(f"not a readable .npy ({type(exc).__name__}: {exc})",
+                                   path=fname) from exc
+            if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number):
+                raise DatasetError(f"features must be a 2-D numeric array, got {arr.dtype} "
+                                   f"{arr.shape}", path=fname)
+            M = sp.csr_matrix(arr)
+            M = _check_csr_parts(M.data, M.indices, M.indptr, M.shape, name=fname, what=what)
+        else:
+            h = _int_header(_header_line(raw, fname)[0]) if raw.strip() else None
+            if h is not None and len(h) == 2:
+                (nn, d), start = _xc_header(raw, fname, (2,))
+                p = _tokenise(raw, fname, start, 2, False, False)
+                _trim_rows(p, nn)
+                M = _finish_matrix(p, p.indptr, p.indices, p.values, d, what="feature")
+            else:
+                if not raw.strip():
+                    raise DatasetError("empty file", path=fname)
+                p = _tokenise(raw, fname, 0, 1, False, True)
+                d = int(p.indices.max()) + 1 if p.indices.size else 0
+                M = _finish_matrix(p, p.indptr, p.indices, p.values, d, what="feature")
+        name = fname
+    if M.shape[0] != n:
+        raise DatasetError(f"{what} has {M.shape[0]} rows but the graph has {n} nodes",
+                           path=name, field=what)
+    return M
+
+
+def _labels_from_any(obj, n: int, node_names, name: str):
+    """Node classes given as a sequence, or a text file of one class per line (node order)
+    or ``node class`` lines (node names as in the edge list; unlisted nodes get -1)."""
+    if not isinstance(obj, (str, os.PathLike)) and not hasattr(obj, "read"):
+        vals = np.asarray(obj)
+        if vals.ndim != 1 or vals.shape[0] != n:
+            raise DatasetError(f"labels must have one entry per node ({n}), got shape "
+                               f"{vals.shape}", path=name, field="labels")
+        return _classes_from_values(vals, name, "labels")
+    raw, fname = _read_bytes(obj)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"not valid UTF-8 ({exc.reason})", path=fname,
+                           line=raw[:exc.start].count(b"\n") + 1) from None
+    rows = [(i + 1, ln.replace(",", " ").split()) for i, ln in enumerate(text.split("\n"))]
+    rows = [(i, t) for i, t in rows if t and not t[0].startswith(("#", "%"))]
+    if not rows:
+        raise DatasetError("empty labels file", path=fname)
+    widths = {len(t) for _, t in rows}
+    if widths == {1}:
+        if len(rows) != n:
+            raise DatasetError(f"{len(rows)} classes for {n} nodes", path=fname,
+                               line=rows[-1][0])
+        vals = np.array([t[0] for _, t in rows])
+        try:
+            vals = vals.astype(np.int64)
+        except ValueError:
+            pass
+        return _classes_from_values(vals, fname, "labels")
+    if widths != {2}:
+        i, t = next((i, t) for i, t in rows if len(t) != 2)
+        raise DatasetError(f"expected 'node class' (2 fields), found {len(t)}", path=fname,
+                           line=i)
+    if node_names is not None:
+        index = {s: k for k, s in enumerate(node_names)}
+    else:
+        index = None
+    nodes = np.empty(len(rows), np.int64)
+    for k, (i, t) in enumerate(rows):
+        if index is not None:
+            if t[0] not in index:
+                raise DatasetError(f"node {t[0]!r} is not in the graph", path=fname, line=i)
+            nodes[k] = index[t[0]]
+        else:
+            if not t[0].isdigit() or int(t[0]) >= n:
+                raise DatasetError(f"node {t[0]!r} is not a node id in [0, {n})", path=fname,
+                                   line=i)
+            nodes[k] = int(t[0])
+    if np.unique(nodes).size != nodes.size:
+        raise DatasetError("a node is given two classes", path=fname)
+    vals = np.array([t[1] for _, t in rows])
+    try:
+        vals = vals.astype(np.int64)
+    except ValueError:
+        pass
+    codes, names = _classes_from_values(vals, fname, "labels")
+    y = np.full(n, -1, np.int64)
+    y[nodes] = codes
+    return y, names
+
+
+def _graph_from_networkx(G, name: str, self_loops: bool, class_attr):
+    """A, X (numeric node attributes, one column per attribute name, sorted), y."""
+    nodes = list(G.nodes())
+    n = len(nodes)
+    if n == 0:
+        raise DatasetError("the graph has no nodes", path=name)
+    index = {v: i for i, v in enumerate(nodes)}
+    es = list(G.edges(data=True))
+    r = np.fromiter((index[u] for u, _, _ in es), np.int64, len(es))
+    c = np.fromiter((index[v] for _, v, _ in es), np.int64, len(es))
+    w = []
+    for k, (_, _, a) in enumerate(es):
+        x = a.get("weight", 1.0)
+        try:
+            w.append(float(x))
+        except (TypeError, ValueError):
+            raise DatasetError(f"edge weight {x!r} is not a number", path=name,
+                               field="weight") from None
+    A = _undirected(r, c, np.asarray(w, np.float64), n, self_loops=self_loops, name=name)
+    keys = sorted({k for _, a in G.nodes(data=True) for k in a})
+    if class_attr is None:
+        class_attr = next((k for k in ("class", "y", "group", "community") if k in keys), None)
+    elif class_attr not in keys:
+        raise DatasetError(f"no node attribute {class_attr!r}", path=name, field=class_attr)
+    cols, rows_, vals, fnames = [], [], [], []
+    for k in keys:
+        if k in ("label", "id", "name") or k == class_attr:
+            continue
+        col = [G.nodes[v].get(k) for v in nodes]
+        if not all(isinstance(x, (int, float, np.integer, np.floating)) or x is None
+                   for x in col):
+            continue
+        arr = np.array([0.0 if x is None else float(x) for x in col])
+        if not np.isfinite(arr).all():
+            raise DatasetError(f"node attribute {k!r} has NaN/inf", path=name, field=str(k))
+        nz = np.flatnonzero(arr)
+        rows_.append(nz)
+        cols.append(np.full(nz.size, len(fnames)))
+        vals.append(arr[nz])
+        fnames.append(str(k))
+    if fnames:
+        X = sp.csr_matrix((np.concatenate(vals).astype(np.float32),
+                           (np.concatenate(rows_), np.concatenate(cols))),
+                          shape=(n, len(fnames)))
+    else:
+        X = sp.csr_matrix((n, 0), dtype=np.float32)
+    y = class_names = None
+    if class_attr is not None:
+        vals_ = [G.nodes[v].get(class_attr) for v in nodes]
+        known = np.array([v is not None for v in vals_])
+        if known.any():
+            kv = np.array([str(v) for v in vals_ if v is not None])
+            try:
+                kv = kv.astype(np.int64)
+            except ValueError:
+                pass
+            codes, class_names = _classes_from_values(kv, name, class_attr)
+            y = np.full(n, -1, np.int64)
+            y[known] = codes
+    return A, X, y, fnames or None, class_names
+
+
+def _load_graphml(raw: bytes, name: str, self_loops: bool, class_attr):
+    import networkx as nx
+    _reject_dtd(raw, name)
+    try:
+        G = nx.read_graphml(io.BytesIO(raw))
+    except DatasetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - networkx/ElementTree raise many kinds
+        raise DatasetError(f"malformed GraphML ({type(exc).__name__}: {exc})",
+                           path=name) from None
+    return _graph_from_networkx(G, name, self_loops, class_attr)
+
+
+def _load_gml(raw: bytes, name: str, self_loops: bool, class_attr):
+    import networkx as nx
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"not valid UTF-8 ({exc.reason})", path=name,
+                           line=raw[:exc.start].count(b"\n") + 1) from None
+    try:
+        G = nx.parse_gml(text.splitlines(), label=None)
+    except Exception as exc:  # noqa: BLE001
+        raise DatasetError(f"malformed GML ({type(exc).__name__}: {exc})",
+                           path=name) from None
+    return _graph_from_networkx(G, name, self_loops, class_attr)
+
+
+_MAT_KEYS = {
+    "A": ("network", "a", "adj", "adjacency", "net", "graph", "w"),
+    "X": ("attributes", "features", "x", "attr", "feature"),
+    "y": ("group", "label", "labels", "y", "gnd", "class", "classes"),
+}
+
+
+def _load_mat(raw: bytes, name: str, self_loops: bool):
+    import scipy.io
+    if raw[:128].find(b"MATLAB 7.3") >= 0 or raw[:8] == b"\x89HDF\r\n\x1a\n":
+        raise DatasetError("MATLAB v7.3 (HDF5) files are not supported: save with -v7",
+                           path=name)
+    try:
+        m = scipy.io.loadmat(io.BytesIO(raw), squeeze_me=False, struct_as_record=True)
+    except Exception as exc:  # noqa: BLE001 - scipy raises many kinds on bad input
+        raise DatasetError(f"not a readable MATLAB file ({type(exc).__name__}: {exc})",
+                           path=name) from None
+    lower = {k.lower(): k for k in m if not k.startswith("__")}
+
+    def pick(role):
+        for cand in _MAT_KEYS[role]:
+            if cand in lower:
+                return lower[cand]
+        return None
+
+    ka, kx, ky = pick("A"), pick("X"), pick("y")
+    if ka is None:
+        raise DatasetError(f"no adjacency matrix: expected one of "
+                           f"{', '.join(_MAT_KEYS['A'])} (any case), found "
+                           f"{', '.join(sorted(lower.values())) or 'nothing'}", path=name)
+
+    def numeric(key):
+        v = m[key]
+        if sp.issparse(v):
+            return sp.csr_matrix(v)
+        v = np.asarray(v)
+        if v.dtype == object or not (np.issubdtype(v.dtype, np.number) or v.dtype == bool):
+            raise DatasetError(f"{key} is not a numeric matrix ({v.dtype})", path=name,
+                               field=key)
+        if v.ndim != 2:
+            raise DatasetError(f"{key} must be 2-D, got shape {v.shape}", path=name,
+                               field=key)
+        return v
+
+    A = numeric(ka)
+    if A.shape[0] != A.shape[1]:
+        raise DatasetError(f"{ka} must be square, got {A.shape}", path=name, field=ka)
+    n = A.shape[0]
+    Ac = sp.coo_matrix(A)
+    A = _undirected(Ac.row, Ac.col, Ac.data.astype(np.float64), n, self_loops=self_loops,
+                    name=f"{name} ({ka})")
+    if kx is not None:
+        Xv = numeric(kx)
+        if Xv.shape[0] != n and Xv.shape[1] == n:
+            raise DatasetError(f"{kx} has shape {Xv.shape}: expected nodes as rows "
+                               f"({n} x d)", path=name, field=kx)
+        X = _matrix_from_any(sp.csr_matrix(Xv), n, name, kx)
+    else:
+        X = sp.csr_matrix((n, 0), dtype=np.float32)
+    y = class_names = None
+    if ky is not None:
+        G = numeric(ky)
+        if sp.issparse(G):
+            G = G.toarray() if min(G.shape) == 1 else G
+        if min(G.shape) == 1 and max(G.shape) == n:
+            y, class_names = _classes_from_values(np.asarray(G).ravel(), name, ky)
+        elif G.shape[0] == n:
+            Gc = sp.csr_matrix(G)
+            Gc.eliminate_zeros()
+            if Gc.nnz and not (Gc.data == 1).all():
+                raise DatasetError(f"{ky} must be a one-hot 0/1 matrix or a vector",
+                                   path=name, field=ky)
+            Gc.sort_indices()
+            cnt = np.diff(Gc.indptr)
+            y = np.full(n, -1, np.int64)
+            has = cnt > 0
+            y[has] = Gc.indices[Gc.indptr[:-1][has]]      # lowest class of each row
+            class_names = [str(i) for i in range(G.shape[1])]
+        else:
+            raise DatasetError(f"{ky} has shape {G.shape}, expected {n} x c or a vector of "
+                               f"{n}", path=name, field=ky)
+    return A, X, y, None, class_names
+
+
+def _graph_format(raw: bytes, ext: str) -> str:
+    if raw[:4] == b"PK\x03\x04" or ext == ".npz":
+        return "npz"
+    if ext == ".mat" or raw[:6] == b"MATLAB":
+        return "mat"
+    if ext == ".graphml":
+        return "graphml"
+    if ext == ".gml":
+        return "gml"
+    head = raw[:2048].lstrip().lower()
+    if head.startswith(b"<?xml") or head.startswith(b"<graphml"):
+        return "graphml"
+    if _re.match(rb"^(#[^\n]*\n\s*)*(creator[^\n]*\n\s*)?graph\s*\[", head):
+        return "gml"
+    return "edgelist"
+
+
+def load_graph(path_or_file, features=None, labels=None, *, format=None, node_ids="auto",
+               self_loops=None, class_attr=None, name=None) -> GraphData:
+    """Load an attributed graph from a path or a binary file-like object with ``.name``.
+
+    Formats (``format=`` forces one; else by extension and content):
+    - ``npz`` written by :func:`save_npz` (kind "graph").
+    - MATLAB ``.mat`` (v5/v7, via ``scipy.io.loadmat``, which never unpickles): adjacency
+      under network/A/adj..., features under attributes/features/X..., classes under
+      group/label/labels/y/gnd... (names matched case-insensitively). A class matrix
+      n x c is read one-hot (a row with several classes keeps the lowest one, a row with
+      none gets -1); a class vector is mapped to 0..k-1 in sorted order, the original
+      values kept as ``class_names``.
+    - GraphML and GML (networkx; XML with a DTD/entities is refused). Numeric node
+      attributes become feature columns (sorted by name; missing = 0); the classes come
+      from ``class_attr`` or else an attribute named class/y/group/community.
+    - edge lists: ``u v [w]`` per line, separated by whitespace and/or a comma, ``#``/``%``
+      comment lines, an optional ``source,target[,weight]`` header. ``node_ids="auto"``
+      uses the names as node indices when all are non-negative integers (n = max + 1),
+      else numbers nodes in order of first appearance (``"appearance"`` forces that,
+      ``"int"`` requires integers). Parsed by a numba kernel.
+
+    Every format gives A symmetric csr float32: an edge given in either direction (or
+    repeatedly) becomes one edge with the largest weight given; self-loops are dropped
+    unless ``self_loops=True`` (BlogCatalog's .mat has them on the diagonal); an npz is
+    read as stored unless ``self_loops=False`` is given explicitly; weights
+    must be finite and non-negative. ``features``/``labels`` add (or replace) node
+    features and classes: an array/sparse matrix, or a file (see ``_matrix_from_any``,
+    ``_labels_from_any``). X is csr float32 (n x 0 when there are none), y int64 with -1 =
+    unknown, or None.
+    """
+    raw, src = _read_bytes(path_or_file)
+    if not raw.strip():
+        raise DatasetError("empty file", path=src)
+    fmt = format or _graph_format(raw, _suffix(src))
+    node_names = None
+    keep_loops = bool(self_loops)
+    try:
+        if fmt == "npz":
+            data = _load_npz_any(_NamedBytes(raw, src))
+            if not isinstance(data, GraphData):
+                raise DatasetError(f"npz holds a {data.kind} dataset, not a graph", path=src,
+                                   field="kind")
+            A, X, y, fnames, cnames = (data.A, data.X, data.y, data.feature_names,
+                                       data.class_names)
+            if self_loops is False and A.diagonal().any():  # explicit request only
+                A = A.tolil()
+                A.setdiag(0)
+                A = A.tocsr()
+                A.eliminate_zeros()
+        elif fmt == "mat":
+            A, X, y, fnames, cnames = _load_mat(raw, src, keep_loops)
+        elif fmt == "graphml":
+            A, X, y, fnames, cnames = _load_graphml(raw, src, keep_loops, class_attr)
+        elif fmt == "gml":
+            A, X, y, fnames, cnames = _load_gml(raw, src, keep_loops, class_attr)
+        elif fmt == "edgelist":
+            r, c, w, lines, n, node_names = _parse_edge_list(raw, src, node_ids)
+            A = _undirected(r, c, w, n, self_loops=keep_loops, name=src, lines=lines)
+            X = sp.csr_matrix((n, 0), dtype=np.float32)
+            y = fnames = cnames = None
+        else:
+            raise DatasetError(f"unknown graph format {fmt!r} (npz, mat, graphml, gml, "
+                               f"edgelist)", path=src)
+        n = A.shape[0]
+        if features is not None:
+            X = _matrix_from_any(features, n, src, "features")
+            fnames = None
+        if labels is not None:
+            y, cnames = _labels_from_any(labels, n, node_names, src)
+    except DatasetError:
+        raise
+    except (MemoryError, RecursionError, OverflowError, IndexError, KeyError, TypeError,
+            ValueError, UnicodeError, OSError) as exc:
+        raise DatasetError(f"cannot read ({type(exc).__name__}: {exc})", path=src) from exc
+    return GraphData(A=A, X=X, y=y, feature_names=fnames, class_names=cnames,
+                     name=name or _stem(src),
+                     source=f"{fmt}: {src}")
+
+
+# ---------------------------------------------------------------------------
+# planetoid (trusted files only)
+# ---------------------------------------------------------------------------
+
+def _restricted_unpickle(path: str):
+    """Unpickle a planetoid file allowing only the numpy / scipy.sparse / collections
+    classes those files contain. Only for trusted local files (the sample conversion);
+    no reader of user input ever calls this."""
+    import collections
+    import copyreg
+    import pickle
+    from importlib import import_module
+
+    mult = import_module("numpy._core.multiarray")
+    allowed = {
+        ("numpy.core.multiarray", "_reconstruct"): mult._reconstruct,
+        ("numpy._core.multiarray", "_reconstruct"): mult._reconstruct,
+        ("numpy.core.multiarray", "scalar"): mult.scalar,
+        ("numpy._core.multiarray", "scalar"): mult.scalar,
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): np.dtype,
+        ("collections", "defaultdict"): collections.defaultdict,
+        ("collections", "OrderedDict"): collections.OrderedDict,
+        ("builtins", "list"): list, ("builtins", "dict"): dict, ("builtins", "set"): set,
+        ("builtins", "object"): object,
+        ("copyreg", "_reconstructor"): copyreg._reconstructor,
+    }
+    renamed = {"__builtin__": "builtins", "copy_reg": "copyreg"}
+    sparse_classes = {"csr_matrix", "csc_matrix", "coo_matrix", "lil_matrix"}
+
+    class Restricted(pickle.Unpickler):
+        def find_class(self, module, name):
+            module = renamed.get(module, module)
+            if module.startswith("scipy.sparse") and name in sparse_classes:
+                return getattr(sp, name)
+            if (module, name) in allowed:
+                return allowed[(module, name)]
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a planetoid file")
+
+    with open(path, "rb") as fh:
+        return Restricted(fh, encoding="latin1").load()
+
+
+def planetoid_to_npz(prefix, out_path=None, *, name=None) -> GraphData:
+    """Convert planetoid-style node data (``<prefix>.x/.y/.tx/.ty/.allx/.ally/.graph`` and
+    ``<prefix>.test.index``, e.g. ``ind.cora``) into a GraphData, saved with
+    :func:`save_npz` when ``out_path`` is given.
+
+    Follows the GCN reference loader (Kipf & Welling): X = vstack(allx, tx) with the test
+    rows put back at the positions listed in ``test.index``; for Citeseer the test range
+    has holes (isolated nodes with no features/labels): they get zero features and
+    y = -1. A is built from the adjacency lists directly with node i = index i (symmetric,
+    binary, duplicates collapsed, self-loops dropped). Unpickling is restricted to the
+    numpy/scipy/collections classes the files hold, and only used on trusted local files.
+    """
+    prefix = os.fspath(prefix)
+    parts = {}
+    for key in ("x", "y", "tx", "ty", "allx", "ally", "graph"):
+        path = f"{prefix}.{key}"
+        try:
+            parts[key] = _restricted_unpickle(path)
+        except Exception as exc:  # noqa: BLE001
+            raise DatasetError(f"cannot read planetoid part ({type(exc).__name__}: {exc})",
+                               path=path) from exc
+    idx_path = f"{prefix}.test.index"
+    try:
+        with open(idx_path, "rb") as fh:
+            test_idx = np.array([int(t) for t in fh.read().split()], np.int64)
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"cannot read the test index ({exc})", path=idx_path) from exc
+    allx = sp.csr_matrix(parts["allx"], dtype=np.float32)
+    tx = sp.csr_matrix(parts["tx"], dtype=np.float32)
+    ally = np.asarray(parts["ally"])
+    ty = np.asarray(parts["ty"])
+    if tx.shape[0] != test_idx.size or ty.shape[0] != test_idx.size:
+        raise DatasetError(f"tx has {tx.shape[0]} rows for {test_idx.size} test indices",
+                           path=f"{prefix}.tx")
+    n_train = allx.shape[0]
+    n = max(n_train + test_idx.size, int(test_idx.max()) + 1)
+    d = allx.shape[1]
+    # row of X for each node: nodes < n_train are allx rows; test nodes get their tx row
+    X = sp.vstack([allx, sp.csr_matrix((n - n_train, d), dtype=np.float32)]).tolil()
+    Xt = sp.lil_matrix((n, d), dtype=np.float32)
+    Xt[test_idx, :] = tx
+    X = sp.csr_matrix(X)
+    mask = np.zeros(n, bool)
+    mask[test_idx] = True
+    X = sp.csr_matrix(sp.diags((~mask).astype(np.float32)) @ X + Xt.tocsr())
+    Ymat = np.zeros((n, ally.shape[1]), np.float32)
+    Ymat[:n_train] = ally
+    Ymat[test_idx] = ty
+    y = np.where(Ymat.sum(1) > 0, Ymat.argmax(1), -1).astype(np.int64)
+    graph = parts["graph"]
+    src, dst = [], []
+    for u, nbrs in graph.items():
+        for v in nbrs:
+            src.append(int(u))
+            dst.append(int(v))
+    r, c = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    n = max(n, int(r.max()) + 1 if r.size else 0, int(c.max()) + 1 if c.size else 0)
+    if X.shape[0] < n:
+        X = sp.vstack([X, sp.csr_matrix((n - X.shape[0], d), dtype=np.float32)]).tocsr()
+        y = np.concatenate([y, np.full(n - y.size, -1, np.int64)])
+    A = _undirected(r, c, np.ones(r.size), n, self_loops=False, name=prefix)
+    X.sort_indices()
+    X.eliminate_zeros()
+    stem = name or os.path.basename(prefix).replace("ind.", "")
+    g = GraphData(A=A, X=X.astype(np.float32), y=y,
+                  class_names=[str(i) for i in range(ally.shape[1])], name=stem,
+                  source=f"planetoid: {os.path.basename(prefix)}.* (Yang et al. 2016)")
+    if out_path is not None:
+        save_npz(g, out_path)
+    return g
+
+
+# ---------------------------------------------------------------------------
+# categorical tables
+# ---------------------------------------------------------------------------
+
+_TRUE_WORDS = {"1", "true", "yes", "y", "t", "1.0", "+1", "pos", "positive"}
+_FALSE_WORDS = {"0", "false", "no", "n", "f", "0.0", "-1", "neg", "negative"}
+
+
+def _binary_labels(col, label: str, name: str, positive=None) -> np.ndarray:
+    """Map a label column to int8 0/1.
+
+    Rule: with ``positive=`` the rows equal to it (compared as text) are 1, the others 0;
+    else values that all read as booleans (0/1, true/false, yes/no, t/f, y/n, +1/-1,
+    case-insensitive) map naturally; else a column with exactly two distinct values maps
+    the larger one in sorted text order to 1 (Adult: '<=50K' -> 0, '>50K' -> 1). Missing
+    labels and a third value are errors naming the row.
+    """
+    import pandas as pd
+    s = col.astype(object)
+    miss = s.isna().to_numpy()
+    if miss.any():
+        r = int(np.flatnonzero(miss)[0])
+        raise DatasetError(f"missing label in row {r + 1}", path=name, field=label)
+    txt = pd.Series(s.astype(str).str.strip().to_numpy(), dtype=object)
+    if positive is not None:
+        pos = str(positive).strip()
+        if not (txt == pos).any():
+            raise DatasetError(f"positive={positive!r} never occurs in the label column",
+                               path=name, field=label)
+        return (txt == pos).to_numpy().astype(np.int8)
+    low = txt.str.lower()
+    uniq = set(low.unique().tolist())
+    if uniq <= (_TRUE_WORDS | _FALSE_WORDS):
+        return low.isin(_TRUE_WORDS).to_numpy().astype(np.int8)
+    vals = sorted(txt.unique().tolist())
+    if len(vals) == 2:
+        return (txt == vals[1]).to_numpy().astype(np.int8)
+    if len(vals) == 1:
+        raise DatasetError(f"label column has a single value {vals[0]!r}: pass positive= to "
+                           f"say which value is the positive class", path=name, field=label)
+    bad = next(i for i, v in enumerate(txt.tolist()) if v not in vals[:2])
+    raise DatasetError(f"label column is not binary: {len(vals)} distinct values (e.g. "
+                       f"{', '.join(map(repr, vals[:4]))}); row {bad + 1} has "
+                       f"{txt.iloc[bad]!r}; pass positive= to binarise", path=name,
+                       field=label)
+
+
+def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positive=None,
+                     header=True, name=None) -> CategoricalData:
+    """Load a table of categorical columns with a binary label: CSV, TSV, parquet or the
+    npz of :func:`save_npz`.
+
+    ``label``: the label column (name, or position when ``header=False``); required unless
+    the table has a single column named ``label``/``target``/``class``/``y``/``click``.
+    ``columns``: the categorical columns to keep (default: all others). ``sep``: CSV
+    separator (default: tab for .tsv/.tab, else sniffed between ',', '\\t' and ';' from
+    the first line). Every value is kept as text (numbers as written; parquet numbers via
+    ``str``); missing values become the token ``"<NA>"``. Labels follow
+    :func:`_binary_labels` (``positive=`` picks the positive value). Files must be UTF-8.
+    """
+    import pandas as pd
+    raw, src = _read_bytes(path_or_file)
+    if not raw.strip():
+        raise DatasetError("empty file", path=src)
+    ext = _suffix(src)
+    if raw[:4] == b"PK\x03\x04" or ext == ".npz":
+        data = _load_npz_any(_NamedBytes(raw, src))
         if not isinstance(data, CategoricalData):
-            raise DatasetError(f"npz holds a {data.kind} dataset, not a table", path=name,
+            raise DatasetError(f"npz holds a {data.kind} dataset, not a table", path=src,
                                field="kind")
         return data
-    raise DatasetError(f"unsupported table file type {_suffix(name)!r}", path=name)
+    try:
+        if raw[:4] == b"PAR1" or ext == ".parquet":
+            try:
+                df = pd.read_parquet(io.BytesIO(raw))
+            except Exception as exc:  # noqa: BLE001
+                raise DatasetError(f"not a readable parquet file ({type(exc).__name__}: "
+                                   f"{exc})", path=src) from None
+            if not header:
+                df.columns = [f"c{i}" for i in range(df.shape[1])]
+        else:
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                                   path=src, line=raw[:exc.start].count(b"\n") + 1) from None
+            if sep is None:
+                if ext in (".tsv", ".tab"):
+                    sep = "\t"
+                else:
+                    first = raw.split(b"\n", 1)[0]
+                    counts = {s: first.count(s.encode()) for s in (",", "\t", ";")}
+                    sep = max(counts, key=counts.get) if max(counts.values()) else ","
+            try:
+                df = pd.read_csv(io.BytesIO(raw), sep=sep, dtype=str, keep_default_na=True,
+                                 header=0 if header else None, encoding="utf-8",
+                                 skipinitialspace=True, engine="c")
+            except pd.errors.ParserError as exc:
+                m = _re.search(r"line (\d+)", str(exc))
+                raise DatasetError(f"malformed table ({str(exc).strip()})", path=src,
+                                   line=int(m.group(1)) if m else None) from None
+            except pd.errors.EmptyDataError:
+                raise DatasetError("empty file", path=src) from None
+            if not header:
+                df.columns = [f"c{i}" for i in range(df.shape[1])]
+        df.columns = [str(c) for c in df.columns]
+        if len(set(df.columns)) != len(df.columns):
+            dup = next(c for c in df.columns if list(df.columns).count(c) > 1)
+            raise DatasetError(f"column {dup!r} appears twice", path=src, field=dup)
+        if isinstance(label, int) and not header:
+            label = f"c{label}"
+        if label is None:
+            cands = [c for c in df.columns if c.lower() in ("label", "target", "class", "y",
+                                                            "click")]
+            if len(cands) != 1:
+                raise DatasetError("say which column is the binary label: label=... "
+                                   f"(columns: {', '.join(list(df.columns)[:12])})", path=src)
+            label = cands[0]
+        label = str(label)
+        if label not in df.columns:
+            raise DatasetError(f"no label column {label!r} (columns: "
+                               f"{', '.join(list(df.columns)[:12])})", path=src, field=label)
+        if len(df) == 0:
+            raise DatasetError("the table has no rows", path=src)
+        y = _binary_labels(df[label], label, src, positive)
+        if columns is None:
+            cols = [c for c in df.columns if c != label]
+        else:
+            cols = [str(c) for c in columns]
+            missing = [c for c in cols if c not in df.columns]
+            if missing:
+                raise DatasetError(f"no column {missing[0]!r}", path=src, field=missing[0])
+            if label in cols:
+                raise DatasetError(f"the label {label!r} cannot also be a feature column",
+                                   path=src, field=label)
+        if not cols:
+            raise DatasetError("no categorical columns besides the label", path=src)
+        table = {}
+        for c in cols:
+            s = df[c]
+            na = s.isna().to_numpy()
+            txt = s.astype(object).where(~s.isna(), "<NA>").astype(str).to_numpy(object)
+            txt[na] = "<NA>"
+            table[c] = txt
+        out = pd.DataFrame(table, index=pd.RangeIndex(len(df)))
+    except DatasetError:
+        raise
+    except (MemoryError, RecursionError, OverflowError, IndexError, KeyError, TypeError,
+            ValueError, UnicodeError, OSError) as exc:
+        raise DatasetError(f"cannot read ({type(exc).__name__}: {exc})", path=src) from exc
+    return CategoricalData(table=out, labels=y, label_name=label, name=name or _stem(src),
+                           source=f"table: {src}")

@@ -579,3 +579,128 @@ def parse_arff_data(buf, start, first_line):
         line += 1
     return (OK, line, pos, row, indptr, attr, values, row_line, n_fields, hard_slot,
             hard_start, hard_end, n_hard)
+
+
+@njit(cache=True, nogil=True)
+def parse_edge_lines(buf, start, first_line):
+    """Tokenise an edge list: one edge per line, ``u v [w]`` separated by whitespace and/or
+    one comma; blank lines and lines starting with ``#`` or ``%`` are skipped.
+
+    Returns ``(err, err_line, err_pos, n_edges, tok_start, tok_end, weight, edge_line,
+    all_int, int_id, hard_slot, hard_start, hard_end, n_hard)``; ``tok_*`` hold the byte
+    spans of the two node names of each edge (2 per edge), ``int_id`` their values when
+    every name is a plain non-negative integer (``all_int``), ``weight`` is 1 when absent.
+    """
+    n = buf.shape[0]
+    nl = 0
+    for i in range(start, n):
+        if buf[i] == 10:
+            nl += 1
+    cap = nl + 1
+    tok_start = np.empty(2 * cap, np.int64)
+    tok_end = np.empty(2 * cap, np.int64)
+    int_id = np.empty(2 * cap, np.int64)
+    weight = np.empty(cap, np.float64)
+    edge_line = np.empty(cap, np.int64)
+    hard_slot = np.empty(16, np.int64)
+    hard_start = np.empty(16, np.int64)
+    hard_end = np.empty(16, np.int64)
+    n_hard = 0
+    all_int = True
+    stops = _stop_table(np.array([44], np.uint8))
+    ne = 0
+    line = first_line
+    pos = start
+    while pos < n:
+        eol = pos
+        while eol < n and buf[eol] != 10:
+            eol += 1
+        end = eol
+        p = pos
+        while p < end and _is_ws(buf[p]):
+            p += 1
+        if p == end or buf[p] == 35 or buf[p] == 37:
+            pos = eol + 1
+            line += 1
+            continue
+        edge_line[ne] = line
+        for f in range(2):
+            if f == 1:
+                while p < end and _is_ws(buf[p]):
+                    p += 1
+                if p < end and buf[p] == 44:
+                    p += 1
+                    while p < end and _is_ws(buf[p]):
+                        p += 1
+            if p >= end or buf[p] == 44:
+                return (ERR_EDGE_FIELDS, line, p, ne, tok_start, tok_end, weight, edge_line,
+                        all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
+            s = p
+            v = 0
+            digits = True
+            while p < end and not _is_ws(buf[p]) and buf[p] != 44:
+                c = buf[p]
+                if c < 32 or c == 127:
+                    return (ERR_TOKEN, line, p, ne, tok_start, tok_end, weight, edge_line,
+                            all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
+                if _is_digit(c) and digits and p - s < 18:
+                    v = v * 10 + (c - 48)
+                else:
+                    digits = False
+                p += 1
+            if p - s > 256:
+                return (ERR_TOKEN_LONG, line, s, ne, tok_start, tok_end, weight, edge_line,
+                        all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
+            if not digits:
+                all_int = False
+            tok_start[2 * ne + f] = s
+            tok_end[2 * ne + f] = p
+            int_id[2 * ne + f] = v
+        while p < end and _is_ws(buf[p]):
+            p += 1
+        if p < end and buf[p] == 44:
+            p += 1
+            while p < end and _is_ws(buf[p]):
+                p += 1
+        if p >= end:
+            weight[ne] = 1.0
+        else:
+            vstart = p
+            st, val, p = parse_float(buf, p, end, stops)
+            if st == 2:
+                return (ERR_NUMBER, line, vstart, ne, tok_start, tok_end, weight, edge_line,
+                        all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
+            if st == 4:
+                return (ERR_NONFINITE, line, vstart, ne, tok_start, tok_end, weight,
+                        edge_line, all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
+            if st == 1:
+                hard_slot = _grow(hard_slot, n_hard + 1)
+                hard_start = _grow(hard_start, n_hard + 1)
+                hard_end = _grow(hard_end, n_hard + 1)
+                hard_slot[n_hard] = ne
+                hard_start[n_hard] = vstart
+                hard_end[n_hard] = p
+                n_hard += 1
+            weight[ne] = val
+            while p < end and _is_ws(buf[p]):
+                p += 1
+            if p < end:
+                return (ERR_EDGE_FIELDS, line, p, ne, tok_start, tok_end, weight, edge_line,
+                        all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
+        ne += 1
+        pos = eol + 1
+        line += 1
+    return (OK, line, pos, ne, tok_start, tok_end, weight, edge_line, all_int, int_id,
+            hard_slot, hard_start, hard_end, n_hard)
+
+
+@njit(cache=True, nogil=True)
+def gather_tokens(buf, tok_start, tok_end, width):
+    """Copy byte spans into a zero-padded (n_tokens, width) matrix (viewable as 'S<width>')."""
+    m = tok_start.shape[0]
+    out = np.zeros((m, max(width, 1)), np.uint8)
+    for i in range(m):
+        s = tok_start[i]
+        for k in range(tok_end[i] - s):
+            out[i, k] = buf[s + k]
+    return out
