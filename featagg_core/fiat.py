@@ -1,0 +1,427 @@
+"""FIAT: feature imputation via agglomeration (Jalan & Kar, IJCAI 2019, §4.2).
+
+DEFRAG clusters the features into groups F_1..F_K. FIAT keeps, of the feature
+co-occurrence matrix X^T X, only the blocks of pairs inside one cluster,
+
+    C^F = sum_k X_{F_k}^T X_{F_k}        (X: points x features, as everywhere here),
+
+a block-diagonal "pseudo co-occurrence" with at most sum_k d_k^2 <= d * max_k d_k
+non-zeros (about d * d0 for DEFRAG's leaves), and uses it to fill in features that are
+missing from a point. Everything stays sparse: C^F is built by a numba kernel that only
+ever forms pairs of features of the same cluster, never X^T X and never a d x d array.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Callable, Iterable, Optional
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+from ._kernels import fiat_refrag as _k
+
+__all__ = ["Fiat", "pseudo_cooccurrence", "normalize_cooccurrence", "impute",
+           "erase_features", "erasure_curve", "check_clustering", "warmup"]
+
+NORMALIZATIONS = ("cosine", "row", "none")
+
+
+# ---------------------------------------------------------------------------
+# input checks
+# ---------------------------------------------------------------------------
+
+def _as_csr(X, name="X", n_features=None) -> sp.csr_matrix:
+    """Canonical float64 csr copy: sorted indices, no duplicates, no stored zeros."""
+    if not sp.issparse(X):
+        arr = np.asarray(X)
+        if arr.ndim != 2 or arr.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must be a 2-D numeric (preferably scipy sparse) matrix, "
+                             f"got {type(X).__name__} with shape {np.shape(X)}")
+        X = sp.csr_matrix(arr)
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {X.shape}")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be numeric, got dtype {X.dtype}")
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    if X.nnz and not np.all(np.isfinite(X.data)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    X.sort_indices()
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"{name} has {X.shape[1]} features, but the clustering / fitted "
+                         f"model has {n_features}")
+    return X
+
+
+def check_clustering(clustering, n_features=None):
+    """The feature clustering of ``clustering`` as ``(labels, n_clusters)``.
+
+    ``clustering`` is a fitted :class:`~featagg_core.defrag.Defrag` (anything with
+    ``labels_`` and, optionally, ``n_clusters_``) or a 1-D int array of cluster ids.
+    Every feature must have a cluster id in ``[0, n_clusters)``.
+    """
+    if clustering is None:
+        raise ValueError("defrag must be a fitted Defrag (or an array of feature cluster "
+                         "ids), got None")
+    if hasattr(clustering, "labels_"):
+        labels = clustering.labels_
+        n_clusters = getattr(clustering, "n_clusters_", None)
+    elif hasattr(clustering, "fit") and not hasattr(clustering, "labels_"):
+        raise NotFittedError("the Defrag passed as defrag is not fitted: call its fit(X) "
+                             "first")
+    else:
+        labels = clustering
+        n_clusters = None
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.dtype.kind not in "iu":
+        raise ValueError("defrag.labels_ must be a 1-D integer array (the cluster of every "
+                         f"feature), got dtype {labels.dtype} and shape {labels.shape}")
+    labels = labels.astype(np.int64)
+    if labels.size and labels.min() < 0:
+        raise ValueError("defrag.labels_ holds negative cluster ids; every feature needs a "
+                         "cluster")
+    top = int(labels.max()) + 1 if labels.size else 0
+    n_clusters = top if n_clusters is None else int(n_clusters)
+    if top > n_clusters:
+        raise ValueError(f"defrag.labels_ holds cluster id {top - 1} but n_clusters_ is "
+                         f"{n_clusters}")
+    if n_features is not None and labels.shape[0] != n_features:
+        raise ValueError(f"the clustering covers {labels.shape[0]} features but X has "
+                         f"{n_features}")
+    return labels, n_clusters
+
+
+# ---------------------------------------------------------------------------
+# the pseudo co-occurrence and its normalisation
+# ---------------------------------------------------------------------------
+
+def pseudo_cooccurrence(X, labels, n_clusters=None) -> sp.csr_matrix:
+    """C^F = sum_k X[:, F_k]^T X[:, F_k]: the same-cluster blocks of X^T X, sparse.
+
+    Parameters
+    ----------
+    X : sparse matrix (n, d)
+    labels : int array (d,), the cluster of every feature
+    n_clusters : int, optional (default ``labels.max() + 1``)
+
+    Returns
+    -------
+    csr_matrix of float64, shape (d, d), symmetric, sorted indices, at most
+    ``sum_k d_k^2`` stored entries (pairs that never co-occur are not stored).
+    """
+    X = _as_csr(X)
+    labels, n_clusters = check_clustering(np.asarray(labels), X.shape[1])
+    d = X.shape[1]
+    if d == 0:
+        return sp.csr_matrix((0, 0), dtype=np.float64)
+    sizes = np.bincount(labels, minlength=n_clusters).astype(np.int64)
+    block_hi = np.cumsum(sizes)
+    block_lo = block_hi - sizes
+    order = np.argsort(labels, kind="stable").astype(np.int64)   # new id -> old id
+    new_id = np.empty(d, np.int64)
+    new_id[order] = np.arange(d, dtype=np.int64)
+    # X with renumbered columns (clusters contiguous), csr and csc
+    R = sp.csr_matrix((X.data, new_id[X.indices], X.indptr), shape=X.shape)
+    R.sort_indices()
+    Cc = R.tocsc()
+    Cc.sort_indices()
+    indptr, indices, data = _k.block_gram(
+        R.indptr.astype(np.int64), R.indices.astype(np.int64), R.data,
+        Cc.indptr.astype(np.int64), Cc.indices.astype(np.int64), Cc.data,
+        block_lo, block_hi, order, max(int(sizes.max()), 1))
+    return sp.csr_matrix((data, indices, indptr), shape=(d, d))
+
+
+def normalize_cooccurrence(C, normalization="cosine", min_weight=0.0) -> sp.csr_matrix:
+    """The imputation operator M from the pseudo co-occurrence C^F.
+
+    ``"cosine"``: M_ab = C_ab / sqrt(C_aa C_bb) (cosine of the two feature columns, unit
+    diagonal, symmetric); ``"row"``: M = D^-1 C^F with D the row sums (each row a
+    distribution over the cluster); ``"none"``: M = C^F. Off-diagonal entries below
+    ``min_weight`` are dropped.
+    """
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got "
+                         f"{normalization!r}")
+    C = sp.csr_matrix(C, dtype=np.float64, copy=True)
+    rows = np.repeat(np.arange(C.shape[0], dtype=np.int64), np.diff(C.indptr))
+    if normalization == "cosine":
+        diag = C.diagonal()
+        scale = np.sqrt(np.maximum(diag, 0.0))
+        den = scale[rows] * scale[C.indices]
+        C.data = np.divide(C.data, den, out=np.zeros_like(C.data), where=den > 0)
+    elif normalization == "row":
+        rs = np.asarray(C.sum(axis=1)).ravel()
+        den = rs[rows]
+        C.data = np.divide(C.data, den, out=np.zeros_like(C.data), where=den != 0)
+    if min_weight > 0:
+        off = rows != C.indices
+        C.data[off & (np.abs(C.data) < min_weight)] = 0.0
+    C.eliminate_zeros()
+    return C
+
+
+def impute(X, operator_T, mix=1.0) -> sp.csr_matrix:
+    """Apply FIAT's rule with the transposed operator ``operator_T`` (csr, d x d).
+
+    Observed entries are kept; feature b missing from a point gets
+    ``mix * sum_a M[b, a] x_a / max(1, sum_a M[b, a])`` over the point's observed a.
+    """
+    X = _as_csr(X, n_features=operator_T.shape[0])
+    T = operator_T
+    n = X.shape[0]
+    if n == 0 or X.nnz == 0:
+        return sp.csr_matrix(X.shape, dtype=np.float32)
+    t_len = np.diff(T.indptr).astype(np.int64)
+    per_nz = t_len[X.indices]
+    row_nnz = np.diff(X.indptr)
+    csum = np.concatenate([[0], np.cumsum(per_nz)])
+    bound = row_nnz + (csum[X.indptr[1:]] - csum[X.indptr[:-1]])
+    counts, idx, dat = _k.impute_rows(
+        X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data,
+        T.indptr.astype(np.int64), T.indices.astype(np.int64), T.data.astype(np.float64),
+        float(mix), X.shape[1], bound.astype(np.int64))
+    return _compact(counts, bound, idx, dat, X.shape)
+
+
+def _compact(counts, bound, idx, dat, shape) -> sp.csr_matrix:
+    """csr from rows written at offsets cumsum(bound) with ``counts`` valid entries each."""
+    starts = np.concatenate([[0], np.cumsum(bound)[:-1]]).astype(np.int64)
+    total = int(counts.sum())
+    row_of = np.repeat(np.arange(len(counts)), counts)
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    pos = starts[row_of] + (np.arange(total) - first[row_of])
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    out = sp.csr_matrix((dat[pos].astype(np.float32), idx[pos].astype(np.int32), indptr),
+                        shape=shape)
+    out.has_sorted_indices = True
+    return out
+
+
+# ---------------------------------------------------------------------------
+# the estimator
+# ---------------------------------------------------------------------------
+
+class Fiat(BaseEstimator):
+    """FIAT feature imputation with DEFRAG's block-diagonal pseudo co-occurrence.
+
+    Parameters
+    ----------
+    defrag : fitted Defrag, or array of int (d,)
+        The feature clustering (``labels_`` and ``n_clusters_`` are used; a plain array
+        of cluster ids works too).
+    normalization : {"cosine", "row", "none"}, default "cosine"
+        How C^F is turned into the imputation operator M (see
+        :func:`normalize_cooccurrence`). "cosine" makes M_ab the cosine between the
+        columns of features a and b, so two features that always occur together with the
+        same value have weight 1.
+    mix : float, default 1.0
+        Weight of the imputed values relative to the observed ones (0 = no imputation).
+    min_weight : float, default 0.0
+        Drop off-diagonal operator entries below this weight (prunes weak pairs).
+
+    Attributes
+    ----------
+    cooccurrence_ : csr (d, d)   the pseudo co-occurrence C^F of the training data
+    operator_ : csr (d, d)       M^T, the operator used by :meth:`transform`
+    labels_ : int array (d,)     the feature clusters (copied from ``defrag``)
+    n_clusters_ : int
+    n_features_in_ : int
+
+    Notes
+    -----
+    Follows the paper: C^F = sum_k X_{F_k}^T X_{F_k} over the training data, and the
+    imputation of a point x is built from C^F x. The paper leaves the normalisation
+    open; ours (a choice, documented here) keeps every observed entry of x as it is and
+    gives a missing feature b the value
+
+        mix * sum_{a observed} M_ba x_a / max(1, sum_{a observed} M_ba),
+
+    a similarity-weighted average of the observed values once the similarity mass
+    reaches 1, and proportionally less below it. With "cosine" a feature that is
+    perfectly correlated with an observed one is restored exactly. Artifacts store
+    ``labels_`` and the operators, so a loaded Fiat works without its Defrag; ``defrag``
+    itself is not saved (it comes back as None), and ``get_params()`` reports a Defrag
+    object as None so that parameters stay JSON; ``clone()`` keeps the reference.
+    """
+
+    def __init__(self, defrag=None, normalization="cosine", mix=1.0, min_weight=0.0):
+        self.defrag = defrag
+        self.normalization = normalization
+        self.mix = mix
+        self.min_weight = min_weight
+
+    def _check_params(self):
+        if self.normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got "
+                             f"{self.normalization!r}")
+        for name in ("mix", "min_weight"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) \
+                    or v < 0:
+                raise ValueError(f"{name} must be a non-negative finite number, got {v!r}")
+
+    def fit(self, X, y=None):
+        """Build C^F and the imputation operator from training data X (n, d)."""
+        self._check_params()
+        X = _as_csr(X)
+        labels, n_clusters = check_clustering(self.defrag, X.shape[1])
+        C = pseudo_cooccurrence(X, labels, n_clusters)
+        M = normalize_cooccurrence(C, self.normalization, float(self.min_weight))
+        self.cooccurrence_ = C
+        self.operator_ = M.T.tocsr() if self.normalization == "row" else M
+        self.operator_.sort_indices()
+        self.labels_ = labels
+        self.n_clusters_ = int(n_clusters)
+        self.n_features_in_ = int(X.shape[1])
+        return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "operator_"):
+            raise NotFittedError("this Fiat is not fitted yet: call fit(X) first")
+
+    def transform(self, X):
+        """Imputed copy of X: csr float32, same shape, observed entries unchanged."""
+        self._check_fitted()
+        self._check_params()
+        return impute(X, self.operator_, float(self.mix))
+
+    def imputed_mask(self, X):
+        """Boolean csr (same shape as X) marking the entries that :meth:`transform` adds."""
+        X = _as_csr(X, n_features=getattr(self, "n_features_in_", None))
+        Z = self.transform(X)
+        obs = X.copy()
+        obs.data[:] = 1.0
+        Zb = Z.copy()
+        Zb.data[:] = 1.0
+        return (Zb - obs.multiply(Zb)).astype(bool).tocsr()
+
+    # -- artifacts ---------------------------------------------------------
+    def _artifact_state(self):
+        self._check_fitted()
+        C, T = self.cooccurrence_, self.operator_
+        meta = {"n_clusters": self.n_clusters_, "n_features": self.n_features_in_}
+        arrays = {"labels": self.labels_,
+                  "C_indptr": C.indptr, "C_indices": C.indices, "C_data": C.data,
+                  "T_indptr": T.indptr, "T_indices": T.indices, "T_data": T.data}
+        return meta, arrays
+
+    @classmethod
+    def _from_artifact_state(cls, params, meta, arrays):
+        params = dict(params)
+        params["defrag"] = None          # the clustering travels as labels_
+        obj = cls(**params)
+        d = int(meta["n_features"])
+        obj.labels_ = np.asarray(arrays["labels"], dtype=np.int64)
+        obj.n_clusters_ = int(meta["n_clusters"])
+        obj.n_features_in_ = d
+        obj.cooccurrence_ = sp.csr_matrix(
+            (arrays["C_data"], arrays["C_indices"], arrays["C_indptr"]), shape=(d, d))
+        obj.operator_ = sp.csr_matrix(
+            (arrays["T_data"], arrays["T_indices"], arrays["T_indptr"]), shape=(d, d))
+        if obj.labels_.shape[0] != d:
+            raise ValueError("labels does not have one entry per feature")
+        return obj
+
+    def get_params(self, deep=True):
+        """Parameters, JSON-serialisable: a ``defrag`` *object* is reported as None.
+
+        The clustering is an input, not a hyper-parameter; artifacts carry it as
+        ``labels_``. :func:`sklearn.base.clone` still keeps the reference (see
+        ``__sklearn_clone__``). An array of cluster ids is reported as a list.
+        """
+        params = super().get_params(deep=False)
+        params["defrag"] = _json_clustering(params.get("defrag"))
+        return params
+
+    def __sklearn_clone__(self):
+        params = super().get_params(deep=False)      # the real defrag reference
+        return type(self)(**params)
+
+
+def _json_clustering(value):
+    if value is None or isinstance(value, list):
+        return value
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return None
+
+
+# ---------------------------------------------------------------------------
+# the erasure experiment
+# ---------------------------------------------------------------------------
+
+def erase_features(X, fraction, random_state=0) -> sp.csr_matrix:
+    """Remove ``round(fraction * nnz_i)`` of the non-zero features of every row at random.
+
+    The draw is one random key per stored entry, so for a fixed ``random_state`` the
+    entries erased at a smaller fraction are also erased at every larger one (nested
+    erasures, a smooth curve).
+    """
+    if not isinstance(fraction, numbers.Real) or not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
+    X = _as_csr(X)
+    n = X.shape[0]
+    rng = np.random.default_rng(random_state)
+    key = rng.random(X.nnz)
+    rows = np.repeat(np.arange(n), np.diff(X.indptr))
+    order = np.lexsort((key, rows))                    # by row, then key
+    rank = np.empty(X.nnz, np.int64)
+    rank[order] = np.arange(X.nnz) - X.indptr[rows[order]]
+    n_erase = np.floor(fraction * np.diff(X.indptr) + 0.5).astype(np.int64)
+    keep = rank >= n_erase[rows]
+    out = sp.csr_matrix((X.data[keep], X.indices[keep],
+                         np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=n))])),
+                        shape=X.shape)
+    return out.astype(np.float32)
+
+
+def erasure_curve(predict_scores: Callable, X_test, Y_test, fiat: Optional[Fiat] = None,
+                  fractions: Iterable[float] = tuple(np.round(np.arange(0, 1.0, 0.1), 1)),
+                  k=(1, 3, 5), random_state=0, progress: Optional[Callable] = None):
+    """P@k of a trained classifier on test points with a fraction of features erased,
+    without and (when ``fiat`` is given) with FIAT imputation.
+
+    Parameters
+    ----------
+    predict_scores : callable, X -> (n, L) score matrix (e.g. ``lambda X:
+        clf.predict_scores(X, k=5)``)
+    fractions : the erased fractions p (0.0 ... 0.9 by default)
+    progress : optional callable(done, total) for progress bars
+
+    Returns
+    -------
+    pandas.DataFrame with a row per fraction: ``fraction``, ``P@k`` (erased) and
+    ``P@k FIAT`` (erased then imputed) for every k.
+    """
+    import pandas as pd
+
+    from .metrics import precision_at_k
+    ks = list(k) if isinstance(k, (list, tuple)) else [int(k)]
+    fractions = [float(f) for f in fractions]
+    rows = []
+    total = len(fractions)
+    for j, p in enumerate(fractions):
+        Xe = erase_features(X_test, p, random_state)
+        row = {"fraction": p}
+        pk = np.atleast_1d(precision_at_k(Y_test, predict_scores(Xe), ks))
+        for kk, v in zip(ks, pk):
+            row[f"P@{kk}"] = float(v)
+        if fiat is not None:
+            pf = np.atleast_1d(precision_at_k(Y_test, predict_scores(fiat.transform(Xe)), ks))
+            for kk, v in zip(ks, pf):
+                row[f"P@{kk} FIAT"] = float(v)
+        rows.append(row)
+        if progress is not None:
+            progress(j + 1, total)
+    return pd.DataFrame(rows)
+
+
+def warmup():
+    """Compile FIAT's kernels on tiny inputs (the dashboard calls this at start-up)."""
+    X = sp.csr_matrix(np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 1.0]]))
+    f = Fiat(np.array([0, 0, 1])).fit(X)
+    f.transform(X)

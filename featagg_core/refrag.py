@@ -1,0 +1,332 @@
+"""REFRAG: re-ranking via agglomeration (Jalan & Kar, IJCAI 2019, §4.3).
+
+A base extreme classifier ranks head labels well and rare labels badly: it has seen few
+examples of them. REFRAG re-ranks the classifier's shortlist with closed-form label
+*prototypes* built from DEFRAG's block-diagonal pseudo co-occurrence C^F:
+
+    xi_l = normalise( M X^T y_l ),   M the normalised C^F (see :mod:`featagg_core.fiat`),
+
+i.e. the (normalised) sum of the label's training points, smoothed inside DEFRAG's feature
+clusters so that a rare label's few examples cover the features that co-occur with theirs.
+A test point x (L2-normalised) gets, for every candidate label,
+
+    score_l = alpha * base_l + (1 - alpha) * exp(-gamma / 2 * ||x - xi_l||^2),
+
+the combination PfastreXML's re-ranker uses for its tail-label classifiers (Jain, Prabhu &
+Varma, KDD 2016; their defaults alpha = 0.8, gamma = 30). Candidates are the base
+classifier's top-s labels (s = ``shortlist_size``) and the ``n_prototype_candidates``
+labels whose prototypes are nearest to x, which is how labels the base classifier missed
+entirely can enter the ranking.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+from ._kernels import fiat_refrag as _k
+from .fiat import (NORMALIZATIONS, _as_csr, check_clustering, impute,
+                   normalize_cooccurrence, pseudo_cooccurrence)
+
+__all__ = ["Refrag", "l2_normalize_rows", "warmup"]
+
+SCORE_NORMALIZATIONS = {"none": 0, "max": 1, "minmax": 2}
+
+
+def l2_normalize_rows(X) -> sp.csr_matrix:
+    """Rows scaled to unit L2 norm (all-zero rows stay zero); csr float64."""
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    sq = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    scale = np.divide(1.0, sq, out=np.zeros_like(sq), where=sq > 0)
+    X.data *= np.repeat(scale, np.diff(X.indptr))
+    return X
+
+
+def _check_labels(Y, n) -> sp.csr_matrix:
+    if not sp.issparse(Y):
+        arr = np.asarray(Y)
+        if arr.ndim != 2:
+            raise ValueError(f"Y must be a 2-D 0/1 label matrix, got shape {arr.shape}")
+        Y = sp.csr_matrix(arr)
+    Y = sp.csr_matrix(Y, dtype=np.float64, copy=True)
+    Y.sum_duplicates()
+    Y.eliminate_zeros()
+    if Y.nnz and not np.all(Y.data == 1):
+        raise ValueError("Y must hold only 0/1 values")
+    if Y.shape[0] != n:
+        raise ValueError(f"Y has {Y.shape[0]} rows but X has {n}")
+    return Y
+
+
+class Refrag(BaseEstimator):
+    """REFRAG re-ranking of a base classifier's scores with DEFRAG label prototypes.
+
+    Parameters
+    ----------
+    alpha : float in [0, 1], default 0.8
+        Weight of the (row-normalised) base score; ``1 - alpha`` goes to the prototype
+        affinity. ``alpha = 1`` returns the base ranking unchanged.
+    gamma : float >= 0, default 30.0
+        Sharpness of the affinity exp(-gamma/2 ||x - xi_l||^2) (on unit vectors
+        ||x - xi||^2 = 2 - 2 cos). Large gamma: only very close prototypes count.
+    shortlist_size : int >= 1, default 100
+        How many of the base classifier's best labels per point are re-scored (the base
+        must supply at least this many, e.g. ``predict_scores(X, k=100)``, for the full
+        effect; rows with fewer use what they have).
+    n_prototype_candidates : int >= 0, default 10
+        Labels whose prototypes are nearest to the point join the candidates even if the
+        base classifier did not shortlist them (base score 0).
+    normalization : {"cosine", "row", "none"}, default "cosine"
+        How C^F is normalised before smoothing the prototypes ("none" is the literal
+        C^F X^T Y of the paper; see :func:`featagg_core.fiat.normalize_cooccurrence`).
+    prune_threshold : float >= 0, default 0.0
+        Prototype entries below this value (after L2 normalisation) are dropped and the
+        prototype re-normalised; bounds the model size on large data.
+    score_normalization : {"max", "minmax", "none"}, default "max"
+        How each row's shortlisted base scores are mapped to [0, 1] before mixing:
+        divided by the row's best score, min-max scaled, or used as given. Every choice
+        keeps the base order within the row.
+    impute_query : bool, default False
+        Compare prototypes with the FIAT-imputed point (M x) instead of x.
+
+    Attributes
+    ----------
+    prototypes_ : csr (L, d)       unit-norm label prototypes (rows), zero for labels
+                                   without training examples
+    operator_ : csr (d, d)         M^T (used when ``impute_query``)
+    label_frequency_ : int (L,)    training examples per label
+    labels_ : int (d,), n_clusters_ : int   the feature clustering used
+    n_features_in_ : int, n_labels_ : int
+
+    Notes
+    -----
+    Follows the paper for the prototypes (columns of C^F X^T Y, normalised) and the
+    affinity; the training points are L2-normalised before summing (as PfastreXML's tail
+    classifiers do) so long documents do not dominate a prototype. The linear mix of base
+    score and affinity follows PfastreXML's re-ranker. The shortlist size, the nearest
+    prototype candidates and the base score normalisation are our choices (measured in
+    ``benchmarks/refrag_fiat_bench.py``). Artifacts store the prototypes, the operator
+    and the clustering (``labels_``), so a loaded Refrag needs no Defrag.
+    """
+
+    def __init__(self, alpha=0.8, gamma=30.0, shortlist_size=100, n_prototype_candidates=10,
+                 normalization="cosine", prune_threshold=0.0, score_normalization="max",
+                 impute_query=False):
+        self.alpha = alpha
+        self.gamma = gamma
+        self.shortlist_size = shortlist_size
+        self.n_prototype_candidates = n_prototype_candidates
+        self.normalization = normalization
+        self.prune_threshold = prune_threshold
+        self.score_normalization = score_normalization
+        self.impute_query = impute_query
+
+    # -- validation --------------------------------------------------------
+    def _check_params(self):
+        def real(name, lo=None, hi=None):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
+                raise ValueError(f"{name} must be in [{lo}, {'inf' if hi is None else hi}], "
+                                 f"got {v!r}")
+
+        def integer(name, lo):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
+                raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+
+        real("alpha", 0.0, 1.0)
+        real("gamma", 0.0)
+        real("prune_threshold", 0.0, 1.0)
+        integer("shortlist_size", 1)
+        integer("n_prototype_candidates", 0)
+        if self.normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got "
+                             f"{self.normalization!r}")
+        if self.score_normalization not in SCORE_NORMALIZATIONS:
+            raise ValueError(f"score_normalization must be one of "
+                             f"{tuple(SCORE_NORMALIZATIONS)}, got {self.score_normalization!r}")
+        if not isinstance(self.impute_query, (bool, np.bool_)):
+            raise ValueError(f"impute_query must be True or False, got {self.impute_query!r}")
+
+    # -- fit ---------------------------------------------------------------
+    def fit(self, X, Y, defrag):
+        """Build the label prototypes.
+
+        Parameters
+        ----------
+        X : sparse (n, d) training features
+        Y : sparse (n, L) 0/1 training labels
+        defrag : fitted Defrag (or an int array of feature cluster ids), fitted on data
+            with the same d features
+        """
+        self._check_params()
+        X = _as_csr(X)
+        Y = _check_labels(Y, X.shape[0])
+        labels, n_clusters = check_clustering(defrag, X.shape[1])
+        C = pseudo_cooccurrence(X, labels, n_clusters)
+        M = normalize_cooccurrence(C, self.normalization)
+        MT = M.T.tocsr() if self.normalization == "row" else M
+        MT.sort_indices()
+        # xi_l = M Xn^T y_l  ->  as rows: (Y^T Xn) M^T
+        A = (Y.T.tocsr() @ l2_normalize_rows(X)).tocsr()
+        P = l2_normalize_rows((A @ M.T).tocsr())
+        if self.prune_threshold > 0 and P.nnz:
+            P.data[np.abs(P.data) < self.prune_threshold] = 0.0
+            P.eliminate_zeros()
+            P = l2_normalize_rows(P)
+        P.sort_indices()
+        self.prototypes_ = P
+        self._set_derived()
+        self.operator_ = MT
+        self.label_frequency_ = np.asarray(Y.getnnz(axis=0), dtype=np.int64)
+        self.labels_ = labels
+        self.n_clusters_ = int(n_clusters)
+        self.n_features_in_ = int(X.shape[1])
+        self.n_labels_ = int(Y.shape[1])
+        return self
+
+    def _set_derived(self):
+        P = self.prototypes_
+        self._prototypes_T = P.T.tocsr()
+        self._prototypes_T.sort_indices()
+        self._has_proto = np.diff(P.indptr) > 0
+
+    def _check_fitted(self):
+        if not hasattr(self, "prototypes_"):
+            raise NotFittedError("this Refrag is not fitted yet: call fit(X, Y, defrag) "
+                                 "first")
+
+    # -- prediction --------------------------------------------------------
+    def _shortlist(self, scores, n):
+        L = self.n_labels_
+        if sp.issparse(scores):
+            S = sp.csr_matrix(scores, dtype=np.float64, copy=True)
+            S.sum_duplicates()
+        else:
+            arr = np.asarray(scores, dtype=np.float64)
+            if arr.ndim != 2:
+                raise ValueError(f"scores must be a 2-D (n, L) matrix, got shape {arr.shape}")
+            S = sp.csr_matrix(arr)
+        if S.shape != (n, L):
+            raise ValueError(f"scores has shape {S.shape}, expected ({n}, {L}): one row per "
+                             "point of X and one column per label the Refrag was fitted on")
+        if S.nnz and not np.all(np.isfinite(S.data)):
+            raise ValueError("scores contains NaN or infinite values")
+        mode = SCORE_NORMALIZATIONS[self.score_normalization]
+        if mode == 1 and S.nnz and S.data.min() < 0:
+            raise ValueError("scores has negative values; score_normalization='max' needs "
+                             "non-negative scores (use 'minmax')")
+        offs, idx, dat = _k.row_shortlist(S.indptr.astype(np.int64), S.indices.astype(np.int64),
+                                          S.data, int(self.shortlist_size), mode)
+        out = sp.csr_matrix((dat, idx, offs), shape=S.shape)
+        out.has_sorted_indices = True
+        return out
+
+    def _queries(self, X):
+        if self.impute_query:
+            X = impute(X, self.operator_, 1.0)
+        return l2_normalize_rows(X)
+
+    def rerank(self, X, scores, k=5, return_arrays=False):
+        """Re-rank the base classifier's scores.
+
+        Parameters
+        ----------
+        X : sparse (n, d) the points the scores are for
+        scores : sparse (n, L) base scores (e.g. ``KTXMLC.predict_scores(X, k=100)``);
+            unstored entries are "not shortlisted"
+        k : int, how many labels to return per point
+        return_arrays : bool, also return the (n, k) label and score arrays
+
+        Returns
+        -------
+        csr (n, L) float32 holding every row's re-ranked top-k scores (and, when
+        ``return_arrays``, ``(matrix, top_labels, top_scores)`` with -1 padding).
+        """
+        self._check_fitted()
+        self._check_params()
+        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        X = _as_csr(X, n_features=self.n_features_in_)
+        n = X.shape[0]
+        S = self._shortlist(scores, n)
+        Q = self._queries(X)
+        PT = self._prototypes_T
+        top_l, top_s = _k.rerank_rows(
+            Q.indptr.astype(np.int64), Q.indices.astype(np.int64), Q.data,
+            PT.indptr.astype(np.int64), PT.indices.astype(np.int64), PT.data,
+            self._has_proto, S.indptr.astype(np.int64), S.indices.astype(np.int64), S.data,
+            float(self.alpha), float(self.gamma), int(self.n_prototype_candidates), int(k),
+            self.n_labels_)
+        valid = top_l >= 0
+        counts = valid.sum(axis=1)
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        out = sp.csr_matrix((top_s[valid].astype(np.float32), top_l[valid], indptr),
+                            shape=(n, self.n_labels_))
+        out.sort_indices()
+        if return_arrays:
+            return out, top_l, top_s
+        return out
+
+    def affinity(self, X, labels):
+        """Affinity exp(-gamma/2 ||x - xi_l||^2) of every point to the given labels.
+
+        ``labels``: int array (n, m) (-1 entries give 0). Returns float64 (n, m). Meant
+        for inspection (the page's examples), vectorised over the rows.
+        """
+        self._check_fitted()
+        X = _as_csr(X, n_features=self.n_features_in_)
+        labels = np.asarray(labels, dtype=np.int64)
+        Q = self._queries(X)
+        rows = np.repeat(np.arange(labels.shape[0]), labels.shape[1])
+        lab = labels.ravel()
+        ok = lab >= 0
+        cos = np.zeros(lab.shape[0])
+        cos[ok] = np.asarray(Q[rows[ok]].multiply(self.prototypes_[lab[ok]]).sum(axis=1)).ravel()
+        aff = np.exp(-0.5 * float(self.gamma) * (2.0 - 2.0 * cos))
+        aff[~ok] = 0.0
+        aff[ok & ~self._has_proto[np.maximum(lab, 0)]] = 0.0
+        return aff.reshape(labels.shape)
+
+    # -- artifacts ---------------------------------------------------------
+    def _artifact_state(self):
+        self._check_fitted()
+        P, T = self.prototypes_, self.operator_
+        meta = {"n_clusters": self.n_clusters_, "n_features": self.n_features_in_,
+                "n_labels": self.n_labels_}
+        arrays = {"labels": self.labels_, "label_frequency": self.label_frequency_,
+                  "P_indptr": P.indptr, "P_indices": P.indices, "P_data": P.data,
+                  "T_indptr": T.indptr, "T_indices": T.indices, "T_data": T.data}
+        return meta, arrays
+
+    @classmethod
+    def _from_artifact_state(cls, params, meta, arrays):
+        obj = cls(**params)
+        d, L = int(meta["n_features"]), int(meta["n_labels"])
+        obj.n_features_in_, obj.n_labels_ = d, L
+        obj.n_clusters_ = int(meta["n_clusters"])
+        obj.labels_ = np.asarray(arrays["labels"], dtype=np.int64)
+        obj.label_frequency_ = np.asarray(arrays["label_frequency"], dtype=np.int64)
+        obj.prototypes_ = sp.csr_matrix(
+            (arrays["P_data"], arrays["P_indices"], arrays["P_indptr"]), shape=(L, d))
+        obj.operator_ = sp.csr_matrix(
+            (arrays["T_data"], arrays["T_indices"], arrays["T_indptr"]), shape=(d, d))
+        if obj.labels_.shape[0] != d or obj.label_frequency_.shape[0] != L:
+            raise ValueError("labels / label_frequency do not match n_features / n_labels")
+        obj._set_derived()
+        return obj
+
+
+def warmup():
+    """Compile REFRAG's (and FIAT's) kernels on tiny inputs."""
+    X = sp.csr_matrix(np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]]))
+    Y = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
+    r = Refrag(n_prototype_candidates=1).fit(X, Y, np.array([0, 0, 1]))
+    r.rerank(X, sp.csr_matrix(np.array([[0.9, 0.1], [0.2, 0.0], [0.5, 0.5]])), k=2)
+    from . import fiat
+    fiat.Fiat(np.array([0, 0, 1])).fit(X).transform(X)
