@@ -1,0 +1,154 @@
+"""numba kernels: L2-regularised squared-hinge linear SVM by dual coordinate descent.
+
+Hsieh, Chang, Lin, Keerthi, Sundararajan, "A Dual Coordinate Descent Method for
+Large-scale Linear SVM", ICML 2008 (Algorithm 1 with the shrinking of Section 3.2),
+as liblinear's ``solve_l2r_l1l2_svc`` does it for ``L2R_L2LOSS_SVC_DUAL``:
+
+    min_a  0.5 a^T (Q + D) a - e^T a,   a >= 0,   Q_ij = y_i y_j x_i^T x_j,  D_ii = 1 / (2C)
+
+whose primal is ``0.5 ||w||^2 + C sum_i max(0, 1 - y_i w^T x_i)^2`` with ``w = sum a_i y_i x_i``.
+The bias is an extra feature of constant value ``bias`` (regularised, as in liblinear).
+
+Random permutations come from a tiny Park-Miller generator seeded per problem, so a
+problem's result never depends on which thread solved it or in what order.
+"""
+import numpy as np
+from numba import njit
+
+_MODULUS = 2147483647
+
+
+@njit(cache=True)
+def seed_state(seed):
+    """A valid Park-Miller state (1 .. 2^31-2) from any integer seed."""
+    s = (seed * 2654435761 + 12345) % _MODULUS
+    if s <= 0:
+        s += _MODULUS - 1
+    return s
+
+
+@njit(cache=True)
+def next_state(s):
+    return (s * 48271) % _MODULUS
+
+
+@njit(cache=True)
+def shuffle_prefix(index, n, state):
+    """Fisher-Yates shuffle of ``index[:n]``; returns the new generator state."""
+    for j in range(n - 1, 0, -1):
+        state = next_state(state)
+        k = state % (j + 1)
+        t = index[j]
+        index[j] = index[k]
+        index[k] = t
+    return state
+
+
+@njit(cache=True, nogil=True)
+def l2svc_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed):
+    """Train one squared-hinge linear SVM on a csr matrix (rows = training points).
+
+    Parameters
+    ----------
+    indptr, indices, data : csr parts of the l x n_cols training matrix.
+    y : int8 array of +1 / -1 (length l).
+    C, eps, max_iter : liblinear's C, stopping tolerance on the projected-gradient
+        spread, and outer-iteration cap.
+    bias : value of the constant bias feature (0 disables it).
+    seed : integer seed of the permutation generator.
+
+    Returns
+    -------
+    w : float64 array of n_cols + 1 entries (the last one is the bias weight).
+    n_iter : outer iterations run.
+    """
+    l = indptr.shape[0] - 1
+    w = np.zeros(n_cols + 1, np.float64)
+    if l == 0:
+        return w, 0
+    diag = 0.5 / C
+    qd = np.empty(l, np.float64)
+    for i in range(l):
+        s = bias * bias
+        for p in range(indptr[i], indptr[i + 1]):
+            s += data[p] * data[p]
+        qd[i] = s + diag
+    alpha = np.zeros(l, np.float64)
+    index = np.arange(l)
+    active = l
+    pgmax_old = np.inf
+    pgmin_old = -np.inf
+    state = seed_state(seed)
+    it = 0
+    while it < max_iter:
+        pgmax_new = -np.inf
+        pgmin_new = np.inf
+        state = shuffle_prefix(index, active, state)
+        s = 0
+        while s < active:
+            i = index[s]
+            yi = float(y[i])
+            wx = w[n_cols] * bias
+            for p in range(indptr[i], indptr[i + 1]):
+                wx += w[indices[p]] * data[p]
+            g = yi * wx - 1.0 + alpha[i] * diag
+            pg = 0.0
+            if alpha[i] == 0.0:
+                if g > pgmax_old:
+                    active -= 1
+                    t = index[s]
+                    index[s] = index[active]
+                    index[active] = t
+                    continue
+                elif g < 0.0:
+                    pg = g
+            else:
+                pg = g
+            if pg > pgmax_new:
+                pgmax_new = pg
+            if pg < pgmin_new:
+                pgmin_new = pg
+            if abs(pg) > 1e-12:
+                a_old = alpha[i]
+                a_new = a_old - g / qd[i]
+                if a_new < 0.0:
+                    a_new = 0.0
+                alpha[i] = a_new
+                d = (a_new - a_old) * yi
+                for p in range(indptr[i], indptr[i + 1]):
+                    w[indices[p]] += d * data[p]
+                w[n_cols] += d * bias
+            s += 1
+        it += 1
+        if pgmax_new - pgmin_new <= eps:
+            if active == l:
+                break
+            active = l
+            pgmax_old = np.inf
+            pgmin_old = -np.inf
+            continue
+        pgmax_old = pgmax_new
+        pgmin_old = pgmin_new
+        if pgmax_old <= 0.0:
+            pgmax_old = np.inf
+        if pgmin_old >= 0.0:
+            pgmin_old = -np.inf
+    return w, it
+
+
+@njit(cache=True)
+def l2svc_primal_objective(indptr, indices, data, y, w, C, bias):
+    """``0.5 ||w||^2 + C sum max(0, 1 - y_i (w^T x_i + w_b * bias))^2`` (w includes the bias)."""
+    l = indptr.shape[0] - 1
+    n_cols = w.shape[0] - 1
+    obj = 0.0
+    for j in range(w.shape[0]):
+        obj += 0.5 * w[j] * w[j]
+    for i in range(l):
+        wx = w[n_cols] * bias
+        for p in range(indptr[i], indptr[i + 1]):
+            wx += w[indices[p]] * data[p]
+        m = 1.0 - y[i] * wx
+        if m > 0.0:
+            obj += C * m * m
+    return obj
