@@ -35,7 +35,8 @@ def _warm_up_once():
 
 
 def main() -> None:
-    _warm_up_once()
+    if not st.get_option("global.appTest"):  # AppTest runs of the shell skip the JIT warm-up
+        _warm_up_once()
     pages = [st.Page(home.render, title="Home", icon=":material/home:", url_path="home",
                      default=True)]
     pages += [st.Page(str(ROOT / f), title=t, icon=i) for f, t, i in PAGES

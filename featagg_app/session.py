@@ -99,9 +99,26 @@ def set_dataset(data, origin: str = "sample", source_id: Optional[str] = None) -
                                   "name": getattr(data, "name", "") or "dataset"}
 
 
-def dataset_label(data) -> str:
-    """Short human description: "Bibtex — multi-label, 4,880 points × 1,836 features"."""
+def display_name(data) -> str:
+    """The sample's title (e.g. "Bibtex (tag suggestion)") for a bundled sample, else the
+    dataset's ``name`` (e.g. an uploaded file's name)."""
     name = getattr(data, "name", "") or "dataset"
+    for info in list_samples_safe():
+        if info.name == name:
+            try:
+                from featagg_core.samples import load_sample
+                if load_sample(name) is data:
+                    return info.title
+            except Exception:  # noqa: BLE001 - a label must never fail
+                pass
+            break
+    return name
+
+
+def dataset_label(data) -> str:
+    """Short human description: "Bibtex (tag suggestion) — multi-label, 4,880 points ×
+    1,836 features, 159 labels"."""
+    name = display_name(data)
     kind = getattr(data, "kind", "")
     if kind == "multilabel":
         extra = (f"{data.X.shape[0]:,} points × {data.X.shape[1]:,} features, "
@@ -136,12 +153,12 @@ def require_dataset(kind: str):
         st.stop()
     if data is None:
         st.info(f"This page works on {KIND_TITLES[kind]} data: using the bundled sample "
-                f"**{sample.name or name}**. Pick another dataset in the sidebar.")
+                f"**{md_escape(display_name(sample))}**. Pick another dataset in the sidebar.")
     else:
         st.info(f"This page works on {KIND_TITLES[kind]} data, and the dataset picked in the "
-                f"sidebar (**{md_escape(getattr(data, 'name', '') or 'dataset')}**) is "
+                f"sidebar (**{md_escape(display_name(data))}**) is "
                 f"{KIND_TITLES.get(data.kind, data.kind)} data: using the bundled sample "
-                f"**{sample.name or name}** here instead.")
+                f"**{md_escape(display_name(sample))}** here instead.")
     return sample
 
 

@@ -29,7 +29,7 @@ _UPLOAD_DATA = "featagg.upload_data"        # last successfully parsed upload
 
 def _sample_options() -> tuple[list, dict]:
     infos = sorted(session.list_samples_safe(),
-                   key=lambda s: (KIND_ORDER.get(s.kind, 99), s.title.lower()))
+                   key=lambda s: KIND_ORDER.get(s.kind, 99))  # stable: real samples, then synthetic
     return [s.name for s in infos], {s.name: s for s in infos}
 
 

@@ -1,0 +1,306 @@
+"""The app shell as a person uses it (AppTest): home page, the sidebar dataset picker on
+every bundled sample, good and bad uploads; plus the session API, the upload handler and
+the warm-up on their own.
+
+Note: after ``AppTest.switch_page`` AppTest (1.67) runs the page script without the main
+script, so the sidebar is not drawn there; the session state (the picked dataset) carries
+over, which is what these tests check. The browser test covers sidebar + page together.
+"""
+import io
+import os
+import pickle
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from featagg_app import session as session_mod
+from featagg_app.uploads import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, parse_upload
+from featagg_app.warmup import warm_up
+from featagg_core.data import DatasetError, load_dataset
+from featagg_core.samples import list_samples, load_sample
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+DATA_PAGE = "pages/data.py"
+
+GOOD_XC = b"3 5 2\n0,1 0:1 2:0.5\n1 1:2 4:1\n0 3:1\n"
+BAD_XC = b"2 4 2\n0 0:1 9:1\n1 1:1\n"          # feature index 9 with d = 4
+
+
+def _app():
+    return AppTest.from_file(APP, default_timeout=120).run()
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _metrics(at):
+    return {m.label: m.value for m in at.metric}
+
+
+def _dataset(at):
+    return at.session_state["featagg.dataset"]["data"]
+
+
+def _upload(at, kind, name, raw, role=None):
+    at.radio(key="featagg_source").set_value("Upload a file").run()
+    at.radio(key="featagg_upload_kind").set_value(kind).run()
+    key = f"featagg_upload_{kind}" + (f"_{role}" if role else "")
+    uploader = next(u for u in at.file_uploader if u.key == key)
+    uploader.set_value((name, raw, "application/octet-stream"))
+    return at.run()
+
+
+# ---------------------------------------------------------------------------
+# home and samples
+# ---------------------------------------------------------------------------
+
+def test_home_loads_with_bibtex_in_use():
+    at = _app()
+    _ok(at)
+    assert at.title[0].value == "featagg"
+    assert any("four methods" in h.value for h in at.subheader)
+    data = _dataset(at)
+    assert data.kind == "multilabel" and data.X.shape == load_sample("bibtex").X.shape
+    assert any("In use" in c.value and "Bibtex" in c.value for c in at.sidebar.caption)
+
+
+@pytest.mark.parametrize("info", list_samples(), ids=lambda s: s.name)
+def test_each_sample_can_be_picked_and_shown(info):
+    at = _app()
+    at.selectbox(key="featagg_sample").set_value(info.name).run()
+    _ok(at)
+    expected = load_sample(info.name)
+    assert _dataset(at).fingerprint == expected.fingerprint
+    at.switch_page(DATA_PAGE).run()
+    _ok(at)
+    m = _metrics(at)
+    if info.kind == "multilabel":
+        assert m["Points n (train)"] == f"{expected.X.shape[0]:,}"
+        assert m["Features d"] == f"{expected.X.shape[1]:,}"
+        assert m["Labels L"] == f"{expected.Y.shape[1]:,}"
+    elif info.kind == "graph":
+        assert m["Nodes"] == f"{expected.A.shape[0]:,}"
+        assert m["Node features"] == f"{expected.X.shape[1]:,}"
+    else:
+        assert m["Rows"] == f"{len(expected.labels):,}"
+        assert m["Columns"] == f"{len(expected.table.columns):,}"
+    assert at.get("plotly_chart"), "the page shows its plots"
+
+
+# ---------------------------------------------------------------------------
+# uploads through the sidebar widget
+# ---------------------------------------------------------------------------
+
+def test_good_upload_becomes_the_dataset_and_shows_stats():
+    at = _upload(_app(), "multilabel", "tiny.txt", GOOD_XC)
+    _ok(at)
+    data = _dataset(at)
+    assert data.X.shape == (3, 5) and data.Y.shape == (3, 2)
+    assert data.X.toarray()[0].tolist() == [1, 0, 0.5, 0, 0]       # hand-parsed row 0
+    assert any("Loaded" in s.value for s in at.success)
+    at.switch_page(DATA_PAGE).run()
+    _ok(at)
+    m = _metrics(at)
+    assert (m["Points n (train)"], m["Features d"], m["Labels L"]) == ("3", "5", "2")
+    assert m["Non-zeros (nnz)"] == "5"
+
+
+def test_bad_upload_shows_the_dataset_error_and_keeps_the_dataset():
+    at = _app()
+    before = _dataset(at).fingerprint
+    at = _upload(at, "multilabel", "broken.txt", BAD_XC)
+    assert not at.exception
+    with pytest.raises(DatasetError) as info:        # the reader's own message, independently
+        load_dataset(_named(BAD_XC, "broken.txt"))
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "Could not load this file" in errors[0]
+    assert session_mod.md_escape(str(info.value)) in errors[0]
+    assert "Traceback" not in errors[0]
+    assert _dataset(at).fingerprint == before         # the session keeps its dataset
+    # the error stays while the file is there, and goes once a good file replaces it
+    at.run()
+    assert len(at.error) == 1
+    uploader = next(u for u in at.file_uploader if u.key == "featagg_upload_multilabel")
+    uploader.set_value(("tiny.txt", GOOD_XC, "text/plain"))
+    at.run()
+    _ok(at)
+    assert _dataset(at).X.shape == (3, 5)
+
+
+def test_upload_of_wrong_type_and_empty_file():
+    at = _upload(_app(), "graph", "graph.edges", b"")
+    assert not at.exception
+    assert any("empty file" in e.value for e in at.error)
+
+
+# ---------------------------------------------------------------------------
+# the upload handler on its own
+# ---------------------------------------------------------------------------
+
+def _named(raw, name):
+    f = io.BytesIO(raw)
+    f.name = name
+    return f
+
+
+def test_parse_upload_size_cap_and_types():
+    with pytest.raises(DatasetError, match=f"{MAX_UPLOAD_MB} MB upload limit"):
+        parse_upload("multilabel", "big.txt", b"0" * (MAX_UPLOAD_BYTES + 1))
+    with pytest.raises(DatasetError, match="unsupported file type .pkl"):
+        parse_upload("multilabel", "model.pkl", b"abc")
+    with pytest.raises(DatasetError, match="unknown kind"):
+        parse_upload("images", "x.txt", GOOD_XC)
+    data = parse_upload("multilabel", "tiny.txt", GOOD_XC)
+    assert data.X.shape == (3, 5) and data.name
+
+
+def test_npz_with_a_pickle_is_refused_and_never_unpickled(tmp_path):
+    marker = tmp_path / "unpickled"
+
+    class Boom:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    buf = io.BytesIO()
+    np.savez(buf, kind=np.array("multilabel"), X_data=np.array([Boom()], dtype=object))
+    with pytest.raises(DatasetError):
+        parse_upload("multilabel", "evil.npz", buf.getvalue())
+    assert not marker.exists()
+    with pytest.raises(DatasetError):   # a raw pickle renamed .npz is not a zip either
+        parse_upload("multilabel", "evil2.npz", pickle.dumps(Boom()))
+    assert not marker.exists()
+
+
+def test_reader_bug_becomes_a_dataset_error(monkeypatch):
+    import featagg_core.data as fd
+
+    def broken(*a, **k):
+        raise KeyError("internal")
+
+    monkeypatch.setattr(fd, "load_dataset", broken)
+    with pytest.raises(DatasetError, match="could not read the file .KeyError"):
+        parse_upload("multilabel", "tiny.txt", GOOD_XC)
+
+
+# ---------------------------------------------------------------------------
+# the session API in a script run
+# ---------------------------------------------------------------------------
+
+def _session_script():
+    import numpy as np
+    import scipy.sparse as sp
+    import streamlit as st
+    from featagg_app import session
+    from featagg_core.data import DatasetError, MultiLabelData
+
+    def ml(seed):
+        X = sp.random(5, 4, density=0.5, format="csr", random_state=seed, dtype=np.float32)
+        Y = sp.csr_matrix(np.eye(5, 2, dtype=np.float32))
+        return MultiLabelData(X=X, Y=Y, name=f"d{seed}")
+
+    step = st.session_state.get("step", 0)
+    if step == 0:
+        a = ml(1)
+        session.set_dataset(a, origin="upload")
+        session.put("defrag", "fitted-on-a")
+        st.session_state["got_same"] = session.get("defrag")
+        session.set_dataset(a, origin="upload")           # same data: store kept
+        st.session_state["got_after_same"] = session.get("defrag")
+        session.set_dataset(ml(2), origin="upload")       # another dataset: store emptied
+        st.session_state["got_after_switch"] = session.get("defrag", "gone")
+        r = session.record_run("Feature agglomeration", "DEFRAG", a, {"d0": 8},
+                               {"P@1": 0.5}, {"fit": 1.25}, model_size_bytes=1024)
+        session.record_run("Vocabulary", "submodular", "adult", {}, {}, {})
+        st.session_state["runs"] = session.runs()
+        st.session_state["fp_a"] = a.fingerprint
+        session.show_error(DatasetError("bad row", path="x.txt", line=3))
+        session.show_error(RuntimeError("kaboom"))
+        st.session_state["graph"] = session.require_dataset("graph").name
+        st.session_state["ml"] = session.require_dataset("multilabel").name
+
+
+def test_session_api_contract():
+    at = AppTest.from_function(_session_script, default_timeout=120).run()
+    assert not at.exception
+    s = at.session_state
+    assert s["got_same"] == "fitted-on-a" and s["got_after_same"] == "fitted-on-a"
+    assert s["got_after_switch"] == "gone"
+    runs = s["runs"]
+    assert [r["method"] for r in runs] == ["DEFRAG", "submodular"]
+    r = runs[0]
+    assert r["dataset"] == "d1" and r["fingerprint"] == s["fp_a"] and r["kind"] == "multilabel"
+    assert r["params"] == {"d0": 8} and r["metrics"] == {"P@1": 0.5}
+    assert r["timings"] == {"fit": 1.25} and r["model_size_bytes"] == 1024
+    assert r["page"] == "Feature agglomeration" and len(r["run_id"]) == 8
+    assert r["timestamp"].endswith("+00:00") and runs[1]["run_id"] != r["run_id"]
+    assert runs[1]["dataset"] == "adult" and runs[1]["fingerprint"] is None
+    errors = [e.value for e in at.error]
+    assert errors[0] == "x.txt, line 3: bad row"
+    assert "RuntimeError" in errors[1] and "Traceback" not in errors[1]
+    # the multilabel dataset d2 stays; the graph page falls back to Cora and says so
+    assert s["ml"] == "d2"
+    assert s["graph"] == load_sample("cora").name
+    assert any("Cora" in i.value or "cora" in i.value for i in at.info)
+
+
+def test_require_dataset_rejects_unknown_kind():
+    with pytest.raises(ValueError, match="kind must be one of"):
+        session_mod.require_dataset("images")
+
+
+def test_uncaught_errors_are_redacted_in_the_browser():
+    """.streamlit/config.toml sets client.showErrorDetails = "none": even a bug that escapes
+    every handler shows no message or traceback."""
+    def script():
+        raise RuntimeError("secret internals")
+    at = AppTest.from_function(script).run()
+    assert at.exception
+    shown = at.exception[0].value + "".join(at.exception[0].stack_trace)
+    assert "secret internals" not in shown and "redacted" in shown
+
+
+# ---------------------------------------------------------------------------
+# warm-up and navigation
+# ---------------------------------------------------------------------------
+
+def test_warm_up_calls_each_warmup_and_survives_failures(monkeypatch):
+    calls = []
+    good = types.ModuleType("fa_test_good")
+    good.warmup = lambda: calls.append("good")
+    bad = types.ModuleType("fa_test_bad")
+
+    def boom():
+        raise RuntimeError("no compiler")
+    bad.warmup = boom
+    monkeypatch.setitem(sys.modules, "fa_test_good", good)
+    monkeypatch.setitem(sys.modules, "fa_test_bad", bad)
+    rep = warm_up(("fa_test_good", "fa_test_bad", "fa_test_missing_module"))
+    assert calls == ["good"]
+    assert "fa_test_good" in rep.timings and rep.missing == ["fa_test_missing_module"]
+    assert "no compiler" in rep.errors["fa_test_bad"] and rep.done.is_set()
+
+
+def test_navigation_lists_existing_pages_in_order():
+    import ast
+    tree = ast.parse((ROOT / "app.py").read_text())
+    pages = next(ast.literal_eval(n.value) for n in ast.walk(tree)
+                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PAGES")
+    files = [p[0] for p in pages]
+    assert files == ["pages/data.py", "pages/feature_agglomeration.py",
+                     "pages/extreme_classification.py", "pages/rare_labels.py",
+                     "pages/graph_features.py", "pages/vocabulary.py", "pages/compare.py",
+                     "pages/export.py"]
+    at = _app()
+    registered = {Path(str(i.get("script_path"))).resolve()
+                  for i in at._registered_pages.values() if i.get("script_path")}
+    for f in files:
+        assert ((ROOT / f).resolve() in registered) == (ROOT / f).is_file(), f
