@@ -1,0 +1,314 @@
+"""numba kernels for :mod:`featagg_core.defrag` (DEFRAG balanced feature clustering).
+
+All kernels take the csr parts (``indptr``, ``indices``, ``data``) of the feature
+representation matrix ``R`` (one row per feature, L2-normalised) and plain arrays, and
+return arrays. Nothing here densifies ``R``: every dense buffer is of the size of one
+node's member list or of ``R``'s column count (per worker chunk, reset through the list
+of touched columns so that the work per node is proportional to its non-zeros).
+
+Determinism: the random choice of the two initial centres of a node depends only on
+``(seed, node_id)`` (a splitmix64 hash), every sum runs over the node's members in a
+fixed order, and nodes of one level never touch each other's data, so the result does
+not depend on how the nodes are spread over threads.
+"""
+import numpy as np
+from numba import njit, prange
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(cache=True)
+def _mix64(x):
+    """splitmix64 finaliser (bijective 64-bit hash)."""
+    z = x + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def node_centres(seed, node_id, n):
+    """The two distinct member positions (0 <= r0 != r1 < n) used as a node's first centres."""
+    h = _mix64(np.uint64(seed) ^ _mix64(np.uint64(node_id)))
+    r0 = np.int64(h % np.uint64(n))
+    h2 = _mix64(h)
+    r1 = np.int64(h2 % np.uint64(n - 1))
+    if r1 >= r0:
+        r1 += 1
+    return r0, r1
+
+
+@njit(cache=True, nogil=True)
+def normalize_prune(indptr, indices, data, threshold):
+    """L2-normalise every row, then drop entries with ``|v| <= threshold`` (no re-normalising,
+    as in the original code's ``unit_normalize_columns`` + ``threshold``).
+
+    Returns new ``(indptr, indices, data)`` (float32 data) and the squared norm of each
+    returned row.
+    """
+    n = indptr.shape[0] - 1
+    keep = np.zeros(n + 1, np.int64)
+    scale = np.ones(n, np.float64)
+    for r in range(n):
+        s = 0.0
+        for p in range(indptr[r], indptr[r + 1]):
+            s += np.float64(data[p]) * np.float64(data[p])
+        if s > 0.0:
+            scale[r] = 1.0 / np.sqrt(s)
+        cnt = 0
+        for p in range(indptr[r], indptr[r + 1]):
+            v = np.float64(data[p]) * scale[r]
+            if v != 0.0 and abs(v) > threshold:
+                cnt += 1
+        keep[r + 1] = keep[r] + cnt
+    out_ind = np.empty(keep[n], np.int32)
+    out_dat = np.empty(keep[n], np.float32)
+    sq = np.zeros(n, np.float64)
+    for r in range(n):
+        q = keep[r]
+        for p in range(indptr[r], indptr[r + 1]):
+            v = np.float64(data[p]) * scale[r]
+            if v != 0.0 and abs(v) > threshold:
+                out_ind[q] = indices[p]
+                out_dat[q] = np.float32(v)
+                sq[r] += np.float64(np.float32(v)) ** 2
+                q += 1
+    return keep, out_ind, out_dat, sq
+
+
+@njit(cache=True, nogil=True)
+def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_iter,
+               mark, c0, c1, active):
+    """Balanced 2-means split of the node whose members are ``order[start:start+n]``.
+
+    Follows ``balanced_kmeans`` of the DEFRAG/Parabel code: two distinct random members
+    are the first centres; then repeatedly every member is scored by
+    ``cos(r, c0) - cos(r, c1)``, the ``n // 2`` highest go left (side 0) and the rest right,
+    each centre becomes the L2-normalised sum of its side, until the mean cosine of the
+    members to their own centre grows by less than ``eps`` (or ``max_iter`` rounds).
+    Ties in the score keep the members' order (stable sort).
+
+    On return ``order[start:start+n//2]`` holds the left members and the rest the right
+    ones, each in their previous relative order. ``mark``/``c0``/``c1``/``active`` are
+    scratch buffers of ``R``'s column count, all-false/zero on entry and on exit.
+    Returns the number of rounds run.
+    """
+    # the node's active columns (its centres live on them only)
+    na = 0
+    for i in range(n):
+        f = order[start + i]
+        for p in range(indptr[f], indptr[f + 1]):
+            c = indices[p]
+            if not mark[c]:
+                mark[c] = True
+                active[na] = c
+                na += 1
+    r0, r1 = node_centres(seed, node_id, n)
+    f0 = order[start + r0]
+    for p in range(indptr[f0], indptr[f0 + 1]):
+        c0[indices[p]] = data[p]
+    f1 = order[start + r1]
+    for p in range(indptr[f1], indptr[f1 + 1]):
+        c1[indices[p]] = data[p]
+
+    cos0 = np.empty(n, np.float64)
+    cos1 = np.empty(n, np.float64)
+    score = np.empty(n, np.float64)
+    side = np.zeros(n, np.int8)
+    half = n // 2
+    old_cos = -10000.0
+    new_cos = -1.0
+    it = 0
+    while new_cos - old_cos >= eps and it < max_iter:
+        it += 1
+        for i in range(n):
+            f = order[start + i]
+            s0 = 0.0
+            s1 = 0.0
+            for p in range(indptr[f], indptr[f + 1]):
+                v = np.float64(data[p])
+                s0 += c0[indices[p]] * v
+                s1 += c1[indices[p]] * v
+            cos0[i] = s0
+            cos1[i] = s1
+            score[i] = s1 - s0  # ascending sort of (c1 - c0) == descending of (c0 - c1)
+        rank = np.argsort(score, kind="mergesort")
+        old_cos = new_cos
+        new_cos = 0.0
+        for k in range(n):
+            i = rank[k]
+            if k < half:
+                side[i] = 0
+                new_cos += cos0[i]
+            else:
+                side[i] = 1
+                new_cos += cos1[i]
+        new_cos /= n
+        # new centres: normalised sums of the two sides
+        for a in range(na):
+            c0[active[a]] = 0.0
+            c1[active[a]] = 0.0
+        for i in range(n):
+            f = order[start + i]
+            if side[i] == 0:
+                for p in range(indptr[f], indptr[f + 1]):
+                    c0[indices[p]] += data[p]
+            else:
+                for p in range(indptr[f], indptr[f + 1]):
+                    c1[indices[p]] += data[p]
+        s0 = 0.0
+        s1 = 0.0
+        for a in range(na):
+            s0 += c0[active[a]] * c0[active[a]]
+            s1 += c1[active[a]] * c1[active[a]]
+        if s0 > 0.0:
+            s0 = 1.0 / np.sqrt(s0)
+            for a in range(na):
+                c0[active[a]] *= s0
+        if s1 > 0.0:
+            s1 = 1.0 / np.sqrt(s1)
+            for a in range(na):
+                c1[active[a]] *= s1
+
+    # reset the scratch buffers
+    for a in range(na):
+        c = active[a]
+        mark[c] = False
+        c0[c] = 0.0
+        c1[c] = 0.0
+    # stable rewrite: left members first, then right ones
+    members = order[start:start + n].copy()
+    q = start
+    for i in range(n):
+        if side[i] == 0:
+            order[q] = members[i]
+            q += 1
+    for i in range(n):
+        if side[i] == 1:
+            order[q] = members[i]
+            q += 1
+    return it
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def split_level(indptr, indices, data, n_cols, order, starts, sizes, node_ids, seed, eps,
+                max_iter, n_chunks):
+    """Split every node of one tree level (nodes given by ``starts``/``sizes``/``node_ids``).
+
+    The nodes are cut into ``n_chunks`` contiguous chunks run in parallel; each chunk owns
+    its scratch buffers. Nodes own disjoint ranges of ``order``, so the result does not
+    depend on ``n_chunks``. Returns the number of rounds of each node.
+    """
+    m = starts.shape[0]
+    iters = np.zeros(m, np.int32)
+    n_chunks = max(1, min(n_chunks, m))
+    for ch in prange(n_chunks):
+        lo = ch * m // n_chunks
+        hi = (ch + 1) * m // n_chunks
+        mark = np.zeros(max(n_cols, 1), np.bool_)
+        c0 = np.zeros(max(n_cols, 1), np.float64)
+        c1 = np.zeros(max(n_cols, 1), np.float64)
+        active = np.empty(max(n_cols, 1), np.int64)
+        for k in range(lo, hi):
+            iters[k] = split_node(indptr, indices, data, order, starts[k], sizes[k], seed,
+                                  node_ids[k], eps, max_iter, mark, c0, c1, active)
+    return iters
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def cluster_sse(indptr, indices, data, n_cols, order, starts, sizes, n_chunks):
+    """Per cluster: sum over members of ``||r_j - mean||^2`` (= sum ||r_j||^2 - ||sum||^2 / size).
+
+    Clusters are the ranges ``order[starts[k]:starts[k]+sizes[k]]``; sparse accumulation
+    over each cluster's touched columns only.
+    """
+    m = starts.shape[0]
+    out = np.zeros(m, np.float64)
+    n_chunks = max(1, min(n_chunks, m))
+    for ch in prange(n_chunks):
+        lo = ch * m // n_chunks
+        hi = (ch + 1) * m // n_chunks
+        acc = np.zeros(max(n_cols, 1), np.float64)
+        mark = np.zeros(max(n_cols, 1), np.bool_)
+        active = np.empty(max(n_cols, 1), np.int64)
+        for k in range(lo, hi):
+            na = 0
+            sq = 0.0
+            for i in range(sizes[k]):
+                f = order[starts[k] + i]
+                for p in range(indptr[f], indptr[f + 1]):
+                    c = indices[p]
+                    v = np.float64(data[p])
+                    sq += v * v
+                    acc[c] += v
+                    if not mark[c]:
+                        mark[c] = True
+                        active[na] = c
+                        na += 1
+            s = 0.0
+            for a in range(na):
+                c = active[a]
+                s += acc[c] * acc[c]
+                acc[c] = 0.0
+                mark[c] = False
+            if sizes[k] > 0:
+                out[k] = sq - s / sizes[k]
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def agglomerate(indptr, indices, data, labels, n_clusters, average, n_chunks):
+    """``X @ G`` for the 0/1 membership matrix ``G`` (d x K) given by ``labels``, row by row.
+
+    With ``average`` each output entry is divided by the number of the row's non-zero
+    entries that fell into that cluster (the original code's ``avg`` option). Features with
+    ``labels[j] < 0`` are dropped. Output rows have sorted cluster indices; an entry exists
+    where at least one stored non-zero of the row falls into the cluster.
+    """
+    n = indptr.shape[0] - 1
+    counts = np.zeros(n + 1, np.int64)
+    n_chunks = max(1, min(n_chunks, max(n, 1)))
+    K = max(n_clusters, 1)
+    for ch in prange(n_chunks):
+        lo = ch * n // n_chunks
+        hi = (ch + 1) * n // n_chunks
+        stamp = np.full(K, -1, np.int64)
+        for r in range(lo, hi):
+            cnt = 0
+            for p in range(indptr[r], indptr[r + 1]):
+                k = labels[indices[p]]
+                if k >= 0 and data[p] != 0 and stamp[k] != r:
+                    stamp[k] = r
+                    cnt += 1
+            counts[r + 1] = cnt
+    out_ptr = np.cumsum(counts)
+    out_ind = np.empty(out_ptr[n], np.int32)
+    out_dat = np.empty(out_ptr[n], np.float32)
+    for ch in prange(n_chunks):
+        lo = ch * n // n_chunks
+        hi = (ch + 1) * n // n_chunks
+        acc = np.zeros(K, np.float64)
+        num = np.zeros(K, np.int64)
+        for r in range(lo, hi):
+            q = out_ptr[r]
+            for p in range(indptr[r], indptr[r + 1]):
+                k = labels[indices[p]]
+                if k >= 0 and data[p] != 0:
+                    if num[k] == 0:
+                        out_ind[q] = k
+                        q += 1
+                    num[k] += 1
+                    acc[k] += data[p]
+            seg = np.sort(out_ind[out_ptr[r]:q])
+            for t in range(seg.shape[0]):
+                k = seg[t]
+                out_ind[out_ptr[r] + t] = k
+                v = acc[k]
+                if average:
+                    v /= num[k]
+                out_dat[out_ptr[r] + t] = np.float32(v)
+                acc[k] = 0.0
+                num[k] = 0
+    return out_ptr, out_ind, out_dat
