@@ -3,7 +3,9 @@
 Ranking metrics (extreme multi-label classification)
 -----------------------------------------------------
 :func:`precision_at_k`, :func:`ndcg_at_k`, :func:`psprecision_at_k`, :func:`psndcg_at_k` and
-:func:`coverage_at_k` take ``(Y_true, Y_score, k)``:
+:func:`coverage_at_k` take ``(Y_true, Y_score, k)``, the propensity-scored ones
+``(Y_true, Y_score, k, inv_propensity)`` (pyxclib's order ``(..., inv_propensity, k)`` is
+recognised and accepted too):
 
 * ``Y_true`` — n x L 0/1 matrix (csr or dense) of true labels.
 * ``Y_score`` — n x L scores, a dense ``ndarray`` or a scipy sparse matrix (e.g. the csr
@@ -72,6 +74,8 @@ __all__ = [
 
 # rows of a dense score matrix processed at once (bounds the temporary masks)
 _DENSE_CHUNK_CELLS = 1 << 22
+# up to this k, dense rows go through the one-pass numba kernel
+_DENSE_KERNEL_MAX_K = 64
 
 
 # ---------------------------------------------------------------------------
@@ -156,13 +160,21 @@ def _check_weights(inv_propensity, n_labels):
 # ---------------------------------------------------------------------------
 
 def _dense_top_k(S: np.ndarray, k: int) -> np.ndarray:
-    """Top-k columns of every row of a dense score matrix (argpartition + exact ties)."""
+    """Top-k columns of every row of a dense score matrix (exact ties, -1 padded).
+
+    Small k (the usual 1..100): one numba pass per row with a k-slot buffer. Larger k:
+    vectorised ``np.partition`` threshold per row; rows whose threshold value is tied
+    beyond k are resolved towards the lower column index.
+    """
     n, L = S.shape
+    if S.dtype not in (np.float32, np.float64):
+        S = S.astype(np.float64)
+    if k <= _DENSE_KERNEL_MAX_K:
+        return _k.dense_top_k(np.ascontiguousarray(S), k)
     out = np.full((n, k), -1, dtype=np.int64)
     t = min(k, L)
     if t == 0 or n == 0:
         return out
-    S = S.astype(np.float64, copy=False)
     step = max(1, _DENSE_CHUNK_CELLS // max(L, 1))
     cols = np.arange(L)
     for a in range(0, n, step):
@@ -171,13 +183,16 @@ def _dense_top_k(S: np.ndarray, k: int) -> np.ndarray:
         if t == L:
             sel = np.broadcast_to(cols, (m, L))
         else:
-            # the t-th largest score of each row; everything above it is in, and the
-            # ties at the threshold are filled from the lowest column index upwards
+            # the t-th largest score of each row: everything at or above it is in, except
+            # surplus ties at the threshold, which are dropped from the highest column down
             thr = np.partition(B, L - t, axis=1)[:, L - t][:, None]
-            above = B > thr
-            need = t - above.sum(axis=1, keepdims=True)
-            at = B == thr
-            keep = above | (at & (np.cumsum(at, axis=1) <= need))
+            keep = B >= thr
+            surplus = np.flatnonzero(keep.sum(axis=1) > t)
+            if surplus.size:
+                Bs, ts = B[surplus], thr[surplus]
+                at = Bs == ts
+                need = t - (Bs > ts).sum(axis=1, keepdims=True)
+                keep[surplus] = (Bs > ts) | (at & (np.cumsum(at, axis=1) <= need))
             sel = np.nonzero(keep)[1].reshape(m, t)      # column-ascending per row
         vals = np.take_along_axis(B, sel, axis=1)
         order = np.argsort(-vals, axis=1, kind="stable")  # stable: lower index first
@@ -290,7 +305,28 @@ def ndcg_at_k(Y_true, Y_score, k=5):
     return _out(_mean_rows(_dcg(gains, ks) * _ndcg_normaliser(Y, ks)), scalar)
 
 
-def psprecision_at_k(Y_true, Y_score, inv_propensity, k=5):
+def _ps_args(k, inv_propensity):
+    """Accept both ``(Y_true, Y_score, k, inv_propensity)`` (the featagg order) and
+    pyxclib's ``(Y_true, Y_score, inv_propensity, k)``: a float vector passed as ``k``
+    together with integer cut-offs passed as ``inv_propensity`` is swapped."""
+    if inv_propensity is None:
+        if isinstance(k, np.ndarray) and k.ndim == 1 and not np.issubdtype(k.dtype, np.integer):
+            raise ValueError("inv_propensity is required (from inverse_propensity(Y_train)); "
+                             "k looks like it was given the propensities")
+        raise ValueError("inv_propensity is required (from inverse_propensity(Y_train))")
+    looks_like_k = (isinstance(inv_propensity, numbers.Integral)
+                    or (isinstance(inv_propensity, (list, tuple))
+                        and all(isinstance(v, numbers.Integral) for v in inv_propensity)))
+    k_is_vector = (not isinstance(k, numbers.Integral)
+                   and np.ndim(k) == 1
+                   and (not isinstance(k, (list, tuple))
+                        or not all(isinstance(v, numbers.Integral) for v in k)))
+    if looks_like_k and k_is_vector:
+        return inv_propensity, k
+    return k, inv_propensity
+
+
+def psprecision_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     """Propensity-scored precision@k, normalised by the best achievable ranking.
 
     ``sum_i sum_{r<k} w[top_ir] y_i[top_ir]`` divided by the same sum for each point's
@@ -298,6 +334,7 @@ def psprecision_at_k(Y_true, Y_score, inv_propensity, k=5):
     ``psprecision`` (whose 1/k and 1/n cancel in the ratio). 1.0 means the top k holds
     the rarest true labels of every point.
     """
+    k, inv_propensity = _ps_args(k, inv_propensity)
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
     w = _check_weights(inv_propensity, Y.shape[1])
     kmax = int(ks.max())
@@ -306,10 +343,11 @@ def psprecision_at_k(Y_true, Y_score, inv_propensity, k=5):
     return _out(_safe_ratio(got.sum(axis=0), best.sum(axis=0)), scalar)
 
 
-def psndcg_at_k(Y_true, Y_score, inv_propensity, k=5):
+def psndcg_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     """Propensity-scored nDCG@k, normalised by the best achievable ranking (pyxclib's
     ``psndcg``): ``mean_i PSDCG_i@k / IDCG_i`` over the same mean for the oracle ranking,
     with ``IDCG_i`` the plain (unweighted) ideal DCG at ``min(k, |y_i|)``."""
+    k, inv_propensity = _ps_args(k, inv_propensity)
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
     w = _check_weights(inv_propensity, Y.shape[1])
     kmax = int(ks.max())
@@ -514,9 +552,11 @@ def warmup():
     S = sp.csr_matrix(np.array([[0.5, 0.2, 0.0], [0.1, 0.0, 0.3]], dtype=np.float32))
     w = inverse_propensity(Y)
     precision_at_k(Y, S, (1, 2))
-    psndcg_at_k(Y, S, w, 2)
-    psprecision_at_k(Y, S, w, 2)
+    psndcg_at_k(Y, S, 2, w)
+    psprecision_at_k(Y, S, 2, w)
     coverage_at_k(Y, S, 2)
     precision_by_bucket(Y, S, label_frequency_buckets(Y, 2), 2)
     S64 = sp.csr_matrix(S, dtype=np.float64)
     top_k(S64, 2)
+    top_k(S.toarray(), 2)
+    top_k(S64.toarray(), 2)

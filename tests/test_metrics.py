@@ -122,8 +122,8 @@ def test_against_brute_force(seed, sparse_scores):
     ks = [1, 2, 3, 5, 12, 15]          # 15 > L
     P = M.precision_at_k(Y, S, ks)
     N = M.ndcg_at_k(Y, S, ks)
-    PS = M.psprecision_at_k(Y, S, w, ks)
-    PN = M.psndcg_at_k(Y, S, w, ks)
+    PS = M.psprecision_at_k(Y, S, ks, w)
+    PN = M.psndcg_at_k(Y, S, ks, inv_propensity=w)
     C = M.coverage_at_k(Y, S, ks)
     for j, k in enumerate(ks):
         assert P[j] == pytest.approx(bf_precision(Y, S, k), abs=1e-12)
@@ -160,14 +160,25 @@ def test_top_k_matches_brute_force_and_pads():
         assert topd[i].tolist() == (r + [-1] * 11)[:11]
 
 
-def test_dense_top_k_large_chunked(monkeypatch):
-    """The argpartition path, forced through several row chunks, keeps exact ties."""
+@pytest.mark.parametrize("path", ["kernel", "partition"])
+def test_dense_top_k_both_paths(monkeypatch, path):
+    """The numba one-pass kernel and the vectorised partition path (forced through several
+    row chunks) both keep exact ties, with -inf/inf and integer scores too."""
     rng = np.random.default_rng(0)
     S = rng.integers(0, 3, size=(50, 40)).astype(np.float32)
+    S[0, 5] = np.inf
+    S[1, :] = -np.inf
+    S[2, ::3] = -np.inf
     monkeypatch.setattr(M, "_DENSE_CHUNK_CELLS", 100)
-    top = M.top_k(S, 4)
-    for i, r in enumerate(rows_of(S)):
-        assert top[i].tolist() == r[:4]
+    monkeypatch.setattr(M, "_DENSE_KERNEL_MAX_K", 64 if path == "kernel" else 0)
+    for k in (1, 4, 39, 40, 45):
+        top = M.top_k(S, k)
+        for i, r in enumerate(rows_of(S)):
+            assert top[i].tolist() == (r + [-1] * k)[:k]
+    Si = rng.integers(-3, 3, size=(20, 10))
+    top = M.top_k(Si, 3)
+    for i, r in enumerate(rows_of(Si)):
+        assert top[i].tolist() == r[:3]
 
 
 def test_unsorted_and_duplicate_sparse_scores():
@@ -222,15 +233,15 @@ def test_hand_worked_propensity():
     Y = np.array([[1, 1, 0], [0, 0, 1]])
     S = np.array([[0.9, 0.5, 0.0], [0.0, 0.1, 0.7]])
     w = np.array([1.0, 4.0, 2.0])
-    assert M.psprecision_at_k(Y, S, w, 1) == pytest.approx(0.5)
+    assert M.psprecision_at_k(Y, S, 1, w) == pytest.approx(0.5)
     # @2: num 1+4 + 2 = 7, oracle 4+1 + 2 = 7
-    assert M.psprecision_at_k(Y, S, w, 2) == pytest.approx(1.0)
+    assert M.psprecision_at_k(Y, S, 2, w) == pytest.approx(1.0)
     # PSnDCG@2: point 0: (1 + 4/log2 3)/(1 + 1/log2 3); oracle (4 + 1/log2 3)/(same)
     #           point 1: 2/1 for both
     i0 = 1 + 1 / math.log2(3)
     num = (1 + 4 / math.log2(3)) / i0 + 2
     den = (4 + 1 / math.log2(3)) / i0 + 2
-    assert M.psndcg_at_k(Y, S, w, 2) == pytest.approx(num / den)
+    assert M.psndcg_at_k(Y, S, 2, w) == pytest.approx(num / den)
 
 
 def test_inverse_propensity_formula():
@@ -250,8 +261,8 @@ def test_all_empty_truth_returns_zero():
     Y = sp.csr_matrix((3, 4))
     S = np.ones((3, 4))
     w = np.ones(4)
-    for v in (M.precision_at_k(Y, S, 2), M.ndcg_at_k(Y, S, 2), M.psprecision_at_k(Y, S, w, 2),
-              M.psndcg_at_k(Y, S, w, 2), M.coverage_at_k(Y, S, 2)):
+    for v in (M.precision_at_k(Y, S, 2), M.ndcg_at_k(Y, S, 2), M.psprecision_at_k(Y, S, 2, w),
+              M.psndcg_at_k(Y, S, 2, w), M.coverage_at_k(Y, S, 2)):
         assert v == 0.0
 
 
@@ -266,7 +277,7 @@ def test_validation_errors():
     with pytest.raises(ValueError, match="NaN"):
         M.ndcg_at_k(Y, np.full((3, 3), np.nan), 1)
     with pytest.raises(ValueError, match="inv_propensity"):
-        M.psprecision_at_k(Y, Y, np.ones(2), 1)
+        M.psprecision_at_k(Y, Y, 1, np.ones(2))
     with pytest.raises(ValueError, match="integers"):
         M.precision_at_k(Y, Y, [1, 2.5])
 
@@ -364,5 +375,37 @@ def test_large_sparse_consistency_with_dense():
                          shape=(n, L))
     np.testing.assert_array_equal(M.top_k(Sd, 7), M.top_k(full, 7))
     w = M.inverse_propensity(Y)
-    np.testing.assert_allclose(M.psndcg_at_k(Y, Sd, w, [1, 3, 5]),
-                               M.psndcg_at_k(Y, full, w, [1, 3, 5]))
+    np.testing.assert_allclose(M.psndcg_at_k(Y, Sd, [1, 3, 5], w),
+                               M.psndcg_at_k(Y, full, [1, 3, 5], w))
+
+
+def test_ps_argument_orders():
+    """featagg order (k, inv_propensity), keywords, and pyxclib's (inv_propensity, k)."""
+    Y, S = random_problem(2)
+    w = M.inverse_propensity(Y)
+    ref = M.psprecision_at_k(Y, S, 3, w)
+    assert M.psprecision_at_k(Y, S, k=3, inv_propensity=w) == ref
+    assert M.psprecision_at_k(Y, S, w, 3) == ref
+    assert M.psprecision_at_k(Y, S, list(w), 3) == ref
+    np.testing.assert_array_equal(M.psndcg_at_k(Y, S, w, [1, 3]), M.psndcg_at_k(Y, S, [1, 3], w))
+    with pytest.raises(ValueError, match="inv_propensity is required"):
+        M.psndcg_at_k(Y, S, 3)
+
+
+def test_ndcg_normaliser_as_pyxclib_writes_it():
+    """pyxclib divides DCG@k by min(IDCG@|y|, IDCG@k) (a cumulative table indexed by
+    |y|-1, with |y|=0 wrapping to the table's end); for 0/1 gains that is
+    IDCG@min(k, |y|). Recompute it that way, vectorised over points."""
+    Y, S = random_problem(9, n=50, L=15)
+    k = 4
+    top = M.top_k(S, k)
+    Yd = Y.toarray()
+    flags = np.where(top >= 0, np.take_along_axis(Yd, np.maximum(top, 0), 1), 0)
+    table = np.cumsum(1 / np.log2(np.arange(1, 16) + 1))
+    n = table[Yd.sum(1).astype(int) - 1]
+    dcg = np.cumsum(flags / np.log2(np.arange(k) + 2), axis=1)
+    expect = [np.mean(dcg[:, j] / np.minimum(n, table[j])) for j in range(k)]
+    np.testing.assert_allclose(M.ndcg_at_k(Y, S, [1, 2, 3, 4]), expect)
+    # precision the same way: mean of cumulative hits / rank
+    np.testing.assert_allclose(M.precision_at_k(Y, S, [1, 2, 3, 4]),
+                               np.mean(np.cumsum(flags, 1) / np.arange(1, k + 1), 0))

@@ -146,3 +146,36 @@ def bucket_hits(gains, top, buckets, n_buckets):
         for r in range(1, k):
             out[b, r] += out[b, r - 1]
     return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def dense_top_k(S, k):
+    """Top-``k`` columns of every row of a dense score matrix, best first (larger value
+    first, ties towards the lower column); ``-1`` beyond the row length. One pass per row
+    with a sorted k-slot buffer: for the small k of ranking metrics this reads every score
+    once and rejects almost all of them with a single comparison."""
+    n, L = S.shape
+    cols = np.full((n, k), -1, dtype=np.int64)
+    if k == 0:
+        return cols
+    for i in prange(n):
+        vals = np.empty(k, dtype=np.float64)
+        filled = 0
+        for c in range(L):
+            v = np.float64(S[i, c])
+            if filled == k:
+                # columns arrive in increasing order, so a tie with the worst kept
+                # entry loses (the kept one has the lower index)
+                if v <= vals[k - 1]:
+                    continue
+                pos = k - 1
+            else:
+                pos = filled
+                filled += 1
+            while pos > 0 and vals[pos - 1] < v:
+                vals[pos] = vals[pos - 1]
+                cols[i, pos] = cols[i, pos - 1]
+                pos -= 1
+            vals[pos] = v
+            cols[i, pos] = c
+    return cols
