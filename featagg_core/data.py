@@ -672,14 +672,14 @@ def _finish_matrix(parsed: _Parsed, ptr, idx, vals, n_cols: int, *, what: str,
         bad = ~np.isfinite(data)
         if bad.any():
             p = int(np.flatnonzero(bad)[0])
-            raise DatasetError(f"value {vals[p]!r} does not fit in float32 ({what} "
+            raise DatasetError(f"value {float(vals[p])!r} does not fit in float32 ({what} "
                                f"{int(idx[p])})", path=name,
                                line=_line_of_entry(parsed, ptr, p))
         if binary:
             nb = (data != 0) & (data != 1)
             if nb.any():
                 p = int(np.flatnonzero(nb)[0])
-                raise DatasetError(f"labels must be 0/1, found {vals[p]!r}", path=name,
+                raise DatasetError(f"labels must be 0/1, found {float(vals[p])!r}", path=name,
                                    line=_line_of_entry(parsed, ptr, p))
     n = ptr.shape[0] - 1
     idx_dtype = np.int32 if max(n, n_cols, idx.shape[0]) < 2**31 - 1 else np.int64
@@ -1993,10 +1993,11 @@ def _binary_labels(col, label: str, name: str, positive=None) -> np.ndarray:
     if len(vals) == 1:
         raise DatasetError(f"label column has a single value {vals[0]!r}: pass positive= to "
                            f"say which value is the positive class", path=name, field=label)
-    bad = next(i for i, v in enumerate(txt.tolist()) if v not in vals[:2])
+    seen = pd.unique(txt)          # order of appearance: the third value is the culprit
+    bad = int(np.flatnonzero((txt == seen[2]).to_numpy())[0])
     raise DatasetError(f"label column is not binary: {len(vals)} distinct values (e.g. "
-                       f"{', '.join(map(repr, vals[:4]))}); row {bad + 1} has "
-                       f"{txt.iloc[bad]!r}; pass positive= to binarise", path=name,
+                       f"{', '.join(map(repr, vals[:4]))}); row {bad + 1} brings a third "
+                       f"value {seen[2]!r}; pass positive= to binarise", path=name,
                        field=label)
 
 
@@ -2056,6 +2057,9 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
                                    line=int(m.group(1)) if m else None) from None
             except pd.errors.EmptyDataError:
                 raise DatasetError("empty file", path=src) from None
+            if not isinstance(df.index, pd.RangeIndex):
+                raise DatasetError("malformed table: the first row has more fields than the "
+                                   "header", path=src, line=2 if header else 1)
             if not header:
                 df.columns = [f"c{i}" for i in range(df.shape[1])]
         df.columns = [str(c) for c in df.columns]

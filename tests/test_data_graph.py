@@ -1,0 +1,206 @@
+"""Graph readers checked against networkx / scipy on small hand-written graphs."""
+import io
+import os
+import pickle
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+
+from featagg_core.data import DatasetError, GraphData, load_graph, planetoid_to_npz
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+
+
+def _named(raw, name):
+    f = io.BytesIO(raw)
+    f.name = name
+    return f
+
+
+def _nx_adj(G, nodelist):
+    A = nx.to_scipy_sparse_array(G.to_undirected(), nodelist=nodelist, weight="weight",
+                                 format="csr").astype(np.float32)
+    A = sp.csr_matrix(A)
+    A.setdiag(0)
+    A.eliminate_zeros()
+    return A
+
+
+EDGES = b"""# a comment
+% another comment
+alice bob 2.5
+bob,carol,1
+carol  dave
+dave alice 0.5
+alice alice 3
+erin bob
+bob alice 2.5
+"""
+
+
+def test_edge_list_tokens_against_networkx():
+    g = load_graph(_named(EDGES, "g.edges"))
+    lines = [l.replace(",", " ") for l in EDGES.decode().split("\n")
+             if l.strip() and l[0] not in "#%"]
+    G = nx.Graph()
+    for l in lines:
+        t = l.split()
+        G.add_edge(t[0], t[1], weight=float(t[2]) if len(t) > 2 else 1.0)
+    order = ["alice", "bob", "carol", "dave", "erin"]  # first appearance
+    want = _nx_adj(G, order)
+    assert isinstance(g, GraphData) and g.A.dtype == np.float32
+    assert (g.A != want).nnz == 0
+    assert (g.A != g.A.T).nnz == 0 and g.A.diagonal().sum() == 0
+    assert g.X.shape == (5, 0) and g.y is None
+    kept = load_graph(_named(EDGES, "g.edges"), self_loops=True)
+    assert kept.A[0, 0] == 3
+
+
+def test_edge_list_int_ids_and_header(tmp_path):
+    p = tmp_path / "g.csv"
+    p.write_bytes(b"source,target,weight\n0,3,1\n3,1,2\n1,0,1e0\n")
+    g = load_graph(p)
+    G = nx.Graph()
+    G.add_weighted_edges_from([(0, 3, 1.0), (3, 1, 2.0), (1, 0, 1.0)])
+    G.add_node(2)  # ids are used as indices: node 2 exists, isolated
+    assert (g.A != _nx_adj(G, [0, 1, 2, 3])).nnz == 0
+    h = load_graph(p, node_ids="appearance")
+    assert (h.A != _nx_adj(G, [0, 3, 1])).nnz == 0 and h.A.shape == (3, 3)
+
+
+def test_edge_list_with_features_and_labels(tmp_path):
+    (tmp_path / "e.txt").write_bytes(b"a b\nb c\n")
+    X = sp.csr_matrix(np.array([[1, 0], [0, 2], [3, 0]], np.float32))
+    (tmp_path / "lab.txt").write_bytes(b"c red\na blue\n")
+    g = load_graph(tmp_path / "e.txt", features=X, labels=tmp_path / "lab.txt")
+    assert (g.X != X).nnz == 0
+    assert g.y.tolist() == [0, -1, 1] and g.class_names == ["blue", "red"]
+    (tmp_path / "X.txt").write_bytes(b"3 2\n0:1\n1:2\n0:3\n")
+    h = load_graph(tmp_path / "e.txt", features=tmp_path / "X.txt", labels=[5, 5, 7])
+    assert (h.X != X).nnz == 0 and h.y.tolist() == [0, 0, 1] and h.class_names == ["5", "7"]
+    with pytest.raises(DatasetError, match="rows"):
+        load_graph(tmp_path / "e.txt", features=X[:2])
+
+
+def _attr_graph():
+    G = nx.Graph()
+    G.add_node("n0", age=3, score=0.5, kind="x", **{"class": "A"})
+    G.add_node("n1", age=0, score=1.5, kind="y", **{"class": "B"})
+    G.add_node("n2", age=7, kind="x")
+    G.add_node("n3", age=1, score=-2.0, **{"class": "A"})
+    G.add_edge("n0", "n1", weight=2.0)
+    G.add_edge("n1", "n2", weight=1.0)
+    G.add_edge("n2", "n3", weight=0.25)
+    G.add_edge("n3", "n3", weight=1.0)
+    return G
+
+
+def _check_attr_graph(g, G):
+    nodes = list(G.nodes())
+    assert (g.A != _nx_adj(G, nodes)).nnz == 0
+    assert g.feature_names == ["age", "score"]  # numeric attributes, sorted; 'kind' is text
+    want = np.array([[G.nodes[v].get(k, 0) for k in ("age", "score")] for v in nodes],
+                    np.float32)
+    assert np.array_equal(g.X.toarray(), want)
+    assert g.y.tolist() == [0, 1, -1, 0] and g.class_names == ["A", "B"]
+
+
+def test_graphml_against_networkx(tmp_path):
+    G = _attr_graph()
+    p = tmp_path / "g.graphml"
+    nx.write_graphml(G, p)
+    g = load_graph(p)
+    _check_attr_graph(g, G)
+    g2 = load_graph(_named(p.read_bytes(), "upload.xml"))  # sniffed from content
+    assert (g2.A != g.A).nnz == 0
+
+
+def test_gml_against_networkx(tmp_path):
+    G = _attr_graph()
+    p = tmp_path / "g.gml"
+    nx.write_gml(G, p)
+    g = load_graph(p)
+    _check_attr_graph(g, G)
+
+
+def test_graphml_with_entities_refused():
+    bomb = (b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">]>'
+            b'<graphml><graph edgedefault="undirected"><node id="&lol;"/></graph></graphml>')
+    with pytest.raises(DatasetError, match="DTD"):
+        load_graph(_named(bomb, "bomb.graphml"))
+
+
+def test_mat_one_hot_group(tmp_path):
+    rng = np.random.default_rng(0)
+    A = sp.random(8, 8, density=0.4, random_state=rng, format="csc")
+    A = ((A + A.T) > 0).astype(np.float64)
+    A.setdiag(1)  # self-loops, as BlogCatalog
+    Xa = sp.random(8, 5, density=0.5, random_state=rng, format="csc")
+    cls = np.array([0, 2, 1, 1, 0, 2, 2, 0])
+    group = np.eye(3)[cls]
+    group[7] = 0  # unknown
+    p = tmp_path / "g.mat"
+    scipy.io.savemat(p, {"network": A, "Attributes": Xa, "group": sp.csc_matrix(group)})
+    g = load_graph(p)
+    Aw = sp.csr_matrix(A, dtype=np.float32)
+    Aw.setdiag(0)
+    Aw.eliminate_zeros()
+    assert (g.A != Aw).nnz == 0
+    assert np.allclose(g.X.toarray(), Xa.toarray()) and g.X.dtype == np.float32
+    assert g.y.tolist() == cls[:7].tolist() + [-1]
+    assert load_graph(p, self_loops=True).A.diagonal().sum() == 8
+
+
+def test_mat_label_vector(tmp_path):
+    A = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], float))
+    p = tmp_path / "g.mat"
+    scipy.io.savemat(p, {"Network": A, "Label": np.array([[3], [1], [3]])})
+    g = load_graph(p)
+    assert g.y.tolist() == [1, 0, 1] and g.class_names == ["1", "3"]
+    assert g.X.shape == (3, 0)
+    q = tmp_path / "bad.mat"
+    scipy.io.savemat(q, {"stuff": A})
+    with pytest.raises(DatasetError, match="adjacency"):
+        load_graph(q)
+
+
+@pytest.mark.skipif(not os.path.isfile(os.path.join(DATA, "cora", "ind.cora.x")),
+                    reason="no ../shared/data/cora")
+@pytest.mark.parametrize("ds", ["cora", "citeseer"])
+def test_planetoid_against_gcn_loader(tmp_path, ds):
+    """Reference: the GCN loader (Kipf & Welling), written out here with plain pickle."""
+    pre = os.path.join(DATA, ds, f"ind.{ds}")
+    objs = {}
+    for k in ("x", "y", "tx", "ty", "allx", "ally", "graph"):
+        with open(f"{pre}.{k}", "rb") as fh:
+            objs[k] = pickle.load(fh, encoding="latin1")
+    test_idx = np.loadtxt(f"{pre}.test.index", dtype=int)
+    rng_ = np.sort(test_idx)
+    tx, ty = objs["tx"], objs["ty"]
+    if ds == "citeseer":
+        full = range(test_idx.min(), test_idx.max() + 1)
+        tx_ext = sp.lil_matrix((len(full), objs["x"].shape[1]))
+        tx_ext[rng_ - test_idx.min(), :] = tx
+        tx = tx_ext
+        ty_ext = np.zeros((len(full), objs["y"].shape[1]))
+        ty_ext[rng_ - test_idx.min(), :] = ty
+        ty = ty_ext
+    feats = sp.vstack((objs["allx"], tx)).tolil()
+    feats[test_idx, :] = feats[rng_, :]
+    labels = np.vstack((objs["ally"], ty))
+    labels[test_idx, :] = labels[rng_, :]
+    adj = nx.adjacency_matrix(nx.from_dict_of_lists(objs["graph"]),
+                              nodelist=range(feats.shape[0]))
+    adj = sp.csr_matrix((adj > 0).astype(np.float32))
+    adj.setdiag(0)
+    adj.eliminate_zeros()
+    g = planetoid_to_npz(pre, tmp_path / f"{ds}.npz")
+    h = load_graph(tmp_path / f"{ds}.npz")
+    assert (h.A != adj).nnz == 0
+    assert abs(h.X - sp.csr_matrix(feats, dtype=np.float32)).sum() == 0
+    y = np.where(labels.sum(1) > 0, labels.argmax(1), -1)
+    assert np.array_equal(h.y, y) and np.array_equal(g.y, y)
+    assert h.A.nnz // 2 == {"cora": 5278, "citeseer": 4552}[ds]
