@@ -301,6 +301,7 @@ def threshold_greedy(P0, P1, k, eps, d):
     """
     n = P0.shape[0] - 1
     M = n - 1
+    k_sched = max(k, 1)  # the schedule uses the requested budget (shared by all chunks)
     k = min(k, max(M, 0))
     chosen = np.empty(max(k, 0), np.int64)
     gains = np.empty(max(k, 0))
@@ -316,7 +317,7 @@ def threshold_greedy(P0, P1, k, eps, d):
     n_sel = 0
     if d <= 0.0:
         return chosen[:0], gains[:0], levels[:0]
-    stop = eps * d / k
+    stop = eps * d / k_sched
     n_levels = 0
     tau = d
     while tau >= stop:
@@ -525,3 +526,50 @@ def merge_column_gains(gains, offsets, budget):
             break
         take[bc] += 1
     return take
+
+
+# --------------------------------------------------------------------------------------
+# chunked kernels for the distributed thresholding algorithm (featagg_core.distributed)
+# --------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _chunk_prefix(c0, c1, lo, hi):
+    P0 = np.zeros(hi - lo + 1, np.int64)
+    P1 = np.zeros(hi - lo + 1, np.int64)
+    for i in range(lo, hi):
+        P0[i - lo + 1] = P0[i - lo] + c0[i]
+        P1[i - lo + 1] = P1[i - lo] + c1[i]
+    return P0, P1
+
+
+@njit(cache=True, nogil=True)
+def chunks_max_gain(c0, c1, bounds):
+    """Largest singleton gain over chunks ``[bounds[j], bounds[j+1])`` of sorted counts
+    (the chunk ends are forced split points, so each chunk is its own sub-problem)."""
+    best = 0.0
+    for j in range(bounds.shape[0] - 1):
+        P0, P1 = _chunk_prefix(c0, c1, bounds[j], bounds[j + 1])
+        v = max_singleton_gain(P0, P1, 0, bounds[j + 1] - bounds[j])
+        if v > best:
+            best = v
+    return best
+
+
+@njit(cache=True, nogil=True)
+def chunks_threshold(c0, c1, bounds, offset, k, eps, d):
+    """Run :func:`threshold_greedy` (budget ``k``, shared ``d``) on every chunk and return
+    the concatenated ``(positions + offset, gains, levels)``."""
+    nch = bounds.shape[0] - 1
+    pos = np.empty(nch * k, np.int64)
+    gains = np.empty(nch * k)
+    levels = np.empty(nch * k, np.int64)
+    cnt = 0
+    for j in range(nch):
+        lo = bounds[j]
+        P0, P1 = _chunk_prefix(c0, c1, lo, bounds[j + 1])
+        ch, g, lv = threshold_greedy(P0, P1, k, eps, d)
+        for i in range(ch.shape[0]):
+            pos[cnt] = ch[i] + lo + offset
+            gains[cnt] = g[i]
+            levels[cnt] = lv[i]
+            cnt += 1
+    return pos[:cnt], gains[:cnt], levels[:cnt]
