@@ -66,8 +66,9 @@ def _binary_csr(rows, cols, shape):
 # ---------------------------------------------------------------------------
 
 def make_powerlaw_multilabel(n_samples, n_features, n_labels, avg_labels=3.0,
-                             avg_features=20.0, feature_clusters=None, label_exponent=1.0,
-                             noise=0.2, test_size=0.0, return_info=False, random_state=0):
+                             avg_features=20.0, feature_clusters=None, random_state=0, *,
+                             label_exponent=1.0, noise=0.2, test_size=0.0,
+                             return_info=False):
     """Sparse multi-label data with Zipf label frequencies and label-correlated features.
 
     Generative story:
@@ -210,8 +211,8 @@ def _bernoulli_block(rng, rows, cols, p):
 
 
 def make_attributed_sbm(n_nodes, n_blocks, p_in=0.05, p_out=0.005, n_informative=20,
-                        n_noise=80, p_feature_in=0.3, p_feature_out=0.03, p_noise=None,
-                        return_info=False, random_state=0):
+                        n_noise=80, random_state=0, *, p_feature_in=0.3, p_feature_out=0.03,
+                        p_noise=None, return_info=False):
     """Attributed stochastic block model graph.
 
     Nodes are split into ``n_blocks`` (near-)equal blocks at random; an edge joins two nodes
@@ -312,8 +313,8 @@ def make_attributed_sbm(n_nodes, n_blocks, p_in=0.05, p_out=0.005, n_informative
 # Zipf categorical columns with a binary label
 # ---------------------------------------------------------------------------
 
-def make_zipf_categorical(n_rows, n_values, zipf_a=1.1, n_columns=1, base_rate=0.25,
-                          effect_scale=1.5, return_info=False, random_state=0):
+def make_zipf_categorical(n_rows, n_values, zipf_a=1.1, n_columns=1, random_state=0, *,
+                          base_rate=0.25, effect_scale=1.5, return_info=False):
     """Categorical columns with Zipf value frequencies and a binary label.
 
     Column ``c`` draws value ranks with probability proportional to ``rank^-zipf_a`` over
