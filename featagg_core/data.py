@@ -1346,7 +1346,7 @@ def _undirected(rows, cols, w, n: int, *, self_loops: bool, name: str,
         bad = ~np.isfinite(w) | (w < 0)
         if bad.any():
             q = int(np.flatnonzero(bad)[0])
-            raise DatasetError(f"edge weight {w[q]!r} is not a finite non-negative number",
+            raise DatasetError(f"edge weight {float(w[q])!r} is not a finite non-negative number",
                                path=name, line=None if lines is None else int(lines[q]))
     if not self_loops:
         keep = rows != cols

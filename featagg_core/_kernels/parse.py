@@ -264,7 +264,7 @@ def parse_sparse_lines(buf, start, first_line, allow_labels, svmlight):
                 q += 1
             if not has_colon:
                 while True:
-                    if p >= end or _is_ws(buf[p]):
+                    if p >= end or _is_ws(buf[p]) or buf[p] == 44:
                         return (ERR_EMPTY_LABEL, line, p, row, indptr, indices, values,
                                 lab_ptr, labels, row_line, hard_slot, hard_start, hard_end,
                                 n_hard)
