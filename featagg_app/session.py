@@ -250,3 +250,8 @@ def show_error(exc: BaseException, context: Optional[str] = None) -> None:
         _log.error("featagg: unexpected error", exc_info=exc)
     msg = md_escape(error_message(exc))
     st.error(f"{md_escape(context)}: {msg}" if context else msg, icon="⚠️")
+
+
+def stored() -> dict:
+    """A copy of this session's ``put`` store: key -> fitted object (the Export page lists it)."""
+    return dict(st.session_state.get(_STORE, {}))
