@@ -34,6 +34,39 @@ def style(fig: go.Figure, title: Optional[str] = None, height: int = 360,
     return fig
 
 
+def log_ticks(lo: float, hi: float) -> list:
+    """Readable tick values for a log axis over [lo, hi]: powers of ten when the range spans
+    three decades or more, else 1-2-5 steps (so a narrow range still has several ticks)."""
+    lo, hi = max(float(lo), 1e-12), max(float(hi), 1e-12)
+    k0, k1 = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi)))
+    steps = (1,) if k1 - k0 >= 3 else (1, 2, 5)
+    ticks = [m * 10.0 ** k for k in range(k0, k1 + 1) for m in steps]
+    inside = [t for t in ticks if lo / 1.0001 <= t <= hi * 1.0001]
+    return inside if len(inside) >= 2 else ticks
+
+
+def _fmt_tick(t: float) -> str:
+    return f"{t:,.0f}" if t >= 1 else f"{t:g}"
+
+
+def log_axes(fig: go.Figure, x: bool = True, y: bool = True) -> go.Figure:
+    """Log scale with readable ticks (:func:`log_ticks`) on the chosen axes, from the data
+    of the figure's traces."""
+    for axis, on in (("x", x), ("y", y)):
+        if not on:
+            continue
+        vals = [np.asarray(getattr(t, axis), dtype=float) for t in fig.data
+                if getattr(t, axis, None) is not None and len(getattr(t, axis))]
+        vals = np.concatenate(vals) if vals else np.zeros(0)
+        vals = vals[np.isfinite(vals) & (vals > 0)]
+        kw = dict(type="log", minor=dict(showgrid=False))
+        if vals.size:
+            ticks = log_ticks(vals.min(), vals.max())
+            kw.update(tickvals=ticks, ticktext=[_fmt_tick(t) for t in ticks])
+        (fig.update_xaxes if axis == "x" else fig.update_yaxes)(**kw)
+    return fig
+
+
 def log_spaced_ranks(n: int, max_points: int = MAX_POINTS) -> np.ndarray:
     """0-based ranks to plot for a curve of ``n`` points on a log x axis: all of them when
     ``n <= max_points``, else ~``max_points`` log-spaced ranks (always first and last)."""
@@ -77,8 +110,7 @@ def rank_frequency(counts: np.ndarray, *, title: str = "", what: str = "label",
             text=None if hover is None else [h for h, m in zip(hover, mask) if m],
             hovertemplate=("%{text}<br>" if hover is not None else "")
             + "rank %{x:,}<br>%{y:,} points<extra></extra>"))
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    log_axes(fig)
     return style(fig, title, height, xlabel=f"{what} rank (most frequent first)",
                  ylabel="number of points")
 
@@ -121,12 +153,12 @@ def bar(names: Sequence, values: Sequence, *, title: str = "", xlabel: str = "",
         fig.add_trace(go.Bar(y=names[::-1], x=values[::-1], orientation="h", marker_color=color,
                              hovertemplate="%{y}: %{x:,}" + hover_suffix + "<extra></extra>"))
         if log_value:
-            fig.update_xaxes(type="log")
+            log_axes(fig, y=False)
     else:
         fig.add_trace(go.Bar(x=names, y=values, marker_color=color,
                              hovertemplate="%{x}: %{y:,}" + hover_suffix + "<extra></extra>"))
         if log_value:
-            fig.update_yaxes(type="log")
+            log_axes(fig, x=False)
     return style(fig, title, height, xlabel=xlabel, ylabel=ylabel)
 
 
@@ -143,8 +175,7 @@ def loglog_distribution(values: np.ndarray, *, title: str = "", xlabel: str = ""
         fig.add_trace(go.Scatter(x=xs, y=cnt[xs], mode="markers",
                                  marker=dict(size=6, color=PALETTE[0]),
                                  hovertemplate="%{x:,}: %{y:,}<extra></extra>"))
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    log_axes(fig)
     return style(fig, title, height, xlabel=xlabel, ylabel=ylabel)
 
 
@@ -168,8 +199,5 @@ def line(x: Sequence, series: dict, *, title: str = "", xlabel: str = "", ylabel
         fig.add_trace(go.Scatter(x=list(x), y=list(ys), mode="lines+markers", name=str(name),
                                  marker=dict(color=PALETTE[i % len(PALETTE)]),
                                  line=dict(color=PALETTE[i % len(PALETTE)])))
-    if log_x:
-        fig.update_xaxes(type="log")
-    if log_y:
-        fig.update_yaxes(type="log")
+    log_axes(fig, x=log_x, y=log_y)
     return style(fig, title, height, xlabel=xlabel, ylabel=ylabel)

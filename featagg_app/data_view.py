@@ -51,6 +51,9 @@ def multilabel_summary(data) -> dict:
         "points_without_labels": int(np.count_nonzero(lpp == 0)),
         "unused_labels": int(np.count_nonzero(freq == 0)),
         "tail_labels": int(np.count_nonzero((freq > 0) & (freq <= TAIL_MAX_POINTS))),
+        "max_label_points": int(freq.max()) if L else 0,
+        "median_label_points": float(np.median(freq)) if L else 0.0,
+        "min_label_points": int(freq.min()) if L else 0,
     }
 
 

@@ -73,12 +73,18 @@ def _upload_picker() -> None:
                f"by featagg's readers only: never unpickled, never executed.")
     main = st.file_uploader("Data file", type=UPLOAD_TYPES[kind], key=f"featagg_upload_{kind}",
                             max_upload_size=MAX_UPLOAD_MB)
+    result_slot = st.container()      # the outcome shows right under the file, not below
     extras = {}
-    for role, (label, types) in EXTRA_FILES[kind].items():
-        f = st.file_uploader(label, type=types, key=f"featagg_upload_{kind}_{role}",
-                             max_upload_size=MAX_UPLOAD_MB)
-        if f is not None:
-            extras[role] = f
+    if EXTRA_FILES[kind]:
+        with st.expander("Optional companion files",
+                         expanded=any(f"featagg_upload_{kind}_{r}" in st.session_state and
+                                      st.session_state[f"featagg_upload_{kind}_{r}"]
+                                      for r in EXTRA_FILES[kind])):
+            for role, (label, types) in EXTRA_FILES[kind].items():
+                f = st.file_uploader(label, type=types, key=f"featagg_upload_{kind}_{role}",
+                                     max_upload_size=MAX_UPLOAD_MB)
+                if f is not None:
+                    extras[role] = f
     label_col = None
     if kind == "table":
         label_col = st.text_input("Label column (binary 0/1)", key=K_LABEL_COL,
@@ -89,14 +95,14 @@ def _upload_picker() -> None:
         if last is not None and last.kind == kind:
             if session.current_fingerprint() != last.fingerprint:
                 session.set_dataset(last, origin="upload", source_id="upload")
-            st.caption(f"Using your earlier upload **{session.md_escape(last.name)}**.")
+            result_slot.caption(f"Using your earlier upload **{session.md_escape(last.name)}**.")
         return
     sig = (kind, _file_id(main), tuple(sorted((r, _file_id(f)) for r, f in extras.items())),
            label_col)
     if st.session_state.get(_UPLOAD_SIG) != sig:
         st.session_state[_UPLOAD_SIG] = sig
         try:
-            with st.spinner(f"Reading {main.name}…"):
+            with result_slot, st.spinner(f"Reading {main.name}…"):
                 data = load_upload(kind, main.name, main.getvalue(),
                                    extras={r: (f.name, f.getvalue()) for r, f in extras.items()},
                                    label=label_col)
@@ -108,9 +114,9 @@ def _upload_picker() -> None:
             st.session_state[_UPLOAD_RESULT] = ("ok", f"Loaded {session.dataset_label(data)}")
     status, text = st.session_state.get(_UPLOAD_RESULT, ("", ""))
     if status == "error":
-        st.error(f"Could not load this file: {session.md_escape(text)}", icon="⚠️")
+        result_slot.error(f"Could not load this file: {session.md_escape(text)}", icon="⚠️")
     elif status == "ok":
-        st.success(session.md_escape(text))
+        result_slot.success(session.md_escape(text))
 
 
 def load_upload(kind: str, name: str, raw: bytes, *, extras=None, label=None):

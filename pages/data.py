@@ -84,10 +84,14 @@ def _multilabel_page():
             ("Density", f"{s['density']:.3%}", "nnz / (n × d)")])
     st.plotly_chart(v["label_fig"], width="stretch")
     st.markdown(
-        f"The **{v['head']:,}** most frequent labels ({v['head'] / max(s['L'], 1):.1%} of L) "
-        f"hold half of all label assignments; **{s['tail_labels']:,}** labels appear in at "
-        f"most {dv.TAIL_MAX_POINTS} training points"
-        + (f" and {s['unused_labels']:,} never appear in training" if s["unused_labels"] else "")
+        f"**Head and tail.** The **{v['head']:,}** most frequent labels "
+        f"({v['head'] / max(s['L'], 1):.1%} of L) hold half of all label assignments; the "
+        f"other **{s['L'] - v['head']:,}** share the rest. The most frequent label is in "
+        f"{s['max_label_points']:,} training points, the median label in "
+        f"{s['median_label_points']:,g}, the rarest in {s['min_label_points']:,}"
+        + (f"; {s['tail_labels']:,} labels are in at most {dv.TAIL_MAX_POINTS} points"
+           if s["tail_labels"] else "")
+        + (f"; {s['unused_labels']:,} never appear in training" if s["unused_labels"] else "")
         + ".")
     c1, c2 = st.columns(2)
     c1.plotly_chart(v["lpp_fig"], width="stretch")

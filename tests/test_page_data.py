@@ -55,6 +55,8 @@ def test_multilabel_summary_brute_force():
     freq = (Yd != 0).sum(0)
     assert s["tail_labels"] == int(((freq > 0) & (freq <= dv.TAIL_MAX_POINTS)).sum())
     assert s["unused_labels"] == int((freq == 0).sum())
+    assert (s["max_label_points"], s["min_label_points"]) == (freq.max(), freq.min())
+    assert s["median_label_points"] == np.median(freq)
 
 
 def test_head_size_hand_cases():
@@ -98,6 +100,14 @@ def test_rank_frequency_is_sorted_loglog_and_downsampled():
     assert np.all(np.diff(ys) <= 0)                         # frequencies fall with rank
     assert ys[0] == counts.max()
     assert len(fig.data) == 2                               # head and tail traces
+
+
+def test_log_ticks_readable():
+    assert charts.log_ticks(1, 5000) == [1, 10, 100, 1000]
+    assert charts.log_ticks(29, 700) == [50, 100, 200, 500]
+    fig = charts.rank_frequency(np.array([700, 300, 29]))
+    assert list(fig.layout.yaxis.tickvals) == [50, 100, 200, 500]
+    assert list(fig.layout.xaxis.tickvals) == [1, 2]
 
 
 def test_graph_summary_against_networkx():

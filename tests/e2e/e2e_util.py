@@ -16,18 +16,20 @@ def server_log_tail(server, n: int = 60) -> str:
 
 
 
-def wait_for_app(page, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-    """Wait until Streamlit has finished the current script run.
+def wait_for_app(page, timeout_ms: int = RUN_TIMEOUT_MS, start_ms: int = 1_500) -> None:
+    """Wait until Streamlit has finished the current script run (best effort).
 
-    Gives a run that an action just triggered a moment to start (the app root's
+    Gives a run that an action just triggered ``start_ms`` to start (the app root's
     ``data-test-script-state`` turns "running"), then waits for "notRunning" and for the
-    running-status widget to go away.
+    running-status widget to go away. A very quick run can finish before it is seen, and a
+    busy server can start late: after an action, also wait for what you expect to see
+    (``locator.wait_for()``, ``expect(...)``), as :func:`metric_cards` does.
     """
     app = page.locator('[data-testid="stApp"]')
     app.wait_for(state="attached", timeout=timeout_ms)
     try:
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="running"]',
-                               state="attached", timeout=1_500)
+                               state="attached", timeout=start_ms)
     except Exception:  # noqa: BLE001 - the run may have finished already (or not needed)
         pass
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]',
@@ -37,10 +39,20 @@ def wait_for_app(page, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
 
 
 def goto_page(page, title: str, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-    """Click the sidebar navigation link whose text is ``title`` and wait for the run."""
+    """Click the sidebar navigation link whose text is ``title``, wait until the browser is on
+    that page's URL and the run it triggers is over, and the page's content replaced the
+    old page's (no stale elements left)."""
     link = page.locator('[data-testid="stSidebarNavLink"]').filter(has_text=title).first
+    href = link.get_attribute("href", timeout=timeout_ms) or ""
     link.click(timeout=timeout_ms)
-    wait_for_app(page, timeout_ms)
+    if href:
+        path = href.rstrip("/").rsplit("/", 1)[-1]
+        page.wait_for_url(lambda url: url.rstrip("/").endswith("/" + path),
+                          timeout=timeout_ms)
+    wait_for_app(page, timeout_ms, start_ms=5_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=\"stMain\"] [data-stale=\"true\"]')"
+        ".length === 0", timeout=timeout_ms)
 
 
 def sidebar(page):
@@ -75,3 +87,15 @@ def upload_file(page, path, label: str = "Data file", timeout_ms: int = RUN_TIME
         uploader.locator('[data-testid="stFileUploaderDropzone"] button').first.click()
     fc.value.set_files(str(path))
     wait_for_app(page, timeout_ms)
+
+
+def metric_cards(page, timeout_ms: int = RUN_TIMEOUT_MS) -> dict:
+    """``{label: value}`` of every ``st.metric`` card in the main area (waits until at
+    least one is shown)."""
+    page.locator('[data-testid="stMain"] [data-testid="stMetric"]').first.wait_for(
+        state="visible", timeout=timeout_ms)
+    out = {}
+    for card in page.locator('[data-testid="stMain"] [data-testid="stMetric"]').all():
+        label = card.locator('[data-testid="stMetricLabel"]').inner_text().strip()
+        out[label] = card.locator('[data-testid="stMetricValue"]').inner_text().strip()
+    return out
