@@ -1665,17 +1665,158 @@ _MAT_KEYS = {
 }
 
 
+_MI_DTYPE = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 9: "f8",
+             12: "i8", 13: "u8"}
+_MX_NUMERIC = set(range(6, 16))     # double, single, int8 ... uint64
+_MX_SPARSE = 5
+_MX_KIND = {1: "cell array", 2: "struct", 3: "object", 4: "char array", 16: "function",
+            17: "opaque object"}
+
+
+def _mat_sub(buf: bytes, off: int, endian: str, name: str, var: str):
+    """One sub-element of a MAT v5 matrix: (type, data bytes, next offset), bounds-checked."""
+    import struct
+    if off + 8 > len(buf):
+        raise DatasetError("truncated matrix element", path=name, field=var)
+    w, n = struct.unpack_from(endian + "II", buf, off)
+    if w >> 16:                                   # small data element: 4 bytes of payload
+        typ, n = w & 0xFFFF, w >> 16
+        if n > 4:
+            raise DatasetError("corrupt small data element", path=name, field=var)
+        return typ, buf[off + 4:off + 4 + n], off + 8
+    typ = w
+    end = off + 8 + n
+    if end > len(buf):
+        raise DatasetError("sub-element runs past the end of its matrix", path=name,
+                           field=var)
+    return typ, buf[off + 8:end], end + (-n % 8)
+
+
+def _mat_array(typ: int, data: bytes, endian: str, name: str, var: str, what: str):
+    if typ not in _MI_DTYPE:
+        raise DatasetError(f"{what}: unsupported data type {typ}", path=name, field=var)
+    dt = np.dtype(_MI_DTYPE[typ]).newbyteorder(endian)
+    if len(data) % dt.itemsize:
+        raise DatasetError(f"{what}: byte count is not a multiple of the item size",
+                           path=name, field=var)
+    return np.frombuffer(data, dt)
+
+
+def _mat_check_matrix(body: bytes, endian: str, name: str):
+    """(variable name, class, problem or None) for one miMATRIX body. Numeric and sparse
+    matrices are checked completely: dimensions against the number of values, and for
+    sparse ones row indices within range and column pointers non-decreasing and within
+    the number of stored entries -- scipy.io's C reader trusts these and can crash on a
+    corrupt file, so nothing reaches it unchecked."""
+    import struct
+    typ, data, off = _mat_sub(body, 0, endian, name, "?")
+    if typ != 6 or len(data) != 8:
+        raise DatasetError("matrix without array flags", path=name)
+    flags, nzmax = struct.unpack(endian + "II", data)
+    cls, is_complex = flags & 0xFF, bool(flags & 0x800)
+    typ, data, off = _mat_sub(body, off, endian, name, "?")
+    dims = _mat_array(typ, data, endian, name, "?", "dimensions")
+    typ, data, off = _mat_sub(body, off, endian, name, "?")
+    try:
+        var = bytes(data).decode("ascii")
+    except UnicodeDecodeError:
+        raise DatasetError("variable name is not ASCII", path=name) from None
+    if dims.size < 2 or (dims < 0).any():
+        return var, cls, f"bad dimensions {dims.tolist()}"
+    if cls not in _MX_NUMERIC and cls != _MX_SPARSE:
+        return var, cls, None
+    n_parts = 2 if is_complex else 1
+    if cls == _MX_SPARSE:
+        if dims.size != 2:
+            return var, cls, "a sparse matrix must be 2-D"
+        M, N = int(dims[0]), int(dims[1])
+        typ, data, off = _mat_sub(body, off, endian, name, var)
+        ir = _mat_array(typ, data, endian, name, var, "row indices")
+        typ, data, off = _mat_sub(body, off, endian, name, var)
+        jc = _mat_array(typ, data, endian, name, var, "column pointers")
+        if jc.size < N + 1:
+            return var, cls, f"{jc.size} column pointers for {N} columns"
+        jc = jc[:N + 1].astype(np.int64)
+        if jc[0] != 0 or (np.diff(jc) < 0).any() or jc[-1] > ir.size:
+            return var, cls, "column pointers are not a valid sparse structure"
+        nnz = int(jc[-1])
+        if nnz and (ir[:nnz].min() < 0 or ir[:nnz].max() >= M):
+            return var, cls, "row index out of range"
+        for _ in range(n_parts):
+            typ, data, off = _mat_sub(body, off, endian, name, var)
+            pr = _mat_array(typ, data, endian, name, var, "values")
+            if pr.size < nnz:
+                return var, cls, f"{pr.size} values for {nnz} entries"
+        return var, cls, None
+    count = int(np.prod(dims.astype(np.int64)))
+    for _ in range(n_parts):
+        typ, data, off = _mat_sub(body, off, endian, name, var)
+        pr = _mat_array(typ, data, endian, name, var, "values")
+        if pr.size != count:
+            return var, cls, f"{pr.size} values for dimensions {dims.tolist()}"
+    return var, cls, None
+
+
+def _mat_variables(raw: bytes, name: str):
+    """Walk a MAT v5/v7 file: {variable: (class, problem, element bytes)}; compressed
+    elements are inflated with a size cap (no zip bombs)."""
+    import struct
+    import zlib
+    if len(raw) < 128:
+        raise DatasetError("too short for a MATLAB file", path=name)
+    endian = {b"IM": "<", b"MI": ">"}.get(raw[126:128])
+    if endian is None:
+        raise DatasetError("not a MATLAB v5/v7 file (v4 and v7.3/HDF5 are not supported)",
+                           path=name)
+    cap = max(64 << 20, 200 * len(raw))
+    out, pos = {}, 128
+    while pos < len(raw):
+        if pos + 8 > len(raw):
+            raise DatasetError(f"truncated data element at byte {pos}", path=name)
+        typ, n = struct.unpack_from(endian + "II", raw, pos)
+        end = pos + 8 + n
+        if end > len(raw):
+            raise DatasetError(f"data element at byte {pos} runs past the end of the file",
+                               path=name)
+        body = raw[pos + 8:end]
+        if typ == 15:
+            try:
+                d = zlib.decompressobj()
+                inner = d.decompress(body, cap)
+            except zlib.error as exc:
+                raise DatasetError(f"corrupt compressed element at byte {pos} ({exc})",
+                                   path=name) from None
+            if d.unconsumed_tail:
+                raise DatasetError(f"compressed element at byte {pos} inflates beyond "
+                                   f"{cap >> 20} MiB", path=name)
+            if len(inner) < 8:
+                raise DatasetError(f"corrupt compressed element at byte {pos}", path=name)
+            ityp, inn = struct.unpack_from(endian + "II", inner, 0)
+            if ityp != 14 or 8 + inn > len(inner):
+                raise DatasetError(f"corrupt compressed element at byte {pos}", path=name)
+            mbody = inner[8:8 + inn]
+        elif typ == 14:
+            mbody = body
+        else:
+            raise DatasetError(f"unexpected data element type {typ} at byte {pos}",
+                               path=name)
+        if mbody:
+            var, cls, problem = _mat_check_matrix(mbody, endian, name)
+            out[var] = (cls, problem, raw[pos:end])
+        pos = end
+    return out
+
+
 def _load_mat(raw: bytes, name: str, self_loops: bool):
+    """Read the graph variables of a MAT v5/v7 file. The file's structure is walked and
+    the chosen variables validated first (see ``_mat_check_matrix``); only then are those
+    elements handed to ``scipy.io.loadmat`` (which never unpickles)."""
     import scipy.io
     if raw[:128].find(b"MATLAB 7.3") >= 0 or raw[:8] == b"\x89HDF\r\n\x1a\n":
         raise DatasetError("MATLAB v7.3 (HDF5) files are not supported: save with -v7",
                            path=name)
-    try:
-        m = scipy.io.loadmat(io.BytesIO(raw), squeeze_me=False, struct_as_record=True)
-    except Exception as exc:  # noqa: BLE001 - scipy raises many kinds on bad input
-        raise DatasetError(f"not a readable MATLAB file ({type(exc).__name__}: {exc})",
-                           path=name) from None
-    lower = {k.lower(): k for k in m if not k.startswith("__")}
+    variables = _mat_variables(raw, name)
+    lower = {k.lower(): k for k in variables}
 
     def pick(role):
         for cand in _MAT_KEYS[role]:
@@ -1688,6 +1829,26 @@ def _load_mat(raw: bytes, name: str, self_loops: bool):
         raise DatasetError(f"no adjacency matrix: expected one of "
                            f"{', '.join(_MAT_KEYS['A'])} (any case), found "
                            f"{', '.join(sorted(lower.values())) or 'nothing'}", path=name)
+    chosen = [k for k in (ka, kx, ky) if k is not None]
+    for k in chosen:
+        cls, problem, _ = variables[k]
+        if cls in _MX_KIND:
+            raise DatasetError(f"{k} is a {_MX_KIND[cls]}, not a numeric matrix", path=name,
+                               field=k)
+        if cls not in _MX_NUMERIC and cls != _MX_SPARSE:
+            raise DatasetError(f"{k} has unsupported MATLAB class {cls}", path=name, field=k)
+        if problem:
+            raise DatasetError(f"{k}: {problem}", path=name, field=k)
+    clean = raw[:128] + b"".join(variables[k][2] for k in chosen)
+    try:
+        m = scipy.io.loadmat(io.BytesIO(clean), squeeze_me=False, struct_as_record=True)
+    except Exception as exc:  # noqa: BLE001 - scipy raises many kinds on bad input
+        raise DatasetError(f"not a readable MATLAB file ({type(exc).__name__}: {exc})",
+                           path=name) from None
+    missing = [k for k in chosen if k not in m]
+    if missing:
+        raise DatasetError(f"variable {missing[0]} could not be read", path=name,
+                           field=missing[0])
 
     def numeric(key):
         v = m[key]
