@@ -1,0 +1,152 @@
+"""numba kernels for BMGUFS (block models and block-model-guided feature selection).
+
+Arrays in, arrays out; no Python objects. Sparse matrices arrive as their CSR parts
+(``indptr``, ``indices``, ``data``).
+"""
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def csr_times_dense(indptr, indices, data, B):
+    """``A @ B`` for a CSR ``A`` (n x m) and a dense C-contiguous ``B`` (m x k)."""
+    n = indptr.shape[0] - 1
+    k = B.shape[1]
+    out = np.zeros((n, k))
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            v = data[p]
+            for c in range(k):
+                out[i, c] += v * B[j, c]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def onmtf_symmetric(indptr, indices, data, norm_a2, F, S, n_iter, eps):
+    """Symmetric orthogonal non-negative tri-factorisation ``A ~ F S F^T``.
+
+    Ding, Li, Peng & Park (KDD 2006) multiplicative updates for the symmetric case
+    (``G = F``), F first, then S::
+
+        F <- F * ( (A F S) / (F F^T A F S) ) ** (1/4)
+        S <- S * sqrt( (F^T A F) / (F^T F S F^T F) )
+
+    ``F`` (n x k) and ``S`` (k x k) are updated in place. Returns the objective
+    ``||A - F S F^T||_F^2`` before the first and after every kept iteration. The updates
+    descend a Lagrangian that includes the orthogonality constraint, so close to a
+    partition the plain objective can creep up; the first update that would raise it is
+    undone and the run stops there (so the returned history is non-increasing and has
+    length ``iterations + 1 <= n_iter + 1``). The objective uses the trace identity
+    ``||A||^2 - 2 tr(F^T A F S) + tr(S F^T F S F^T F)`` so nothing n x n is formed.
+    """
+    n, k = F.shape
+    history = np.empty(n_iter + 1)
+    AF = csr_times_dense(indptr, indices, data, F)
+    F_prev = F.copy()
+    S_prev = S.copy()
+    for it in range(n_iter + 1):
+        FtF = F.T @ F
+        FtAF = F.T @ AF
+        # objective of the current (F, S)
+        t1 = 0.0
+        for a in range(k):
+            for b in range(k):
+                t1 += FtAF[a, b] * S[b, a]
+        SF = S @ FtF
+        t2 = 0.0
+        SFSF = SF @ SF
+        for a in range(k):
+            t2 += SFSF[a, a]
+        history[it] = max(norm_a2 - 2.0 * t1 + t2, 0.0)
+        if it > 0 and history[it] > history[it - 1]:
+            F[:, :] = F_prev
+            S[:, :] = S_prev
+            return history[:it].copy()
+        if it == n_iter:
+            break
+        F_prev[:, :] = F
+        S_prev[:, :] = S
+        # F update (with the current S), then S update (with the new F): this order kept
+        # the objective monotone in every trial we ran; S-first did not always.
+        AFS = AF @ S
+        FtAFS = F.T @ AFS
+        den_f = F @ FtAFS
+        for i in range(n):
+            for c in range(k):
+                F[i, c] *= (AFS[i, c] / max(den_f[i, c], eps)) ** 0.25
+        AF = csr_times_dense(indptr, indices, data, F)
+        FtF = F.T @ F
+        FtAF = F.T @ AF
+        den = FtF @ S @ FtF
+        for a in range(k):
+            for b in range(k):
+                S[a, b] *= np.sqrt(FtAF[a, b] / max(den[a, b], eps))
+    return history
+
+
+@njit(cache=True, nogil=True)
+def block_edge_sums(indptr, indices, data, labels, k):
+    """``B = F^T A F`` for the binary membership ``F`` given by ``labels``: B[a, b] is the
+    total edge weight between blocks a and b."""
+    n = indptr.shape[0] - 1
+    B = np.zeros((k, k))
+    for i in range(n):
+        a = labels[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            B[a, labels[indices[p]]] += data[p]
+    return B
+
+
+@njit(cache=True, nogil=True)
+def block_feature_sums(indptr, indices, data, labels, k, f):
+    """``F^T Y`` (k x f) for a CSR ``Y`` (n x f) and the binary membership ``labels``."""
+    n = indptr.shape[0] - 1
+    out = np.zeros((k, f))
+    for i in range(n):
+        a = labels[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            out[a, indices[p]] += data[p]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def sym_matvec_active(indptr, indices, data, r, active):
+    """``H @ r`` for a symmetric CSR ``H`` when ``r`` is zero outside ``active``.
+
+    Uses the rows of the active features only (``H r = sum_m r_m H[m, :]``), so the cost
+    shrinks as the weights become sparse.
+    """
+    out = np.zeros(r.shape[0])
+    for q in range(active.shape[0]):
+        m = active[q]
+        rm = r[m]
+        for p in range(indptr[m], indptr[m + 1]):
+            out[indices[p]] += rm * data[p]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def quad_diag_csr(a_indptr, a_indices, a_data, x_indptr, x_indices, x_data, f):
+    """``diag(X^T A X)`` (length f) for CSR ``A`` (n x n) and CSR ``X`` (n x f) without
+    forming ``A X``: a dense scatter of row i of X, then a pass over i's neighbours."""
+    n = a_indptr.shape[0] - 1
+    out = np.zeros(f)
+    w = np.zeros(f)
+    for i in range(n):
+        s, e = x_indptr[i], x_indptr[i + 1]
+        if s == e:
+            continue
+        for p in range(s, e):
+            w[x_indices[p]] = x_data[p]
+        for q in range(a_indptr[i], a_indptr[i + 1]):
+            j = a_indices[q]
+            av = a_data[q]
+            for p in range(x_indptr[j], x_indptr[j + 1]):
+                l = x_indices[p]
+                wl = w[l]
+                if wl != 0.0:
+                    out[l] += av * wl * x_data[p]
+        for p in range(s, e):
+            w[x_indices[p]] = 0.0
+    return out

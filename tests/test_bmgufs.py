@@ -1,0 +1,314 @@
+"""BlockModel (ONMtF) and BMGUFS: checked against dense brute force, finite differences and
+a planted attributed SBM."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics import adjusted_rand_score
+
+from featagg_core.bmgufs import BMGUFS, BlockModel, _SelectionProblem, warmup
+
+
+def _sbm(n=120, k=3, p_in=0.3, p_out=0.02, seed=0):
+    rng = np.random.default_rng(seed)
+    lab = rng.permutation(np.arange(n) % k)
+    P = np.where(lab[:, None] == lab[None, :], p_in, p_out)
+    up = np.triu(rng.random((n, n)) < P, 1)
+    return sp.csr_matrix((up | up.T).astype(np.float64)), lab
+
+
+def _planted(seed, n=240, k=4, n_inf=12, n_noise=60):
+    """Attributed SBM: features 0..n_inf-1 follow the blocks (feature j is frequent in block
+    j % k), the rest are noise with the same overall frequency."""
+    rng = np.random.default_rng(seed)
+    A, lab = _sbm(n, k, 0.15, 0.01, seed)
+    fb = np.arange(n_inf) % k
+    p_inf = np.where(lab[:, None] == fb[None, :], 0.35, 0.03)
+    p_noise = (0.35 + (k - 1) * 0.03) / k
+    Xi = rng.random((n, n_inf)) < p_inf
+    Xn = rng.random((n, n_noise)) < p_noise
+    perm = rng.permutation(n_inf + n_noise)          # informative features scattered
+    X = np.hstack([Xi, Xn]).astype(np.float64)[:, perm]
+    informative = np.flatnonzero(perm < n_inf)
+    return A, sp.csr_matrix(X), lab, informative
+
+
+# ---------------------------------------------------------------------------
+# BlockModel
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("init", ["random", "spectral"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_onmtf_objective_decreases_monotonically_and_matches_dense(init, seed):
+    A, _ = _sbm(seed=seed)
+    Ad = A.toarray()
+    bm = BlockModel(n_blocks=3, n_iter=60, random_state=seed, init=init).fit(A)
+    h = bm.objective_
+    assert h.shape == (bm.n_iter_ + 1,) and 1 <= bm.n_iter_ <= 60
+    assert h[-1] < h[0]
+    assert np.all(bm.F_ >= 0) and np.all(bm.S_ >= 0)
+    # the recorded values are the true objective: refit with fewer iterations and compare
+    # with the dense ||A - F S F^T||^2; then check they never rise
+    for j in sorted({1, 2, 5, bm.n_iter_ // 2, bm.n_iter_}):
+        bj = BlockModel(n_blocks=3, n_iter=j, random_state=seed, init=init).fit(A)
+        dense = np.linalg.norm(Ad - bj.F_ @ bj.S_ @ bj.F_.T) ** 2
+        assert h[bj.n_iter_] == pytest.approx(dense, rel=1e-9)
+    assert np.all(np.diff(h) <= 0), np.diff(h).max()
+
+
+def test_onmtf_runs_all_iterations_from_random_starts():
+    # from a random start the plain objective keeps falling for the paper's 100 iterations
+    A, _ = _sbm(n=200, k=4, p_in=0.15, p_out=0.02, seed=5)
+    for seed in range(3):
+        bm = BlockModel(n_blocks=4, n_iter=100, random_state=seed).fit(A)
+        assert bm.n_iter_ == 100
+        assert np.all(np.diff(bm.objective_) <= 0)
+
+
+def test_binarisation_is_a_partition_and_M_rre_match_brute_force():
+    A, _ = _sbm(n=90, k=3, seed=4)
+    bm = BlockModel(n_blocks=3, n_iter=50, random_state=0).fit(A)
+    n = A.shape[0]
+    assert bm.labels_.shape == (n,)
+    assert bm.labels_.min() >= 0 and bm.labels_.max() < 3
+    F = np.zeros((n, 3))
+    F[np.arange(n), bm.labels_] = 1
+    assert np.all(F.sum(1) == 1)                      # every node in exactly one block
+    assert np.array_equal(bm.labels_, np.argmax(bm.F_, axis=1))
+    D = F.T @ F
+    Dp = np.linalg.pinv(D)
+    M = Dp @ F.T @ A.toarray() @ F @ Dp
+    np.testing.assert_allclose(bm.M_, M, rtol=1e-12, atol=1e-14)
+    rre = np.linalg.norm(A.toarray() - F @ M @ F.T) / np.linalg.norm(A.toarray())
+    assert bm.rre_ == pytest.approx(rre, rel=1e-10)
+    np.testing.assert_array_equal(bm.block_sizes_, np.diag(D))
+
+
+def test_rre_is_zero_on_a_perfect_block_graph():
+    rng = np.random.default_rng(0)
+    n, k = 60, 3
+    lab = rng.permutation(np.arange(n) % k)
+    M0 = np.array([[1.0, 0.0, 0.3], [0.0, 0.8, 0.0], [0.3, 0.0, 0.5]])
+    F = np.eye(k)[lab]
+    A = sp.csr_matrix(F @ M0 @ F.T)                   # exact block graph (with self-loops)
+    exact = BlockModel.from_labels(A, lab)
+    assert exact.rre_ == pytest.approx(0.0, abs=1e-7)
+    np.testing.assert_allclose(exact.M_, M0, atol=1e-12)
+    model = BMGUFS(n_blocks=k, n_candidates=4)
+    cands = model.fit_block_models(A)
+    best = min(cands, key=lambda b: b.rre_)
+    assert best.rre_ < 1e-6
+    assert adjusted_rand_score(lab, best.labels_) == pytest.approx(1.0)
+    # a wrong partition is not perfect
+    wrong = BlockModel.from_labels(A, np.roll(lab, 1))
+    assert wrong.rre_ > 0.1
+
+
+def test_blockmodel_recovers_a_clear_sbm():
+    A, lab = _sbm(n=150, k=3, p_in=0.3, p_out=0.02, seed=3)
+    cands = BMGUFS(n_blocks=3, n_candidates=3).fit_block_models(A)
+    best = min(cands, key=lambda b: b.rre_)
+    assert adjusted_rand_score(lab, best.labels_) > 0.9
+
+
+# ---------------------------------------------------------------------------
+# the selection objective
+# ---------------------------------------------------------------------------
+def _problem(seed=0, n=40, f=15, k=3):
+    rng = np.random.default_rng(seed)
+    A, lab = _sbm(n, k, 0.5, 0.05, seed)
+    Y = rng.random((n, f)) * (rng.random((n, f)) < 0.5)
+    Y[:, 0] = 0.0
+    Y[0, 0] = 2.0                                      # a rare feature
+    bm = BlockModel(n_blocks=k, n_iter=30, random_state=seed).fit(A)
+    return Y, bm, _SelectionProblem(sp.csr_matrix(Y), bm.labels_, bm.M_, 1e-6)
+
+
+def _dense_losses(Y, bm, r, delta=1e-6):
+    n, k = Y.shape[0], bm.M_.shape[0]
+    F = np.eye(k)[bm.labels_]
+    Dp = np.linalg.pinv(F.T @ F)
+    R = np.diag(r)
+    G = Y @ R @ Y.T
+    Yb = F @ Dp @ F.T @ Y
+    Lb = np.linalg.norm(G - Yb @ R @ Yb.T) ** 2 / np.linalg.norm(G) ** 2
+    Db = Dp @ F.T @ Y
+    T = Db @ R @ Db.T + delta
+    Q = T / T.sum(1, keepdims=True)
+    P = (bm.M_ + delta) / (bm.M_ + delta).sum(1, keepdims=True)
+    return Lb, float(np.sum(P * np.log(P / Q)))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_losses_match_the_dense_definitions(seed):
+    Y, bm, prob = _problem(seed)
+    rng = np.random.default_rng(10 + seed)
+    r = rng.random(Y.shape[1])
+    r[[2, 5]] = 0.0
+    r /= np.linalg.norm(r)
+    Lb, Lm, _, _, _ = prob.losses(r)
+    Lb_d, Lm_d = _dense_losses(Y, bm, r)
+    assert Lb == pytest.approx(Lb_d, rel=1e-9)
+    assert Lm == pytest.approx(Lm_d, rel=1e-9)
+    np.testing.assert_allclose(prob.H.toarray(), (Y.T @ Y) ** 2, rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_gradients_match_finite_differences(seed):
+    Y, bm, prob = _problem(seed)
+    f = Y.shape[1]
+    rng = np.random.default_rng(20 + seed)
+    r = rng.random(f) + 0.05
+    r[3] = 0.0                       # gradient at a zero weight (inactive feature) too
+    r /= np.linalg.norm(r)
+    _, _, gLb, gLm, _ = prob.losses(r, np.arange(f))
+    h = 1e-6
+    fd_b, fd_m = np.zeros(f), np.zeros(f)
+    for j in range(f):
+        e = np.zeros(f)
+        e[j] = h
+        up = prob.losses(r + e, np.arange(f), grad=False)
+        dn = prob.losses(r - e, np.arange(f), grad=False)
+        fd_b[j] = (up[0] - dn[0]) / (2 * h)
+        fd_m[j] = (up[1] - dn[1]) / (2 * h)
+    np.testing.assert_allclose(gLb, fd_b, rtol=1e-5, atol=1e-7 * np.abs(fd_b).max())
+    np.testing.assert_allclose(gLm, fd_m, rtol=1e-5, atol=1e-7 * np.abs(fd_m).max())
+    # and the active-set mat-vec gives the same gradient when r is sparse
+    _, _, gLb2, _, _ = prob.losses(r)
+    np.testing.assert_allclose(gLb2, gLb, rtol=1e-12)
+
+
+def test_one_projected_gradient_step_by_hand():
+    Y, bm, _ = _problem(0)
+    A, _ = _sbm(40, 3, 0.5, 0.05, 0)
+    model = BMGUFS(n_blocks=3, max_iter=1, beta_bar=0.3, gamma=1.5).fit(
+        A, Y, block_model=bm)
+    f = Y.shape[1]
+    prob = _SelectionProblem(sp.csr_matrix(Y), bm.labels_, bm.M_, 1e-6)
+    r0 = np.full(f, 1 / np.sqrt(f))
+    _, _, gb, gm, _ = prob.losses(r0)
+    g = 0.7 * gb / np.linalg.norm(gb) + 0.3 * gm / np.linalg.norm(gm) + 1.5 / np.sqrt(f)
+    r1 = np.maximum(r0 - 1e-2 * g, 0)
+    np.testing.assert_allclose(model.scores_, r1 / np.linalg.norm(r1), rtol=1e-12)
+    assert model.history_["L_b"].shape == (2,)
+    assert model.history_["nnz"][0] == f
+
+
+# ---------------------------------------------------------------------------
+# BMGUFS end to end
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_planted_features_ranked_first_and_beat_variance_and_random(seed):
+    from featagg_core.feature_selection_baselines import (random_scores, rank_features,
+                                                          variance_score)
+    from featagg_core.graph_eval import evaluate_selection
+    A, X, lab, informative = _planted(seed)
+    model = BMGUFS(n_blocks=4, n_candidates=3, gamma=1.0).fit(A, X)
+    assert model.n_nonzero_ >= 12
+    top = model.select(12)
+    precision = np.isin(top, informative).mean()
+    var_top = rank_features(variance_score(X))[:12]
+    rnd_top = rank_features(random_scores(X.shape[1], seed))[:12]
+    assert precision >= 0.75, precision
+    assert precision > np.isin(var_top, informative).mean()
+    assert precision > np.isin(rnd_top, informative).mean()
+    acc = {name: evaluate_selection(X, lab, idx, n_seeds=3)["acc_mean"]
+           for name, idx in (("bmgufs", top), ("variance", var_top), ("random", rnd_top))}
+    assert acc["bmgufs"] > acc["variance"] and acc["bmgufs"] > acc["random"], acc
+
+
+def test_select_reports_nnz_below_d():
+    A, X, lab, _ = _planted(0)
+    model = BMGUFS(n_blocks=4, n_candidates=1, gamma=3.0).fit(A, X)
+    nnz = model.n_nonzero_
+    assert 0 < nnz < X.shape[1]
+    with pytest.warns(UserWarning, match=r"nnz\(r\) < d"):
+        idx = model.select(nnz + 5)
+    assert idx.size == nnz
+    assert np.all(model.scores_[idx] > 0)
+    assert set(idx) == set(np.flatnonzero(model.scores_))
+    with pytest.raises(ValueError, match="only"):
+        model.select(nnz + 5, strict=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        top = model.select(nnz)
+    # ordered by weight, ties to the lower index
+    w = model.scores_[top]
+    assert np.all(np.diff(w) <= 0)
+    Xs = model.transform(X, nnz)
+    assert sp.issparse(Xs) and Xs.shape == (X.shape[0], nnz)
+
+
+def test_history_candidates_and_progress():
+    A, X, lab, _ = _planted(1)
+    calls = []
+    model = BMGUFS(n_candidates=3, max_iter=20).fit(
+        A, X, lab, progress=lambda stage, frac, msg: calls.append((stage, frac)))
+    assert model.block_model_.M_.shape == (4, 4)          # k from the classes in y
+    assert len(model.candidates_) == 3
+    assert model.candidate_index_ == int(np.argmin([c.rre_ for c in model.candidates_]))
+    np.testing.assert_allclose(model.candidate_rre_, [c.rre_ for c in model.candidates_])
+    for key in ("L_b", "L_m", "nnz"):
+        assert model.history_[key].shape == (21,)
+    assert model.history_["nnz"][0] == X.shape[1]
+    assert model.history_["nnz"][-1] == model.n_nonzero_
+    assert np.linalg.norm(model.scores_) == pytest.approx(1.0)
+    assert np.all(model.scores_ >= 0)
+    assert [c for c in calls if c[0] == "block models"][-1][1] == pytest.approx(1.0)
+    assert [c for c in calls if c[0] == "selection"][-1][1] == pytest.approx(1.0)
+    np.testing.assert_allclose(model.induced_similarity_.sum(1), 1.0)
+    # choosing another candidate reuses the fitted ones
+    other = BMGUFS(n_candidates=3, max_iter=20, candidate=2).fit(
+        A, X, lab, candidates=model.candidates_)
+    assert other.block_model_ is model.candidates_[2]
+
+
+def test_validation_messages():
+    A, X, lab, _ = _planted(0)
+    with pytest.raises(ValueError, match="n_blocks"):
+        BMGUFS().fit(A, X)
+    with pytest.raises(ValueError, match="beta_bar"):
+        BMGUFS(n_blocks=2, beta_bar=1.5).fit(A, X)
+    with pytest.raises(ValueError, match="gamma"):
+        BMGUFS(n_blocks=2, gamma=-1).fit(A, X)
+    with pytest.raises(ValueError, match="symmetric"):
+        BMGUFS(n_blocks=2).fit(sp.triu(A).tocsr(), X)
+    with pytest.raises(ValueError, match="non-negative"):
+        BMGUFS(n_blocks=2).fit(A, -X)
+    with pytest.raises(ValueError, match="rows"):
+        BMGUFS(n_blocks=2).fit(A, X[:-1])
+    with pytest.raises(ValueError, match="candidate"):
+        BMGUFS(n_blocks=2, n_candidates=2, candidate=5).fit(A, X)
+    with pytest.raises(ValueError, match="init"):
+        BlockModel(2, init="kmeans").fit(A)
+    with pytest.raises(NotFittedError):
+        BMGUFS(n_blocks=2).select(3)
+    m = BMGUFS(n_blocks=3, gamma=0.5)
+    c = clone(m)
+    assert c.get_params() == m.get_params()
+
+
+def test_artifact_round_trip(tmp_path):
+    from featagg_core.artifacts import load_artifact, save_artifact
+    A, X, lab, _ = _planted(2)
+    model = BMGUFS(n_blocks=4, n_candidates=2, max_iter=30).fit(A, X)
+    path = tmp_path / "bmgufs.fgz"
+    save_artifact(model, path)
+    back = load_artifact(path)
+    np.testing.assert_array_equal(back.scores_, model.scores_)
+    np.testing.assert_array_equal(back.select(5), model.select(5))
+    np.testing.assert_array_equal(back.block_model_.labels_, model.block_model_.labels_)
+    np.testing.assert_array_equal(back.history_["L_m"], model.history_["L_m"])
+    assert back.candidate_index_ == model.candidate_index_
+    assert back.get_params() == model.get_params()
+    bm = model.candidates_[1]
+    save_artifact(bm, tmp_path / "bm.fgz")
+    bm2 = load_artifact(tmp_path / "bm.fgz")
+    assert bm2.rre_ == bm.rre_
+    np.testing.assert_array_equal(bm2.M_, bm.M_)
+
+
+def test_warmup_runs():
+    warmup()
