@@ -1,0 +1,127 @@
+"""Command line: the same numbers as the library, artifacts that reload, exit code 2 with a
+one-line message on bad input."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from featagg_core import KTXMLC, Defrag, VocabularyCompressor, load_artifact, metrics
+from featagg_core.__main__ import build_parser, main
+from featagg_core.data import save_npz
+from featagg_core.samples import load_sample
+from featagg_core.synthetic import make_attributed_sbm, make_zipf_categorical
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err
+
+
+def test_train_matches_library_on_bibtex(capsys, tmp_path):
+    data = load_sample("bibtex")
+    params = dict(n_clusters=4, n_trees=1, max_leaf_labels=40, C=1.0, beam_width=10,
+                  random_state=7)
+    code, out, err = run_cli(capsys, "train", "sample:bibtex", "--n-clusters", 4,
+                             "--n-trees", 1, "--max-leaf-labels", 40, "--seed", 7,
+                             "--out", tmp_path / "m.fgb")
+    assert code == 0, err
+    assert "training KTXMLC" in err  # progress goes to stderr
+    model = KTXMLC(**params).fit(data.X, data.Y)
+    scores = model.predict_scores(data.X_test, k=5)
+    inv = metrics.inverse_propensity(data.Y)
+    for k in (1, 3, 5):
+        assert out["metrics"][f"P@{k}"] == pytest.approx(
+            metrics.precision_at_k(data.Y_test, scores, k), abs=1e-12)
+        assert out["metrics"][f"PSP@{k}"] == pytest.approx(
+            metrics.psprecision_at_k(data.Y_test, scores, k, inv), abs=1e-12)
+    assert out["metrics"]["P@1"] > 0.5  # a broken model cannot reach this on Bibtex
+
+    # evaluate on the saved bundle gives the same numbers again
+    code, ev, err = run_cli(capsys, "evaluate", tmp_path / "m.fgb", "sample:bibtex")
+    assert code == 0, err
+    assert ev["metrics"] == out["metrics"]
+
+
+def test_agglomerate_writes_artifact_and_csv(capsys, tmp_path):
+    data = load_sample("bibtex")
+    code, out, err = run_cli(capsys, "agglomerate", "sample:bibtex", "--d0", 16,
+                             "--representation", "X", "--seed", 3,
+                             "--out", tmp_path / "d.fgz", "--clusters-csv", tmp_path / "c.csv")
+    assert code == 0, err
+    ref = Defrag(d0=16, representation="X", random_state=3).fit(data.X)
+    assert out["n_clusters"] == ref.n_clusters_
+    assert out["clustering_error"] == pytest.approx(ref.clustering_error_)
+    np.testing.assert_array_equal(load_artifact(tmp_path / "d.fgz").labels_, ref.labels_)
+    rows = (tmp_path / "c.csv").read_text().splitlines()
+    assert rows[0] == "feature,cluster" and len(rows) == data.X.shape[1] + 1
+    assert [int(r.split(",")[1]) for r in rows[1:]] == list(ref.labels_)
+
+
+def test_compress_matches_library(capsys, tmp_path):
+    table = make_zipf_categorical(4000, 300, n_columns=2, random_state=2)
+    df = table.table.copy()
+    df["clicked"] = table.labels
+    path = tmp_path / "t.csv"
+    df.to_csv(path, index=False)
+    code, out, err = run_cli(capsys, "compress", path, "--label", "clicked", "--budget", 12,
+                             "--out", tmp_path / "map.json")
+    assert code == 0, err
+    for col_out, col in zip(out["columns"], table.table.columns):
+        ref = VocabularyCompressor(12).fit(table.table[col].astype(str).to_numpy(), table.labels)
+        assert col_out["I(Z;C)"] == pytest.approx(ref.mutual_information_, rel=1e-12)
+    mapping = json.loads((tmp_path / "map.json").read_text())["mappings"]
+    assert set(mapping) == set(table.table.columns)
+
+
+def test_select_features_on_graph(capsys, tmp_path):
+    g = make_attributed_sbm(120, 3, p_in=0.2, p_out=0.01, n_informative=8, n_noise=24,
+                            random_state=1)
+    save_npz(g, tmp_path / "g.npz")
+    code, out, err = run_cli(capsys, "select-features", tmp_path / "g.npz", "--n-blocks", 3,
+                             "--n-candidates", 2, "--max-iter", 40, "--gamma", 0.5, "--d", 8,
+                             "--out", tmp_path / "b.fgz")
+    assert code == 0, err
+    assert len(out["selected"]) <= 8
+    assert out["selected"] == [int(j) for j in load_artifact(tmp_path / "b.fgz").select(8)]
+    assert "clustering" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["info", "/no/such/file.txt"], "no such file"),
+    (["compress", "{csv}"], "needs --label"),
+    (["info", "{bad}"], "bad.txt"),
+    (["evaluate", "{bad}", "sample:bibtex"], "not a featagg"),
+    (["agglomerate", "sample:cora"], "expected a multilabel dataset"),
+    (["info", "sample:nope"], "nope"),
+])
+def test_bad_input_exits_2_with_one_line(capsys, tmp_path, argv, message):
+    (tmp_path / "bad.txt").write_text("3 4 2\n0 1:1\n")  # truncated XC file
+    (tmp_path / "t.csv").write_text("a,b\n1,0\n")
+    argv = [a.format(bad=tmp_path / "bad.txt", csv=tmp_path / "t.csv") for a in argv]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("featagg: error:") and message in lines[-1]
+
+
+def test_real_process_exit_code_and_help():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "featagg_core", "info", "/nope.txt"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "featagg: error: /nope.txt: no such file"
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, sp in sub.choices.items():
+        for action in sp._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, f"{name} {action.option_strings} has no help text"
