@@ -144,8 +144,10 @@ def count_histogram(values: np.ndarray, *, title: str = "", xlabel: str = "",
 
 def bar(names: Sequence, values: Sequence, *, title: str = "", xlabel: str = "",
         ylabel: str = "", horizontal: bool = False, log_value: bool = False,
-        color: str = PALETTE[0], height: int = 360, hover_suffix: str = "") -> go.Figure:
-    """Plain bar chart of ``values`` per name (horizontal bars list the first name on top)."""
+        color: str = PALETTE[0], height: int = 360, hover_suffix: str = "",
+        show_values: bool = False) -> go.Figure:
+    """Plain bar chart of ``values`` per name (horizontal bars list the first name on top);
+    ``show_values`` writes each value on its bar."""
     names = [str(n) for n in names]
     values = list(values)
     fig = go.Figure()
@@ -157,6 +159,9 @@ def bar(names: Sequence, values: Sequence, *, title: str = "", xlabel: str = "",
     else:
         fig.add_trace(go.Bar(x=names, y=values, marker_color=color,
                              hovertemplate="%{x}: %{y:,}" + hover_suffix + "<extra></extra>"))
+        if show_values:
+            fig.update_traces(text=[f"{v:,}" for v in values], textposition="outside",
+                              cliponaxis=False)
         if log_value:
             log_axes(fig, x=False)
     return style(fig, title, height, xlabel=xlabel, ylabel=ylabel)

@@ -68,16 +68,17 @@ def head_size(freq: np.ndarray, share: float = 0.5) -> int:
 
 
 def top_items(counts: np.ndarray, names: Optional[Sequence[str]], k: int = 15,
-              what: str = "label", total: Optional[int] = None) -> pd.DataFrame:
+              what: str = "label", total: Optional[int] = None,
+              unit: str = "point") -> pd.DataFrame:
     """The ``k`` items with the largest counts (ties: lower index first) as a table with
-    columns ``what``, "points" and "share of points" (count / ``total``)."""
+    columns ``what``, "<unit>s" and "share of <unit>s" (count / ``total``)."""
     counts = np.asarray(counts)
     k = min(k, counts.size)
     order = np.lexsort((np.arange(counts.size), -counts))[:k]
     labels = [str(names[i]) if names is not None else f"#{i}" for i in order]
-    df = pd.DataFrame({what: labels, "points": counts[order].astype(np.int64)})
+    df = pd.DataFrame({what: labels, f"{unit}s": counts[order].astype(np.int64)})
     if total:
-        df["share of points"] = df["points"] / float(total)
+        df[f"share of {unit}s"] = df[f"{unit}s"] / float(total)
     return df
 
 
@@ -93,10 +94,11 @@ def feature_frequency_figure(X: sp.csr_matrix, names=None,
     return charts.rank_frequency(column_counts(X), title=title, what="feature", names=names)
 
 
-def per_point_figure(M: sp.csr_matrix, what: str):
-    """Histogram of ``what``s per point (``what``: "label" or "feature")."""
-    return charts.count_histogram(row_counts(M), title=f"{what.capitalize()}s per point",
-                                  xlabel=f"{what}s in a point")
+def per_point_figure(M: sp.csr_matrix, what: str, unit: str = "point"):
+    """Histogram of ``what``s per ``unit`` (``what``: "label" or "feature"; ``unit``:
+    "point" or "node")."""
+    return charts.count_histogram(row_counts(M), title=f"{what.capitalize()}s per {unit}",
+                                  xlabel=f"{what}s of a {unit}", ylabel=f"number of {unit}s")
 
 
 # ---------------------------------------------------------------------------
@@ -154,7 +156,7 @@ def class_sizes(y: np.ndarray, class_names=None) -> pd.DataFrame:
 def class_size_figure(y, class_names=None):
     df = class_sizes(y, class_names)
     return charts.bar(df["class"], df["nodes"], title="Class sizes", xlabel="class",
-                      ylabel="nodes")
+                      ylabel="nodes", show_values=True)
 
 
 # ---------------------------------------------------------------------------
@@ -182,7 +184,8 @@ def vocabulary_sizes(t) -> pd.DataFrame:
 def vocabulary_figure(t):
     df = vocabulary_sizes(t)
     return charts.bar(df["column"], df["values"], title="Vocabulary size per column (log)",
-                      xlabel="column", ylabel="distinct values", log_value=True)
+                      xlabel="column", ylabel="distinct values", log_value=True,
+                      show_values=True)
 
 
 def top_values(t, column: str, k: int = 15) -> pd.DataFrame:

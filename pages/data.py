@@ -49,9 +49,9 @@ def _graph_view(fingerprint: str, _data):
         out["class_fig"] = dv.class_size_figure(_data.y, _data.class_names)
         out["classes"] = dv.class_sizes(_data.y, _data.class_names)
     if _data.X is not None and _data.X.shape[1]:
-        out["fpp_fig"] = dv.per_point_figure(_data.X, "feature")
+        out["fpp_fig"] = dv.per_point_figure(_data.X, "feature", unit="node")
         out["top_features"] = dv.top_items(dv.column_counts(_data.X), _data.feature_names,
-                                           15, "feature", _data.A.shape[0])
+                                           15, "feature", _data.A.shape[0], unit="node")
     return out
 
 
@@ -116,6 +116,10 @@ def _graph_page():
             ("Feature non-zeros", f"{s['feature_nnz']:,}", None),
             ("Feature density", f"{s['feature_density']:.3%}", "nnz / (nodes × features)"),
             ("Isolated nodes", f"{s['isolated']:,}", "nodes without an edge")])
+    st.markdown(
+        f"Most nodes have few links (mean degree {s['mean_degree']:.1f}) while a few hubs have "
+        f"many (max {s['max_degree']:,}): on log–log axes the degree distribution falls "
+        f"roughly along a line — the same heavy tail as label frequencies.")
     c1, c2 = st.columns(2)
     c1.plotly_chart(v["degree_fig"], width="stretch")
     if "class_fig" in v:
@@ -127,9 +131,8 @@ def _graph_page():
         c1.plotly_chart(v["fpp_fig"], width="stretch")
         c2.markdown("**Most frequent features**")
         c2.dataframe(v["top_features"], hide_index=True, width="stretch",
-                     column_config={"share of points":
-                                    st.column_config.NumberColumn("share of nodes",
-                                                                  format="percent")})
+                     column_config={"share of nodes":
+                                    st.column_config.NumberColumn(format="percent")})
 
 
 def _table_page():
@@ -139,6 +142,12 @@ def _table_page():
             ("Positives", f"{s['positives']:,}", f"rows with {data.label_name} = 1"),
             ("Positive rate", f"{s['positive_rate']:.1%}", None)])
     st.plotly_chart(v["vocab_fig"], width="stretch")
+    st.markdown(
+        f"The largest column has **{s['largest_vocabulary']:,}** distinct values "
+        f"({s['total_vocabulary']:,} over all columns). Big vocabularies (ids, zip codes) make "
+        f"one-hot features huge and most values are rare — the **Vocabulary compression** "
+        f"page folds them into a few buckets that keep what they say about "
+        f"*{session.md_escape(data.label_name)}*.")
     cols = list(v["vocab"]["column"])
     if cols:
         col = st.selectbox("Top values of column", cols, key="data_top_values_column")
