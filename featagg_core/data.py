@@ -7,6 +7,10 @@ escapes a reader.
 from __future__ import annotations
 
 import hashlib
+import io
+import os
+import re
+import tempfile
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -138,10 +142,6 @@ class CategoricalData:
 # ---------------------------------------------------------------------------
 # input plumbing
 # ---------------------------------------------------------------------------
-import io
-import os
-import tempfile
-
 _MAX_NAME = 200
 
 
@@ -181,6 +181,14 @@ def _read_bytes(path_or_file) -> tuple[bytes, str]:
     except Exception as exc:  # noqa: BLE001 - a reader lets nothing else escape
         raise DatasetError(f"cannot read input ({type(exc).__name__}: {exc})", path=name) from exc
     return raw, name
+
+
+_NON_WS = re.compile(rb"[^ \t\r\n\v\f]")
+
+
+def _blank(raw: bytes) -> bool:
+    """True when ``raw`` is empty or only whitespace (without copying it)."""
+    return _NON_WS.search(raw) is None
 
 
 def _atomic_write(path, write_fn) -> None:
@@ -715,7 +723,7 @@ def _trim_rows(parsed: _Parsed, n_expected: int) -> None:
 
 
 def _xc_header(raw: bytes, name: str, counts: tuple) -> tuple[list, int]:
-    if not raw.strip():
+    if _blank(raw):
         raise DatasetError("empty file", path=name)
     text, end = _header_line(raw, name)
     h = _int_header(text)
@@ -902,7 +910,7 @@ def _svmlight_assemble(parsed_list, zero_based="auto", n_features=None, n_labels
 
 
 def _svmlight_parse(raw: bytes, name: str) -> _Parsed:
-    if not raw.strip():
+    if _blank(raw):
         raise DatasetError("empty file", path=name)
     return _tokenise(raw, name, 0, 1, True, True)
 
@@ -922,9 +930,7 @@ def load_svmlight(path_or_file, *, zero_based="auto", n_features=None,
 # ---------------------------------------------------------------------------
 # MULAN ARFF (+ XML label header)
 # ---------------------------------------------------------------------------
-import re as _re
-
-_DATA_RE = _re.compile(rb"(?im)^[ \t]*@data[ \t]*\r?$")
+_DATA_RE = re.compile(rb"(?im)^[ \t]*@data[ \t]*\r?$")
 
 
 def _reject_dtd(raw: bytes, name: str) -> None:
@@ -935,7 +941,7 @@ def _reject_dtd(raw: bytes, name: str) -> None:
 
 def _parse_label_xml(xml, arff_name: str) -> list:
     raw, name = _read_bytes(xml)
-    if not raw.strip():
+    if _blank(raw):
         raise DatasetError("empty label XML file", path=name)
     _reject_dtd(raw, name)
     import xml.etree.ElementTree as ET
@@ -977,13 +983,13 @@ def _arff_name(text: str, name: str, line: int) -> tuple[str, str]:
             out.append(c)
             i += 1
         raise DatasetError("unterminated quoted attribute name", path=name, line=line)
-    m = _re.match(r"([^\s{]+)(.*)$", text, _re.S)
+    m = re.match(r"([^\s{]+)(.*)$", text, re.S)
     return m.group(1), m.group(2)
 
 
 def _parse_arff_header(raw: bytes, name: str):
     """(relation, [(attr name, kind, nominal values)], data offset, data first line)."""
-    if not raw.strip():
+    if _blank(raw):
         raise DatasetError("empty file", path=name)
     m = _DATA_RE.search(raw)
     if m is None:
@@ -1046,7 +1052,7 @@ def _arff_label_mask(attrs, relation, name, xml, n_labels, path_or_file):
         folder, base = os.path.split(p)
         stem = os.path.splitext(base)[0]
         cands = [stem]
-        m = _re.match(r"^(.*?)[-_.](train|test|trn|tst)$", stem, _re.I)
+        m = re.match(r"^(.*?)[-_.](train|test|trn|tst)$", stem, re.I)
         if m:
             cands.append(m.group(1))
         for c in cands:
@@ -1069,7 +1075,7 @@ def _arff_label_mask(attrs, relation, name, xml, n_labels, path_or_file):
                                path=name)
         is_label[n_attr - k:] = True
     else:
-        m = _re.search(r"-C\s+(-?\d+)", relation)
+        m = re.search(r"-C\s+(-?\d+)", relation)
         if m is None:
             raise DatasetError("cannot tell which attributes are labels: pass xml= (MULAN "
                                "label file) or n_labels= (the last attributes)", path=name)
@@ -1376,7 +1382,7 @@ def _undirected(rows, cols, w, n: int, *, self_loops: bool, name: str,
 def _parse_edge_list(raw: bytes, name: str, node_ids: str):
     """-> (rows, cols, weights, lines, n_nodes, node_names or None)."""
     from ._kernels.parse import gather_tokens, parse_edge_lines
-    if not raw.strip():
+    if _blank(raw):
         raise DatasetError("empty file", path=name)
     if node_ids not in ("auto", "int", "appearance"):
         raise ValueError(f"node_ids must be 'auto', 'int' or 'appearance', got {node_ids!r}")
@@ -1487,14 +1493,14 @@ def _matrix_from_any(obj, n: int, name: str, what: str) -> sp.csr_matrix:
             M = sp.csr_matrix(arr)
             M = _check_csr_parts(M.data, M.indices, M.indptr, M.shape, name=fname, what=what)
         else:
-            h = _int_header(_header_line(raw, fname)[0]) if raw.strip() else None
+            h = _int_header(_header_line(raw, fname)[0]) if not _blank(raw) else None
             if h is not None and len(h) == 2:
                 (nn, d), start = _xc_header(raw, fname, (2,))
                 p = _tokenise(raw, fname, start, 2, False, False)
                 _trim_rows(p, nn)
                 M = _finish_matrix(p, p.indptr, p.indices, p.values, d, what="feature")
             else:
-                if not raw.strip():
+                if _blank(raw):
                     raise DatasetError("empty file", path=fname)
                 p = _tokenise(raw, fname, 0, 1, False, True)
                 d = int(p.indices.max()) + 1 if p.indices.size else 0
@@ -1915,7 +1921,7 @@ def _graph_format(raw: bytes, ext: str) -> str:
     head = raw[:2048].lstrip().lower()
     if head.startswith(b"<?xml") or head.startswith(b"<graphml"):
         return "graphml"
-    if _re.match(rb"^(#[^\n]*\n\s*)*(creator[^\n]*\n\s*)?graph\s*\[", head):
+    if re.match(rb"^(#[^\n]*\n\s*)*(creator[^\n]*\n\s*)?graph\s*\[", head):
         return "gml"
     return "edgelist"
 
@@ -1951,7 +1957,7 @@ def load_graph(path_or_file, features=None, labels=None, *, format=None, node_id
     unknown, or None.
     """
     raw, src = _read_bytes(path_or_file)
-    if not raw.strip():
+    if _blank(raw):
         raise DatasetError("empty file", path=src)
     fmt = format or _graph_format(raw, _suffix(src))
     node_names = None
@@ -2177,7 +2183,7 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
     """
     import pandas as pd
     raw, src = _read_bytes(path_or_file)
-    if not raw.strip():
+    if _blank(raw):
         raise DatasetError("empty file", path=src)
     ext = _suffix(src)
     if raw[:4] == b"PK\x03\x04" or ext == ".npz":
@@ -2213,7 +2219,7 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
                                  header=0 if header else None, encoding="utf-8",
                                  skipinitialspace=True, engine="c")
             except pd.errors.ParserError as exc:
-                m = _re.search(r"line (\d+)", str(exc))
+                m = re.search(r"line (\d+)", str(exc))
                 raise DatasetError(f"malformed table ({str(exc).strip()})", path=src,
                                    line=int(m.group(1)) if m else None) from None
             except pd.errors.EmptyDataError:
