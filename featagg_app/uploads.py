@@ -28,7 +28,7 @@ EXTRA_FILES = {
     "multilabel": {"xml": ("MULAN XML label header (for ARFF, optional)", ["xml"]),
                    "test": ("Test split (optional, same format)",
                             ["txt", "svm", "svmlight", "libsvm", "arff", "npz"])},
-    "graph": {"features": ("Node features (optional)", ["txt", "csv", "tsv", "npz", "svm"]),
+    "graph": {"features": ("Node features (optional)", ["txt", "svm", "npz", "npy"]),
               "labels": ("Node classes (optional)", ["txt", "csv", "tsv"])},
     "table": {},
 }

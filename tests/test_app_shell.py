@@ -304,3 +304,108 @@ def test_navigation_lists_existing_pages_in_order():
                   for i in at._registered_pages.values() if i.get("script_path")}
     for f in files:
         assert ((ROOT / f).resolve() in registered) == (ROOT / f).is_file(), f
+
+
+# ---------------------------------------------------------------------------
+# every upload format the picker offers, through the same handler
+# ---------------------------------------------------------------------------
+
+def _ml_truth():
+    X = np.array([[1, 0, 0.5, 0, 0], [0, 2, 0, 0, 1], [0, 0, 0, 1, 0]], np.float32)
+    Y = np.array([[1, 1], [0, 1], [1, 0]], np.float32)
+    return X, Y
+
+
+def _ml_files():
+    from featagg_core.data import MultiLabelData, save_npz
+    X, Y = _ml_truth()
+    svm = b"0,1 1:1 3:0.5\n1 2:2 5:1\n0 4:1\n"                       # 1-based indices
+    arff = (b"@relation tiny\n" + b"".join(b"@attribute f%d numeric\n" % i for i in range(5))
+            + b"@attribute tagA {0,1}\n@attribute tagB {0,1}\n@data\n"
+            b"{0 1,2 0.5,5 1,6 1}\n{1 2,4 1,6 1}\n{3 1,5 1}\n")
+    xml = (b'<?xml version="1.0" encoding="utf-8"?>\n'
+           b'<labels xmlns="http://mulan.sourceforge.net/labels">'
+           b'<label name="tagA"></label><label name="tagB"></label></labels>\n')
+    buf = io.BytesIO()
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "tiny.npz")
+        save_npz(MultiLabelData(X=sp.csr_matrix(X), Y=sp.csr_matrix(Y), name="tiny"), p)
+        npz = Path(p).read_bytes()
+    return {"xc": ("tiny.txt", GOOD_XC, {}), "svmlight": ("tiny.svm", svm, {}),
+            "arff+xml": ("tiny.arff", arff, {"xml": ("tiny.xml", xml)}),
+            "npz": ("tiny.npz", npz, {}),
+            "xc+test": ("tiny.txt", GOOD_XC, {"test": ("tiny_test.txt", GOOD_XC)})}
+
+
+@pytest.mark.parametrize("fmt", ["xc", "svmlight", "arff+xml", "npz", "xc+test"])
+def test_upload_multilabel_formats(fmt):
+    name, raw, extras = _ml_files()[fmt]
+    data = parse_upload("multilabel", name, raw, extras=extras)
+    X, Y = _ml_truth()
+    assert np.array_equal(data.X.toarray(), X) and np.array_equal(data.Y.toarray(), Y)
+    if fmt == "arff+xml":
+        assert list(data.label_names) == ["tagA", "tagB"]
+    if fmt == "xc+test":
+        assert data.X_test.shape == (3, 5)
+
+
+def _graph_truth():
+    import networkx as nx
+    G = nx.Graph([(0, 1), (1, 2), (2, 3), (3, 0), (3, 4)])
+    return G, sp.csr_matrix(nx.to_scipy_sparse_array(G, nodelist=range(5), dtype=np.float32))
+
+
+def _graph_files(tmp_path):
+    import networkx as nx
+    import scipy.io
+    from featagg_core.data import GraphData, save_npz
+    G, A = _graph_truth()
+    out = {"edges": ("g.edges", b"# tiny\n0 1\n1 2\n2 3\n3 0\n3 4\n", {})}
+    nx.write_graphml(G, tmp_path / "g.graphml")
+    out["graphml"] = ("g.graphml", (tmp_path / "g.graphml").read_bytes(), {})
+    nx.write_gml(G, tmp_path / "g.gml")
+    out["gml"] = ("g.gml", (tmp_path / "g.gml").read_bytes(), {})
+    X = sp.csr_matrix(np.eye(5, 3, dtype=np.float32))
+    scipy.io.savemat(tmp_path / "g.mat", {"network": A.astype(np.float64),
+                                          "attributes": X.astype(np.float64),
+                                          "group": np.array([[0], [1], [0], [1], [2]])})
+    out["mat"] = ("g.mat", (tmp_path / "g.mat").read_bytes(), {})
+    save_npz(GraphData(A=A, X=X, y=np.array([0, 1, 0, 1, 2])), tmp_path / "g.npz")
+    out["npz"] = ("g.npz", (tmp_path / "g.npz").read_bytes(), {})
+    np.save(tmp_path / "x.npy", X.toarray())
+    out["edges+features+labels"] = (
+        "g.edges", out["edges"][1],
+        {"features": ("x.npy", (tmp_path / "x.npy").read_bytes()),
+         "labels": ("y.txt", b"0\n1\n0\n1\n2\n")})
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["edges", "graphml", "gml", "mat", "npz",
+                                 "edges+features+labels"])
+def test_upload_graph_formats(fmt, tmp_path):
+    name, raw, extras = _graph_files(tmp_path)[fmt]
+    data = parse_upload("graph", name, raw, extras=extras)
+    G, A = _graph_truth()
+    assert data.A.shape == (5, 5)
+    assert np.array_equal((data.A.toarray() != 0), (A.toarray() != 0))
+    if fmt in ("mat", "npz", "edges+features+labels"):
+        assert data.X.shape[0] == 5 and data.X.nnz == 3
+        assert data.y is not None and len(np.unique(data.y)) == 3
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "parquet"])
+def test_upload_table_formats(fmt, tmp_path):
+    import pandas as pd
+    df = pd.DataFrame({"city": list("abacab"), "os": list("xxxxyy"),
+                       "click": [1, 0, 1, 0, 0, 1]})
+    p = tmp_path / f"t.{fmt}"
+    if fmt == "parquet":
+        df.to_parquet(p)
+    else:
+        df.to_csv(p, sep="," if fmt == "csv" else "\t", index=False)
+    data = parse_upload("table", p.name, p.read_bytes(), label="click")
+    assert list(data.table.columns) == ["city", "os"]
+    assert data.labels.tolist() == [1, 0, 1, 0, 0, 1]
+    with pytest.raises(DatasetError):
+        parse_upload("table", p.name, p.read_bytes(), label="no_such_column")
