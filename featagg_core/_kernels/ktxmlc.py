@@ -46,8 +46,8 @@ def _local_csr(indptr, indices, data, rows, n_features):
     for j in range(nf):
         fmap[feats[j]] = j
     lp = np.empty(m + 1, np.int64)
-    li = np.empty(nnz, np.int64)
-    ld = np.empty(nnz, np.float64)
+    li = np.empty(nnz, np.int32)
+    ld = np.empty(nnz, data.dtype)
     lp[0] = 0
     q = 0
     for r in range(m):

@@ -9,7 +9,7 @@ as liblinear's ``solve_l2r_l1l2_svc`` does it for ``L2R_L2LOSS_SVC_DUAL``:
 whose primal is ``0.5 ||w||^2 + C sum_i max(0, 1 - y_i w^T x_i)^2`` with ``w = sum a_i y_i x_i``.
 The bias is an extra feature of constant value ``bias`` (regularised, as in liblinear).
 
-Random permutations come from a tiny Park-Miller generator seeded per problem, so a
+Random permutations come from a tiny xorshift64* generator seeded per problem, so a
 problem's result never depends on which thread solved it or in what order.
 """
 import numpy as np
@@ -34,10 +34,14 @@ def next_state(s):
 
 @njit(cache=True)
 def shuffle_prefix(index, n, state):
-    """Fisher-Yates shuffle of ``index[:n]``; returns the new generator state."""
+    """Fisher-Yates shuffle of ``index[:n]`` driven by xorshift64* (uint64 ``state``,
+    non-zero); bounded draws by multiply-shift (no division). Returns the new state."""
     for j in range(n - 1, 0, -1):
-        state = next_state(state)
-        k = state % (j + 1)
+        state ^= state >> np.uint64(12)
+        state ^= state << np.uint64(25)
+        state ^= state >> np.uint64(27)
+        r = (state * np.uint64(2685821657736338717)) >> np.uint64(32)
+        k = np.int64((r * np.uint64(j + 1)) >> np.uint64(32))
         t = index[j]
         index[j] = index[k]
         index[k] = t
@@ -59,26 +63,31 @@ def l2svc_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed
 
     Returns
     -------
-    w : float64 array of n_cols + 1 entries (the last one is the bias weight).
+    w : array of n_cols + 1 entries in the dtype of ``data`` (the last one is the bias
+        weight).
     n_iter : outer iterations run.
     """
     l = indptr.shape[0] - 1
-    w = np.zeros(n_cols + 1, np.float64)
+    # working precision = the data's (float32 in training: half the memory traffic;
+    # float64 when a caller wants a tight optimum)
+    w = np.zeros(n_cols + 1, data.dtype)
     if l == 0:
         return w, 0
     diag = 0.5 / C
-    qd = np.empty(l, np.float64)
+    qd = np.empty(l, data.dtype)
+    yf = np.empty(l, data.dtype)
     for i in range(l):
         s = bias * bias
         for p in range(indptr[i], indptr[i + 1]):
             s += data[p] * data[p]
         qd[i] = s + diag
-    alpha = np.zeros(l, np.float64)
+        yf[i] = y[i]
+    alpha = np.zeros(l, data.dtype)
     index = np.arange(l)
     active = l
     pgmax_old = np.inf
     pgmin_old = -np.inf
-    state = seed_state(seed)
+    state = np.uint64(seed_state(seed)) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
     it = 0
     while it < max_iter:
         pgmax_new = -np.inf
@@ -87,7 +96,7 @@ def l2svc_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed
         s = 0
         while s < active:
             i = index[s]
-            yi = float(y[i])
+            yi = yf[i]
             wx = w[n_cols] * bias
             for p in range(indptr[i], indptr[i + 1]):
                 wx += w[indices[p]] * data[p]
