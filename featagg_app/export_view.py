@@ -127,7 +127,10 @@ def _evaluate_multilabel(obj, data) -> Dict[str, Any]:
         if labels.size != data.X.shape[1]:
             raise ValueError(f"this Defrag clusters {labels.size} features; the current "
                              f"dataset has {data.X.shape[1]}")
-        R = feature_representation(data.X, data.Y, obj.representation)
+        # the representation exactly as fit() built it (same sampling and pruning)
+        R, _ = feature_representation(data.X, data.Y, obj.representation,
+                                      float(obj.sample_points), float(obj.sample_labels),
+                                      float(obj.prune_threshold))
         Xt = obj.transform(X)
         return {"split": split, "clusters": int(obj.n_clusters_),
                 "clustering error": float(clustering_error(R, labels, int(obj.n_clusters_))),

@@ -31,7 +31,8 @@ datasets = sorted(df["dataset"].dropna().unique().tolist())
 methods = sorted(df["method"].dropna().unique().tolist())
 current = session.current_dataset()
 current_name = getattr(current, "name", None)
-default_ds = [current_name] if current_name in datasets else datasets[:1]
+# default: the session's current dataset if it has runs, else the latest run's dataset
+default_ds = [current_name] if current_name in datasets else [all_runs[-1]["dataset"]]
 
 c1, c2 = st.columns(2)
 chosen_ds = c1.multiselect("Datasets", datasets, default=default_ds,
