@@ -19,6 +19,11 @@ CLASS_KIND = {"Defrag": "multilabel", "KTXMLC": "multilabel", "OneVsAll": "multi
               "Fiat": "multilabel", "Refrag": "multilabel", "BlockModel": "graph",
               "BMGUFS": "graph", "VocabularyCompressor": "table"}
 
+#: where the other pages look for a fitted object of each class (session.put/get keys)
+CLASS_STORE_KEY = {"Defrag": "defrag", "KTXMLC": "ktxmlc", "OneVsAll": "ova", "Fiat": "fiat",
+                   "Refrag": "refrag", "BlockModel": "block_model", "BMGUFS": "bmgufs",
+                   "VocabularyCompressor": "vocab"}
+
 
 def exportable(store: Dict[str, Any]) -> Dict[str, Any]:
     """The fitted objects of a session store that are featagg artifacts (by store key)."""

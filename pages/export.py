@@ -96,6 +96,12 @@ if upload is not None:
             if type(obj).__name__ == "VocabularyCompressor" and data.kind == "table":
                 column = st.selectbox("Column to compress", list(data.table.columns),
                                       key=f"col_{key}")
+            store_key = ev.CLASS_STORE_KEY.get(type(obj).__name__)
+            if store_key and data is not None and data.kind == ev.CLASS_KIND.get(type(obj).__name__):
+                if st.button(f"Use in this session (as '{store_key}')", key=f"use_{key}",
+                             help="The other pages and the Download section then use it."):
+                    session.put(store_key, obj)
+                    st.success(f"Stored as '{store_key}' for this session.")
             if st.button("Evaluate on the current dataset", key=f"eval_{key}"):
                 try:
                     with st.spinner("Evaluating…"):
