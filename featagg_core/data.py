@@ -1,8 +1,32 @@
 """Dataset containers, readers and writers.
 
+Containers: :class:`MultiLabelData` (X csr float32 n x d, Y csr float32 0/1 n x L),
+:class:`GraphData` (A symmetric csr float32, X csr float32, y int64 with -1 = unknown) and
+:class:`CategoricalData` (a table of text columns + an int8 0/1 label).
+
+Readers (each takes a path or a binary file-like object with a ``.name``, as Streamlit's
+``UploadedFile``; none unpickles or executes anything):
+
+- :func:`load_dataset` -- dispatch by extension and content: npz (:func:`save_npz`),
+  Extreme Classification Repository text (:func:`load_xc`, combined ``N D L`` or split
+  ``N D`` + ``N L`` files), svmlight/libsvm multilabel (:func:`load_svmlight`), MULAN ARFF
+  sparse and dense with its XML label header (:func:`load_arff`); ``test=`` fills the
+  held-out split.
+- :func:`load_graph` -- edge lists, GraphML, GML, MATLAB .mat, npz; :func:`planetoid_to_npz`
+  converts trusted planetoid pickles (the only place that unpickles, with a restricted
+  unpickler, never on uploads).
+- :func:`load_categorical` -- CSV/TSV/parquet (and npz) tables with a binary label.
+
+Writers: :func:`save_npz` (all three containers) and :func:`save_xc`, both atomic
+(temporary file + ``os.replace``).
+
+Text formats are tokenised by numba kernels over the raw bytes
+(:mod:`featagg_core._kernels.parse`); numbers are converted exactly (see :func:`load_xc`).
 Every reader validates its input once at the boundary and raises :class:`DatasetError`
-(a ``ValueError``) naming the file, the line or field, and what is wrong. Nothing else
-escapes a reader.
+(a ``ValueError``) naming the file, the line or field, and what is wrong: wrong header
+counts, indices out of range or negative, NaN/inf values, duplicate indices, non-binary
+labels, empty files, bytes that are not ASCII/UTF-8, truncated lines. Nothing else escapes
+a reader (:func:`_guard`). :func:`warmup` compiles the parsing kernels.
 """
 from __future__ import annotations
 
@@ -191,6 +215,27 @@ def _blank(raw: bytes) -> bool:
     return _NON_WS.search(raw) is None
 
 
+def _guard(reader):
+    """Make ``reader`` let nothing but DatasetError escape: an unexpected exception from
+    numpy/pandas/scipy/networkx on a malformed input becomes a DatasetError naming the
+    file (the original is chained as ``__cause__``)."""
+    import functools
+
+    @functools.wraps(reader)
+    def wrapped(path_or_file, *args, **kw):
+        try:
+            return reader(path_or_file, *args, **kw)
+        except DatasetError:
+            raise
+        except MemoryError as exc:
+            raise DatasetError("not enough memory to load this file",
+                               path=_source_name(path_or_file)) from exc
+        except Exception as exc:  # noqa: BLE001 - the contract: only DatasetError escapes
+            raise DatasetError(f"cannot read ({type(exc).__name__}: {exc})",
+                               path=_source_name(path_or_file)) from exc
+    return wrapped
+
+
 def _atomic_write(path, write_fn) -> None:
     """Write ``path`` through a temporary file in the same folder and ``os.replace`` it in,
     so a reader never sees a half-written file. ``write_fn(fileobj)`` writes the content."""
@@ -302,16 +347,14 @@ def _check_csr_parts(data, indices, indptr, shape, *, name: str, what: str,
     return M
 
 
-def _check_no_duplicates(M: sp.csr_matrix, *, name: str, what: str, line_offset=None) -> None:
-    """Raise DatasetError when a row of csr ``M`` names the same column twice."""
+def _check_no_duplicates(M: sp.csr_matrix, *, name: str, what: str) -> None:
+    """Raise DatasetError when a row of csr ``M`` names the same column twice; sort the
+    column indices of each row otherwise."""
     if M.nnz == 0:
         return
     from ._kernels.parse import first_duplicate
     r, c = first_duplicate(M.indptr, M.indices, M.shape[1])
     if r >= 0:
-        if line_offset is not None:
-            raise DatasetError(f"{what}: index {int(c)} appears twice on the line",
-                               path=name, line=int(line_offset[r]))
         raise DatasetError(f"{what}: column {int(c)} appears twice in row {int(r)}",
                            path=name, field=what)
     if not M.has_sorted_indices:
@@ -761,6 +804,7 @@ def _stem(name: str) -> str:
     return stem if stem else base
 
 
+@_guard
 def load_xc(path_or_file, labels_path=None) -> MultiLabelData:
     """Read the Extreme Classification Repository text format.
 
@@ -915,6 +959,7 @@ def _svmlight_parse(raw: bytes, name: str) -> _Parsed:
     return _tokenise(raw, name, 0, 1, True, True)
 
 
+@_guard
 def load_svmlight(path_or_file, *, zero_based="auto", n_features=None,
                   n_labels=None) -> MultiLabelData:
     """Read svmlight/libsvm multilabel text (``l1,l2 i:v i:v ...``, no header; ``#``
@@ -1133,6 +1178,7 @@ def _parse_arff_rows(raw: bytes, name: str, start: int, first_line: int, n_attr:
     return p
 
 
+@_guard
 def load_arff(path_or_file, *, xml=None, n_labels=None):
     """Read a MULAN ARFF file (sparse ``{i v, ...}`` and dense rows) with its labels.
 
@@ -1223,6 +1269,7 @@ def _sniff(raw: bytes, ext: str) -> str:
     return "svmlight"
 
 
+@_guard
 def load_dataset(path_or_file, *, test=None, labels_path=None, test_labels_path=None,
                  xml=None, n_labels=None, zero_based="auto", n_features=None,
                  format=None, name=None) -> MultiLabelData:
@@ -1242,48 +1289,42 @@ def load_dataset(path_or_file, *, test=None, labels_path=None, test_labels_path=
     raw, src = _read_bytes(path_or_file)
     ext = _suffix(src)
     fmt = format or _sniff(raw, ext)
-    try:
-        if fmt == "npz":
-            data = _load_npz_any(raw_file(raw, src))
-            if not isinstance(data, MultiLabelData):
-                raise DatasetError(f"npz holds a {data.kind} dataset, not a multi-label one "
-                                   f"(use load_graph/load_categorical)", path=src,
-                                   field="kind")
-            if test is not None:
-                t = load_dataset(test, format="npz")
-                data.X_test, data.Y_test = t.X, t.Y
-        elif fmt == "arff":
-            data = load_arff(raw_file(raw, src, path_or_file), xml=xml, n_labels=n_labels)
-            if test is not None:
-                t = load_arff(test, xml=xml, n_labels=n_labels)
-                if t.feature_names != data.feature_names or t.label_names != data.label_names:
-                    raise DatasetError("the test file's attributes differ from the training "
-                                       "file's", path=_source_name(test))
-                data.X_test, data.Y_test = t.X, t.Y
-        elif fmt in ("xc", "xc_split"):
-            data = _load_xc_raw(raw, src, labels_path)
-            if test is not None:
-                traw, tname = _read_bytes(test)
-                t = _load_xc_raw(traw, tname, test_labels_path)
-                data.X_test, data.Y_test = t.X, t.Y
-        elif fmt == "svmlight":
-            parsed = [_svmlight_parse(raw, src)]
-            if test is not None:
-                traw, tname = _read_bytes(test)
-                parsed.append(_svmlight_parse(traw, tname))
-            mats = _svmlight_assemble(parsed, zero_based, n_features, n_labels)
-            data = MultiLabelData(X=mats[0][0], Y=mats[0][1], name=_stem(src),
-                                  source=f"svmlight: {src}")
-            if test is not None:
-                data.X_test, data.Y_test = mats[1]
-        else:
-            raise DatasetError(f"unknown format {fmt!r} (npz, arff, xc, xc_split, svmlight)",
-                               path=src)
-    except DatasetError:
-        raise
-    except (MemoryError, RecursionError, OverflowError, IndexError, KeyError,
-            TypeError, ValueError, UnicodeError, OSError) as exc:
-        raise DatasetError(f"cannot read ({type(exc).__name__}: {exc})", path=src) from exc
+    if fmt == "npz":
+        data = _load_npz_any(_raw_file(raw, src))
+        if not isinstance(data, MultiLabelData):
+            raise DatasetError(f"npz holds a {data.kind} dataset, not a multi-label one "
+                               f"(use load_graph/load_categorical)", path=src,
+                               field="kind")
+        if test is not None:
+            t = load_dataset(test, format="npz")
+            data.X_test, data.Y_test = t.X, t.Y
+    elif fmt == "arff":
+        data = load_arff(_raw_file(raw, src, path_or_file), xml=xml, n_labels=n_labels)
+        if test is not None:
+            t = load_arff(test, xml=xml, n_labels=n_labels)
+            if t.feature_names != data.feature_names or t.label_names != data.label_names:
+                raise DatasetError("the test file's attributes differ from the training "
+                                   "file's", path=_source_name(test))
+            data.X_test, data.Y_test = t.X, t.Y
+    elif fmt in ("xc", "xc_split"):
+        data = _load_xc_raw(raw, src, labels_path)
+        if test is not None:
+            traw, tname = _read_bytes(test)
+            t = _load_xc_raw(traw, tname, test_labels_path)
+            data.X_test, data.Y_test = t.X, t.Y
+    elif fmt == "svmlight":
+        parsed = [_svmlight_parse(raw, src)]
+        if test is not None:
+            traw, tname = _read_bytes(test)
+            parsed.append(_svmlight_parse(traw, tname))
+        mats = _svmlight_assemble(parsed, zero_based, n_features, n_labels)
+        data = MultiLabelData(X=mats[0][0], Y=mats[0][1], name=_stem(src),
+                              source=f"svmlight: {src}")
+        if test is not None:
+            data.X_test, data.Y_test = mats[1]
+    else:
+        raise DatasetError(f"unknown format {fmt!r} (npz, arff, xc, xc_split, svmlight)",
+                           path=src)
     if data.X_test is not None:
         if data.X_test.shape[1] != data.X.shape[1] or data.Y_test.shape[1] != data.Y.shape[1]:
             raise DatasetError(f"test set has {data.X_test.shape[1]} features and "
@@ -1303,7 +1344,7 @@ class _NamedBytes(io.BytesIO):
         self.name = name
 
 
-def raw_file(raw: bytes, name: str, original=None):
+def _raw_file(raw: bytes, name: str, original=None):
     """The original path when there is one (so neighbours such as ``<stem>.xml`` can be
     found), else an in-memory named file over ``raw``."""
     if isinstance(original, (str, os.PathLike)):
@@ -1926,6 +1967,7 @@ def _graph_format(raw: bytes, ext: str) -> str:
     return "edgelist"
 
 
+@_guard
 def load_graph(path_or_file, features=None, labels=None, *, format=None, node_ids="auto",
                self_loops=None, class_attr=None, name=None) -> GraphData:
     """Load an attributed graph from a path or a binary file-like object with ``.name``.
@@ -1962,44 +2004,38 @@ def load_graph(path_or_file, features=None, labels=None, *, format=None, node_id
     fmt = format or _graph_format(raw, _suffix(src))
     node_names = None
     keep_loops = bool(self_loops)
-    try:
-        if fmt == "npz":
-            data = _load_npz_any(_NamedBytes(raw, src))
-            if not isinstance(data, GraphData):
-                raise DatasetError(f"npz holds a {data.kind} dataset, not a graph", path=src,
-                                   field="kind")
-            A, X, y, fnames, cnames = (data.A, data.X, data.y, data.feature_names,
-                                       data.class_names)
-            if self_loops is False and A.diagonal().any():  # explicit request only
-                A = A.tolil()
-                A.setdiag(0)
-                A = A.tocsr()
-                A.eliminate_zeros()
-        elif fmt == "mat":
-            A, X, y, fnames, cnames = _load_mat(raw, src, keep_loops)
-        elif fmt == "graphml":
-            A, X, y, fnames, cnames = _load_graphml(raw, src, keep_loops, class_attr)
-        elif fmt == "gml":
-            A, X, y, fnames, cnames = _load_gml(raw, src, keep_loops, class_attr)
-        elif fmt == "edgelist":
-            r, c, w, lines, n, node_names = _parse_edge_list(raw, src, node_ids)
-            A = _undirected(r, c, w, n, self_loops=keep_loops, name=src, lines=lines)
-            X = sp.csr_matrix((n, 0), dtype=np.float32)
-            y = fnames = cnames = None
-        else:
-            raise DatasetError(f"unknown graph format {fmt!r} (npz, mat, graphml, gml, "
-                               f"edgelist)", path=src)
-        n = A.shape[0]
-        if features is not None:
-            X = _matrix_from_any(features, n, src, "features")
-            fnames = None
-        if labels is not None:
-            y, cnames = _labels_from_any(labels, n, node_names, src)
-    except DatasetError:
-        raise
-    except (MemoryError, RecursionError, OverflowError, IndexError, KeyError, TypeError,
-            ValueError, UnicodeError, OSError) as exc:
-        raise DatasetError(f"cannot read ({type(exc).__name__}: {exc})", path=src) from exc
+    if fmt == "npz":
+        data = _load_npz_any(_NamedBytes(raw, src))
+        if not isinstance(data, GraphData):
+            raise DatasetError(f"npz holds a {data.kind} dataset, not a graph", path=src,
+                               field="kind")
+        A, X, y, fnames, cnames = (data.A, data.X, data.y, data.feature_names,
+                                   data.class_names)
+        if self_loops is False and A.diagonal().any():  # explicit request only
+            A = A.tolil()
+            A.setdiag(0)
+            A = A.tocsr()
+            A.eliminate_zeros()
+    elif fmt == "mat":
+        A, X, y, fnames, cnames = _load_mat(raw, src, keep_loops)
+    elif fmt == "graphml":
+        A, X, y, fnames, cnames = _load_graphml(raw, src, keep_loops, class_attr)
+    elif fmt == "gml":
+        A, X, y, fnames, cnames = _load_gml(raw, src, keep_loops, class_attr)
+    elif fmt == "edgelist":
+        r, c, w, lines, n, node_names = _parse_edge_list(raw, src, node_ids)
+        A = _undirected(r, c, w, n, self_loops=keep_loops, name=src, lines=lines)
+        X = sp.csr_matrix((n, 0), dtype=np.float32)
+        y = fnames = cnames = None
+    else:
+        raise DatasetError(f"unknown graph format {fmt!r} (npz, mat, graphml, gml, "
+                           f"edgelist)", path=src)
+    n = A.shape[0]
+    if features is not None:
+        X = _matrix_from_any(features, n, src, "features")
+        fnames = None
+    if labels is not None:
+        y, cnames = _labels_from_any(labels, n, node_names, src)
     return GraphData(A=A, X=X, y=y, feature_names=fnames, class_names=cnames,
                      name=name or _stem(src),
                      source=f"{fmt}: {src}")
@@ -2168,6 +2204,7 @@ def _binary_labels(col, label: str, name: str, positive=None) -> np.ndarray:
                        field=label)
 
 
+@_guard
 def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positive=None,
                      header=True, name=None) -> CategoricalData:
     """Load a table of categorical columns with a binary label: CSV, TSV, parquet or the
@@ -2192,87 +2229,81 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
             raise DatasetError(f"npz holds a {data.kind} dataset, not a table", path=src,
                                field="kind")
         return data
-    try:
-        if raw[:4] == b"PAR1" or ext == ".parquet":
-            try:
-                df = pd.read_parquet(io.BytesIO(raw))
-            except Exception as exc:  # noqa: BLE001
-                raise DatasetError(f"not a readable parquet file ({type(exc).__name__}: "
-                                   f"{exc})", path=src) from None
-            if not header:
-                df.columns = [f"c{i}" for i in range(df.shape[1])]
-        else:
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
-                                   path=src, line=raw[:exc.start].count(b"\n") + 1) from None
-            if sep is None:
-                if ext in (".tsv", ".tab"):
-                    sep = "\t"
-                else:
-                    first = raw.split(b"\n", 1)[0]
-                    counts = {s: first.count(s.encode()) for s in (",", "\t", ";")}
-                    sep = max(counts, key=counts.get) if max(counts.values()) else ","
-            try:
-                df = pd.read_csv(io.BytesIO(raw), sep=sep, dtype=str, keep_default_na=True,
-                                 header=0 if header else None, encoding="utf-8",
-                                 skipinitialspace=True, engine="c")
-            except pd.errors.ParserError as exc:
-                m = re.search(r"line (\d+)", str(exc))
-                raise DatasetError(f"malformed table ({str(exc).strip()})", path=src,
-                                   line=int(m.group(1)) if m else None) from None
-            except pd.errors.EmptyDataError:
-                raise DatasetError("empty file", path=src) from None
-            if not isinstance(df.index, pd.RangeIndex):
-                raise DatasetError("malformed table: the first row has more fields than the "
-                                   "header", path=src, line=2 if header else 1)
-            if not header:
-                df.columns = [f"c{i}" for i in range(df.shape[1])]
-        df.columns = [str(c) for c in df.columns]
-        if len(set(df.columns)) != len(df.columns):
-            dup = next(c for c in df.columns if list(df.columns).count(c) > 1)
-            raise DatasetError(f"column {dup!r} appears twice", path=src, field=dup)
-        if isinstance(label, int) and not header:
-            label = f"c{label}"
-        if label is None:
-            cands = [c for c in df.columns if c.lower() in ("label", "target", "class", "y",
-                                                            "click")]
-            if len(cands) != 1:
-                raise DatasetError("say which column is the binary label: label=... "
-                                   f"(columns: {', '.join(list(df.columns)[:12])})", path=src)
-            label = cands[0]
-        label = str(label)
-        if label not in df.columns:
-            raise DatasetError(f"no label column {label!r} (columns: "
-                               f"{', '.join(list(df.columns)[:12])})", path=src, field=label)
-        if len(df) == 0:
-            raise DatasetError("the table has no rows", path=src)
-        y = _binary_labels(df[label], label, src, positive)
-        if columns is None:
-            cols = [c for c in df.columns if c != label]
-        else:
-            cols = [str(c) for c in columns]
-            missing = [c for c in cols if c not in df.columns]
-            if missing:
-                raise DatasetError(f"no column {missing[0]!r}", path=src, field=missing[0])
-            if label in cols:
-                raise DatasetError(f"the label {label!r} cannot also be a feature column",
-                                   path=src, field=label)
-        if not cols:
-            raise DatasetError("no categorical columns besides the label", path=src)
-        table = {}
-        for c in cols:
-            s = df[c]
-            na = s.isna().to_numpy()
-            txt = s.astype(object).where(~s.isna(), "<NA>").astype(str).to_numpy(object)
-            txt[na] = "<NA>"
-            table[c] = txt
-        out = pd.DataFrame(table, index=pd.RangeIndex(len(df)))
-    except DatasetError:
-        raise
-    except (MemoryError, RecursionError, OverflowError, IndexError, KeyError, TypeError,
-            ValueError, UnicodeError, OSError) as exc:
-        raise DatasetError(f"cannot read ({type(exc).__name__}: {exc})", path=src) from exc
+    if raw[:4] == b"PAR1" or ext == ".parquet":
+        try:
+            df = pd.read_parquet(io.BytesIO(raw))
+        except Exception as exc:  # noqa: BLE001
+            raise DatasetError(f"not a readable parquet file ({type(exc).__name__}: "
+                               f"{exc})", path=src) from None
+        if not header:
+            df.columns = [f"c{i}" for i in range(df.shape[1])]
+    else:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                               path=src, line=raw[:exc.start].count(b"\n") + 1) from None
+        if sep is None:
+            if ext in (".tsv", ".tab"):
+                sep = "\t"
+            else:
+                first = raw.split(b"\n", 1)[0]
+                counts = {s: first.count(s.encode()) for s in (",", "\t", ";")}
+                sep = max(counts, key=counts.get) if max(counts.values()) else ","
+        try:
+            df = pd.read_csv(io.BytesIO(raw), sep=sep, dtype=str, keep_default_na=True,
+                             header=0 if header else None, encoding="utf-8",
+                             skipinitialspace=True, engine="c")
+        except pd.errors.ParserError as exc:
+            m = re.search(r"line (\d+)", str(exc))
+            raise DatasetError(f"malformed table ({str(exc).strip()})", path=src,
+                               line=int(m.group(1)) if m else None) from None
+        except pd.errors.EmptyDataError:
+            raise DatasetError("empty file", path=src) from None
+        if not isinstance(df.index, pd.RangeIndex):
+            raise DatasetError("malformed table: the first row has more fields than the "
+                               "header", path=src, line=2 if header else 1)
+        if not header:
+            df.columns = [f"c{i}" for i in range(df.shape[1])]
+    df.columns = [str(c) for c in df.columns]
+    if len(set(df.columns)) != len(df.columns):
+        dup = next(c for c in df.columns if list(df.columns).count(c) > 1)
+        raise DatasetError(f"column {dup!r} appears twice", path=src, field=dup)
+    if isinstance(label, int) and not header:
+        label = f"c{label}"
+    if label is None:
+        cands = [c for c in df.columns if c.lower() in ("label", "target", "class", "y",
+                                                        "click")]
+        if len(cands) != 1:
+            raise DatasetError("say which column is the binary label: label=... "
+                               f"(columns: {', '.join(list(df.columns)[:12])})", path=src)
+        label = cands[0]
+    label = str(label)
+    if label not in df.columns:
+        raise DatasetError(f"no label column {label!r} (columns: "
+                           f"{', '.join(list(df.columns)[:12])})", path=src, field=label)
+    if len(df) == 0:
+        raise DatasetError("the table has no rows", path=src)
+    y = _binary_labels(df[label], label, src, positive)
+    if columns is None:
+        cols = [c for c in df.columns if c != label]
+    else:
+        cols = [str(c) for c in columns]
+        missing = [c for c in cols if c not in df.columns]
+        if missing:
+            raise DatasetError(f"no column {missing[0]!r}", path=src, field=missing[0])
+        if label in cols:
+            raise DatasetError(f"the label {label!r} cannot also be a feature column",
+                               path=src, field=label)
+    if not cols:
+        raise DatasetError("no categorical columns besides the label", path=src)
+    table = {}
+    for c in cols:
+        s = df[c]
+        na = s.isna().to_numpy()
+        txt = s.astype(object).where(~s.isna(), "<NA>").astype(str).to_numpy(object)
+        txt[na] = "<NA>"
+        table[c] = txt
+    out = pd.DataFrame(table, index=pd.RangeIndex(len(df)))
     return CategoricalData(table=out, labels=y, label_name=label, name=name or _stem(src),
                            source=f"table: {src}")
