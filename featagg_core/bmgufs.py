@@ -182,11 +182,15 @@ def _block_image(A: sp.csr_matrix, labels: np.ndarray, k: int):
 # BlockModel
 # ---------------------------------------------------------------------------
 def spectral_embedding(A: sp.csr_matrix, k: int) -> np.ndarray:
-    """Rows of the k leading eigenvectors of ``D^-1/2 A D^-1/2`` (sparse ``eigsh``),
-    L2-normalised (Ng, Jordan & Weiss); isolated nodes get a zero row."""
+    """Rows of the k leading eigenvectors of the regularised ``D_t^-1/2 A D_t^-1/2`` with
+    ``D_t = D + t I``, ``t`` the mean degree (Qin & Rohe 2013: without it, sparse graphs
+    with many small components - Cora, Citeseer - give one eigenvector per tiny component),
+    from sparse ``eigsh``, rows L2-normalised (Ng, Jordan & Weiss); isolated nodes get a
+    zero row."""
     from scipy.sparse.linalg import eigsh
     n = A.shape[0]
     d = np.asarray(A.sum(axis=1)).ravel()
+    d = d + d.mean()
     s = _pinv(d) ** 0.5
     N = sp.diags(s) @ A @ sp.diags(s)
     kk = min(k, n - 1)
