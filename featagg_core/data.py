@@ -204,6 +204,8 @@ def _read_bytes(path_or_file) -> tuple[bytes, str]:
         raise
     except Exception as exc:  # noqa: BLE001 - a reader lets nothing else escape
         raise DatasetError(f"cannot read input ({type(exc).__name__}: {exc})", path=name) from exc
+    if raw[:3] == b"\xef\xbb\xbf":      # a UTF-8 byte-order mark (Windows editors)
+        raw = raw[3:]
     return raw, name
 
 
@@ -261,6 +263,18 @@ def _atomic_write(path, write_fn) -> None:
 # validation shared by every reader
 # ---------------------------------------------------------------------------
 
+# Largest number of rows / columns / nodes a reader accepts: the int32 index space that
+# scipy.sparse and the kernels use. A small file cannot claim more (it would make
+# downstream code allocate arrays of that size).
+_MAX_DIM = 2**31 - 1
+
+
+def _check_dim(value: int, *, what: str, name: str, line=None, field=None) -> None:
+    if value > _MAX_DIM:
+        raise DatasetError(f"{what} = {value} exceeds the supported maximum {_MAX_DIM}",
+                           path=name, line=line, field=field)
+
+
 def _row_of_entry(indptr: np.ndarray, pos: int) -> int:
     """Row (0-based) that holds the non-zero at position ``pos`` of a csr matrix."""
     return int(np.searchsorted(indptr, pos, side="right") - 1)
@@ -284,6 +298,7 @@ def _check_csr_parts(data, indices, indptr, shape, *, name: str, what: str,
         raise DatasetError(f"{what}: shape must be two non-negative integers, got {shape}",
                            path=name, field=f"{what}_shape")
     n, m = shape
+    _check_dim(max(n, m), what=f"{what} dimension", name=name, field=f"{what}_shape")
     data, indices, indptr = np.asarray(data), np.asarray(indices), np.asarray(indptr)
     for part, arr in (("indices", indices), ("indptr", indptr)):
         if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
@@ -353,7 +368,7 @@ def _check_no_duplicates(M: sp.csr_matrix, *, name: str, what: str) -> None:
     if M.nnz == 0:
         return
     from ._kernels.parse import first_duplicate
-    r, c = first_duplicate(M.indptr, M.indices, M.shape[1])
+    r, c = first_duplicate(M.indptr, M.indices)
     if r >= 0:
         raise DatasetError(f"{what}: column {int(c)} appears twice in row {int(r)}",
                            path=name, field=what)
@@ -703,6 +718,7 @@ def _finish_matrix(parsed: _Parsed, ptr, idx, vals, n_cols: int, *, what: str,
                    binary: bool = False) -> sp.csr_matrix:
     """Range / finiteness / duplicate checks with line numbers, then a csr float32."""
     name = parsed.name
+    _check_dim(n_cols, what=f"number of {what}s", name=name)
     if idx.size:
         hi = int(idx.max())
         if hi >= n_cols:
@@ -737,7 +753,7 @@ def _finish_matrix(parsed: _Parsed, ptr, idx, vals, n_cols: int, *, what: str,
     M = sp.csr_matrix((data, idx.astype(idx_dtype), ptr.astype(idx_dtype)),
                       shape=(n, n_cols))
     from ._kernels.parse import first_duplicate
-    r, c = first_duplicate(M.indptr, M.indices, n_cols)
+    r, c = first_duplicate(M.indptr, M.indices)
     if r >= 0:
         raise DatasetError(f"duplicate {what} index {int(c)} on the line", path=name,
                            line=int(parsed.row_line[r]))
@@ -774,6 +790,8 @@ def _xc_header(raw: bytes, name: str, counts: tuple) -> tuple[list, int]:
         want = " or ".join({3: "'N D L'", 2: "'N D'"}[c] for c in counts)
         raise DatasetError(f"header must be {want} (non-negative integers), found "
                            f"{text.strip()[:60]!r}", path=name, line=1)
+    for v in h:
+        _check_dim(v, what="a header count", name=name, line=1)
     return h, end
 
 
@@ -1203,7 +1221,7 @@ def load_arff(path_or_file, *, xml=None, n_labels=None):
                                f"declares {n_attr} attributes)", path=name,
                                line=_line_of_entry(p, p.indptr, q))
     from ._kernels.parse import first_duplicate
-    r, c = first_duplicate(p.indptr, p.indices, n_attr)
+    r, c = first_duplicate(p.indptr, p.indices)
     if r >= 0:
         raise DatasetError(f"attribute index {int(c)} appears twice in the row", path=name,
                            line=int(p.row_line[r]))
@@ -1359,8 +1377,8 @@ def warmup() -> None:
     k.parse_sparse_lines(buf, 0, 1, True, True)
     k.parse_sparse_lines(buf, 0, 1, True, False)
     k.parse_arff_data(np.frombuffer(b"{0 1,2 0.5}\n1,0,2\n", np.uint8), 0, 1)
-    k.first_duplicate(np.array([0, 2], np.int64), np.array([0, 1], np.int64), 2)
-    k.first_duplicate(np.array([0, 2], np.int32), np.array([0, 1], np.int32), 2)
+    k.first_duplicate(np.array([0, 2], np.int64), np.array([0, 1], np.int64))
+    k.first_duplicate(np.array([0, 2], np.int32), np.array([0, 1], np.int32))
     codes, table, lens = _format_values(np.array([1.5], np.float32))
     ip = np.array([0, 1], np.int64)
     k.write_sparse_lines(ip, np.array([0], np.int64), codes, table, lens, ip,
@@ -1459,9 +1477,16 @@ def _parse_edge_list(raw: bytes, name: str, node_ids: str):
     if node_ids == "int" and not all_int:
         raise DatasetError("node_ids='int' but a node name is not a non-negative integer",
                            path=name)
-    if all_int and node_ids != "appearance":
+    use_int = all_int and node_ids != "appearance"
+    if use_int:
         ids = int_id[:2 * ne]
         n = int(ids.max()) + 1
+        if node_ids == "auto" and n > 2 * np.unique(ids).size + 1:
+            use_int = False          # sparse integer ids (e.g. SNAP's): number by appearance
+        elif n > _MAX_DIM:
+            raise DatasetError(f"node id {n - 1} exceeds the supported maximum "
+                               f"{_MAX_DIM - 1}", path=name)
+    if use_int:
         names = None
     else:
         width = int((te - ts).max())
@@ -1770,6 +1795,8 @@ def _mat_check_matrix(body: bytes, endian: str, name: str):
         raise DatasetError("variable name is not ASCII", path=name) from None
     if dims.size < 2 or (dims < 0).any():
         return var, cls, f"bad dimensions {dims.tolist()}"
+    if (dims.astype(np.int64) > _MAX_DIM).any():
+        return var, cls, f"dimensions {dims.tolist()} exceed {_MAX_DIM}"
     if cls not in _MX_NUMERIC and cls != _MX_SPARSE:
         return var, cls, None
     n_parts = 2 if is_complex else 1
@@ -1985,9 +2012,11 @@ def load_graph(path_or_file, features=None, labels=None, *, format=None, node_id
       from ``class_attr`` or else an attribute named class/y/group/community.
     - edge lists: ``u v [w]`` per line, separated by whitespace and/or a comma, ``#``/``%``
       comment lines, an optional ``source,target[,weight]`` header. ``node_ids="auto"``
-      uses the names as node indices when all are non-negative integers (n = max + 1),
-      else numbers nodes in order of first appearance (``"appearance"`` forces that,
-      ``"int"`` requires integers). Parsed by a numba kernel.
+      uses the names as node indices when all are non-negative integers and dense enough
+      (largest id < 2 x number of distinct ids + 1, so 0- and 1-based numberings with a
+      few isolated nodes qualify; n = largest + 1), else numbers nodes in order of first
+      appearance, keeping the names for a ``labels`` file (``"appearance"`` forces that,
+      ``"int"`` forces integer ids). Parsed by a numba kernel.
 
     Every format gives A symmetric csr float32: an edge given in either direction (or
     repeatedly) becomes one edge with the largest weight given; self-loops are dropped

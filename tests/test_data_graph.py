@@ -204,3 +204,13 @@ def test_planetoid_against_gcn_loader(tmp_path, ds):
     y = np.where(labels.sum(1) > 0, labels.argmax(1), -1)
     assert np.array_equal(h.y, y) and np.array_equal(g.y, y)
     assert h.A.nnz // 2 == {"cora": 5278, "citeseer": 4552}[ds]
+
+
+def test_sparse_integer_ids_numbered_by_appearance():
+    """A tiny file with huge ids must not create a huge graph (auto mode)."""
+    g = load_graph(_named(b"7 100000000000\n100000000000 3\n", "g.txt"))
+    assert g.A.shape == (3, 3) and g.A.nnz == 4
+    with pytest.raises(DatasetError, match="exceeds"):
+        load_graph(_named(b"0 100000000000\n", "g.txt"), node_ids="int")
+    h = load_graph(_named(b"1 2\n2 3\n", "g.txt"))  # 1-based ids: node 0 is isolated
+    assert h.A.shape == (4, 4) and h.A[0].nnz == 0

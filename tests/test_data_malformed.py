@@ -93,3 +93,15 @@ def test_malformed(case):
         loader(f, **kw)
     assert str(ei.value).startswith(fname)
     assert isinstance(ei.value, ValueError)
+
+
+def test_huge_claimed_dimensions_are_refused():
+    for raw in (b"1 99999999999 1\n0 0:1\n", b"1 3 99999999999\n0 0:1\n"):
+        f = io.BytesIO(raw)
+        f.name = "big.txt"
+        with pytest.raises(DatasetError, match="line 1: a header count = 99999999999 exceeds"):
+            load_xc(f)
+    f = io.BytesIO(b"0 99999999999:1\n")
+    f.name = "big.svm"
+    with pytest.raises(DatasetError, match="exceeds the supported maximum"):
+        load_dataset(f)

@@ -163,3 +163,9 @@ def test_bibtex_xc_equals_arff_and_sklearn():
 
 def test_warmup_runs():
     warmup()
+
+
+def test_utf8_bom_and_crlf_accepted():
+    d = load_xc(io.BytesIO(b"\xef\xbb\xbf2 3 2\r\n0 0:1\r\n1 2:0.5\r\n"))
+    assert d.X.toarray().tolist() == [[1, 0, 0], [0, 0, 0.5]]
+    assert d.Y.toarray().tolist() == [[1, 0], [0, 1]]

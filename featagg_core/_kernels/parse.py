@@ -9,19 +9,27 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def first_duplicate(indptr, indices, n_cols):
+def first_duplicate(indptr, indices):
     """First (row, column) of a csr structure whose row names a column twice, or (-1, -1).
 
-    One stamp array of ``n_cols`` entries: O(nnz + n_cols), no sorting.
-    """
-    stamp = np.full(max(n_cols, 1), -1, np.int64)
+    A row whose indices increase strictly is checked in one pass; only the other rows are
+    sorted (a copy). Memory is O(longest row), never O(number of columns): a tiny file
+    that claims a huge index space cannot make this allocate."""
     n = indptr.shape[0] - 1
     for r in range(n):
-        for p in range(indptr[r], indptr[r + 1]):
-            c = indices[p]
-            if stamp[c] == r:
-                return r, c
-            stamp[c] = r
+        a = indptr[r]
+        b = indptr[r + 1]
+        increasing = True
+        for p in range(a + 1, b):
+            if indices[p] <= indices[p - 1]:
+                increasing = False
+                break
+        if increasing:
+            continue
+        row = np.sort(indices[a:b])
+        for k in range(1, b - a):
+            if row[k] == row[k - 1]:
+                return r, row[k]
     return -1, -1
 
 
