@@ -179,7 +179,8 @@ model, S, table = res["model"], res["S"], res["table"]
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("P@1", f"{table.loc['P@k', 'k=1']:.2f}%", border=True)
 m2.metric("Train time", f"{res['train_s']:.2f} s", border=True)
-m3.metric("Predict", f"{1000 * res['pred_s'] / max(1, Xte.shape[0]):.3f} ms/point", border=True)
+m3.metric("Predict (per point)", f"{1000 * res['pred_s'] / max(1, Xte.shape[0]):.3f} ms",
+          border=True)
 m4.metric("Model size", f"{model.model_size_bytes_ / 2 ** 20:.2f} MB", border=True)
 
 st.subheader("Metrics on the test split")

@@ -1,0 +1,48 @@
+"""End-to-end: a person picks Bibtex, opens Extreme classification, trains one KTXMLC tree,
+reads P@1 and the metrics table, sees the head-to-tail chart and the label-tree sunburst
+with Bibtex's tag names, and finds the run on the Compare page."""
+import pytest
+
+from e2e_util import goto_page, metric_cards, page_text, select_sample, server_log_tail, wait_for_app
+from featagg_core.samples import load_sample
+
+SCREENSHOT_DIR = "/tmp"
+
+
+@pytest.mark.e2e
+def test_train_ktxmlc_on_bibtex(app_server, page):
+    bib = load_sample("bibtex")
+    page.goto(app_server)
+    wait_for_app(page)
+    select_sample(page, "Bibtex")
+    goto_page(page, "Extreme classification")
+    main = page.locator('[data-testid="stMain"]')
+    assert "How it works" in page_text(page), server_log_tail(app_server)
+    trees = main.locator('[data-testid="stNumberInput"]').filter(has_text="Trees").locator("input")
+    trees.fill("1")
+    trees.press("Enter")
+    wait_for_app(page)
+    main.get_by_role("button", name="Train").click()
+    wait_for_app(page, timeout_ms=240_000)
+    cards = metric_cards(page, timeout_ms=240_000)
+    p1 = float(cards["P@1"].rstrip("%"))
+    assert p1 > 55.0, (cards, server_log_tail(app_server))
+    text = page_text(page)
+    assert "Metrics on the test split" in text and "Label tree" in text
+    assert "Traceback" not in page.content()
+    plots = main.locator(".js-plotly-plot")
+    plots.first.wait_for(state="visible")
+    assert plots.count() >= 2                      # buckets + sunburst
+    sunburst = plots.nth(plots.count() - 1)
+    assert "Label tree" in sunburst.inner_text()
+    # some Bibtex tag name appears as a sector (depth 4 shows the labels of a 2-level tree)
+    sb_text = sunburst.inner_text()
+    assert any(name in sb_text for name in bib.label_names[:159]), sb_text[:500]
+    page.set_viewport_size({"width": 1400, "height": 2600})
+    wait_for_app(page)
+    page.wait_for_timeout(800)
+    page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_xmlc_bibtex.png", full_page=True)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+    goto_page(page, "Compare")
+    assert "KTXMLC" in page_text(page), server_log_tail(app_server)
