@@ -191,7 +191,13 @@ def feature_representation(X, Y=None, representation: str = "XY", sample_points:
         if sample_labels < 1.0:
             cols = _top_fraction(np.diff(Y.tocsc().indptr), sample_labels)
             Y = Y[:, cols]
-        R = (X.T.tocsr() @ Y.tocsc().astype(np.float32)).tocsr()
+        Xt = X.T.tocsr()
+        Y = sp.csr_matrix(Y)
+        Y.sort_indices()
+        ptr, ind, dat = _k.xt_y(Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32),
+                                Xt.data, Y.indptr.astype(np.int64), Y.indices.astype(np.int32),
+                                Y.data.astype(np.float32), Y.shape[1], _n_chunks())
+        R = sp.csr_matrix((dat, ind, ptr), shape=(X.shape[1], Y.shape[1]))
     R.sort_indices()
     indptr, indices, data, sq = _k.normalize_prune(
         R.indptr.astype(np.int64), R.indices.astype(np.int32), R.data.astype(np.float32),

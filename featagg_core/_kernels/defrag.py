@@ -79,8 +79,8 @@ def normalize_prune(indptr, indices, data, threshold):
 
 
 @njit(cache=True, nogil=True)
-def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_iter,
-               mark, c0, c1, active):
+def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_iter, loc,
+               active):
     """Balanced 2-means split of the node whose members are ``order[start:start+n]``.
 
     Follows ``balanced_kmeans`` of the DEFRAG/Parabel code: two distinct random members
@@ -90,28 +90,48 @@ def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_i
     members to their own centre grows by less than ``eps`` (or ``max_iter`` rounds).
     Ties in the score keep the members' order (stable sort).
 
+    Like the original's ``shrink_mat``, the node's rows are first copied into a compact
+    local matrix over the node's active columns only, so the centres are dense over those
+    columns and every round is O(nnz of the node) with good locality.
+
     On return ``order[start:start+n//2]`` holds the left members and the rest the right
-    ones, each in their previous relative order. ``mark``/``c0``/``c1``/``active`` are
-    scratch buffers of ``R``'s column count, all-false/zero on entry and on exit.
+    ones, each in their previous relative order. ``loc`` (all -1) and ``active`` are
+    scratch buffers of ``R``'s column count; ``loc`` is all -1 again on exit.
     Returns the number of rounds run.
     """
-    # the node's active columns (its centres live on them only)
+    # compact copy of the node's rows over its active columns
+    nnz = 0
+    for i in range(n):
+        f = order[start + i]
+        nnz += indptr[f + 1] - indptr[f]
+    lptr = np.empty(n + 1, np.int64)
+    lind = np.empty(nnz, np.int32)
+    ldat = np.empty(nnz, np.float64)
     na = 0
+    q = 0
+    lptr[0] = 0
     for i in range(n):
         f = order[start + i]
         for p in range(indptr[f], indptr[f + 1]):
             c = indices[p]
-            if not mark[c]:
-                mark[c] = True
+            if loc[c] < 0:
+                loc[c] = na
                 active[na] = c
                 na += 1
+            lind[q] = loc[c]
+            ldat[q] = data[p]
+            q += 1
+        lptr[i + 1] = q
+    for a in range(na):
+        loc[active[a]] = -1
+
+    # interleaved centres: cc[2 l] (centre 0) and cc[2 l + 1] (centre 1) on local column l
+    cc = np.zeros(2 * max(na, 1), np.float64)
     r0, r1 = node_centres(seed, node_id, n)
-    f0 = order[start + r0]
-    for p in range(indptr[f0], indptr[f0 + 1]):
-        c0[indices[p]] = data[p]
-    f1 = order[start + r1]
-    for p in range(indptr[f1], indptr[f1 + 1]):
-        c1[indices[p]] = data[p]
+    for p in range(lptr[r0], lptr[r0 + 1]):
+        cc[2 * lind[p]] = ldat[p]
+    for p in range(lptr[r1], lptr[r1 + 1]):
+        cc[2 * lind[p] + 1] = ldat[p]
 
     cos0 = np.empty(n, np.float64)
     cos1 = np.empty(n, np.float64)
@@ -124,22 +144,31 @@ def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_i
     while new_cos - old_cos >= eps and it < max_iter:
         it += 1
         for i in range(n):
-            f = order[start + i]
             s0 = 0.0
             s1 = 0.0
-            for p in range(indptr[f], indptr[f + 1]):
-                v = np.float64(data[p])
-                s0 += c0[indices[p]] * v
-                s1 += c1[indices[p]] * v
+            for p in range(lptr[i], lptr[i + 1]):
+                v = ldat[p]
+                l2 = 2 * lind[p]
+                s0 += cc[l2] * v
+                s1 += cc[l2 + 1] * v
             cos0[i] = s0
             cos1[i] = s1
             score[i] = s1 - s0  # ascending sort of (c1 - c0) == descending of (c0 - c1)
-        rank = np.argsort(score, kind="mergesort")
+        # the n // 2 smallest (score, position) pairs go left: a stable sort's first half,
+        # found by selection in O(n) instead of sorting
+        vth = np.partition(score, half - 1)[half - 1]
+        n_less = 0
+        for i in range(n):
+            if score[i] < vth:
+                n_less += 1
+        room = half - n_less  # ties at vth that still go left, lowest positions first
         old_cos = new_cos
         new_cos = 0.0
-        for k in range(n):
-            i = rank[k]
-            if k < half:
+        for i in range(n):
+            sc = score[i]
+            if sc < vth or (sc == vth and room > 0):
+                if sc == vth:
+                    room -= 1
                 side[i] = 0
                 new_cos += cos0[i]
             else:
@@ -147,37 +176,22 @@ def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_i
                 new_cos += cos1[i]
         new_cos /= n
         # new centres: normalised sums of the two sides
-        for a in range(na):
-            c0[active[a]] = 0.0
-            c1[active[a]] = 0.0
+        cc[:] = 0.0
         for i in range(n):
-            f = order[start + i]
-            if side[i] == 0:
-                for p in range(indptr[f], indptr[f + 1]):
-                    c0[indices[p]] += data[p]
-            else:
-                for p in range(indptr[f], indptr[f + 1]):
-                    c1[indices[p]] += data[p]
+            sd = side[i]
+            for p in range(lptr[i], lptr[i + 1]):
+                cc[2 * lind[p] + sd] += ldat[p]
         s0 = 0.0
         s1 = 0.0
         for a in range(na):
-            s0 += c0[active[a]] * c0[active[a]]
-            s1 += c1[active[a]] * c1[active[a]]
-        if s0 > 0.0:
-            s0 = 1.0 / np.sqrt(s0)
-            for a in range(na):
-                c0[active[a]] *= s0
-        if s1 > 0.0:
-            s1 = 1.0 / np.sqrt(s1)
-            for a in range(na):
-                c1[active[a]] *= s1
+            s0 += cc[2 * a] * cc[2 * a]
+            s1 += cc[2 * a + 1] * cc[2 * a + 1]
+        s0 = 1.0 / np.sqrt(s0) if s0 > 0.0 else 0.0
+        s1 = 1.0 / np.sqrt(s1) if s1 > 0.0 else 0.0
+        for a in range(na):
+            cc[2 * a] *= s0
+            cc[2 * a + 1] *= s1
 
-    # reset the scratch buffers
-    for a in range(na):
-        c = active[a]
-        mark[c] = False
-        c0[c] = 0.0
-        c1[c] = 0.0
     # stable rewrite: left members first, then right ones
     members = order[start:start + n].copy()
     q = start
@@ -207,13 +221,11 @@ def split_level(indptr, indices, data, n_cols, order, starts, sizes, node_ids, s
     for ch in prange(n_chunks):
         lo = ch * m // n_chunks
         hi = (ch + 1) * m // n_chunks
-        mark = np.zeros(max(n_cols, 1), np.bool_)
-        c0 = np.zeros(max(n_cols, 1), np.float64)
-        c1 = np.zeros(max(n_cols, 1), np.float64)
+        loc = np.full(max(n_cols, 1), -1, np.int64)
         active = np.empty(max(n_cols, 1), np.int64)
         for k in range(lo, hi):
             iters[k] = split_node(indptr, indices, data, order, starts[k], sizes[k], seed,
-                                  node_ids[k], eps, max_iter, mark, c0, c1, active)
+                                  node_ids[k], eps, max_iter, loc, active)
     return iters
 
 
@@ -311,4 +323,59 @@ def agglomerate(indptr, indices, data, labels, n_clusters, average, n_chunks):
                 out_dat[out_ptr[r] + t] = np.float32(v)
                 acc[k] = 0.0
                 num[k] = 0
+    return out_ptr, out_ind, out_dat
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks):
+    """Rows of ``Xᵀ Y`` (csr, sorted indices) from ``Xᵀ`` in csr (= X in csc) and ``Y`` in
+    csr: row j sums the label rows of the points where feature j is non-zero, weighted
+    by ``X[i, j]``. Two passes (count, fill), parallel over chunks of features, each with
+    its own dense accumulator of ``n_labels`` entries."""
+    d = xt_ptr.shape[0] - 1
+    counts = np.zeros(d + 1, np.int64)
+    n_chunks = max(1, min(n_chunks, max(d, 1)))
+    L = max(n_labels, 1)
+    for ch in prange(n_chunks):
+        lo = ch * d // n_chunks
+        hi = (ch + 1) * d // n_chunks
+        stamp = np.full(L, -1, np.int64)
+        for j in range(lo, hi):
+            cnt = 0
+            for p in range(xt_ptr[j], xt_ptr[j + 1]):
+                i = xt_ind[p]
+                for q in range(y_ptr[i], y_ptr[i + 1]):
+                    lab = y_ind[q]
+                    if stamp[lab] != j:
+                        stamp[lab] = j
+                        cnt += 1
+            counts[j + 1] = cnt
+    out_ptr = np.cumsum(counts)
+    out_ind = np.empty(out_ptr[d], np.int32)
+    out_dat = np.empty(out_ptr[d], np.float32)
+    for ch in prange(n_chunks):
+        lo = ch * d // n_chunks
+        hi = (ch + 1) * d // n_chunks
+        acc = np.zeros(L, np.float64)
+        seen = np.zeros(L, np.bool_)
+        for j in range(lo, hi):
+            q0 = out_ptr[j]
+            k = q0
+            for p in range(xt_ptr[j], xt_ptr[j + 1]):
+                i = xt_ind[p]
+                w = np.float64(xt_dat[p])
+                for q in range(y_ptr[i], y_ptr[i + 1]):
+                    lab = y_ind[q]
+                    if not seen[lab]:
+                        seen[lab] = True
+                        out_ind[k] = lab
+                        k += 1
+                    acc[lab] += w * y_dat[q]
+            seg = np.sort(out_ind[q0:k])
+            for t in range(seg.shape[0]):
+                lab = seg[t]
+                out_ind[q0 + t] = lab
+                out_dat[q0 + t] = np.float32(acc[lab])
+                acc[lab] = 0.0
+                seen[lab] = False
     return out_ptr, out_ind, out_dat
