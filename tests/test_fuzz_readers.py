@@ -115,6 +115,13 @@ READERS = {
 }
 READERS["arff_xml"] = ("xml", READERS["arff_xml"][1])
 SEEDS["xml"] = XML
+# companion files of an edge list: node classes ("node class" lines) and node features
+SEEDS["node_labels"] = b"a x\nb y\n# c\nd x\n"
+SEEDS["node_features"] = b"4 3\n0:1 2:0.5\n\n1:2\n0:1\n"
+READERS["graph_labels_file"] = ("node_labels", lambda raw: load_graph(
+    _named(SEEDS["edges"], "g.edges"), labels=_named(raw, "labels.txt")))
+READERS["graph_features_file"] = ("node_features", lambda raw: load_graph(
+    _named(SEEDS["edges"], "g.edges"), features=_named(raw, "X.txt")))
 
 
 def _accepts(reader, raw):
