@@ -84,6 +84,10 @@ def test_cosine_normalization_dense():
     with np.errstate(invalid="ignore", divide="ignore"):
         ref = np.where(np.outer(s, s) > 0, Cd / np.outer(s, s), 0.0)
     np.testing.assert_allclose(M, ref, atol=1e-12)
+    K = normalize_cooccurrence(C, "conditional").toarray()     # K[b, a] = C_ab / C_aa
+    dg = np.diag(Cd)
+    np.testing.assert_allclose(K, np.where(dg[None, :] > 0, Cd / np.where(dg > 0, dg, 1)[None, :],
+                                           0.0), atol=1e-12)
     R = normalize_cooccurrence(C, "row").toarray()
     rs = Cd.sum(1, keepdims=True)
     np.testing.assert_allclose(R, np.where(rs != 0, Cd / np.where(rs == 0, 1, rs), 0),
@@ -100,7 +104,7 @@ def _dense_impute(X, M, mix):
     return np.where(obs, D, imp)
 
 
-@pytest.mark.parametrize("normalization", ["cosine", "row", "none"])
+@pytest.mark.parametrize("normalization", ["cosine", "conditional", "row", "none"])
 @pytest.mark.parametrize("mix", [1.0, 0.3])
 def test_transform_equals_dense_rule(normalization, mix):
     X, rng = _data(seed=5, signed=False)
@@ -125,7 +129,7 @@ def test_restores_perfectly_correlated_features():
     base.data = rng.uniform(0.5, 3.0, base.nnz)
     X = sp.hstack([base, base, base]).tocsr()          # feature j, j+g, j+2g identical
     labels = np.tile(np.arange(g), 3)
-    f = Fiat(Clustering(labels)).fit(X)
+    f = Fiat(Clustering(labels), mix=1.0).fit(X)
     Xt = X[:100].tocsr()
     D = Xt.toarray()
     E = D.copy()
@@ -155,7 +159,7 @@ def test_restores_perfectly_correlated_features_with_real_defrag():
         D[:, j] = np.where(point_group == j // c, val, 0.0)
     X = sp.csr_matrix(D)
     dfg = Defrag(d0=4, representation="X", random_state=0).fit(X)
-    f = Fiat(dfg).fit(X)
+    f = Fiat(dfg, mix=1.0).fit(X)
     keep = np.arange(g * c) % c == 0                   # keep the first copy of each group
     E = D * keep
     Z = f.transform(sp.csr_matrix(E)).toarray()

@@ -74,11 +74,13 @@ def test_pruning_keeps_large_entries_and_unit_norm():
     np.testing.assert_allclose(P, _unit_rows(np.where(kept, full, 0.0)), atol=1e-12)
 
 
-def _brute_rerank(r, X, S, k):
+def _brute_rerank(r, X, S, k, Ytr):
     """Dense re-implementation of Refrag.rerank from its definition."""
     Q = _unit_rows(X.toarray().astype(np.float64))
     P = r.prototypes_.toarray()
     has = np.linalg.norm(P, axis=1) > 0
+    w = metrics.inverse_propensity(Ytr)
+    w = (w / w.max()) ** r.propensity_exponent
     cos = Q @ P.T
     Sd = S.toarray().astype(np.float64)
     stored = S.toarray() != 0                  # test scores are all non-zero when stored
@@ -91,7 +93,7 @@ def _brute_rerank(r, X, S, k):
             mx = max(base.values())
             base = {l: v / mx for l, v in base.items()}
         cand = dict()
-        aff = lambda l: np.exp(-r.gamma / 2 * (2 - 2 * cos[i, l])) if has[l] else 0.0
+        aff = lambda l: w[l] * np.exp(-r.gamma / 2 * (2 - 2 * cos[i, l])) if has[l] else 0.0
         for l, v in base.items():
             cand[l] = r.alpha * v + (1 - r.alpha) * aff(l)
         if r.alpha < 1:
@@ -104,17 +106,19 @@ def _brute_rerank(r, X, S, k):
     return out
 
 
-@pytest.mark.parametrize("alpha,gamma,s,m", [(0.8, 30.0, 100, 10), (0.5, 4.0, 3, 2),
-                                             (0.0, 10.0, 5, 4), (0.3, 1.0, 2, 0)])
-def test_rerank_equals_brute_force(alpha, gamma, s, m):
+@pytest.mark.parametrize("alpha,gamma,s,m,beta", [(0.8, 30.0, 100, 10, 0.0),
+                                                  (0.5, 4.0, 3, 2, 0.5),
+                                                  (0.0, 10.0, 5, 4, 1.0),
+                                                  (0.3, 1.0, 2, 0, 2.0)])
+def test_rerank_equals_brute_force(alpha, gamma, s, m, beta):
     X, Y, labels, rng = _problem(seed=2)
-    r = Refrag(alpha=alpha, gamma=gamma, shortlist_size=s,
-               n_prototype_candidates=m).fit(X, Y, Clustering(labels))
+    r = Refrag(alpha=alpha, gamma=gamma, shortlist_size=s, n_prototype_candidates=m,
+               propensity_exponent=beta).fit(X, Y, Clustering(labels))
     Xt = X[:30]
     S = sp.random(30, Y.shape[1], density=0.4, format="csr", random_state=rng)
     S.data = rng.uniform(0.01, 1.0, S.nnz)
     out, top_l, top_s = r.rerank(Xt, S, k=4, return_arrays=True)
-    ref = _brute_rerank(r, Xt, S, 4)
+    ref = _brute_rerank(r, Xt, S, 4, Y)
     for i, row in enumerate(ref):
         got = [(l, v) for l, v in zip(top_l[i], top_s[i]) if l >= 0]
         assert [l for l, _ in got] == [l for l, _ in row], i
@@ -214,7 +218,8 @@ def test_validation_not_fitted_and_artifacts():
         Refrag().rerank(X, S)
     for bad in [dict(alpha=1.5), dict(gamma=-1), dict(shortlist_size=0),
                 dict(n_prototype_candidates=-1), dict(normalization="x"),
-                dict(score_normalization="softmax"), dict(prune_threshold=2.0)]:
+                dict(score_normalization="softmax"), dict(prune_threshold=2.0),
+                dict(propensity_exponent=-1)]:
         with pytest.raises(ValueError, match=list(bad)[0]):
             Refrag(**bad).fit(X, Y, Clustering(labels))
     r = Refrag().fit(X, Y, Clustering(labels))

@@ -232,7 +232,7 @@ def _topk_insert(best_s, best_l, kk, s, lab):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def rerank_rows(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, has_proto,
+def rerank_rows(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, weight,
                 s_indptr, s_indices, s_data, alpha, gamma, n_proto, k, n_labels):
     """REFRAG re-ranking of every row.
 
@@ -242,11 +242,13 @@ def rerank_rows(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, has
     whose prototypes have the largest cosine with the query (nearest in Euclidean distance
     on the unit sphere). Candidate l gets
 
-        alpha * s_l + (1 - alpha) * exp(-gamma / 2 * ||q - xi_l||^2),
+        alpha * s_l + (1 - alpha) * weight_l * exp(-gamma / 2 * ||q - xi_l||^2),
         ||q - xi_l||^2 = 2 - 2 cos(q, xi_l),
 
-    (s_l = 0 off the shortlist; affinity 0 for labels without a prototype). Returns the
-    top ``k`` labels (int64, -1 padded) and their scores, ties towards the lower label.
+    (s_l = 0 off the shortlist; ``weight_l`` is 0 for labels without a prototype, else a
+    per-label factor such as a propensity weight). Only prototypes sharing a feature with
+    the query can join as extra candidates. Returns the top ``k`` labels (int64, -1
+    padded) and their scores, ties towards the lower label.
     """
     n = q_indptr.shape[0] - 1
     out_l = np.full((n, k), -1, np.int64)
@@ -283,8 +285,8 @@ def rerank_rows(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, has
                 lab = s_indices[p]
                 in_short[lab] = True
                 aff = 0.0
-                if alpha < 1.0 and has_proto[lab]:
-                    aff = np.exp(-0.5 * gamma * (2.0 - 2.0 * cosv[lab]))
+                if alpha < 1.0 and weight[lab] > 0.0:
+                    aff = weight[lab] * np.exp(-0.5 * gamma * (2.0 - 2.0 * cosv[lab]))
                 sc = alpha * s_data[p] + (1.0 - alpha) * aff
                 _topk_insert(best_s, best_l, k, sc, lab)
             if alpha < 1.0 and n_proto > 0:
@@ -293,13 +295,13 @@ def rerank_rows(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, has
                     pb_s[j] = 0.0
                 for t in range(nt):
                     lab = touched[t]
-                    if not in_short[lab] and has_proto[lab]:
+                    if not in_short[lab] and weight[lab] > 0.0:
                         _topk_insert(pb_s, pb_l, n_proto, cosv[lab], lab)
                 for j in range(n_proto):
                     lab = pb_l[j]
                     if lab < 0:
                         break
-                    aff = np.exp(-0.5 * gamma * (2.0 - 2.0 * cosv[lab]))
+                    aff = weight[lab] * np.exp(-0.5 * gamma * (2.0 - 2.0 * cosv[lab]))
                     _topk_insert(best_s, best_l, k, (1.0 - alpha) * aff, lab)
             for j in range(k):
                 out_l[i, j] = best_l[j]
