@@ -1,0 +1,166 @@
+"""Graph feature selection page: its table/figure builders against brute force, and AppTest
+runs of the page on the default Cora sample."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from featagg_app import bmgufs_view as bv
+from featagg_core.bmgufs import BMGUFS
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "pages" / "graph_features.py")
+
+
+def _graph(seed=0, n=150, k=3, f=40, p_in=0.2, p_out=0.01):
+    rng = np.random.default_rng(seed)
+    lab = rng.permutation(np.arange(n) % k)
+    P = np.where(lab[:, None] == lab[None, :], p_in, p_out)
+    up = np.triu(rng.random((n, n)) < P, 1)
+    A = sp.csr_matrix((up | up.T).astype(float))
+    fb = np.arange(f) % k
+    X = (rng.random((n, f)) < np.where(lab[:, None] == fb[None, :], 0.4, 0.05)).astype(float)
+    X[:, -10:] = rng.random((n, 10)) < 0.15
+    return A, sp.csr_matrix(X), lab
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    A, X, lab = _graph()
+    m = BMGUFS(n_blocks=3, n_candidates=3, max_iter=40, gamma=1.0).fit(A, X)
+    return A, X, lab, m
+
+
+def test_candidates_table_and_rre_figure(fitted):
+    A, X, lab, m = fitted
+    T = bv.candidates_table(m)
+    assert list(T["candidate"]) == [0, 1, 2]
+    np.testing.assert_allclose(T["RRE"], [c.rre_ for c in m.candidates_])
+    assert (T["used"] == "✓").sum() == 1 and T.loc[m.candidate_index_, "used"] == "✓"
+    for c, bm in enumerate(m.candidates_):
+        sizes = [int(s) for s in T.loc[c, "block sizes"].split(", ")]
+        assert sum(sizes) == A.shape[0]
+        assert sizes == np.bincount(bm.labels_, minlength=3).tolist()
+    fig = bv.rre_figure(m)
+    np.testing.assert_allclose(fig.data[0].y, T["RRE"])
+
+
+def test_heatmaps_and_convergence(fitted):
+    A, X, lab, m = fitted
+    figM = bv.image_matrix_figure(m)
+    np.testing.assert_allclose(np.asarray(figM.data[0].z), m.block_model_.M_)
+    figS = bv.similarity_figure(m)
+    P, Q = (np.asarray(t.z) for t in figS.data)
+    np.testing.assert_allclose(P.sum(1), 1.0)
+    np.testing.assert_allclose(Q.sum(1), 1.0)
+    figC = bv.convergence_figure(m.history_)
+    assert len(figC.data) == 3
+    np.testing.assert_allclose(figC.data[0].y, m.history_["L_b"])
+    np.testing.assert_allclose(figC.data[2].y, m.history_["nnz"])
+
+
+def test_top_features_table_and_message(fitted):
+    A, X, lab, m = fitted
+    idx, msg = bv.select_with_message(m, 5)
+    assert msg is None and len(idx) == 5
+    names = [f"w{j}" for j in range(X.shape[1])]
+    T = bv.top_features_table(m, idx, names, X)
+    assert list(T["rank"]) == [1, 2, 3, 4, 5]
+    assert list(T["name"]) == [names[j] for j in idx]
+    assert np.all(np.diff(T["weight r"]) <= 0)
+    np.testing.assert_array_equal(T["nodes with it"], (X.toarray()[:, idx] > 0).sum(0))
+    big = BMGUFS(n_blocks=3, n_candidates=1, max_iter=100, gamma=5.0).fit(A, X)
+    idx2, msg2 = bv.select_with_message(big, X.shape[1])
+    assert msg2 is not None and "nnz(r) < d" in msg2
+    assert len(idx2) == big.n_nonzero_
+
+
+def test_compare_methods_matches_direct_evaluation(fitted):
+    from featagg_core import feature_selection_baselines as fsb
+    from featagg_core.graph_eval import evaluate_selection
+    A, X, lab, m = fitted
+    calls = []
+    cmp = bv.compare_methods(A, X, lab, m, ds=(5, 20, 1000), n_seeds=2,
+                             progress=lambda fr, msg: calls.append(fr))
+    assert cmp["ds"] == [5, 20]                       # d > f dropped
+    assert calls[-1] == pytest.approx(1.0)
+    got = cmp["methods"]["Laplacian score (graph)"][5]
+    order = fsb.rank_features(fsb.laplacian_score(X, A), False)
+    exp = evaluate_selection(X, lab, order[:5], n_seeds=2)
+    assert got["acc"] == exp["acc"] and got["nmi"] == exp["nmi"]
+    assert cmp["methods"]["BMGUFS"][20]["d"] == 20
+    T = bv.comparison_table(cmp, "acc")
+    assert set(T.columns) == {"d=5", "d=20"} and "all features" in T.index
+    fig = bv.acc_nmi_figure(cmp)
+    assert len(fig.data) == 2 * len(cmp["methods"])
+
+
+def test_node_sample_and_figure():
+    A, X, lab = _graph(1, n=2000, p_in=0.005, p_out=0.0005)      # mean degree ~ 4
+    nodes = bv.node_sample(A, 200, seed=0)
+    assert nodes.size == 200 and np.unique(nodes).size == 200
+    sub = A[nodes][:, nodes]
+    # snowball samples keep edges: far more than a uniform sample would
+    rng = np.random.default_rng(0)
+    uni = np.sort(rng.choice(2000, 200, replace=False))
+    assert sub.nnz > 2 * A[uni][:, uni].nnz
+    fig = bv.node_figure(A, nodes, lab, lab, ["a", "b", "c"])
+    pts = sum(len(t.x) for t in fig.data[1:])
+    assert pts == 200
+    assert all("class" in t.text[0] for t in fig.data[1:])
+    small = bv.node_sample(A[:50][:, :50], 200)
+    np.testing.assert_array_equal(small, np.arange(50))
+
+
+# ------------------------------------------------------------------ the page (AppTest)
+def _app():
+    from streamlit.testing.v1 import AppTest
+    return AppTest.from_file(PAGE, default_timeout=240)
+
+
+def test_page_runs_on_the_default_sample_and_switches_candidate():
+    at = _app()
+    at.run()
+    assert not at.exception
+    assert any("Cora" in i.value for i in at.info)
+    assert any("Run BMGUFS" in i.value for i in at.info)
+    at.number_input(key="gf_cand").set_value(2)
+    at.number_input(key="gf_iter").set_value(25)
+    at.number_input(key="gf_d").set_value(2000)        # clipped to f = 1433
+    at.run()
+    at.button(key="gf_run").click().run()
+    assert not at.exception, at.exception
+    cards = {m.label: m.value for m in at.metric}
+    assert cards["RRE of the block model"].startswith("0.99")
+    assert "of 1,433" in cards["Non-zero weights"]
+    assert len(at.dataframe) >= 2                      # candidates + top features
+    runs = at.session_state["featagg.runs"]
+    assert runs[-1]["method"] == "BMGUFS" and "ACC" in runs[-1]["metrics"]
+    model = at.session_state["featagg.store"]["bmgufs"]
+    assert len(model.candidates_) == 2
+    other = 1 - model.candidate_index_
+    at.selectbox(key="gf_candidate").set_value(other).run()
+    assert not at.exception
+    assert at.session_state["featagg.store"]["bmgufs"].candidate_index_ == other
+    assert len(at.session_state["featagg.runs"]) == 2
+
+
+def test_page_warns_when_gamma_leaves_fewer_than_d_and_compares():
+    at = _app()
+    at.run()
+    at.number_input(key="gf_cand").set_value(1)
+    at.number_input(key="gf_gamma").set_value(4.0)
+    at.number_input(key="gf_iter").set_value(200)
+    at.number_input(key="gf_d").set_value(600)
+    at.run()
+    at.button(key="gf_run").click().run()
+    assert not at.exception, at.exception
+    assert any("nnz(r) < d" in w.value for w in at.warning)
+    at.number_input(key="gf_seeds").set_value(1)
+    at.run()
+    at.button(key="gf_compare_btn").click().run()
+    assert not at.exception, at.exception
+    assert len(at.tabs) == 2
+    texts = " ".join(str(df.value.index.tolist()) for df in at.dataframe)
+    assert "Laplacian score (graph)" in texts and "all features" in texts
