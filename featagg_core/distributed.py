@@ -146,10 +146,11 @@ def distributed_threshold_compress(values=None, labels=None, budget=100, *, coun
         Fitted (``method="threshold"``), with ``distributed_info_`` = dict of ``n_chunks``,
         ``n_parts``, ``forced``, ``d``, ``rounds``, ``seconds``.
     """
-    from .vocab import VocabularyCompressor, _prefix, sort_order
+    from .vocab import VocabularyCompressor, _Prepared
 
     t0 = time.perf_counter()
-    vc = VocabularyCompressor(budget=budget, method="threshold", epsilon=epsilon, refine=refine)
+    vc = VocabularyCompressor(budget=budget, method="threshold", epsilon=epsilon, refine=refine,
+                              merge_ties=False)
     vc._validate()
     if not (0 < float(epsilon) < 1):
         raise ValueError(f"epsilon: must be in (0, 1), got {epsilon!r}")
@@ -173,7 +174,8 @@ def distributed_threshold_compress(values=None, labels=None, budget=100, *, coun
             raise ValueError("labels: both classes 0 and 1 must occur (I(X;C) is 0 otherwise)")
     n = len(vocab)
     k = int(min(budget, n)) - 1
-    order = sort_order(c0, c1)
+    prep = _Prepared(c0, c1, 1, False)  # the n values in P(C=0|x) order, as in the paper
+    order = prep.order
     s0 = np.ascontiguousarray(c0[order], np.int64)
     s1 = np.ascontiguousarray(c1[order], np.int64)
     # step 2: forced split points, evenly spaced by index
@@ -216,7 +218,7 @@ def distributed_threshold_compress(values=None, labels=None, budget=100, *, coun
     else:
         pos, gains, levels = np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)
     # fitted estimator: forced points first (gains of inserting them left to right)
-    P0, P1 = _prefix(c0, c1, order)
+    P0, P1 = prep.P0, prep.P1
     N = float(P0[-1] + P1[-1])
     fg = np.zeros(len(forced))
     if len(forced):
@@ -227,7 +229,8 @@ def distributed_threshold_compress(values=None, labels=None, budget=100, *, coun
     vc.vocabulary_ = vocab
     vc.counts_ = np.column_stack([c0, c1]).astype(np.int64)
     vc.order_ = order.astype(np.int64)
-    vc._P = (P0, P1)
+    vc._prep = prep
+    vc.n_atoms_ = prep.n_atoms
     vc.chosen_ = np.r_[forced, pos].astype(np.int64)
     vc.gains_ = np.r_[fg, gains] / N
     vc.levels_ = np.r_[np.full(len(forced), -1), levels].astype(np.int64)

@@ -125,6 +125,50 @@ def sort_order(c0, c1) -> np.ndarray:
     return np.argsort(p0, kind="stable")
 
 
+class _Prepared:
+    """Sorted order and the *atoms* the optimisers work on.
+
+    ``key`` is P(C=0 | x) per value, with values seen fewer than ``min_count`` times
+    pooled into one value (their pooled ratio).  ``order`` sorts by key (the pool first
+    among equal keys, then vocabulary index).  Atoms are maximal runs that are never cut:
+    the rare pool, and with ``merge_ties`` every run of equal keys.  Cutting inside a run
+    of equal P(C=0|x) never helps: with the neighbouring cuts fixed, g(L) + g(R) is a
+    convex function of how much of the run goes left (g is jointly convex), so an end of
+    the run is at least as good, and an optimum exists with cuts at atom boundaries only.
+    ``bpos`` are the atom boundaries as positions in the sorted order of values, and
+    ``P0a``/``P1a`` the prefix counts at atom boundaries.
+    """
+
+    def __init__(self, c0, c1, min_count, merge_ties):
+        n = len(c0)
+        cnt = c0 + c1
+        self.rare = cnt < max(int(min_count), 1)
+        key = c0 / np.maximum(cnt, 1)
+        if self.rare.any():
+            key = key.copy()
+            key[self.rare] = c0[self.rare].sum() / cnt[self.rare].sum()
+        self.order = np.lexsort((np.arange(n), ~self.rare, key))
+        ks, rs = key[self.order], self.rare[self.order]
+        self.key_sorted = ks
+        if merge_ties:
+            boundary = ks[1:] != ks[:-1]
+        else:
+            boundary = ~(rs[1:] & rs[:-1])
+        self.bpos = (np.flatnonzero(boundary) + 1).astype(np.int64)
+        self.P0, self.P1 = _prefix(c0, c1, self.order)
+        edges = np.r_[0, self.bpos, n].astype(np.int64)
+        self.P0a = np.ascontiguousarray(self.P0[edges])
+        self.P1a = np.ascontiguousarray(self.P1[edges])
+        self.n_atoms = len(edges) - 1
+
+    def to_atoms(self, pos):
+        """Atom-boundary indices (1..n_atoms-1) of value positions that are boundaries."""
+        return (np.searchsorted(self.bpos, pos) + 1).astype(np.int64)
+
+    def to_values(self, ja):
+        return self.bpos[np.asarray(ja, np.int64) - 1]
+
+
 # ----------------------------------------------------------------------------------------
 # the estimator
 # ----------------------------------------------------------------------------------------
@@ -152,7 +196,17 @@ class VocabularyCompressor(BaseEstimator):
         the bucket whose label distribution is closest (KL) to the prior P(C) of the fitting
         data, i.e. where a value with no evidence of its own belongs (for ``frequency``: the
         shared tail bucket, as in hashing-to-OOV practice); ``"dedicated"`` - an extra
-        bucket id ``n_buckets_``.
+        bucket id ``n_buckets_``.  With ``min_count > 1`` unseen values go to the bucket
+        of the rare-value pool (they are the rarest values of all).
+    min_count : int
+        Values seen fewer than ``min_count`` times are pooled into one pseudo-value (their
+        pooled counts decide where the pool sorts and which bucket it joins), which keeps
+        values seen once or twice from being sorted to the extremes P(C=0|x) in {0, 1}
+        by noise.  Default 1: no pooling, as in the paper.
+    merge_ties : bool
+        Never cut between values with the same P(C=0|x) (an optimum never needs to: see
+        :class:`_Prepared`); the optimisers then work on the ``n_atoms_`` runs instead of
+        the n values, which is exact and often much smaller.  Default True.
     max_iter, tol : int, float
         Iteration cap and relative objective tolerance of ``divisive``.
     max_dp_values : int
@@ -169,6 +223,9 @@ class VocabularyCompressor(BaseEstimator):
     bucket_of_ : ndarray (n,) int64
         Bucket of each vocabulary entry.  Buckets are numbered by ascending P(C=0 | Z=z).
     n_buckets_ : int
+    n_atoms_ : int
+        Number of units the optimisers choose cuts between (runs of tied values, the
+        rare pool); equals n when ``merge_ties=False`` and ``min_count=1``.
     split_points_ : ndarray or None
         For contiguous methods, the sorted split positions ``t`` (1..n-1) in the sorted
         order: bucket j holds sorted values ``split_points_[j-1] .. split_points_[j]-1``.
@@ -189,22 +246,26 @@ class VocabularyCompressor(BaseEstimator):
     Notes
     -----
     Follows the paper: values are ordered by the empirical P(C = 0 | x) and the objective
-    is evaluated on empirical counts, so a value seen once sits at 0 or 1 like any other
-    (rare values are not smoothed; the paper does not smooth).  Ties in P(C=0 | x) are
-    broken by vocabulary index (first appearance), which keeps ``fit`` deterministic.
-    Missing values (None / NaN) are one category.  The stochastic greedy uses a private
-    splitmix64 stream seeded by ``random_state``.  Choices of ours: the optional ``refine``
-    step (a 1-D local search as in quantiser design), ``dp`` over exactly ``min(m, n)``
-    buckets (adding a split never lowers I), and the unseen-value rule above.
+    is evaluated on empirical counts, so by default a value seen once sits at 0 or 1 like
+    any other (``min_count`` pools rare values instead).  Ties in P(C=0 | x) are broken
+    by vocabulary index (first appearance), which keeps ``fit`` deterministic, and tied
+    runs are not cut (``merge_ties``).  Missing values (None / NaN) are one category.
+    The stochastic greedy uses a private splitmix64 stream seeded by ``random_state``.
+    Choices of ours: the ``refine`` step (a 1-D local search as in quantiser design), tie
+    merging, ``min_count``, ``dp`` over exactly ``min(m, n_atoms)`` buckets (adding a
+    split never lowers I), the early stop of the greedy once no split has a positive
+    gain, and the unseen-value rule.
 
     Artifacts: the vocabulary is stored as an int64 array when all values are ints, else
     as a JSON list in the meta (str / int / float / bool values round-trip with their type).
     """
 
     def __init__(self, budget=100, method="submodular", random_state=0, epsilon=None,
-                 refine=True, handle_unseen="prior", max_iter=50, tol=1e-6,
-                 max_dp_values=5000):
+                 refine=True, handle_unseen="prior", min_count=1, merge_ties=True,
+                 max_iter=50, tol=1e-6, max_dp_values=5000):
         self.budget = budget
+        self.min_count = min_count
+        self.merge_ties = merge_ties
         self.method = method
         self.random_state = random_state
         self.epsilon = epsilon
@@ -226,6 +287,9 @@ class VocabularyCompressor(BaseEstimator):
             raise ValueError(f"epsilon: must be in (0, 1), got {self.epsilon!r}")
         if self.handle_unseen not in ("prior", "dedicated"):
             raise ValueError(f"handle_unseen: must be 'prior' or 'dedicated', got {self.handle_unseen!r}")
+        mc = self.min_count
+        if isinstance(mc, bool) or not isinstance(mc, (int, np.integer)) or mc < 1:
+            raise ValueError(f"min_count: must be an int >= 1, got {mc!r}")
         if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
             raise ValueError(f"max_iter: must be an int >= 1, got {self.max_iter!r}")
         if self.random_state is not None and not isinstance(self.random_state, (int, np.integer)):
@@ -262,8 +326,9 @@ class VocabularyCompressor(BaseEstimator):
         c1 = np.asarray(counts1, dtype=np.int64)
         if c0.shape != (len(vocab),) or c1.shape != (len(vocab),):
             raise ValueError("counts0/counts1: must be 1-D with one count per vocabulary value")
-        if (c0 < 0).any() or (c1 < 0).any():
-            raise ValueError("counts0/counts1: counts must be >= 0")
+        if (c0 < 0).any() or (c1 < 0).any() or ((c0 + c1) == 0).any():
+            raise ValueError("counts0/counts1: counts must be >= 0 and every value must "
+                             "occur at least once")
         if len(pd.unique(vocab)) != len(vocab):
             raise ValueError("vocabulary: values must be distinct")
         return self._fit_counts(vocab, c0, c1)
@@ -273,52 +338,60 @@ class VocabularyCompressor(BaseEstimator):
         if N0 == 0 or N1 == 0:
             raise ValueError("labels: both classes 0 and 1 must occur (I(X;C) is 0 otherwise)")
         n = len(vocab)
-        m = int(min(self.budget, n))
         t0 = time.perf_counter()
-        order = sort_order(c0, c1)
-        P0, P1 = _prefix(c0, c1, order)
+        prep = _Prepared(c0, c1, self.min_count, self.merge_ties)
+        A = prep.n_atoms
+        m = int(min(self.budget, A))
         N = float(N0 + N1)
         eps = self._eps()
         method = self.method
         self.chosen_ = np.zeros(0, np.int64)
         self.gains_ = np.zeros(0)
         self.levels_ = np.zeros(0, np.int64)
-        splits = None
-        if method == "submodular":
-            chosen, gains = _k.stochastic_greedy(P0, P1, m - 1, eps, self._seed())
-            self.chosen_, self.gains_ = chosen, gains / N
-        elif method == "threshold":
-            chosen, gains, levels = _k.threshold_greedy(P0, P1, m - 1, eps, -1.0)
-            self.chosen_, self.gains_, self.levels_ = chosen, gains / N, levels
-        elif method == "dp":
-            if n > self.max_dp_values:
-                raise ValueError(f"method: 'dp' is O(n^2 m) and limited to max_dp_values="
-                                 f"{self.max_dp_values} distinct values; this column has {n}")
-            splits, _ = _k.dp_optimal(P0, P1, m)
-        elif method == "bucketing":
-            total = P0 + P1
-            targets = total[-1] * np.arange(1, m) / m
-            pos = np.searchsorted(total, targets, side="left")
-            splits = np.unique(np.clip(pos, 1, n - 1)) if n > 1 else np.zeros(0, np.int64)
-        self._P = (P0, P1)
+        self._prep = prep
         self.vocabulary_ = vocab
         self.counts_ = np.column_stack([c0, c1]).astype(np.int64)
-        self.order_ = order.astype(np.int64)
+        self.order_ = prep.order.astype(np.int64)
+        self.n_atoms_ = A
+        splits = None
+        if method == "submodular":
+            ch, gains = _k.stochastic_greedy(prep.P0a, prep.P1a, m - 1, eps, self._seed())
+            self.chosen_, self.gains_ = prep.to_values(ch), gains / N
+        elif method == "threshold":
+            ch, gains, levels = _k.threshold_greedy(prep.P0a, prep.P1a, m - 1, eps, -1.0)
+            self.chosen_, self.gains_, self.levels_ = prep.to_values(ch), gains / N, levels
+        elif method == "dp":
+            if A > self.max_dp_values:
+                raise ValueError(f"method: 'dp' is O(n^2 m) and limited to max_dp_values="
+                                 f"{self.max_dp_values} distinct values (after merging ties); "
+                                 f"this column has {A}")
+            sa, _ = _k.dp_optimal(prep.P0a, prep.P1a, m)
+            splits = prep.to_values(sa)
+        elif method == "bucketing":
+            total = prep.P0a + prep.P1a
+            targets = total[-1] * np.arange(1, m) / m
+            pos = np.searchsorted(total, targets, side="left")
+            sa = np.unique(np.clip(pos, 1, A - 1)) if A > 1 else np.zeros(0, np.int64)
+            splits = prep.to_values(sa)
         if method in ("submodular", "threshold"):
             self._set_splits(self.chosen_)
         elif splits is not None:
             self._set_splits(np.asarray(splits, np.int64), refine=False)
         elif method == "frequency":
+            mf = int(min(self.budget, n))
             cnt = c0 + c1
-            top = np.argsort(-cnt, kind="stable")[: m - 1] if m < n else np.arange(n)
+            top = np.argsort(-cnt, kind="stable")[: mf - 1] if mf < n else np.arange(n)
             raw = np.full(n, len(top), np.int64)
             raw[top] = np.arange(len(top))
-            self._set_buckets(raw, tail=len(top) if m < n else None)
-        else:  # divisive
-            init = self._divisive_init(c0, c1, order, m)
-            lab, self.n_iter_ = _k.divisive_kl(c0.astype(np.float64), c1.astype(np.float64),
-                                                init, m, int(self.max_iter), float(self.tol))
-            self._set_buckets(lab, tail=None)
+            self._set_buckets(raw, tail=len(top) if mf < n else None)
+        else:  # divisive, on atoms (values of one atom have the same P(C|x), hence cluster)
+            c0a = np.diff(prep.P0a).astype(np.float64)
+            c1a = np.diff(prep.P1a).astype(np.float64)
+            init = self._divisive_init(c0a, c1a, np.arange(A), m)
+            lab, self.n_iter_ = _k.divisive_kl(c0a, c1a, init, m, int(self.max_iter), float(self.tol))
+            atom_of = np.empty(n, np.int64)
+            atom_of[prep.order] = _k.assign_sorted(n, prep.bpos)
+            self._set_buckets(lab[atom_of], tail=None)
         self.fit_time_ = time.perf_counter() - t0
         return self
 
@@ -347,11 +420,13 @@ class VocabularyCompressor(BaseEstimator):
         return np.minimum(init, m - 1)
 
     def _set_splits(self, splits, refine=None):
-        """Derive the fitted state from split points in the sorted order."""
-        P0, P1 = self._P
+        """Derive the fitted state from split points (positions in the sorted order that
+        are atom boundaries)."""
+        prep = self._prep
         splits = np.unique(np.asarray(splits, np.int64))
         if (self.refine if refine is None else refine) and len(splits):
-            splits = _k.refine_splits(P0, P1, splits, 50)
+            sa = _k.refine_splits(prep.P0a, prep.P1a, prep.to_atoms(splits), 50)
+            splits = np.unique(prep.to_values(sa))
         self.split_points_ = splits
         n = len(self.order_)
         bucket_sorted = _k.assign_sorted(n, splits)
@@ -385,9 +460,13 @@ class VocabularyCompressor(BaseEstimator):
         self.mutual_information_ = _mi_from_counts(b0, b1)
         self.mutual_information_full_ = _mi_from_counts(c0, c1)
         full = self.mutual_information_full_
-        self.mi_loss_ = float((full - self.mutual_information_) / full) if full > 0 else 0.0
+        self.mi_loss_ = float(max(full - self.mutual_information_, 0.0) / full) if full > 0 else 0.0
+        rare = getattr(self, "_prep", None)
+        rare = rare.rare if rare is not None else np.zeros(0, bool)
         if self.handle_unseen == "dedicated":
             self.unseen_bucket_ = self.n_buckets_
+        elif self.min_count > 1 and rare.any() and self.method != "frequency":
+            self.unseen_bucket_ = int(bucket_of[np.flatnonzero(rare)[0]])  # the rare pool's
         elif tail is not None:
             self.unseen_bucket_ = int(tail)
         else:
@@ -407,7 +486,7 @@ class VocabularyCompressor(BaseEstimator):
             raise ValueError(f"truncate: only for greedy methods, not {self.method!r}")
         new = VocabularyCompressor(**self.get_params())
         new.budget = int(n_splits) + 1
-        for a in ("vocabulary_", "counts_", "order_", "_P", "fit_time_"):
+        for a in ("vocabulary_", "counts_", "order_", "_prep", "n_atoms_", "fit_time_"):
             setattr(new, a, getattr(self, a))
         new.chosen_ = self.chosen_[:n_splits]
         new.gains_ = self.gains_[:n_splits]
@@ -442,10 +521,10 @@ class VocabularyCompressor(BaseEstimator):
 
     @property
     def p0_sorted_(self) -> np.ndarray:
-        """P(C = 0 | x) of the values in sorted order (the paper's key picture)."""
+        """P(C = 0 | x) of the values in sorted order, as used for sorting (the pooled ratio
+        for values rarer than ``min_count``): the paper's key picture."""
         self._check_fitted()
-        c = self.counts_[self.order_]
-        return c[:, 0] / np.maximum(c.sum(axis=1), 1)
+        return self._prep.key_sorted
 
     def mapping_frame(self) -> pd.DataFrame:
         """Table of value, bucket, count, positives, P(C=0|x), in sorted order."""
@@ -482,7 +561,7 @@ class VocabularyCompressor(BaseEstimator):
         return None
 
     # ------------------------------------------------------------------ artifacts
-    _FITTED_SCALARS = ("n_buckets_", "mutual_information_", "mutual_information_full_",
+    _FITTED_SCALARS = ("n_buckets_", "n_atoms_", "mutual_information_", "mutual_information_full_",
                        "mi_loss_", "unseen_bucket_", "fit_time_")
 
     def _artifact_state(self):
@@ -520,7 +599,8 @@ class VocabularyCompressor(BaseEstimator):
                              if meta.get("has_splits") else None)
         for a in cls._FITTED_SCALARS:
             setattr(obj, a, meta[a])
-        obj._P = _prefix(obj.counts_[:, 0], obj.counts_[:, 1], obj.order_)
+        obj._prep = _Prepared(obj.counts_[:, 0], obj.counts_[:, 1], obj.min_count, obj.merge_ties)
+        obj.n_atoms_ = obj._prep.n_atoms
         return obj
 
 
@@ -562,7 +642,7 @@ class ColumnCompression:
         self.report = pd.DataFrame(rows)
         tx = float(self.report["I(X;C)"].sum()) if rows else 0.0
         tz = float(self.report["I(Z;C)"].sum()) if rows else 0.0
-        self.mi_loss = (tx - tz) / tx if tx > 0 else 0.0
+        self.mi_loss = max(tx - tz, 0.0) / tx if tx > 0 else 0.0
 
     def transform(self, table) -> pd.DataFrame:
         return pd.DataFrame({c: vc.transform(table[c]) for c, vc in self.compressors.items()},

@@ -41,7 +41,7 @@ def test_local_cluster_equals_serial_and_close_to_single_machine(cluster, budget
         V, c0, c1)
     assert np.array_equal(dist.split_points_, serial.split_points_)
     assert dist.mutual_information_ == serial.mutual_information_
-    assert dist.n_buckets_ == budget
+    assert dist.n_buckets_ <= budget  # fewer once every chunk is saturated
     assert dist.distributed_info_["n_parts"] > 1
     assert dist.mutual_information_ >= (1 - eps) * single.mutual_information_
 

@@ -222,10 +222,15 @@ def stochastic_greedy(P0, P1, k, eps, seed):
     """Stochastic greedy (Mirzasoleiman et al. 2015) for ``k`` split points.
 
     Each step samples ``ceil((n-1)/k * ln(1/eps))`` candidates without replacement from
-    the positions not yet chosen (partial Fisher-Yates on a swap-remove array) and adds
-    the best one (ties: the earliest sampled).  The neighbours of a candidate in S come
-    from the bit tree, so one step costs O(sample * log_64 n) and the whole run
+    the pool of positions not yet chosen (partial Fisher-Yates on a swap-remove array)
+    and adds the best one (ties: the earliest sampled).  The neighbours of a candidate in
+    S come from the bit tree, so one step costs O(sample * log_64 n) and the whole run
     O(n ln(1/eps) log n).
+
+    A candidate whose gain is 0 can never gain again (gains only shrink and stay >= 0),
+    so it leaves the pool for good.  If no sampled candidate has a positive gain, the
+    whole pool is examined once (dropping its zero-gain members); the run stops early
+    when nothing positive is left (more buckets cannot raise I(Z;C)).
 
     Returns ``(chosen, gains)``: positions in the order chosen and their gains (N nats).
     """
@@ -240,13 +245,17 @@ def stochastic_greedy(P0, P1, k, eps, seed):
     _bt_set(words, offs, L, 0)
     _bt_set(words, offs, L, n)
     cand = np.arange(1, M + 1).astype(np.int32)
+    gbuf = np.empty(M)
+    rm = np.empty(M, np.int64)
     R = M
     ssize = max(1, int(np.ceil(M / k * np.log(1.0 / eps))))
     state = np.uint64(seed) * np.uint64(0x2545F4914F6CDD1D) + _ONE
     for step in range(k):
+        if R == 0:
+            return chosen[:step], gains[:step]
         s = min(ssize, R)
-        best = -1.0
-        best_i = 0
+        best = 0.0
+        best_i = -1
         for i in range(s):
             if s < R:
                 state, r = _splitmix(state)
@@ -255,16 +264,32 @@ def stochastic_greedy(P0, P1, k, eps, seed):
                 cand[i] = cand[j]
                 cand[j] = tmp
             t = np.int64(cand[i])
-            a = _bt_pred(words, offs, L, t)
-            b = _bt_succ(words, offs, L, t)
-            gv = _gain(P0, P1, a, t, b)
+            gv = _gain(P0, P1, _bt_pred(words, offs, L, t), t, _bt_succ(words, offs, L, t))
+            gbuf[i] = gv
             if gv > best:
                 best = gv
                 best_i = i
-        t = np.int64(cand[best_i])
-        cand[best_i] = cand[R - 1]
-        cand[R - 1] = np.int32(t)
-        R -= 1
+        e = s
+        if best_i < 0 and s < R:  # nothing useful sampled: examine the whole pool once
+            for i in range(s, R):
+                t = np.int64(cand[i])
+                gv = _gain(P0, P1, _bt_pred(words, offs, L, t), t, _bt_succ(words, offs, L, t))
+                gbuf[i] = gv
+                if gv > best:
+                    best = gv
+                    best_i = i
+            e = R
+        nr = 0
+        for i in range(e):
+            if gbuf[i] <= 0.0 or i == best_i:
+                rm[nr] = i
+                nr += 1
+        t = np.int64(cand[best_i]) if best_i >= 0 else -1
+        for r in range(nr - 1, -1, -1):  # descending: swapped-in tails are never removed
+            cand[rm[r]] = cand[R - 1]
+            R -= 1
+        if best_i < 0:
+            return chosen[:step], gains[:step]
         _bt_set(words, offs, L, t)
         chosen[step] = t
         gains[step] = best
@@ -286,22 +311,23 @@ def max_singleton_gain(P0, P1, lo, hi):
 def threshold_greedy(P0, P1, k, eps, d):
     """Badanidiyuru-Vondrak decreasing-threshold greedy for ``k`` split points.
 
-    Thresholds ``tau = d, d/(1+eps), ...`` down to ``eps * d / k``; at each level one
-    left-to-right pass adds every position whose gain is >= tau (the neighbours of the
-    scanned position are a running "previous chosen" and a pointer to the next chosen,
-    so a pass is O(n) and no tree is needed).  Gains only shrink (submodularity), so a
-    position whose last computed gain is below tau is skipped without recomputation.
-    A last pass (level ``n_levels``) takes any position with positive gain while fewer
-    than ``k`` are chosen.  Stops as soon as ``k`` positions are chosen.
-
-    ``d`` is the largest singleton gain (passed in so that chunks of the distributed
-    variant share one threshold schedule; a negative ``d`` means "compute it here").
+    Level ``l`` has threshold ``tau_l = d / (1+eps)^l``; one left-to-right pass per level
+    adds every position whose gain is >= tau_l (the neighbours of the scanned position
+    are a running "previous chosen" and a pointer to the next chosen, so a pass is O(n)
+    and no tree is needed).  Gains only shrink (submodularity), so a position whose last
+    computed gain is below tau is skipped without recomputation, and levels at which no
+    position can qualify (the largest such upper bound is below tau) are jumped over.
+    The paper stops at ``tau < eps d / k`` (where the (1 - 1/e - eps) guarantee already
+    holds); we continue down the same grid until ``k`` positions are chosen or no
+    position has a positive gain, which can only add value.  The level of each pick is
+    returned so that chunks run separately (the distributed variant, which passes the
+    global ``d``; a negative ``d`` means "compute it here") merge into exactly the order
+    of one synchronous run.
 
     Returns ``(chosen, gains, levels)`` in the order chosen.
     """
     n = P0.shape[0] - 1
     M = n - 1
-    k_sched = max(k, 1)  # the schedule uses the requested budget (shared by all chunks)
     k = min(k, max(M, 0))
     chosen = np.empty(max(k, 0), np.int64)
     gains = np.empty(max(k, 0))
@@ -310,23 +336,18 @@ def threshold_greedy(P0, P1, k, eps, d):
         return chosen, gains, levels
     if d < 0:
         d = max_singleton_gain(P0, P1, 0, n)
+    n_sel = 0
+    if d <= 0.0:
+        return chosen[:0], gains[:0], levels[:0]
     ins = np.zeros(n + 1, np.bool_)
     ins[0] = True
     ins[n] = True
     ub = np.full(n + 1, _INF)
-    n_sel = 0
-    if d <= 0.0:
-        return chosen[:0], gains[:0], levels[:0]
-    stop = eps * d / k_sched
-    n_levels = 0
-    tau = d
-    while tau >= stop:
-        n_levels += 1
-        tau /= 1.0 + eps
+    lg = np.log(1.0 + eps)
     level = 0
-    tau = d
-    while n_sel < k and level <= n_levels:
-        thr = tau if level < n_levels else 0.0
+    while n_sel < k:
+        tau = d / (1.0 + eps) ** level
+        mx = 0.0
         prev = 0
         nxt = 1
         while not ins[nxt]:
@@ -338,21 +359,29 @@ def threshold_greedy(P0, P1, k, eps, d):
                 while not ins[nxt]:
                     nxt += 1
                 continue
-            if ub[t] < thr or (level == n_levels and ub[t] <= 0.0):
-                continue
-            gv = _gain(P0, P1, prev, t, nxt)
-            ub[t] = gv
-            if gv >= thr and gv > 0.0:
-                ins[t] = True
-                chosen[n_sel] = t
-                gains[n_sel] = gv
-                levels[n_sel] = level
-                n_sel += 1
-                prev = t
-                if n_sel == k:
-                    break
-        level += 1
-        tau /= 1.0 + eps
+            if ub[t] >= tau:
+                gv = _gain(P0, P1, prev, t, nxt)
+                ub[t] = gv
+                if gv >= tau and gv > 0.0:
+                    ins[t] = True
+                    chosen[n_sel] = t
+                    gains[n_sel] = gv
+                    levels[n_sel] = level
+                    n_sel += 1
+                    prev = t
+                    if n_sel == k:
+                        break
+                    continue
+            if ub[t] > mx:
+                mx = ub[t]
+        if mx <= 0.0:
+            break
+        # next level whose threshold some position may still reach
+        # (levels below ceil(x) - 1 have tau > (1 + eps) mx: nothing there can qualify)
+        nl = max(level + 1, int(np.ceil(np.log(d / mx) / lg)) - 1)
+        while d / (1.0 + eps) ** nl > mx:
+            nl += 1
+        level = nl
     return chosen[:n_sel], gains[:n_sel], levels[:n_sel]
 
 
