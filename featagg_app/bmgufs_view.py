@@ -20,6 +20,13 @@ DEFAULT_DS = (16, 64, 128, 200, 600)
 MAX_NODES_DRAWN = 400
 
 
+def _legend_below(fig: go.Figure) -> go.Figure:
+    """Legend under the plot area (subplot titles sit where the house legend would)."""
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left",
+                                  x=0.0), margin=dict(b=40))
+    return fig
+
+
 # ---------------------------------------------------------------------------
 # block models
 # ---------------------------------------------------------------------------
@@ -99,7 +106,7 @@ def convergence_figure(history: dict) -> go.Figure:
     fig.update_yaxes(title_text="L_b", secondary_y=False, row=1, col=1)
     fig.update_yaxes(title_text="L_m", secondary_y=True, row=1, col=1)
     fig.update_xaxes(title_text="iteration")
-    return style(fig, "Convergence", height=340)
+    return _legend_below(style(fig, "Convergence", height=380))
 
 
 # ---------------------------------------------------------------------------
@@ -226,7 +233,8 @@ def acc_nmi_figure(cmp: dict) -> go.Figure:
                 line=dict(color=color, dash=dash, width=width)), 1, col)
     fig.update_xaxes(type="log", title_text="d (selected features)",
                      tickvals=cmp["ds"], ticktext=[str(d) for d in cmp["ds"]])
-    return style(fig, "k-means on the selected features vs the node classes", height=420)
+    return _legend_below(style(fig, "k-means on the selected features vs the node classes",
+                               height=460))
 
 
 # ---------------------------------------------------------------------------

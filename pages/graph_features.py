@@ -152,7 +152,8 @@ if int(choice) != int(model.candidate_index_):
 idx, warn = bv.select_with_message(model, int(d))
 k1, k2, k3, k4 = st.columns(4)
 k1.metric("RRE of the block model", f"{model.block_model_.rre_:.4f}", border=True)
-k2.metric("Non-zero weights", f"{model.n_nonzero_:,} of {f:,}", border=True)
+k2.metric(f"Non-zero weights (of {f:,})", f"{model.n_nonzero_:,}", border=True,
+          help="features whose weight r is not 0 after the last iteration")
 k3.metric("L_b → / L_m →", f"{model.history_['L_b'][-1]:.3f} / {model.history_['L_m'][-1]:.3f}",
           border=True)
 k4.metric("Time", f"{sum(model.timings_.values()):.1f} s", border=True,

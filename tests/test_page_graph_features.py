@@ -133,7 +133,7 @@ def test_page_runs_on_the_default_sample_and_switches_candidate():
     assert not at.exception, at.exception
     cards = {m.label: m.value for m in at.metric}
     assert cards["RRE of the block model"].startswith("0.99")
-    assert "of 1,433" in cards["Non-zero weights"]
+    assert int(cards["Non-zero weights (of 1,433)"].replace(",", "")) <= 1433
     assert len(at.dataframe) >= 2                      # candidates + top features
     runs = at.session_state["featagg.runs"]
     assert runs[-1]["method"] == "BMGUFS" and "ACC" in runs[-1]["metrics"]
