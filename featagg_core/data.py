@@ -367,8 +367,7 @@ def _check_no_duplicates(M: sp.csr_matrix, *, name: str, what: str) -> None:
     column indices of each row otherwise."""
     if M.nnz == 0:
         return
-    from ._kernels.parse import first_duplicate
-    r, c = first_duplicate(M.indptr, M.indices)
+    r, c = _first_duplicate(M.indptr, M.indices)
     if r >= 0:
         raise DatasetError(f"{what}: column {int(c)} appears twice in row {int(r)}",
                            path=name, field=what)
@@ -689,9 +688,8 @@ def _tokenise(raw: bytes, name: str, start: int, first_line: int, allow_labels: 
               svmlight: bool) -> _Parsed:
     from ._kernels.parse import parse_sparse_lines
     buf = np.frombuffer(raw, dtype=np.uint8)
-    (err, eline, epos, n_rows, indptr, indices, values, lab_ptr, labels, row_line,
-     hslot, hstart, hend, n_hard) = parse_sparse_lines(buf, start, first_line, allow_labels,
-                                                       svmlight)
+    (err, eline, epos, n_rows, indptr, indices, values, lab_ptr, labels, row_line, hard,
+     n_hard) = parse_sparse_lines(buf, start, first_line, allow_labels, svmlight)
     if err:
         raise _kernel_error(err, raw, name, eline, epos)
     out = _Parsed()
@@ -705,9 +703,40 @@ def _tokenise(raw: bytes, name: str, start: int, first_line: int, allow_labels: 
     out.row_line = row_line[:n_rows]
     out.name = name
     # the rare numbers beyond the exact fast path: Python's correctly rounded float()
-    for k in range(int(n_hard)):
-        out.values[hslot[k]] = float(raw[hstart[k]:hend[k]])
+    _fill_hard(out.values, hard, n_hard, raw)
     return out
+
+
+def _fill_hard(values: np.ndarray, hard: np.ndarray, n_hard: int, raw: bytes) -> None:
+    """Convert the rare numbers the kernel left to the exact slow path (more than 15-16
+    significant digits or a decimal exponent beyond +-22) with Python's correctly rounded
+    ``float`` -- the kernel already checked their syntax."""
+    for slot, a, b in hard[:int(n_hard)].tolist():
+        values[slot] = float(raw[a:b])
+
+
+def _first_duplicate(indptr: np.ndarray, indices: np.ndarray) -> tuple[int, int]:
+    """First (row, column) of a csr structure whose row names a column twice, or (-1, -1).
+
+    Vectorised: rows are sorted by scipy (C) only when they are not already, then equal
+    neighbours inside a row are looked for. Memory is O(nnz), never O(number of columns),
+    so a tiny file that claims a huge index space cannot make this allocate."""
+    if indices.size < 2:
+        return -1, -1
+    n = indptr.shape[0] - 1
+    M = sp.csr_matrix((np.ones(indices.size, np.int8), indices, indptr),
+                      shape=(n, int(indices.max()) + 1))
+    if not M.has_sorted_indices:
+        M = M.copy()
+        M.sort_indices()
+    same = M.indices[1:] == M.indices[:-1]
+    starts = indptr[1:-1]
+    starts = starts[(starts > 0) & (starts < indices.size)]
+    same[starts - 1] = False               # neighbours across a row boundary do not count
+    if not same.any():
+        return -1, -1
+    q = int(np.flatnonzero(same)[0])
+    return _row_of_entry(indptr, q + 1), int(M.indices[q])
 
 
 def _line_of_entry(parsed: _Parsed, ptr: np.ndarray, pos: int) -> int:
@@ -752,8 +781,7 @@ def _finish_matrix(parsed: _Parsed, ptr, idx, vals, n_cols: int, *, what: str,
     idx_dtype = np.int32 if max(n, n_cols, idx.shape[0]) < 2**31 - 1 else np.int64
     M = sp.csr_matrix((data, idx.astype(idx_dtype), ptr.astype(idx_dtype)),
                       shape=(n, n_cols))
-    from ._kernels.parse import first_duplicate
-    r, c = first_duplicate(M.indptr, M.indices)
+    r, c = _first_duplicate(M.indptr, M.indices)
     if r >= 0:
         raise DatasetError(f"duplicate {what} index {int(c)} on the line", path=name,
                            line=int(parsed.row_line[r]))
@@ -1171,8 +1199,8 @@ def _arff_label_mask(attrs, relation, name, xml, n_labels, path_or_file):
 def _parse_arff_rows(raw: bytes, name: str, start: int, first_line: int, n_attr: int):
     from ._kernels.parse import parse_arff_data
     buf = np.frombuffer(raw, dtype=np.uint8)
-    (err, eline, epos, n_rows, indptr, attr, values, row_line, n_fields, hslot, hstart,
-     hend, n_hard) = parse_arff_data(buf, start, first_line)
+    (err, eline, epos, n_rows, indptr, attr, values, row_line, n_fields, hard,
+     n_hard) = parse_arff_data(buf, start, first_line)
     if err:
         raise _kernel_error(err, raw, name, eline, epos)
     p = _Parsed()
@@ -1183,8 +1211,7 @@ def _parse_arff_rows(raw: bytes, name: str, start: int, first_line: int, n_attr:
     p.indices = attr[:nnz]
     p.values = values[:nnz]
     p.row_line = row_line[:n_rows]
-    for k in range(int(n_hard)):
-        p.values[hslot[k]] = float(raw[hstart[k]:hend[k]])
+    _fill_hard(p.values, hard, n_hard, raw)
     nf = n_fields[:n_rows]
     bad = (nf >= 0) & (nf != n_attr)
     if bad.any():
@@ -1220,8 +1247,7 @@ def load_arff(path_or_file, *, xml=None, n_labels=None):
             raise DatasetError(f"attribute index {int(p.indices[q])} out of range (the header "
                                f"declares {n_attr} attributes)", path=name,
                                line=_line_of_entry(p, p.indptr, q))
-    from ._kernels.parse import first_duplicate
-    r, c = first_duplicate(p.indptr, p.indices)
+    r, c = _first_duplicate(p.indptr, p.indices)
     if r >= 0:
         raise DatasetError(f"attribute index {int(c)} appears twice in the row", path=name,
                            line=int(p.row_line[r]))
@@ -1377,8 +1403,6 @@ def warmup() -> None:
     k.parse_sparse_lines(buf, 0, 1, True, True)
     k.parse_sparse_lines(buf, 0, 1, True, False)
     k.parse_arff_data(np.frombuffer(b"{0 1,2 0.5}\n1,0,2\n", np.uint8), 0, 1)
-    k.first_duplicate(np.array([0, 2], np.int64), np.array([0, 1], np.int64))
-    k.first_duplicate(np.array([0, 2], np.int32), np.array([0, 1], np.int32))
     codes, table, lens = _format_values(np.array([1.5], np.float32))
     ip = np.array([0, 1], np.int64)
     k.write_sparse_lines(ip, np.array([0], np.int64), codes, table, lens, ip,
@@ -1465,15 +1489,14 @@ def _parse_edge_list(raw: bytes, name: str, node_ids: str):
             break
         start, first_line = nl + 1, first_line + 1
     buf = np.frombuffer(raw, np.uint8)
-    (err, eline, epos, ne, ts, te, w, eline_arr, all_int, int_id, hslot, hstart, hend,
+    (err, eline, epos, ne, ts, te, w, eline_arr, all_int, int_id, hard,
      n_hard) = parse_edge_lines(buf, min(start, len(raw)), first_line)
     if err:
         raise _kernel_error(err, raw, name, eline, epos)
     if ne == 0:
         raise DatasetError("no edges in the file", path=name)
     ts, te, w, lines = ts[:2 * ne], te[:2 * ne], w[:ne], eline_arr[:ne]
-    for k in range(int(n_hard)):
-        w[hslot[k]] = float(raw[hstart[k]:hend[k]])
+    _fill_hard(w, hard, n_hard, raw)
     if node_ids == "int" and not all_int:
         raise DatasetError("node_ids='int' but a node name is not a non-negative integer",
                            path=name)

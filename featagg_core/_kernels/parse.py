@@ -8,31 +8,6 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, nogil=True)
-def first_duplicate(indptr, indices):
-    """First (row, column) of a csr structure whose row names a column twice, or (-1, -1).
-
-    A row whose indices increase strictly is checked in one pass; only the other rows are
-    sorted (a copy). Memory is O(longest row), never O(number of columns): a tiny file
-    that claims a huge index space cannot make this allocate."""
-    n = indptr.shape[0] - 1
-    for r in range(n):
-        a = indptr[r]
-        b = indptr[r + 1]
-        increasing = True
-        for p in range(a + 1, b):
-            if indices[p] <= indices[p - 1]:
-                increasing = False
-                break
-        if increasing:
-            continue
-        row = np.sort(indices[a:b])
-        for k in range(1, b - a):
-            if row[k] == row[k - 1]:
-                return r, row[k]
-    return -1, -1
-
-
 # ---------------------------------------------------------------------------
 # error codes (turned into messages by featagg_core.data)
 # ---------------------------------------------------------------------------
@@ -56,17 +31,17 @@ _BIG = 1 << 53
 _P10 = np.array([10.0 ** i for i in range(23)], dtype=np.float64)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _is_ws(c):
     return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _is_digit(c):
     return 48 <= c <= 57
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _lower(c):
     if 65 <= c <= 90:
         return c + 32
@@ -179,12 +154,17 @@ def parse_float(buf, p, end, stops):
 
 
 @njit(cache=True)
-def _grow(a, need):
-    if need <= a.shape[0]:
-        return a
-    b = np.empty(max(need, 2 * a.shape[0]), a.dtype)
-    b[:a.shape[0]] = a
-    return b
+def _push_hard(hard, k, slot, start, end):
+    """Append (slot, start, end) as row ``k`` of the (m, 3) int64 array ``hard``, doubling
+    it when full; returns the (possibly new) array."""
+    if k >= hard.shape[0]:
+        bigger = np.empty((2 * hard.shape[0], 3), np.int64)
+        bigger[:hard.shape[0]] = hard
+        hard = bigger
+    hard[k, 0] = slot
+    hard[k, 1] = start
+    hard[k, 2] = end
+    return hard
 
 
 @njit(cache=True)
@@ -212,8 +192,8 @@ def parse_sparse_lines(buf, start, first_line, allow_labels, svmlight):
     being a row with no labels and no features.
 
     Returns ``(err, err_line, err_pos, n_rows, indptr, indices, values, lab_ptr, labels,
-    row_line, hard_slot, hard_start, hard_end, n_hard)``; values whose status is "slow
-    path" hold 0 and are listed in ``hard_*`` for the caller to parse exactly.
+    row_line, hard, n_hard)``; values that need the exact slow path hold 0 and are listed
+    as rows ``(slot, byte start, byte end)`` of ``hard`` for the caller to convert.
     """
     n = buf.shape[0]
     nl = 0
@@ -234,9 +214,7 @@ def parse_sparse_lines(buf, start, first_line, allow_labels, svmlight):
     lab_ptr = np.zeros(max_rows + 1, np.int64)
     labels = np.empty(ncomma + max_rows, np.int64)
     row_line = np.empty(max_rows, np.int64)
-    hard_slot = np.empty(16, np.int64)
-    hard_start = np.empty(16, np.int64)
-    hard_end = np.empty(16, np.int64)
+    hard = np.empty((16, 3), np.int64)
     stops = _stop_table(np.zeros(0, np.uint8))
     n_hard = 0
     nnz = 0
@@ -244,6 +222,8 @@ def parse_sparse_lines(buf, start, first_line, allow_labels, svmlight):
     row = 0
     line = first_line
     pos = start
+    p = start
+    err = OK
     while pos < n:
         eol = pos
         while eol < n and buf[eol] != 10:
@@ -270,43 +250,40 @@ def parse_sparse_lines(buf, start, first_line, allow_labels, svmlight):
                     has_colon = True
                     break
                 q += 1
-            if not has_colon:
-                while True:
-                    if p >= end or _is_ws(buf[p]) or buf[p] == 44:
-                        return (ERR_EMPTY_LABEL, line, p, row, indptr, indices, values,
-                                lab_ptr, labels, row_line, hard_slot, hard_start, hard_end,
-                                n_hard)
-                    if buf[p] == 45:
-                        return (ERR_NEG_LABEL, line, p, row, indptr, indices, values,
-                                lab_ptr, labels, row_line, hard_slot, hard_start, hard_end,
-                                n_hard)
-                    if buf[p] == 43:
+            while not has_colon:                     # the label list "l1,l2,..."
+                if p >= end or _is_ws(buf[p]) or buf[p] == 44:
+                    err = ERR_EMPTY_LABEL
+                    break
+                if buf[p] == 45:
+                    err = ERR_NEG_LABEL
+                    break
+                if buf[p] == 43:
+                    p += 1
+                if not (p < end and _is_digit(buf[p])):
+                    err = ERR_LABEL
+                    break
+                v = 0
+                while p < end and _is_digit(buf[p]) and v <= _BIG:
+                    v = v * 10 + (buf[p] - 48)
+                    p += 1
+                if v > _BIG:
+                    err = ERR_BIG_INDEX
+                    break
+                if p < end and buf[p] == 46:      # "3.0" as sklearn writes float labels
+                    p += 1
+                    while p < end and buf[p] == 48:
                         p += 1
-                    if not (p < end and _is_digit(buf[p])):
-                        return (ERR_LABEL, line, p, row, indptr, indices, values, lab_ptr,
-                                labels, row_line, hard_slot, hard_start, hard_end, n_hard)
-                    v = 0
-                    while p < end and _is_digit(buf[p]):
-                        v = v * 10 + (buf[p] - 48)
-                        if v > _BIG:
-                            return (ERR_BIG_INDEX, line, p, row, indptr, indices, values,
-                                    lab_ptr, labels, row_line, hard_slot, hard_start,
-                                    hard_end, n_hard)
-                        p += 1
-                    if p < end and buf[p] == 46:      # "3.0" as sklearn writes float labels
-                        p += 1
-                        while p < end and buf[p] == 48:
-                            p += 1
-                    labels[nlab] = v
-                    nlab += 1
-                    if p < end and buf[p] == 44:
-                        p += 1
-                        continue
-                    if p >= end or _is_ws(buf[p]):
-                        break
-                    return (ERR_LABEL, line, p, row, indptr, indices, values, lab_ptr,
-                            labels, row_line, hard_slot, hard_start, hard_end, n_hard)
-        while True:
+                labels[nlab] = v
+                nlab += 1
+                if p < end and buf[p] == 44:
+                    p += 1
+                    continue
+                if not (p >= end or _is_ws(buf[p])):
+                    err = ERR_LABEL
+                break
+            if err:
+                break
+        while True:                                  # the "i:v" tokens
             while p < end and _is_ws(buf[p]):
                 p += 1
             if p >= end:
@@ -319,48 +296,43 @@ def parse_sparse_lines(buf, start, first_line, allow_labels, svmlight):
                     p += 1
                 continue
             if c == 45:
-                return (ERR_NEG_INDEX, line, p, row, indptr, indices, values, lab_ptr, labels,
-                        row_line, hard_slot, hard_start, hard_end, n_hard)
+                err = ERR_NEG_INDEX
+                break
             if not _is_digit(c):
-                return (ERR_TOKEN, line, p, row, indptr, indices, values, lab_ptr, labels,
-                        row_line, hard_slot, hard_start, hard_end, n_hard)
+                err = ERR_TOKEN
+                break
             idx = 0
-            while p < end and _is_digit(buf[p]):
+            while p < end and _is_digit(buf[p]) and idx <= _BIG:
                 idx = idx * 10 + (buf[p] - 48)
-                if idx > _BIG:
-                    return (ERR_BIG_INDEX, line, p, row, indptr, indices, values, lab_ptr,
-                            labels, row_line, hard_slot, hard_start, hard_end, n_hard)
                 p += 1
+            if idx > _BIG:
+                err = ERR_BIG_INDEX
+                break
             if not (p < end and buf[p] == 58):
-                return (ERR_TOKEN, line, p, row, indptr, indices, values, lab_ptr, labels,
-                        row_line, hard_slot, hard_start, hard_end, n_hard)
+                err = ERR_TOKEN
+                break
             p += 1
             vstart = p
             st, val, p = parse_float(buf, p, end, stops)
-            if st == 2:
-                return (ERR_NUMBER, line, vstart, row, indptr, indices, values, lab_ptr,
-                        labels, row_line, hard_slot, hard_start, hard_end, n_hard)
-            if st == 4:
-                return (ERR_NONFINITE, line, vstart, row, indptr, indices, values, lab_ptr,
-                        labels, row_line, hard_slot, hard_start, hard_end, n_hard)
+            if st == 2 or st == 4:
+                err = ERR_NUMBER if st == 2 else ERR_NONFINITE
+                p = vstart
+                break
             if st == 1:
-                hard_slot = _grow(hard_slot, n_hard + 1)
-                hard_start = _grow(hard_start, n_hard + 1)
-                hard_end = _grow(hard_end, n_hard + 1)
-                hard_slot[n_hard] = nnz
-                hard_start[n_hard] = vstart
-                hard_end[n_hard] = p
+                hard = _push_hard(hard, n_hard, nnz, vstart, p)
                 n_hard += 1
             indices[nnz] = idx
             values[nnz] = val
             nnz += 1
+        if err:
+            break
         indptr[row + 1] = nnz
         lab_ptr[row + 1] = nlab
         row += 1
         pos = eol + 1
         line += 1
-    return (OK, line, pos, row, indptr, indices, values, lab_ptr, labels, row_line,
-            hard_slot, hard_start, hard_end, n_hard)
+    return (err, line, p, row, indptr, indices, values, lab_ptr, labels, row_line, hard,
+            n_hard)
 
 
 @njit(cache=True)
@@ -423,6 +395,14 @@ def write_sparse_lines(x_indptr, x_indices, val_code, val_bytes, val_len, y_indp
     return out[:o]
 
 
+@njit(cache=True)
+def _arff_value(buf, p, end, stops):
+    """An ARFF value: ``?`` (missing, NaN) or a number; same statuses as parse_float."""
+    if p < end and buf[p] == 63:
+        return 0, np.nan, p + 1
+    return parse_float(buf, p, end, stops)
+
+
 @njit(cache=True, nogil=True)
 def parse_arff_data(buf, start, first_line):
     """Tokenise the ``@data`` section of an ARFF file, sparse (``{i v, j w}``) and dense
@@ -430,8 +410,8 @@ def parse_arff_data(buf, start, first_line):
     skipped. Missing values ``?`` become NaN; zeros of dense rows are not stored.
 
     Returns ``(err, err_line, err_pos, n_rows, indptr, attr, values, row_line, n_fields,
-    hard_slot, hard_start, hard_end, n_hard)`` where ``attr`` holds attribute indices
-    and ``n_fields[r]`` the number of fields of a dense row r (-1 for sparse rows).
+    hard, n_hard)`` where ``attr`` holds attribute indices and ``n_fields[r]`` the number
+    of fields of a dense row r (-1 for sparse rows).
     """
     n = buf.shape[0]
     nl = 0
@@ -449,15 +429,15 @@ def parse_arff_data(buf, start, first_line):
     values = np.empty(cap, np.float64)
     row_line = np.empty(max_rows, np.int64)
     n_fields = np.empty(max_rows, np.int64)
-    hard_slot = np.empty(16, np.int64)
-    hard_start = np.empty(16, np.int64)
-    hard_end = np.empty(16, np.int64)
+    hard = np.empty((16, 3), np.int64)
     n_hard = 0
     stops = _stop_table(np.array([44, 125], np.uint8))
     nnz = 0
     row = 0
     line = first_line
     pos = start
+    p = start
+    err = OK
     while pos < n:
         eol = pos
         while eol < n and buf[eol] != 10:
@@ -471,122 +451,83 @@ def parse_arff_data(buf, start, first_line):
             line += 1
             continue
         row_line[row] = line
-        if buf[p] == 123:
-            n_fields[row] = -1
+        sparse = buf[p] == 123
+        closed = False
+        n_fields[row] = -1
+        if sparse:
             p += 1
             while p < end and _is_ws(buf[p]):
                 p += 1
-            if p < end and buf[p] == 125:
+            closed = p < end and buf[p] == 125
+            if closed:
                 p += 1
+        k = 0
+        while not (sparse and closed):
+            while p < end and _is_ws(buf[p]):
+                p += 1
+            idx = k
+            if sparse:
+                if p < end and buf[p] == 45:
+                    err = ERR_NEG_INDEX
+                    break
+                if not (p < end and _is_digit(buf[p])):
+                    err = ERR_TOKEN
+                    break
+                idx = 0
+                while p < end and _is_digit(buf[p]) and idx <= _BIG:
+                    idx = idx * 10 + (buf[p] - 48)
+                    p += 1
+                if idx > _BIG:
+                    err = ERR_BIG_INDEX
+                    break
+                if not (p < end and _is_ws(buf[p])):
+                    err = ERR_TOKEN
+                    break
+                while p < end and _is_ws(buf[p]):
+                    p += 1
+            vstart = p
+            st, val, p = _arff_value(buf, p, end, stops)
+            if st == 2 or st == 4:
+                err = ERR_NUMBER if st == 2 else ERR_NONFINITE
+                p = vstart
+                break
+            if st == 1:
+                hard = _push_hard(hard, n_hard, nnz, vstart, p)
+                n_hard += 1
+            if sparse or st == 1 or val != 0.0:
+                attr[nnz] = idx
+                values[nnz] = val
+                nnz += 1
+            k += 1
+            while p < end and _is_ws(buf[p]):
+                p += 1
+            if p < end and buf[p] == 44:
+                p += 1
+                continue
+            if sparse:
+                if p < end and buf[p] == 125:
+                    p += 1
+                    break
+                err = ERR_ARFF_BRACE
+                break
+            if p < end:
+                err = ERR_NUMBER
             else:
-                while True:
-                    while p < end and _is_ws(buf[p]):
-                        p += 1
-                    if p < end and buf[p] == 45:
-                        return (ERR_NEG_INDEX, line, p, row, indptr, attr, values, row_line,
-                                n_fields, hard_slot, hard_start, hard_end, n_hard)
-                    if not (p < end and _is_digit(buf[p])):
-                        return (ERR_TOKEN, line, p, row, indptr, attr, values, row_line,
-                                n_fields, hard_slot, hard_start, hard_end, n_hard)
-                    idx = 0
-                    while p < end and _is_digit(buf[p]):
-                        idx = idx * 10 + (buf[p] - 48)
-                        if idx > _BIG:
-                            return (ERR_BIG_INDEX, line, p, row, indptr, attr, values,
-                                    row_line, n_fields, hard_slot, hard_start, hard_end,
-                                    n_hard)
-                        p += 1
-                    if not (p < end and _is_ws(buf[p])):
-                        return (ERR_TOKEN, line, p, row, indptr, attr, values, row_line,
-                                n_fields, hard_slot, hard_start, hard_end, n_hard)
-                    while p < end and _is_ws(buf[p]):
-                        p += 1
-                    vstart = p
-                    if p < end and buf[p] == 63:
-                        st = 0
-                        val = np.nan
-                        p += 1
-                    else:
-                        st, val, p = parse_float(buf, p, end, stops)
-                    if st == 2:
-                        return (ERR_NUMBER, line, vstart, row, indptr, attr, values, row_line,
-                                n_fields, hard_slot, hard_start, hard_end, n_hard)
-                    if st == 4:
-                        return (ERR_NONFINITE, line, vstart, row, indptr, attr, values,
-                                row_line, n_fields, hard_slot, hard_start, hard_end, n_hard)
-                    if st == 1:
-                        hard_slot = _grow(hard_slot, n_hard + 1)
-                        hard_start = _grow(hard_start, n_hard + 1)
-                        hard_end = _grow(hard_end, n_hard + 1)
-                        hard_slot[n_hard] = nnz
-                        hard_start[n_hard] = vstart
-                        hard_end[n_hard] = p
-                        n_hard += 1
-                    attr[nnz] = idx
-                    values[nnz] = val
-                    nnz += 1
-                    while p < end and _is_ws(buf[p]):
-                        p += 1
-                    if p < end and buf[p] == 44:
-                        p += 1
-                        continue
-                    if p < end and buf[p] == 125:
-                        p += 1
-                        break
-                    return (ERR_ARFF_BRACE, line, p, row, indptr, attr, values, row_line,
-                            n_fields, hard_slot, hard_start, hard_end, n_hard)
+                n_fields[row] = k
+            break
+        if err:
+            break
+        if sparse:
             while p < end and _is_ws(buf[p]):
                 p += 1
             if p < end:
-                return (ERR_ARFF_BRACE, line, p, row, indptr, attr, values, row_line,
-                        n_fields, hard_slot, hard_start, hard_end, n_hard)
-        else:
-            k = 0
-            while True:
-                while p < end and _is_ws(buf[p]):
-                    p += 1
-                vstart = p
-                if p < end and buf[p] == 63:
-                    st = 0
-                    val = np.nan
-                    p += 1
-                else:
-                    st, val, p = parse_float(buf, p, end, stops)
-                if st == 2:
-                    return (ERR_NUMBER, line, vstart, row, indptr, attr, values, row_line,
-                            n_fields, hard_slot, hard_start, hard_end, n_hard)
-                if st == 4:
-                    return (ERR_NONFINITE, line, vstart, row, indptr, attr, values, row_line,
-                            n_fields, hard_slot, hard_start, hard_end, n_hard)
-                if st == 1:
-                    hard_slot = _grow(hard_slot, n_hard + 1)
-                    hard_start = _grow(hard_start, n_hard + 1)
-                    hard_end = _grow(hard_end, n_hard + 1)
-                    hard_slot[n_hard] = nnz
-                    hard_start[n_hard] = vstart
-                    hard_end[n_hard] = p
-                    n_hard += 1
-                if st == 1 or val != 0.0:
-                    attr[nnz] = k
-                    values[nnz] = val
-                    nnz += 1
-                k += 1
-                while p < end and _is_ws(buf[p]):
-                    p += 1
-                if p < end and buf[p] == 44:
-                    p += 1
-                    continue
-                if p >= end:
-                    break
-                return (ERR_NUMBER, line, p, row, indptr, attr, values, row_line, n_fields,
-                        hard_slot, hard_start, hard_end, n_hard)
-            n_fields[row] = k
+                err = ERR_ARFF_BRACE
+                break
         indptr[row + 1] = nnz
         row += 1
         pos = eol + 1
         line += 1
-    return (OK, line, pos, row, indptr, attr, values, row_line, n_fields, hard_slot,
-            hard_start, hard_end, n_hard)
+    return (err, line, p, row, indptr, attr, values, row_line, n_fields, hard, n_hard)
 
 
 @njit(cache=True, nogil=True)
@@ -595,9 +536,9 @@ def parse_edge_lines(buf, start, first_line):
     one comma; blank lines and lines starting with ``#`` or ``%`` are skipped.
 
     Returns ``(err, err_line, err_pos, n_edges, tok_start, tok_end, weight, edge_line,
-    all_int, int_id, hard_slot, hard_start, hard_end, n_hard)``; ``tok_*`` hold the byte
-    spans of the two node names of each edge (2 per edge), ``int_id`` their values when
-    every name is a plain non-negative integer (``all_int``), ``weight`` is 1 when absent.
+    all_int, int_id, hard, n_hard)``; ``tok_*`` hold the byte spans of the two node names
+    of each edge (2 per edge), ``int_id`` their values when every name is a plain
+    non-negative integer of at most 18 digits (``all_int``), ``weight`` is 1 when absent.
     """
     n = buf.shape[0]
     nl = 0
@@ -610,15 +551,15 @@ def parse_edge_lines(buf, start, first_line):
     int_id = np.empty(2 * cap, np.int64)
     weight = np.empty(cap, np.float64)
     edge_line = np.empty(cap, np.int64)
-    hard_slot = np.empty(16, np.int64)
-    hard_start = np.empty(16, np.int64)
-    hard_end = np.empty(16, np.int64)
+    hard = np.empty((16, 3), np.int64)
     n_hard = 0
     all_int = True
     stops = _stop_table(np.array([44], np.uint8))
     ne = 0
     line = first_line
     pos = start
+    p = start
+    err = OK
     while pos < n:
         eol = pos
         while eol < n and buf[eol] != 10:
@@ -632,74 +573,67 @@ def parse_edge_lines(buf, start, first_line):
             line += 1
             continue
         edge_line[ne] = line
-        for f in range(2):
-            if f == 1:
+        for f in range(3):
+            if f > 0:                                # separator: blanks and/or one comma
                 while p < end and _is_ws(buf[p]):
                     p += 1
                 if p < end and buf[p] == 44:
                     p += 1
                     while p < end and _is_ws(buf[p]):
                         p += 1
+            if f == 2:
+                if p >= end:
+                    weight[ne] = 1.0
+                    break
+                vstart = p
+                st, val, p = parse_float(buf, p, end, stops)
+                if st == 2 or st == 4:
+                    err = ERR_NUMBER if st == 2 else ERR_NONFINITE
+                    p = vstart
+                    break
+                if st == 1:
+                    hard = _push_hard(hard, n_hard, ne, vstart, p)
+                    n_hard += 1
+                weight[ne] = val
+                while p < end and _is_ws(buf[p]):
+                    p += 1
+                if p < end:
+                    err = ERR_EDGE_FIELDS
+                break
             if p >= end or buf[p] == 44:
-                return (ERR_EDGE_FIELDS, line, p, ne, tok_start, tok_end, weight, edge_line,
-                        all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
+                err = ERR_EDGE_FIELDS
+                break
             s = p
             v = 0
             digits = True
             while p < end and not _is_ws(buf[p]) and buf[p] != 44:
                 c = buf[p]
                 if c < 32 or c == 127:
-                    return (ERR_TOKEN, line, p, ne, tok_start, tok_end, weight, edge_line,
-                            all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
-                if _is_digit(c) and digits and p - s < 18:
+                    err = ERR_TOKEN
+                    break
+                if digits and _is_digit(c) and p - s < 18:
                     v = v * 10 + (c - 48)
                 else:
                     digits = False
                 p += 1
+            if err:
+                break
             if p - s > 256:
-                return (ERR_TOKEN_LONG, line, s, ne, tok_start, tok_end, weight, edge_line,
-                        all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
+                err = ERR_TOKEN_LONG
+                p = s
+                break
             if not digits:
                 all_int = False
             tok_start[2 * ne + f] = s
             tok_end[2 * ne + f] = p
             int_id[2 * ne + f] = v
-        while p < end and _is_ws(buf[p]):
-            p += 1
-        if p < end and buf[p] == 44:
-            p += 1
-            while p < end and _is_ws(buf[p]):
-                p += 1
-        if p >= end:
-            weight[ne] = 1.0
-        else:
-            vstart = p
-            st, val, p = parse_float(buf, p, end, stops)
-            if st == 2:
-                return (ERR_NUMBER, line, vstart, ne, tok_start, tok_end, weight, edge_line,
-                        all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
-            if st == 4:
-                return (ERR_NONFINITE, line, vstart, ne, tok_start, tok_end, weight,
-                        edge_line, all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
-            if st == 1:
-                hard_slot = _grow(hard_slot, n_hard + 1)
-                hard_start = _grow(hard_start, n_hard + 1)
-                hard_end = _grow(hard_end, n_hard + 1)
-                hard_slot[n_hard] = ne
-                hard_start[n_hard] = vstart
-                hard_end[n_hard] = p
-                n_hard += 1
-            weight[ne] = val
-            while p < end and _is_ws(buf[p]):
-                p += 1
-            if p < end:
-                return (ERR_EDGE_FIELDS, line, p, ne, tok_start, tok_end, weight, edge_line,
-                        all_int, int_id, hard_slot, hard_start, hard_end, n_hard)
+        if err:
+            break
         ne += 1
         pos = eol + 1
         line += 1
-    return (OK, line, pos, ne, tok_start, tok_end, weight, edge_line, all_int, int_id,
-            hard_slot, hard_start, hard_end, n_hard)
+    return (err, line, p, ne, tok_start, tok_end, weight, edge_line, all_int, int_id, hard,
+            n_hard)
 
 
 @njit(cache=True, nogil=True)
