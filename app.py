@@ -1,8 +1,10 @@
 """featagg dashboard entry point: ``streamlit run app.py`` (or ``bash scripts/dashboard.sh``).
 
-Runs on every script run of every session: page config, one warm-up per server process,
+Runs on every script run of every session: page config, one warm-up per server process
+(skipped when the environment has FEATAGG_WARMUP=0, as the in-process AppTest tests do),
 the sidebar dataset picker, and navigation over the pages that exist.
 """
+import os
 from pathlib import Path
 
 import streamlit as st
@@ -35,7 +37,7 @@ def _warm_up_once():
 
 
 def main() -> None:
-    if not st.get_option("global.appTest"):  # AppTest runs of the shell skip the JIT warm-up
+    if os.environ.get("FEATAGG_WARMUP", "1") != "0":  # tests in-process set it to "0"
         _warm_up_once()
     pages = [st.Page(home.render, title="Home", icon=":material/home:", url_path="home",
                      default=True)]

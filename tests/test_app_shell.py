@@ -6,6 +6,10 @@ Note: after ``AppTest.switch_page`` AppTest (1.67) runs the page script without 
 script, so the sidebar is not drawn there; the session state (the picked dataset) carries
 over, which is what these tests check. The browser test covers sidebar + page together.
 """
+import os
+
+os.environ.setdefault("FEATAGG_WARMUP", "0")  # no background JIT warm-up in AppTest runs
+
 import io
 import os
 import pickle
@@ -409,3 +413,18 @@ def test_upload_table_formats(fmt, tmp_path):
     assert data.labels.tolist() == [1, 0, 1, 0, 0, 1]
     with pytest.raises(DatasetError):
         parse_upload("table", p.name, p.read_bytes(), label="no_such_column")
+
+
+def test_app_starts_the_warm_up_once_per_process(monkeypatch):
+    import streamlit as st
+    from featagg_app import warmup as warmup_mod
+    calls = []
+    monkeypatch.setattr(warmup_mod, "start_background", lambda: calls.append(1) or "report")
+    monkeypatch.setenv("FEATAGG_WARMUP", "1")
+    st.cache_resource.clear()
+    try:
+        _ok(_app())
+        _ok(_app().run())           # a second session and a rerun: no second warm-up
+        assert calls == [1]
+    finally:
+        st.cache_resource.clear()

@@ -1,5 +1,9 @@
 """Data page: its statistics/figure builders against brute force, and AppTest runs of the
 page on each kind of data (multi-label, graph with and without classes, table)."""
+import os
+
+os.environ.setdefault("FEATAGG_WARMUP", "0")  # no background JIT warm-up in AppTest runs
+
 from pathlib import Path
 
 import numpy as np

@@ -82,7 +82,9 @@ def start_server(log_path: Path, script: str = "app.py", extra_env: dict | None 
     port = _free_port()
     cmd = [_python(), "-m", "streamlit", "run", script, "--server.port", str(port),
            *SERVER_FLAGS]
-    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONUNBUFFERED="1", **(extra_env or {}))
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONUNBUFFERED="1")
+    env.pop("FEATAGG_WARMUP", None)        # the real server warms up, as in production
+    env.update(extra_env or {})
     logf = open(log_path, "wb")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=logf, stderr=subprocess.STDOUT, env=env,
                             start_new_session=True)
