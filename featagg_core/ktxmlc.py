@@ -821,8 +821,9 @@ def warmup():
     """Compile the kernels on a tiny problem (the dashboard calls this at start-up)."""
     rng = np.random.default_rng(0)
     X = sp.random(12, 6, density=0.5, format="csr", random_state=1, dtype=np.float32)
-    Y = sp.csr_matrix((rng.random((12, 5)) < 0.4).astype(np.float32))
-    Y[0, :] = 1
+    Yd = (rng.random((12, 5)) < 0.4).astype(np.float32)
+    Yd[0, :] = 1
+    Y = sp.csr_matrix(Yd)
     KTXMLC(n_clusters=2, n_trees=1, max_leaf_labels=2, n_jobs=1).fit(X, Y).predict_scores(X, k=2)
     KTXMLC(n_clusters=3, n_trees=1, max_leaf_labels=2, n_jobs=1).fit(X, Y)
     Xl = sp.csr_matrix(X, dtype=np.float64)

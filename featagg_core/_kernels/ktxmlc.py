@@ -46,7 +46,7 @@ def _local_csr(indptr, indices, data, rows, n_features):
     for j in range(nf):
         fmap[feats[j]] = j
     lp = np.empty(m + 1, np.int64)
-    li = np.empty(nnz, np.int32)
+    li = np.empty(nnz, np.uint32)  # unsigned: no negative-index wraparound test per access
     ld = np.empty(nnz, data.dtype)
     lp[0] = 0
     q = 0
@@ -485,7 +485,7 @@ def build_feature_major(first_child, n_children, Wp, Wi, Wd):
     fm_ptr = np.zeros(N + 1, np.int64)
     fm_feat = np.empty(total, np.int32)
     fm_eptr = np.zeros(total + 1, np.int64)
-    fm_child = np.empty(total, np.int32)
+    fm_child = np.empty(total, np.uint32)
     fm_val = np.empty(total, np.float32)
     nf = 0
     ne = 0

@@ -83,7 +83,7 @@ def l2svc_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed
         qd[i] = s + diag
         yf[i] = y[i]
     alpha = np.zeros(l, data.dtype)
-    index = np.arange(l)
+    index = np.arange(l).astype(np.uint32)
     active = l
     pgmax_old = np.inf
     pgmin_old = -np.inf
