@@ -2173,14 +2173,16 @@ def planetoid_to_npz(prefix, out_path=None, *, name=None) -> GraphData:
     n_train = allx.shape[0]
     n = max(n_train + test_idx.size, int(test_idx.max()) + 1)
     d = allx.shape[1]
-    # row of X for each node: nodes < n_train are allx rows; test nodes get their tx row
-    X = sp.vstack([allx, sp.csr_matrix((n - n_train, d), dtype=np.float32)]).tolil()
-    Xt = sp.lil_matrix((n, d), dtype=np.float32)
-    Xt[test_idx, :] = tx
-    X = sp.csr_matrix(X)
-    mask = np.zeros(n, bool)
-    mask[test_idx] = True
-    X = sp.csr_matrix(sp.diags((~mask).astype(np.float32)) @ X + Xt.tocsr())
+    # source row of each node in vstack(allx, tx): node i < n_train is allx row i, node
+    # test_idx[k] is tx row k; nodes in neither (Citeseer's holes) get an all-zero row
+    stacked = sp.vstack([allx, tx]).tocsr()
+    src_row = np.full(n, -1, np.int64)
+    src_row[:n_train] = np.arange(n_train)
+    src_row[test_idx] = n_train + np.arange(test_idx.size)
+    have = np.flatnonzero(src_row >= 0)
+    select = sp.csr_matrix((np.ones(have.size, np.float32), (have, src_row[have])),
+                           shape=(n, stacked.shape[0]))
+    X = sp.csr_matrix(select @ stacked)
     Ymat = np.zeros((n, ally.shape[1]), np.float32)
     Ymat[:n_train] = ally
     Ymat[test_idx] = ty
