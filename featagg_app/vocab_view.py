@@ -1,0 +1,252 @@
+"""Table and figure builders of the Vocabulary compression page (no streamlit here, so
+they are unit-testable): runs of the methods over the columns of a table, the MI-loss
+versus budget curves, timings, the sorted P(C=0|x) curve with the split points, the
+per-column budget allocation, and the mapping files."""
+from __future__ import annotations
+
+import io
+import json
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from featagg_app import charts
+from featagg_core.vocab import CONTIGUOUS, ColumnCompression, _Prepared, compress_columns, factorize
+
+METHOD_TITLES = {
+    "submodular": "Submodular (stochastic greedy)",
+    "threshold": "Threshold greedy",
+    "dp": "Exact DP",
+    "bucketing": "Equal-mass bucketing",
+    "frequency": "Most frequent",
+    "divisive": "Divisive (Dhillon et al.)",
+}
+BUDGET_STEPS = [2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
+#: the page offers the DP when every chosen column has at most this many atoms
+DP_PAGE_LIMIT = 2000
+
+
+def binary_columns(table: pd.DataFrame) -> List[str]:
+    """Columns with exactly two distinct non-missing values (candidate label columns)."""
+    return [c for c in table.columns if table[c].nunique(dropna=True) == 2]
+
+
+def labels_from_column(values) -> tuple:
+    """0/1 labels from a two-valued column: the larger value (sorted as text) is 1.
+    Returns ``(labels int8, positive value)``; missing values raise ValueError."""
+    s = pd.Series(values)
+    if s.isna().any():
+        raise ValueError("label column: has missing values")
+    u = sorted(s.astype(str).unique())
+    if len(u) != 2:
+        raise ValueError(f"label column: needs exactly two values, has {len(u)}")
+    return (s.astype(str) == u[1]).to_numpy().astype(np.int8), u[1]
+
+
+def atoms_per_column(table: pd.DataFrame, labels, columns: Sequence[str], min_count: int = 1) -> Dict[str, int]:
+    """Number of atoms (tie runs) per column: the size the optimisers work on."""
+    y = np.asarray(labels)
+    out = {}
+    for c in columns:
+        codes, vocab = factorize(table[c])
+        n = len(vocab)
+        c1 = np.bincount(codes, weights=y, minlength=n).astype(np.int64)
+        c0 = np.bincount(codes, minlength=n).astype(np.int64) - c1
+        out[c] = _Prepared(c0, c1, min_count, True).n_atoms
+    return out
+
+
+def allocation_for(method: str, scheme: str) -> str:
+    """Allocation of a global budget: the paper's greedy merge for the greedy methods,
+    uniform (or MI-proportional) for the others."""
+    if scheme == "per column":
+        return "uniform"
+    if method in ("submodular", "threshold"):
+        return "greedy"
+    return "mi" if scheme == "global (MI-proportional for baselines)" else "uniform"
+
+
+def run_methods(table, labels, columns, methods, m, scheme, params,
+                progress: Optional[Callable[[float, str], None]] = None) -> Dict[str, ColumnCompression]:
+    """Compress ``columns`` with every method at ``m`` buckets per column (total budget
+    ``m * len(columns)``; ``scheme`` decides how the total is shared out)."""
+    out = {}
+    for i, meth in enumerate(methods):
+        if progress:
+            progress(i / max(len(methods), 1), f"{METHOD_TITLES.get(meth, meth)}…")
+        out[meth] = compress_columns(table, labels, int(m) * len(columns), method=meth,
+                                     allocation=allocation_for(meth, scheme), columns=list(columns),
+                                     **method_params(meth, params))
+    if progress:
+        progress(1.0, "done")
+    return out
+
+
+def method_params(method: str, params: dict) -> dict:
+    """The estimator parameters that apply to ``method``."""
+    p = {"min_count": int(params.get("min_count", 1))}
+    if method == "submodular":
+        p.update(random_state=int(params.get("random_state", 0)),
+                 epsilon=params.get("epsilon_sg"), refine=bool(params.get("refine", True)))
+    elif method == "threshold":
+        p.update(epsilon=params.get("epsilon_thr"), refine=bool(params.get("refine", True)))
+    elif method == "dp":
+        p.update(max_dp_values=DP_PAGE_LIMIT)
+    return p
+
+
+def summary_table(results: Dict[str, ColumnCompression]) -> pd.DataFrame:
+    """One row per method: MI loss, I(X;C), I(Z;C) (sums over columns), buckets, seconds."""
+    rows = []
+    for meth, cc in results.items():
+        rows.append({"method": METHOD_TITLES.get(meth, meth),
+                     "MI loss": float(cc.mi_loss),
+                     "I(X;C) nats": float(cc.report["I(X;C)"].sum()),
+                     "I(Z;C) nats": float(cc.report["I(Z;C)"].sum()),
+                     "buckets": int(sum(cc.allocation.values())),
+                     "optimisation s": float(cc.fit_seconds),
+                     "total s": float(cc.seconds)})
+    return pd.DataFrame(rows)
+
+
+def loss_curves(table, labels, columns, methods, budgets, scheme, params,
+                progress: Optional[Callable[[float, str], None]] = None) -> pd.DataFrame:
+    """MI loss of every method at every per-column budget: long table (method, m, loss, s)."""
+    rows = []
+    total = max(len(methods) * len(budgets), 1)
+    k = 0
+    for meth in methods:
+        for m in budgets:
+            if progress:
+                progress(k / total, f"{METHOD_TITLES.get(meth, meth)}, m = {m}")
+            k += 1
+            cc = compress_columns(table, labels, int(m) * len(columns), method=meth,
+                                  allocation=allocation_for(meth, scheme), columns=list(columns),
+                                  **method_params(meth, params))
+            rows.append({"method": meth, "m": int(m), "MI loss": float(cc.mi_loss),
+                         "seconds": float(cc.fit_seconds)})
+    if progress:
+        progress(1.0, "done")
+    return pd.DataFrame(rows)
+
+
+def loss_curve_figure(curves: pd.DataFrame) -> go.Figure:
+    """MI loss versus buckets per column, one line per method (log x; log y where > 0)."""
+    fig = go.Figure()
+    for meth, g in curves.groupby("method", sort=False):
+        g = g.sort_values("m")
+        fig.add_trace(go.Scatter(x=g["m"], y=g["MI loss"], mode="lines+markers",
+                                 name=METHOD_TITLES.get(meth, meth)))
+    charts.style(fig, "MI loss versus budget (buckets per column)")
+    fig.update_xaxes(type="log", title="buckets per column m")
+    pos = curves["MI loss"][curves["MI loss"] > 0]
+    if len(pos):
+        fig.update_yaxes(type="log", title="MI loss (I(X;C) − I(Z;C)) / I(X;C)")
+    else:
+        fig.update_yaxes(title="MI loss")
+    return fig
+
+
+def time_figure(summary: pd.DataFrame) -> go.Figure:
+    """Optimisation seconds per method (bar)."""
+    return charts.bar(summary["method"], summary["optimisation s"],
+                      title="Time per method (optimisation, all columns)", xlabel="",
+                      ylabel="seconds")
+
+
+def allocation_table(results: Dict[str, ColumnCompression]) -> pd.DataFrame:
+    """Buckets given to each column by each method (columns × methods)."""
+    cols = None
+    data = {}
+    for meth, cc in results.items():
+        cols = list(cc.allocation) if cols is None else cols
+        data[METHOD_TITLES.get(meth, meth)] = [int(cc.allocation[c]) for c in cols]
+    return pd.DataFrame(data, index=pd.Index(cols or [], name="column"))
+
+
+def allocation_figure(results: Dict[str, ColumnCompression]) -> go.Figure:
+    T = allocation_table(results)
+    return charts.grouped_bars(list(T.index), {c: T[c].tolist() for c in T.columns},
+                               title="Per-column budget allocation (buckets)", xlabel="column",
+                               ylabel="buckets")
+
+
+def split_curve_data(vc, max_points: int = 20000) -> dict:
+    """The paper's key picture as arrays: values in sorted order on x (cumulative share of
+    the rows, so frequent values take more room), P(C=0|x) on y, the split points (x of
+    each cut) and every bucket's P(C=0|z) as a horizontal segment."""
+    c = vc.counts_[vc.order_]
+    w = c.sum(axis=1).astype(np.float64)
+    right = np.cumsum(w) / w.sum()
+    left = right - w / w.sum()
+    mid = (left + right) / 2
+    p = np.asarray(vc.p0_sorted_, np.float64)
+    keep = np.arange(len(p))
+    if len(p) > max_points:  # thin out, keeping both ends
+        keep = np.unique(np.r_[np.linspace(0, len(p) - 1, max_points).astype(int)])
+    out = {"x": mid[keep], "p0": p[keep], "splits_x": np.zeros(0), "segments": []}
+    b_sorted = vc.bucket_of_[vc.order_]
+    if vc.split_points_ is not None:
+        out["splits_x"] = left[vc.split_points_]
+    bc = vc.bucket_counts_
+    for z in range(vc.n_buckets_):
+        idx = np.flatnonzero(b_sorted == z)
+        if len(idx) == 0:
+            continue
+        q = bc[z, 0] / max(bc[z].sum(), 1)
+        out["segments"].append((float(left[idx.min()]), float(right[idx.max()]), float(q)))
+    return out
+
+
+def split_curve_figure(vc, column: str = "", max_lines: int = 300) -> go.Figure:
+    """Sorted P(C=0|x) with the chosen split points (vertical lines) and each bucket's
+    P(C=0|z) (horizontal segments)."""
+    d = split_curve_data(vc)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=d["x"], y=d["p0"], mode="markers", name="P(C=0 | x) per value",
+                             marker=dict(size=4, opacity=0.6)))
+    if vc.split_points_ is not None and len(d["segments"]) <= max_lines:
+        xs, ys = [], []
+        for a, b, q in d["segments"]:
+            xs += [a, b, None]
+            ys += [q, q, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="P(C=0 | z) per bucket",
+                                 line=dict(width=2)))
+    sx = d["splits_x"]
+    if len(sx):
+        step = max(1, len(sx) // max_lines)
+        xs, ys = [], []
+        for x in sx[::step]:
+            xs += [x, x, None]
+            ys += [0, 1, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="split points",
+                                 line=dict(width=1, dash="dot", color="rgba(200,30,30,0.6)")))
+    title = f"Sorted P(C=0 | x) with the split points{' — ' + column if column else ''}"
+    charts.style(fig, title, height=420)
+    fig.update_xaxes(title="values sorted by P(C=0 | x) (cumulative share of rows)", range=[0, 1])
+    fig.update_yaxes(title="P(C=0 | x)", range=[-0.02, 1.02])
+    return fig
+
+
+def mapping_frame(cc: ColumnCompression) -> pd.DataFrame:
+    """All columns' mappings in one table: column, value, bucket, count, positives, p_c0."""
+    parts = []
+    for col, vc in cc.compressors.items():
+        f = vc.mapping_frame()
+        f.insert(0, "column", col)
+        parts.append(f)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def mapping_csv(cc: ColumnCompression) -> bytes:
+    return mapping_frame(cc).to_csv(index=False).encode()
+
+
+def mapping_json(cc: ColumnCompression) -> bytes:
+    """``{"method", "budget", "mi_loss", "columns": {column: <VocabularyCompressor.to_json>}}``."""
+    doc = {"method": cc.method, "budget": cc.budget, "mi_loss": cc.mi_loss,
+           "columns": {str(c): json.loads(vc.to_json()) for c, vc in cc.compressors.items()}}
+    return json.dumps(doc).encode()

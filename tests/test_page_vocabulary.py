@@ -1,0 +1,145 @@
+"""Vocabulary compression page: its builders against direct computations, and AppTest
+runs of the page on the default Adult sample."""
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import mutual_info_score
+
+from featagg_app import vocab_view as vv
+from featagg_core.vocab import VocabularyCompressor, compress_columns
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "pages" / "vocabulary.py")
+os.environ.setdefault("FEATAGG_WARMUP", "0")
+
+
+def _table(seed=0, n_rows=2000):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 60, n_rows)
+    b = rng.integers(0, 8, n_rows)
+    eff = rng.normal(0, 2, 60)
+    y = (rng.random(n_rows) < 1 / (1 + np.exp(-eff[a]))).astype(np.int8)
+    t = pd.DataFrame({"a": a.astype(str), "b": b, "flag": np.where(rng.random(n_rows) < .3, "x", "y")})
+    return t, y
+
+
+def test_summary_and_allocation_tables_match_the_runs():
+    t, y = _table()
+    res = vv.run_methods(t, y, ["a", "b"], ["submodular", "frequency"], 5,
+                         "global (uniform for baselines)", {"random_state": 0})
+    S = vv.summary_table(res)
+    assert list(S["method"]) == [vv.METHOD_TITLES["submodular"], vv.METHOD_TITLES["frequency"]]
+    for (meth, cc), (_, row) in zip(res.items(), S.iterrows()):
+        iz = sum(mutual_info_score(y, vc.transform(t[c])) for c, vc in cc.compressors.items())
+        ix = sum(mutual_info_score(y, t[c]) for c in cc.compressors)
+        assert row["I(Z;C) nats"] == pytest.approx(iz)
+        assert row["I(X;C) nats"] == pytest.approx(ix)
+        assert row["MI loss"] == pytest.approx((ix - iz) / ix)
+        assert row["buckets"] == sum(cc.allocation.values()) <= 10
+    A = vv.allocation_table(res)
+    assert list(A.index) == ["a", "b"]
+    assert A[vv.METHOD_TITLES["frequency"]].tolist() == [5, 5]
+    fig = vv.allocation_figure(res)
+    assert [list(tr.y) for tr in fig.data] == [A[c].tolist() for c in A.columns]
+
+
+def test_loss_curves_decrease_and_match_direct_runs():
+    t, y = _table(1)
+    curves = vv.loss_curves(t, y, ["a"], ["submodular", "bucketing"], [2, 5, 20], "per column",
+                            {})
+    for meth, g in curves.groupby("method"):
+        assert np.all(np.diff(g.sort_values("m")["MI loss"].to_numpy()) <= 1e-12)
+        direct = compress_columns(t, y, 5, method=meth, allocation="uniform", columns=["a"])
+        assert g.set_index("m").loc[5, "MI loss"] == pytest.approx(direct.mi_loss)
+    fig = vv.loss_curve_figure(curves)
+    assert len(fig.data) == 2 and fig.layout.xaxis.type == "log"
+
+
+def test_split_curve_data_is_the_sorted_ratio_with_the_cuts():
+    t, y = _table(2)
+    vc = VocabularyCompressor(4).fit(t["a"], y)
+    d = vv.split_curve_data(vc)
+    assert np.all(np.diff(d["p0"]) >= 0)
+    c = vc.counts_[vc.order_]
+    np.testing.assert_allclose(d["p0"], c[:, 0] / c.sum(1))
+    assert len(d["splits_x"]) == len(vc.split_points_) == 3
+    w = c.sum(1) / c.sum()
+    np.testing.assert_allclose(d["splits_x"], np.cumsum(w)[vc.split_points_ - 1])
+    qs = [q for _, _, q in d["segments"]]
+    bc = vc.bucket_counts_
+    np.testing.assert_allclose(qs, bc[:, 0] / bc.sum(1))
+    fig = vv.split_curve_figure(vc, "a")
+    assert len(fig.data) == 3
+
+
+def test_label_from_column_and_mapping_files():
+    t, y = _table(3)
+    lab, pos = vv.labels_from_column(t["flag"])
+    assert pos == "y" and np.array_equal(lab, (t["flag"] == "y").to_numpy().astype(np.int8))
+    assert vv.binary_columns(t) == ["flag"]
+    with pytest.raises(ValueError, match="label column"):
+        vv.labels_from_column(t["b"])
+    cc = compress_columns(t, y, 8, columns=["a", "b"])
+    df = pd.read_csv(io.BytesIO(vv.mapping_csv(cc)))
+    assert set(df["column"]) == {"a", "b"} and len(df) == t["a"].nunique() + t["b"].nunique()
+    doc = json.loads(vv.mapping_json(cc))
+    for col, vc in cc.compressors.items():
+        got = dict(zip(map(str, doc["columns"][col]["values"]), doc["columns"][col]["buckets"]))
+        assert got == {str(k): v for k, v in vc.mapping_.items()}
+
+
+# ------------------------------------------------------------------ the page (AppTest)
+def _app():
+    from streamlit.testing.v1 import AppTest
+    return AppTest.from_file(PAGE, default_timeout=240)
+
+
+def test_page_runs_on_the_default_adult_sample():
+    at = _app()
+    at.run()
+    assert not at.exception, at.exception
+    assert any("Adult" in i.value for i in at.info)
+    assert any("Compress" in i.value for i in at.info)
+    at.checkbox(key="vc_curves").set_value(True)
+    at.button(key="vc_run").click().run()
+    assert not at.exception, at.exception
+    cards = {mm.label: mm.value for mm in at.metric}
+    assert any(k.startswith("MI loss") for k in cards), cards
+    runs = at.session_state["featagg.runs"]
+    methods = at.multiselect(key="vc_methods").value
+    assert len(runs) == len(methods) and "dp" in methods      # Adult columns are small
+    store = at.session_state["featagg.store"]
+    assert isinstance(store["vocab"], VocabularyCompressor)
+    # with the same (uniform) split of the budget, the DP optimum loses the least
+    by = {r["method"]: r["metrics"]["MI loss"] for r in runs}
+    for meth in ("bucketing", "frequency", "divisive"):
+        assert by[vv.METHOD_TITLES["dp"]] <= by[vv.METHOD_TITLES[meth]] + 1e-12
+    assert len(at.get("plotly_chart")) >= 4                 # curves, time, split curve, alloc
+    # switch the picture to another column and method: no rerun of the compression
+    at.selectbox(key="vc_pic_col").set_value("education").run()
+    assert not at.exception
+    assert len(at.session_state["featagg.runs"]) == len(methods)
+
+
+def test_page_other_label_per_column_budget_and_threshold():
+    at = _app()
+    at.run()
+    at.selectbox(key="vc_label").set_value("gender").run()
+    assert not at.exception, at.exception
+    assert "gender" not in at.multiselect(key="vc_columns").options
+    at.radio(key="vc_scheme").set_value("per column")
+    at.select_slider(key="vc_m").set_value(3)
+    at.multiselect(key="vc_methods").set_value(["threshold", "frequency"])
+    at.checkbox(key="vc_curves").set_value(False)
+    at.button(key="vc_run").click().run()
+    assert not at.exception, at.exception
+    runs = at.session_state["featagg.runs"]
+    assert [r["method"] for r in runs] == [vv.METHOD_TITLES["threshold"], vv.METHOD_TITLES["frequency"]]
+    assert all(r["params"]["label"] == "gender" for r in runs)
+    cc = at.session_state["featagg.store"]["vocab_columns"]
+    assert all(v <= 3 for v in cc.allocation.values())
