@@ -1,26 +1,34 @@
 """The Home page: what featagg is, the four methods, how to start (teaching text)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from featagg_app import session
 
+ROOT = Path(__file__).resolve().parents[1]
+
+#: (title, citation, text, page file)
 METHODS = [
     ("Feature agglomeration — DEFRAG, FIAT, REFRAG", "Jalan & Kar, IJCAI 2019",
      "Clusters the *features* into a balanced tree and sums each cluster into one feature: "
      "thousands of sparse words become a few hundred dense groups, and classifiers train "
      "faster on them. FIAT fills in missing features from the groups; REFRAG re-ranks a "
-     "classifier's labels with simple label prototypes so rare labels come up."),
+     "classifier's labels with simple label prototypes so rare labels come up.",
+     "pages/feature_agglomeration.py"),
     ("Extreme classification — KTXMLC", "Prajapati & Thakkar, 2021",
      "Thousands of labels per dataset: several K-way label trees (labels grouped by "
      "k-means‖), a linear classifier per label, and beam search down the trees, so "
-     "prediction looks at a few branches instead of every label."),
+     "prediction looks at a few branches instead of every label.",
+     "pages/extreme_classification.py"),
     ("Graph feature selection — BMGUFS", "Bai, Nguyen & Davidson, KDD 2020",
      "On an attributed graph, finds the block structure (who links to whom) and keeps the "
-     "node features that explain it — no labels needed."),
+     "node features that explain it — no labels needed.", "pages/graph_features.py"),
     ("Vocabulary compression", "Bateni et al., ICML 2019",
      "A categorical column with a huge vocabulary (user ids, zip codes) is folded into m "
-     "buckets chosen to keep as much information about the label as possible."),
+     "buckets chosen to keep as much information about the label as possible.",
+     "pages/vocabulary.py"),
 ]
 
 
@@ -35,10 +43,16 @@ def render() -> None:
         "spaces smaller, faster to learn from, and fairer to the rare labels.")
     st.subheader("The four methods")
     cols = st.columns(2)
-    for i, (title, cite, text) in enumerate(METHODS):
+    for i, (title, cite, text, page) in enumerate(METHODS):
         with cols[i % 2].container(border=True):
             st.markdown(f"**{title}**  \n*{cite}*")
             st.markdown(text)
+            if (ROOT / page).is_file():
+                try:
+                    st.page_link(str(ROOT / page), label="Open the page",
+                                 icon=":material/arrow_forward:")
+                except Exception:  # noqa: BLE001 - page not registered (e.g. run alone)
+                    pass
     st.subheader("How to start")
     st.markdown(
         "1. **Pick a dataset** in the sidebar: a bundled sample (Bibtex is loaded to begin "

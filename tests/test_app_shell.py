@@ -75,6 +75,9 @@ def test_home_loads_with_bibtex_in_use():
     data = _dataset(at)
     assert data.kind == "multilabel" and data.X.shape == load_sample("bibtex").X.shape
     assert any("In use" in c.value and "Bibtex" in c.value for c in at.sidebar.caption)
+    from featagg_app.home import METHODS
+    links = sorted(p.proto.page for p in at.get("page_link"))
+    assert links == sorted(Path(m[3]).stem for m in METHODS if (ROOT / m[3]).is_file())
 
 
 @pytest.mark.parametrize("info", list_samples(), ids=lambda s: s.name)
