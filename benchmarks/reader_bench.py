@@ -140,8 +140,9 @@ def write_md(rows, quick):
         "# Reader benchmark: featagg XC/svmlight reader vs sklearn",
         "",
         f"`benchmarks/reader_bench.py{' --quick' if quick else ''}` on {platform.machine()}, "
-        f"Python {platform.python_version()}, {os.cpu_count()} cores (shared with other "
-        f"jobs; run under `nice`). Best of 3 after a warm-up; both readers read the same "
+        f"Python {platform.python_version()}, {os.cpu_count()} cores shared with other "
+        f"jobs (load average {os.getloadavg()[0]:.1f} at the end of the run; run under "
+        f"`nice`, so absolute times are inflated, the ratio is what counts). Best of 3 after a warm-up; both readers read the same "
         f"lines (ours with the XC header, sklearn `load_svmlight_file(multilabel=True, "
         f"zero_based=True, dtype=float32)` without it); the resulting X matrices are "
         f"checked equal. Ratio = our time / sklearn's time (goal <= 1.5).",
