@@ -148,7 +148,9 @@ def sweep_figure(sweep: pd.DataFrame, current_alpha: Optional[float] = None) -> 
     coverage@5), alpha written at every point; the current alpha highlighted."""
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=sweep["coverage@5"], y=sweep["P@5"], mode="lines+markers+text",
-                             text=[f"α={a:g}" for a in sweep["alpha"]],
+                             text=[f"α={a:g}" if a in (1.0, 0.5, 0.0) else ""
+                                   for a in sweep["alpha"]],
+                             hovertext=[f"α={a:g}" for a in sweep["alpha"]],
                              textposition="top center", name="REFRAG, α from 1 (base) to 0",
                              marker=dict(color=charts.PALETTE[0])))
     if current_alpha is not None:
@@ -179,10 +181,11 @@ def erasure_figure(curve: pd.DataFrame, ks=KS) -> go.Figure:
 
 
 def imputation_example(x_orig, x_erased, x_imputed, clusters, feature_names=None,
-                       max_rows=25) -> pd.DataFrame:
+                       max_rows=None) -> pd.DataFrame:
     """What FIAT did to one point: every feature that was there, was erased, or was
     imputed, with its cluster and value before / after. Status: "kept", "erased, restored",
-    "erased, lost", "imputed (new)". Sorted: restored first, then kept, new, lost."""
+    "erased, lost", "imputed (new)". Sorted: restored first, then new, lost, kept (by
+    value after FIAT within a status); ``max_rows`` cuts the table."""
     def dense_row(v):
         v = sp.csr_matrix(v)
         out = {}
@@ -192,7 +195,7 @@ def imputation_example(x_orig, x_erased, x_imputed, clusters, feature_names=None
     o, e, z = dense_row(x_orig), dense_row(x_erased), dense_row(x_imputed)
     feats = sorted(set(o) | set(z))
     rows = []
-    rank = {"erased, restored": 0, "kept": 1, "imputed (new)": 2, "erased, lost": 3}
+    rank = {"erased, restored": 0, "imputed (new)": 1, "erased, lost": 2, "kept": 3}
     for j in feats:
         if j in e:
             st = "kept"
@@ -209,7 +212,8 @@ def imputation_example(x_orig, x_erased, x_imputed, clusters, feature_names=None
     if len(df):
         df["_r"] = df["status"].map(rank)
         df = df.sort_values(["_r", "after FIAT"], ascending=[True, False]).drop(columns="_r")
-    return df.head(max_rows).reset_index(drop=True)
+    df = df.reset_index(drop=True)
+    return df if max_rows is None else df.head(max_rows)
 
 
 def status_counts(example: pd.DataFrame) -> dict:

@@ -185,13 +185,17 @@ with tab_r:
                                                 + ref.prototypes_.indices.nbytes))
 
     st.subheader("Head and tail")
-    bt = rv.bucket_table(Y, Yt, {"classifier": S, "REFRAG": R})
-    st.plotly_chart(rv.bucket_figure(bt, ["classifier", "REFRAG"]), width="stretch")
+    kb = st.radio("top k", [1, 3, 5], index=2, horizontal=True, key="rl_bucket_k",
+                  help="coverage@1 separates the methods better when nearly every label is "
+                       "found somewhere in the top 5")
+    bt = rv.bucket_table(Y, Yt, {"classifier": S, "REFRAG": R}, k=int(kb))
+    st.plotly_chart(rv.bucket_figure(bt, ["classifier", "REFRAG"], k=int(kb)),
+                    width="stretch")
     st.dataframe(bt.style.format({c: "{:.2f}" for c in bt.columns if "@" in c
                                   or c.startswith("coverage")}), width="stretch",
                  hide_index=True)
-    st.caption("Labels are split into five equal groups by training frequency. 'P@5 …' is "
-               "the group's share of P@5 (the groups add up to P@5).")
+    st.caption(f"Labels are split into five equal groups by training frequency. "
+               f"'P@{kb} …' is the group's share of P@{kb} (the groups add up to P@{kb}).")
 
     st.subheader("Rare labels REFRAG found")
     ex = rv.rare_examples(Y, Yt, S, R, label_names, k=5, max_rows=12)
@@ -305,9 +309,9 @@ with tab_f:
 
     st.subheader("One point, before and after")
     i = st.number_input("test point", 0, max(n_eval - 1, 0), 0, 1, key="rl_point")
-    ex = rv.imputation_example(Xs[i], Xe[i], Xi[i], fiat.labels_, feature_names,
-                               max_rows=30)
+    ex = rv.imputation_example(Xs[i], Xe[i], Xi[i], fiat.labels_, feature_names)
     counts = rv.status_counts(ex)
+    ex = ex.head(30)
     st.write(f"Kept {counts['kept']}, erased and restored {counts['erased, restored']}, "
              f"erased and lost {counts['erased, lost']}, newly imputed "
              f"{counts['imputed (new)']} (first 30 rows shown). The cluster column says which "

@@ -1,0 +1,74 @@
+"""End-to-end: a person picks Bibtex, opens Rare labels (the page trains small DEFRAG and
+KTXMLC defaults and says so), reads REFRAG's before/after cards and charts, moves α to 1
+(REFRAG = the classifier), opens the FIAT tab and reads the erasure curve and the imputed
+point, and finds both runs on the Compare page."""
+import re
+
+import pytest
+
+from e2e_util import goto_page, metric_cards, page_text, select_sample, server_log_tail, wait_for_app
+
+SCREENSHOT_DIR = "/tmp"
+
+
+def _pct(text):
+    return float(re.sub(r"[^0-9.\-]", "", text))
+
+
+@pytest.mark.e2e
+def test_rare_labels_on_bibtex(app_server, page):
+    page.goto(app_server)
+    wait_for_app(page)
+    select_sample(page, "Bibtex")
+    goto_page(page, "Rare labels")
+    wait_for_app(page, timeout_ms=300_000)
+    main = page.locator('[data-testid="stMain"]')
+    main.locator('[data-testid="stMetric"]').first.wait_for(state="visible", timeout=300_000)
+    text = page_text(page)
+    assert "Rare labels and imputation" in text, server_log_tail(app_server)
+    assert "trained on this page with small defaults" in text
+    assert "Traceback" not in page.content()
+    cards = metric_cards(page)
+    p5 = _pct(cards["P@5 with REFRAG"])
+    assert 15.0 < p5 < 40.0, cards                       # Bibtex P@5 is about 28
+    assert _pct(cards["coverage@5 with REFRAG"]) > 50.0, cards
+    plots = main.locator(".js-plotly-plot")
+    plots.first.wait_for(state="visible")
+    assert plots.count() >= 2                            # buckets + alpha trade-off
+    assert "Rare labels REFRAG found" in text
+    page.set_viewport_size({"width": 1400, "height": 2600})
+    wait_for_app(page)
+    page.wait_for_timeout(800)
+    page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_rare_labels_refrag.png", full_page=True)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+    # alpha = 1: the re-ranking is the classifier's ranking (keyboard on the slider thumb)
+    thumb = main.locator('[data-testid="stSlider"]').filter(
+        has_text="weight of the classifier").get_by_role("slider")
+    thumb.focus()
+    thumb.press("End")
+    wait_for_app(page, timeout_ms=180_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=\"stMain\"] [data-stale=\"true\"]')"
+        ".length === 0", timeout=180_000)
+    deltas = [d.inner_text() for d in main.locator('[data-testid="stMetricDelta"]').all()[:4]]
+    assert deltas and all(d.startswith("+0.00") or d.startswith("0.00") for d in deltas), deltas
+
+    # FIAT tab
+    main.get_by_role("tab", name="FIAT: missing features").click()
+    wait_for_app(page)
+    curve = main.locator(".js-plotly-plot").filter(has_text="with and without FIAT").first
+    curve.wait_for(state="visible", timeout=120_000)
+    assert "erased + FIAT" in curve.inner_text()
+    text = page_text(page)
+    assert "P@1 erased + FIAT" in text and "One point, before and after" in text
+    assert re.search(r"FIAT recovers -?\d+ % of the P@1 lost", text), text[-2000:]
+    page.set_viewport_size({"width": 1400, "height": 2200})
+    wait_for_app(page)
+    page.wait_for_timeout(800)
+    page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_rare_labels_fiat.png", full_page=True)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+    goto_page(page, "Compare")
+    text = page_text(page)
+    assert "REFRAG" in text and "FIAT" in text, server_log_tail(app_server)
