@@ -640,6 +640,7 @@ _KERNEL_MESSAGES = {
     10: "wrong number of fields",
     11: "wrong number of fields (expected 'source target [weight]')",
     12: "node name longer than 256 bytes",
+    13: "control character in a node name (binary file?)",
 }
 
 

@@ -105,3 +105,10 @@ def test_huge_claimed_dimensions_are_refused():
     f.name = "big.svm"
     with pytest.raises(DatasetError, match="exceeds the supported maximum"):
         load_dataset(f)
+
+
+def test_binary_edge_list_message():
+    f = io.BytesIO(b"a b\n\x00\x01 c\n")
+    f.name = "g.txt"
+    with pytest.raises(DatasetError, match=r"g.txt, line 2: control character in a node name"):
+        load_graph(f)

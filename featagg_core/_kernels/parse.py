@@ -24,6 +24,7 @@ ERR_ARFF_BRACE = 9     # sparse ARFF row not enclosed in {...}
 ERR_ARFF_FIELDS = 10   # dense ARFF row with the wrong number of fields
 ERR_EDGE_FIELDS = 11   # edge list line with too few / too many fields
 ERR_TOKEN_LONG = 12    # node name longer than the limit
+ERR_CONTROL = 13       # control character in a node name
 
 _BIG = 1 << 53
 
@@ -609,7 +610,7 @@ def parse_edge_lines(buf, start, first_line):
             while p < end and not _is_ws(buf[p]) and buf[p] != 44:
                 c = buf[p]
                 if c < 32 or c == 127:
-                    err = ERR_TOKEN
+                    err = ERR_CONTROL
                     break
                 if digits and _is_digit(c) and p - s < 18:
                     v = v * 10 + (c - 48)
