@@ -169,3 +169,33 @@ def test_utf8_bom_and_crlf_accepted():
     d = load_xc(io.BytesIO(b"\xef\xbb\xbf2 3 2\r\n0 0:1\r\n1 2:0.5\r\n"))
     assert d.X.toarray().tolist() == [[1, 0, 0], [0, 0, 0.5]]
     assert d.Y.toarray().tolist() == [[1, 0], [0, 1]]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None, database=None)
+@given(bits=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=60),
+       seed=st.integers(0, 2**16))
+def test_round_trip_any_float32_bit_pattern(tmp_path_factory, bits, seed):
+    """Every finite non-zero float32 (subnormals included) survives save_xc -> load_xc."""
+    vals = np.array(bits, np.uint32).view(np.float32)
+    vals = vals[np.isfinite(vals) & (vals != 0)]
+    if vals.size == 0:
+        return
+    rng = np.random.default_rng(seed)
+    n, d = 7, 50
+    rows = rng.integers(0, n, vals.size)
+    cols = rng.choice(n * d, vals.size, replace=False) % d if vals.size <= d else \
+        rng.integers(0, d, vals.size)
+    X = sp.coo_matrix((vals, (rows, cols)), shape=(n, d)).tocsr()
+    X.sum_duplicates()
+    X.data = X.data.astype(np.float32)
+    X.eliminate_zeros()
+    X.data[~np.isfinite(X.data)] = 1
+    Y = sp.csr_matrix((np.ones(n, np.float32), (np.arange(n), np.arange(n) % 3)), shape=(n, 3))
+    p = tmp_path_factory.mktemp("rt") / "d.txt"
+    save_xc((X, Y), p)
+    d_ = load_xc(p)
+    assert _eq(d_.X, X) and _eq(d_.Y, Y)
