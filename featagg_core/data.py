@@ -1025,9 +1025,13 @@ def load_svmlight(path_or_file, *, zero_based="auto", n_features=None,
 _DATA_RE = re.compile(rb"(?im)^[ \t]*@data[ \t]*\r?$")
 
 
+_DTD_RE = re.compile(rb"<!\s*(doctype|entity)", re.I)
+
+
 def _reject_dtd(raw: bytes, name: str) -> None:
-    low = raw[:1 << 20].lower()
-    if b"<!doctype" in low or b"<!entity" in low:
+    """Refuse XML with a DTD or entity declarations (entity expansion, external
+    entities), anywhere in the file, before any XML parser sees it."""
+    if _DTD_RE.search(raw) is not None:
         raise DatasetError("XML with a DTD or entity declarations is refused", path=name)
 
 
@@ -2270,7 +2274,8 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
     ``columns``: the categorical columns to keep (default: all others). ``sep``: CSV
     separator (default: tab for .tsv/.tab, else sniffed between ',', '\\t' and ';' from
     the first line). Every value is kept as text (numbers as written; parquet numbers via
-    ``str``); missing values become the token ``"<NA>"``. Labels follow
+    ``str``); missing values (empty cells and pandas' default NA spellings such as
+    ``NA``/``NaN``/``null``) become the token ``"<NA>"``. Labels follow
     :func:`_binary_labels` (``positive=`` picks the positive value). Files must be UTF-8.
     """
     import pandas as pd
