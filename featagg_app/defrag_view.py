@@ -1,0 +1,226 @@
+"""Figure builders and helpers for the Feature agglomeration page (no streamlit here).
+
+The tree figures never ship the whole hierarchy to the browser: they draw the subtree under
+one node down to a few levels (``DefragTree.to_plotly``), and the page lets the user drill
+down by picking a node; a 10^5-feature tree (~3·10^4 nodes) stays responsive.
+"""
+from __future__ import annotations
+
+import io
+import json
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import scipy.sparse as sp
+
+from featagg_app.charts import PALETTE, style
+
+MAX_TREE_LEVELS = 8
+
+
+# ----------------------------------------------------------------------------- tree
+def tree_figure(tree, root: int = 0, levels: int = 4, kind: str = "icicle",
+                feature_names: Optional[Sequence[str]] = None, height: int = 460) -> go.Figure:
+    """Icicle (or sunburst) of the subtree under ``root``, ``levels`` levels deep.
+
+    Sizes are member counts (``branchvalues="total"``); the colour is the depth. Clicking a
+    block zooms into it in the browser; the page's drill-down re-roots the figure so that
+    deeper levels can be shown.
+    """
+    if kind not in ("icicle", "sunburst"):
+        raise ValueError(f"kind must be 'icicle' or 'sunburst', got {kind!r}")
+    levels = int(max(1, min(levels, MAX_TREE_LEVELS)))
+    cols = tree.to_plotly(root=int(root), max_depth=levels, feature_names=feature_names)
+    depth0 = int(tree.depth[int(root)])
+    rel = [d - depth0 for d in cols["depth"]]
+    colors = [PALETTE[r % len(PALETTE)] for r in rel]
+    hover = [f"{lab}<br>{v:,} features<br>depth {d}" + ("<br>(leaf cluster)" if leaf else "")
+             for lab, v, d, leaf in zip(cols["labels"], cols["values"], cols["depth"],
+                                        cols["is_leaf"])]
+    common = dict(ids=cols["ids"], labels=cols["labels"], parents=cols["parents"],
+                  values=cols["values"], branchvalues="total",
+                  marker=dict(colors=colors, line=dict(width=0.5, color="white")),
+                  hovertext=hover, hoverinfo="text", maxdepth=levels + 1)
+    trace = go.Icicle(**common, tiling=dict(orientation="v")) if kind == "icicle" \
+        else go.Sunburst(**common)
+    fig = go.Figure(trace)
+    title = (f"Hierarchy under node {root} ({int(tree.n_members[root]):,} features), "
+             f"{levels} level{'s' if levels != 1 else ''}")
+    return style(fig, title=title, height=height)
+
+
+def drill_options(tree, root: int, levels: int) -> list:
+    """Nodes the user can re-root the tree figure at: the current root's ancestors (to climb
+    back), then the inner nodes shown in the figure below the root."""
+    out = []
+    v = int(tree.parent[int(root)])
+    ancestors = []
+    while v >= 0:
+        ancestors.append(v)
+        v = int(tree.parent[v])
+    out.extend(reversed(ancestors))
+    out.append(int(root))
+    for v in tree.iter_nodes(int(root), max_depth=levels):
+        if v != int(root) and not tree.is_leaf(v):
+            out.append(int(v))
+    return out
+
+
+def node_label(tree, v: int) -> str:
+    """"root · 1,836 features", "node 5 · depth 2 · 459 features" or
+    "cluster 17 (node 300) · depth 8 · 7 features"."""
+    v = int(v)
+    n = f"{int(tree.n_members[v]):,} features"
+    if v == 0:
+        return f"root · {n}"
+    if tree.is_leaf(v):
+        return f"cluster {int(tree.cluster[v])} (node {v}) · depth {int(tree.depth[v])} · {n}"
+    return f"node {v} · depth {int(tree.depth[v])} · {n}"
+
+
+# ----------------------------------------------------------------------------- sizes
+def size_counts(cluster_sizes) -> pd.DataFrame:
+    """Number of clusters of each size (sizes that occur only)."""
+    s = np.asarray(cluster_sizes, dtype=np.int64)
+    c = np.bincount(s)
+    sizes = np.flatnonzero(c)
+    return pd.DataFrame({"cluster size": sizes, "clusters": c[sizes]})
+
+
+def size_histogram(cluster_sizes, d0: Optional[int] = None, height: int = 320) -> go.Figure:
+    """Bar chart: how many clusters have each size (DEFRAG's are all ⌊·⌋/⌈·⌉ halves, ≤ d0)."""
+    df = size_counts(cluster_sizes)
+    fig = go.Figure(go.Bar(x=df["cluster size"], y=df["clusters"], marker_color=PALETTE[0],
+                           hovertemplate="%{y:,} clusters of %{x} features<extra></extra>"))
+    if d0 is not None:
+        fig.add_vline(x=d0 + 0.5, line_dash="dot", line_color=PALETTE[3],
+                      annotation_text=f"d0 = {d0}", annotation_position="top left")
+    fig.update_xaxes(dtick=1 if df["cluster size"].max() <= 40 else None)
+    return style(fig, title="Cluster sizes", height=height, xlabel="features in the cluster",
+                 ylabel="clusters")
+
+
+# ----------------------------------------------------------------------------- baselines
+def random_balanced_labels(d: int, K: int, seed: int = 0) -> np.ndarray:
+    """A random partition of d features into K clusters whose sizes differ by at most one."""
+    rng = np.random.default_rng(seed)
+    lab = np.empty(int(d), np.int64)
+    lab[rng.permutation(int(d))] = np.arange(int(d)) % int(K)
+    return lab
+
+
+def kmeans_labels(R, K: int, seed: int = 0, max_iter: int = 20) -> np.ndarray:
+    """scikit-learn MiniBatchKMeans with the same K on the same normalised representation
+    (a quick configuration for the page: one initialisation, at most ``max_iter`` passes)."""
+    from sklearn.cluster import MiniBatchKMeans
+    km = MiniBatchKMeans(n_clusters=int(K), n_init=1, max_iter=int(max_iter),
+                         random_state=int(seed), batch_size=1024)
+    return km.fit(sp.csr_matrix(R)).labels_.astype(np.int64)
+
+
+def error_figure(errors: dict, height: int = 260) -> go.Figure:
+    """Horizontal bars of clustering error per method (lower is better); DEFRAG first."""
+    names = list(errors)
+    vals = [float(errors[k]) for k in names]
+    colors = [PALETTE[0] if "DEFRAG" in k else PALETTE[8] for k in names]
+    fig = go.Figure(go.Bar(x=vals, y=names, orientation="h", marker_color=colors,
+                           text=[f"{v:.4f}" for v in vals], textposition="auto",
+                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    return style(fig, title="Clustering error (lower is better)", height=height,
+                 xlabel="mean squared distance to the cluster mean")
+
+
+# ----------------------------------------------------------------------------- inspector
+def column_nnz(X) -> np.ndarray:
+    """Number of points in which each feature is non-zero (explicit zeros not counted)."""
+    X = sp.csc_matrix(X)
+    cols = np.repeat(np.arange(X.shape[1]), np.diff(X.indptr))
+    return np.bincount(cols, weights=(X.data != 0), minlength=X.shape[1]).astype(np.int64)
+
+
+def cluster_table(model, cluster: int, X, feature_names=None) -> pd.DataFrame:
+    """The features of one cluster: index, name and the number of points using it."""
+    members = model.cluster_members(int(cluster))
+    counts = column_nnz(X[:, members])
+    names = [str(feature_names[j]) if feature_names is not None else f"feature {j}"
+             for j in members]
+    df = pd.DataFrame({"feature": members, "name": names, "points": counts})
+    return df.sort_values(["points", "feature"], ascending=[False, True]).reset_index(drop=True)
+
+
+def cluster_top_labels(model, cluster: int, X, Y, label_names=None, k: int = 5) -> pd.DataFrame:
+    """Labels most associated with a cluster: the largest entries of the cluster's row of
+    (X G)ᵀ Y, i.e. how often the cluster's features occur with each label."""
+    members = model.cluster_members(int(cluster))
+    w = np.asarray(sp.csr_matrix(X)[:, members].sum(axis=1)).ravel()
+    scores = np.asarray(sp.csr_matrix(Y).T @ w).ravel()
+    top = np.argsort(-scores, kind="stable")[:k]
+    top = top[scores[top] > 0]
+    names = [str(label_names[j]) if label_names is not None else f"label {j}" for j in top]
+    return pd.DataFrame({"label": names, "weight": scores[top]})
+
+
+def find_feature(feature_names, query: str, limit: int = 50) -> list:
+    """Indices of features whose name contains ``query`` (case-insensitive), exact matches
+    first, at most ``limit``."""
+    if feature_names is None or not query:
+        return []
+    q = query.strip().lower()
+    if not q:
+        return []
+    exact, partial = [], []
+    for j, nm in enumerate(feature_names):
+        s = str(nm).lower()
+        if s == q:
+            exact.append(j)
+        elif q in s:
+            partial.append(j)
+    return (exact + partial)[:limit]
+
+
+# ----------------------------------------------------------------------------- exports
+def assignment_csv(model, feature_names=None) -> bytes:
+    """CSV with one row per feature: ``feature,name,cluster``."""
+    d = len(model.labels_)
+    names = [str(feature_names[j]) for j in range(d)] if feature_names is not None else \
+        [f"feature {j}" for j in range(d)]
+    df = pd.DataFrame({"feature": np.arange(d), "name": names, "cluster": model.labels_})
+    buf = io.StringIO()
+    df.to_csv(buf, index=False)
+    return buf.getvalue().encode("utf-8")
+
+
+def clusters_json(model, feature_names=None) -> bytes:
+    """JSON: parameters, K, error and each cluster's member indices (and names)."""
+    out = {"method": "DEFRAG", "params": model.get_params(), "n_clusters": model.n_clusters_,
+           "clustering_error": model.clustering_error_, "clusters": []}
+    for c in range(model.n_clusters_):
+        mem = model.cluster_members(c)
+        entry = {"cluster": c, "features": mem.tolist()}
+        if feature_names is not None:
+            entry["names"] = [str(feature_names[j]) for j in mem]
+        out["clusters"].append(entry)
+    return json.dumps(out, indent=1).encode("utf-8")
+
+
+def short_number(n) -> str:
+    """1,234 → "1,234"; 334,668 → "335k"; 12,345,678 → "12.3M"."""
+    n = float(n)
+    if abs(n) < 10_000:
+        return f"{n:,.0f}"
+    if abs(n) < 1_000_000:
+        return f"{n / 1e3:,.0f}k"
+    if abs(n) < 1_000_000_000:
+        return f"{n / 1e6:,.3g}M"
+    return f"{n / 1e9:,.3g}G"
+
+
+def reduction_summary(X, Xa) -> dict:
+    """Dimensions and non-zeros before/after agglomeration."""
+    return {"d": int(X.shape[1]), "K": int(Xa.shape[1]), "nnz_before": int(X.nnz),
+            "nnz_after": int(Xa.nnz),
+            "dim_ratio": X.shape[1] / max(Xa.shape[1], 1),
+            "nnz_ratio": X.nnz / max(Xa.nnz, 1)}

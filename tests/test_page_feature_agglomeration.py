@@ -1,0 +1,160 @@
+"""Feature agglomeration page: its view helpers against brute force, and AppTest runs."""
+import io
+import json
+import os
+
+os.environ.setdefault("FEATAGG_WARMUP", "0")  # no background JIT warm-up in AppTest runs
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from streamlit.testing.v1 import AppTest
+
+from featagg_app import defrag_view as dv
+from featagg_core.defrag import Defrag
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "pages" / "feature_agglomeration.py")
+
+
+def _fitted(d=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = sp.random(80, d, density=0.1, format="csr", random_state=rng, dtype=np.float32)
+    Y = sp.csr_matrix((rng.random((80, 6)) < 0.3).astype(np.float32))
+    return X, Y, Defrag(d0=4).fit(X, Y)
+
+
+# ------------------------------------------------------------------ helpers
+def test_tree_figure_levels_and_drill_down():
+    X, Y, m = _fitted()
+    t = m.tree_
+    fig = dv.tree_figure(t, root=0, levels=2)
+    tr = fig.data[0]
+    assert tr.type == "icicle" and len(tr.ids) == 7  # root + 2 + 4
+    assert list(tr.values)[0] == 60
+    sub = t.children(0)[0]
+    fig2 = dv.tree_figure(t, root=sub, levels=1, kind="sunburst")
+    assert fig2.data[0].type == "sunburst" and len(fig2.data[0].ids) == 3
+    assert fig2.data[0].parents[0] == ""
+    opts = dv.drill_options(t, sub, 2)
+    assert opts[0] == 0 and opts[1] == sub  # ancestor to climb back, then the root shown
+    assert all(not t.is_leaf(v) for v in opts)
+    with pytest.raises(ValueError, match="kind"):
+        dv.tree_figure(t, kind="pie")
+    assert dv.node_label(t, 0).startswith("root · 60 features")
+    leaf = t.leaves()[3]
+    assert dv.node_label(t, leaf).startswith("cluster 3 ")
+
+
+def test_size_histogram_counts():
+    sizes = np.array([7, 8, 7, 7, 3])
+    df = dv.size_counts(sizes)
+    assert df.to_dict("list") == {"cluster size": [3, 7, 8], "clusters": [1, 3, 1]}
+    fig = dv.size_histogram(sizes, d0=8)
+    assert list(fig.data[0].x) == [3, 7, 8] and list(fig.data[0].y) == [1, 3, 1]
+
+
+def test_cluster_table_labels_and_exports():
+    X, Y, m = _fitted()
+    names = [f"w{j}" for j in range(60)]
+    c = 5
+    members = np.flatnonzero(m.labels_ == c)
+    tab = dv.cluster_table(m, c, X, names)
+    assert sorted(tab["feature"]) == members.tolist()
+    Xd = X.toarray()
+    for _, row in tab.iterrows():
+        assert row["points"] == int((Xd[:, row["feature"]] != 0).sum())
+        assert row["name"] == f"w{row['feature']}"
+    top = dv.cluster_top_labels(m, c, X, Y, [f"t{j}" for j in range(6)], k=3)
+    w = Xd[:, members].sum(1) @ Y.toarray()
+    best = np.argsort(-w, kind="stable")[:3]
+    assert top["label"].tolist() == [f"t{j}" for j in best if w[j] > 0]
+    csv = pd.read_csv(io.BytesIO(dv.assignment_csv(m, names)))
+    assert csv["cluster"].tolist() == m.labels_.tolist() and csv["name"][3] == "w3"
+    js = json.loads(dv.clusters_json(m, names))
+    assert js["n_clusters"] == m.n_clusters_
+    assert js["clusters"][c]["features"] == members.tolist()
+    assert dv.find_feature(names, "w1")[:3] == [1, 10, 11]
+    assert dv.find_feature(names, " W5 ") == [5, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59]
+    assert dv.find_feature(["xab", "ab", "abc"], "ab") == [1, 0, 2]
+    assert dv.find_feature(names, "") == [] and dv.find_feature(None, "w") == []
+    assert [dv.short_number(v) for v in (999, 9999, 334_668, 12_345_678, 2.5e9)] == \
+        ["999", "9,999", "335k", "12.3M", "2.5G"]
+    red = dv.reduction_summary(X, m.transform(X))
+    assert red["d"] == 60 and red["K"] == m.n_clusters_ and red["nnz_before"] == X.nnz
+
+
+def test_baseline_labels():
+    lab = dv.random_balanced_labels(23, 5, seed=1)
+    assert sorted(np.bincount(lab).tolist()) == [4, 4, 5, 5, 5]
+    X, Y, m = _fitted()
+    from featagg_core.defrag import feature_representation
+    R, _ = feature_representation(X, Y, "XY")
+    km = dv.kmeans_labels(R, 8, seed=0)
+    assert km.shape == (60,) and km.max() < 8
+
+
+# ------------------------------------------------------------------ the page
+def _store(at):
+    return at.session_state["featagg.store"] if "featagg.store" in at.session_state else {}
+
+
+def test_page_runs_on_default_sample_and_keeps_the_model():
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    at.run()
+    assert not at.exception
+    assert at.title[0].value == "Feature agglomeration"
+    assert any("How it works" in e.label for e in at.expander)
+    assert any("press **Run**" in i.value for i in at.info)
+    at.button(key="fa_run").click().run()
+    assert not at.exception, at.exception
+    assert not at.error
+    m = _store(at)["defrag"]
+    from featagg_core.samples import load_sample
+    bib = load_sample("bibtex")
+    assert m.n_clusters_ == 256 and m.representation == "XY"  # 1836 features, d0 = 8
+    metrics = {mt.label: mt.value for mt in at.metric}
+    assert metrics["Clusters K"] == "256"
+    assert metrics["Dimensions"] == f"{bib.X.shape[1]:,} → 256"
+    runs = at.session_state["featagg.runs"]
+    assert runs[-1]["method"] == "DEFRAG-XY" and runs[-1]["metrics"]["clusters"] == 256
+    assert runs[-1]["metrics"]["clustering_error"] == pytest.approx(m.clustering_error_)
+    # the error of DEFRAG is below the random balanced partition's
+    page_state = at.session_state["featagg.defrag_page"]
+    errs = page_state["errors"]
+    assert errs["DEFRAG"] < errs["random balanced"]
+    assert page_state["artifact"] is not None
+    # cluster inspector: searching a word selects its cluster
+    names = [str(w) for w in bib.feature_names]
+    j = next(names.index(w) for w in ("learning", "network", names[0]) if w in names)
+    at.text_input(key="fa_query").input(str(bib.feature_names[j])).run()
+    assert not at.exception
+    c = int(m.labels_[j])
+    assert any(ni.value == c for ni in at.number_input if ni.key.startswith("fa_cluster"))
+    tables = [df.value for df in at.dataframe]
+    assert any(str(bib.feature_names[j]) in t.get("name", pd.Series([])).tolist()
+               for t in tables)
+
+
+def test_page_x_representation_small_d0_and_drill_down():
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    at.run()
+    at.radio(key="fa_rep").set_value("X")
+    at.slider(key="fa_d0").set_value(64)
+    at.checkbox(key="fa_km").uncheck()
+    at.button(key="fa_run").click().run()
+    assert not at.exception, at.exception
+    m = _store(at)["defrag"]
+    assert m.representation == "X" and m.d0 == 64 and m.cluster_sizes_.max() <= 64
+    assert "k-means (MiniBatchKMeans)" not in at.session_state["featagg.defrag_page"]["errors"]
+    # drill down into the root's right child
+    right = m.tree_.children(0)[1]
+    sel = [s for s in at.selectbox if s.key.startswith("fa_drill_")][0]
+    sel.set_value(right).run()
+    assert not at.exception
+    assert at.session_state["featagg.defrag_page"]["root"] == right
+    sel = [s for s in at.selectbox if s.key.startswith("fa_drill_")][0]
+    assert sel.value == right
