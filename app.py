@@ -1,4 +1,5 @@
-"""featagg dashboard entry point: ``streamlit run app.py`` (or ``bash scripts/dashboard.sh``).
+"""featagg dashboard entry point: ``streamlit run app.py`` (or ``bash scripts/dashboard.sh``,
+which starts it through ``featagg_app.serve`` with the kernels compiled before serving).
 
 Runs on every script run of every session: page config, one warm-up per server process
 (skipped when the environment has FEATAGG_WARMUP=0, as the in-process AppTest tests do),
@@ -37,7 +38,10 @@ def _warm_up_once():
 
 
 def main() -> None:
-    if os.environ.get("FEATAGG_WARMUP", "1") != "0":  # tests in-process set it to "0"
+    # FEATAGG_WARMUP=0: in-process AppTest runs; FEATAGG_WARMED_UP=1: started by
+    # featagg_app.serve (scripts/dashboard.sh), which warmed up before serving.
+    if (os.environ.get("FEATAGG_WARMUP", "1") != "0"
+            and os.environ.get("FEATAGG_WARMED_UP") != "1"):
         _warm_up_once()
     pages = [st.Page(home.render, title="Home", icon=":material/home:", url_path="home",
                      default=True)]

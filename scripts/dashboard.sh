@@ -4,11 +4,10 @@
 # Usage: bash scripts/dashboard.sh [PORT]   (default 8501)
 source "$(dirname "$0")/_venv.sh"
 PORT="${1:-${PORT:-8501}}"
-# Compile the numba kernels into their on-disk cache before the server starts, so the first
-# visitor does not wait for the JIT (the app warms up again in-process, from that cache).
-.venv/bin/python -m featagg_app.warmup || echo "[featagg] warm-up failed; continuing" >&2
-echo "[featagg] dashboard on http://localhost:$PORT" >&2
-exec .venv/bin/python -m streamlit run app.py \
+# featagg_app.serve compiles the numba kernels in the server process (warm_up) and then
+# runs `streamlit run app.py` there, so no visitor ever waits for the JIT.
+echo "[featagg] warming up, then serving the dashboard on http://localhost:$PORT" >&2
+exec .venv/bin/python -m featagg_app.serve \
   --server.port "$PORT" --server.headless true \
   --browser.gatherUsageStats false --server.fileWatcherType none \
   --client.showErrorDetails none --server.maxUploadSize 50

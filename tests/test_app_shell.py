@@ -431,3 +431,17 @@ def test_app_starts_the_warm_up_once_per_process(monkeypatch):
         assert calls == [1]
     finally:
         st.cache_resource.clear()
+
+
+def test_serve_warms_up_before_handing_over_to_streamlit(monkeypatch):
+    from streamlit.web import cli
+    from featagg_app import serve, warmup as warmup_mod
+    order = []
+    monkeypatch.setattr(warmup_mod, "warm_up",
+                        lambda: order.append("warm") or warmup_mod.WarmupReport())
+    monkeypatch.setattr(cli, "main", lambda args, prog_name: order.append(("run", args)))
+    monkeypatch.delenv("FEATAGG_WARMED_UP", raising=False)
+    serve.main(["--server.port", "9999"])
+    assert order == ["warm", ("run", ["run", str(ROOT / "app.py"), "--server.port", "9999"])]
+    assert os.environ["FEATAGG_WARMED_UP"] == "1"
+    monkeypatch.delenv("FEATAGG_WARMED_UP")
