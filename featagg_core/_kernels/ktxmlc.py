@@ -535,7 +535,16 @@ def _child_logscores(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_ept
         if lo >= hi:
             break
         f = xi[q]
-        s = lo + np.searchsorted(fm_feat[lo:hi], f)
+        # first slot >= f in fm_feat[lo:hi] (both sorted: lo only moves forward)
+        a = lo
+        b = hi
+        while a < b:
+            mid = (a + b) >> 1
+            if fm_feat[mid] < f:
+                a = mid + 1
+            else:
+                b = mid
+        s = a
         if s < hi and fm_feat[s] == f:
             v = xv[q]
             for e in range(fm_eptr[s], fm_eptr[s + 1]):
