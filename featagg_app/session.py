@@ -86,6 +86,12 @@ def current_origin() -> Optional[str]:
     return None if e is None else e["origin"]
 
 
+def current_source_id() -> Optional[str]:
+    """The sample name of the current dataset when it is a bundled sample, else None."""
+    e = _entry()
+    return e.get("source_id") if e is not None and e["origin"] == "sample" else None
+
+
 def set_dataset(data, origin: str = "sample", source_id: Optional[str] = None) -> None:
     """Make ``data`` the session's dataset (``origin``: "sample" or "upload";
     ``source_id``: the sample name for samples). Empties the :func:`put` store when the

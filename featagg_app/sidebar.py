@@ -38,21 +38,17 @@ def _sample_picker() -> None:
     if not names:
         st.warning("No bundled samples are available (featagg_core.samples is missing).")
         return
-    if K_SAMPLE not in st.session_state:
-        cur = st.session_state.get("featagg.dataset")
-        st.session_state[K_SAMPLE] = (cur["source_id"] if cur and cur.get("origin") == "sample"
-                                      and cur.get("source_id") in info else
-                                      session.DEFAULT_SAMPLES["multilabel"]
-                                      if session.DEFAULT_SAMPLES["multilabel"] in info
-                                      else names[0])
+    if K_SAMPLE not in st.session_state:      # first run, or back from "Upload a file"
+        cur, default = session.current_source_id(), session.DEFAULT_SAMPLES["multilabel"]
+        st.session_state[K_SAMPLE] = (cur if cur in info else
+                                      default if default in info else names[0])
     name = st.selectbox(
         "Sample dataset", names, key=K_SAMPLE,
         format_func=lambda n: f"{KIND_GROUP.get(info[n].kind, info[n].kind)} · {info[n].title}",
         help="Small real datasets bundled with featagg (see sample_data/README.md).")
     s = info[name]
     st.caption(f"{s.description} ({s.shape_text})")
-    cur = st.session_state.get("featagg.dataset")
-    if cur and cur.get("origin") == "sample" and cur.get("source_id") == name:
+    if session.current_source_id() == name:
         return
     try:
         data = session.load_sample_cached(name)
