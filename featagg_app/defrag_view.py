@@ -197,8 +197,10 @@ def clusters_json(model, feature_names=None) -> bytes:
     """JSON: parameters, K, error and each cluster's member indices (and names)."""
     out = {"method": "DEFRAG", "params": model.get_params(), "n_clusters": model.n_clusters_,
            "clustering_error": model.clustering_error_, "clusters": []}
-    for c in range(model.n_clusters_):
-        mem = model.cluster_members(c)
+    labels = np.asarray(model.labels_)
+    order = np.lexsort((np.arange(labels.shape[0]), labels))  # by cluster, then feature
+    bounds = np.cumsum(np.bincount(labels, minlength=model.n_clusters_))[:-1]
+    for c, mem in enumerate(np.split(order, bounds)):
         entry = {"cluster": c, "features": mem.tolist()}
         if feature_names is not None:
             entry["names"] = [str(feature_names[j]) for j in mem]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterator, List, Optional
 
 import numba
@@ -76,10 +77,16 @@ class DefragTree:
         s = int(self.start[node])
         return np.sort(self.order[s:s + int(self.n_members[node])])
 
-    def leaves(self) -> np.ndarray:
-        """Leaf node ids in cluster order."""
+    @cached_property
+    def _leaf_nodes(self) -> np.ndarray:
         leaf = np.flatnonzero(self.cluster >= 0)
-        return leaf[np.argsort(self.cluster[leaf], kind="stable")]
+        out = leaf[np.argsort(self.cluster[leaf], kind="stable")]
+        out.flags.writeable = False
+        return out
+
+    def leaves(self) -> np.ndarray:
+        """Leaf node ids in cluster order (read-only array, computed once)."""
+        return self._leaf_nodes
 
     def iter_nodes(self, root: int = 0, max_depth: Optional[int] = None) -> Iterator[int]:
         """Node ids under ``root`` in depth-first pre-order (left before right), optionally

@@ -131,7 +131,8 @@ if run:
                         "features_after": red["K"], "nnz_after": red["nnz_after"]},
                        timings, model_size_bytes=None if blob is None else len(blob))
     state = {"fingerprint": fp, "params": params, "errors": errors, "timings": timings,
-             "reduction": red, "artifact": blob, "root": 0}
+             "reduction": red, "artifact": blob, "root": 0,
+             "csv": dv.assignment_csv(model, names), "json": dv.clusters_json(model, names)}
     st.session_state[STATE] = state
 
 model = session.get("defrag")
@@ -218,9 +219,9 @@ k2.dataframe(dv.cluster_top_labels(model, int(cluster), X, Y, data.label_names),
 # ------------------------------------------------------------------ downloads
 st.subheader("Download")
 b1, b2, b3 = st.columns(3)
-b1.download_button("Cluster assignment (CSV)", dv.assignment_csv(model, names),
+b1.download_button("Cluster assignment (CSV)", state["csv"],
                    file_name="defrag_clusters.csv", mime="text/csv", key="fa_dl_csv")
-b2.download_button("Clusters (JSON)", dv.clusters_json(model, names),
+b2.download_button("Clusters (JSON)", state["json"],
                    file_name="defrag_clusters.json", mime="application/json", key="fa_dl_json")
 if state.get("artifact") is not None:
     b3.download_button("Model (featagg artifact)", state["artifact"],
