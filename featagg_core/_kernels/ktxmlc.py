@@ -582,6 +582,8 @@ def beam_predict(Xp, Xi, Xd, roots, first_child, n_children, node_label, leafc,
         seen = np.zeros(n_labels, np.bool_)
         touched = np.empty(n_labels, np.int64)
         scores = np.empty(max(max_children, 1), np.float64)
+        best_v = np.empty(k, np.float64)
+        best_l = np.empty(k, np.int64)
         for i in range(c * chunk, min(n, (c + 1) * chunk)):
             xi = Xi[Xp[i]:Xp[i + 1]]
             xv = Xd[Xp[i]:Xp[i + 1]]
@@ -639,15 +641,29 @@ def beam_predict(Xp, Xi, Xd, roots, first_child, n_children, node_label, leafc,
                             touched[nt] = lab
                             nt += 1
                         acc[lab] += math.exp(cur_s[b] + scores[j])
-            labs = np.sort(touched[:nt])
-            vals = np.empty(nt, np.float64)
+            # top-k by (score desc, label asc): insertion into a k-slot buffer, O(nt k)
+            cnt = 0
             for r in range(nt):
-                vals[r] = -acc[labs[r]]
-            order = np.argsort(vals, kind="mergesort")
-            kk = min(k, nt)
-            for r in range(kk):
-                out_idx[i, r] = labs[order[r]]
-                out_val[i, r] = acc[labs[order[r]]] / n_trees
+                lab = touched[r]
+                v = acc[lab]
+                if cnt == k:
+                    lv = best_v[k - 1]
+                    if v < lv or (v == lv and lab > best_l[k - 1]):
+                        continue
+                    pos = k - 1
+                else:
+                    pos = cnt
+                    cnt += 1
+                while pos > 0 and (best_v[pos - 1] < v or
+                                   (best_v[pos - 1] == v and best_l[pos - 1] > lab)):
+                    best_v[pos] = best_v[pos - 1]
+                    best_l[pos] = best_l[pos - 1]
+                    pos -= 1
+                best_v[pos] = v
+                best_l[pos] = lab
+            for r in range(cnt):
+                out_idx[i, r] = best_l[r]
+                out_val[i, r] = best_v[r] / n_trees
             for r in range(nt):
                 acc[touched[r]] = 0.0
                 seen[touched[r]] = False
