@@ -297,16 +297,6 @@ class Fiat(BaseEstimator):
         self._check_params()
         return impute(X, self.operator_, float(self.mix))
 
-    def imputed_mask(self, X):
-        """Boolean csr (same shape as X) marking the entries that :meth:`transform` adds."""
-        X = _as_csr(X, n_features=getattr(self, "n_features_in_", None))
-        Z = self.transform(X)
-        obs = X.copy()
-        obs.data[:] = 1.0
-        Zb = Z.copy()
-        Zb.data[:] = 1.0
-        return (Zb - obs.multiply(Zb)).astype(bool).tocsr()
-
     # -- artifacts ---------------------------------------------------------
     def _artifact_state(self):
         self._check_fitted()

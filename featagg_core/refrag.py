@@ -80,7 +80,8 @@ class Refrag(BaseEstimator):
         must supply at least this many, e.g. ``predict_scores(X, k=100)``, for the full
         effect; rows with fewer use what they have).
     n_prototype_candidates : int >= 0, default 10
-        Labels whose prototypes are nearest to the point join the candidates even if the
+        Labels whose prototypes are nearest to the point (largest cosine, among the
+        prototypes sharing at least one feature with it) join the candidates even if the
         base classifier did not shortlist them (base score 0).
     normalization : {"cosine", "row", "none"}, default "cosine"
         How C^F is normalised before smoothing the prototypes ("none" is the literal

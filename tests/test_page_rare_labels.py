@@ -3,7 +3,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 import scipy.sparse as sp
 
 from featagg_app import rare_labels_view as rv
