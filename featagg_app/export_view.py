@@ -206,3 +206,13 @@ def manifest_summary(manifest: Dict[str, Any]) -> pd.DataFrame:
     rows += [(f"library: {k}", v) for k, v in manifest.get("library", {}).items()]
     rows += [(f"metric at save: {k}", v) for k, v in (manifest.get("metrics") or {}).items()]
     return pd.DataFrame(rows, columns=["field", "value"]).astype({"value": str})
+
+
+def result_table(result: Dict[str, Any]) -> pd.DataFrame:
+    """An evaluation result as a small two-column table (numbers rounded for reading)."""
+    def fmt(v):
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return str(v)
+    return pd.DataFrame({"measure": list(result), "value": [fmt(v) for v in result.values()]}
+                        ).set_index("measure")

@@ -109,8 +109,7 @@ if upload is not None:
                 except ValueError as exc:
                     session.show_error(exc, context="Cannot evaluate")
                 else:
-                    st.dataframe([{"measure": k, "value": v} for k, v in result.items()],
-                                 hide_index=True, width="stretch")
+                    st.table(ev.result_table(result))
                     session.record_run("Export", f"{type(obj).__name__} (imported)", data,
                                        manifest.get("params", {}),
                                        {k: v for k, v in result.items()
