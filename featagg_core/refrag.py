@@ -115,9 +115,11 @@ class Refrag(BaseEstimator):
     Notes
     -----
     Follows the paper for the prototypes (columns of C^F X^T Y, normalised) and the
-    affinity; the training points are L2-normalised before summing (as PfastreXML's tail
-    classifiers do) so long documents do not dominate a prototype. The linear mix of base
-    score and affinity follows PfastreXML's re-ranker. The shortlist size, the nearest
+    affinity; the training points are L2-normalised before summing (our choice) so long
+    documents do not dominate a prototype. The linear mix of base score and affinity
+    follows PfastreXML's re-ranker as the issue describes it. The propensity factor
+    (``propensity_exponent``) is our addition; 0 gives the paper's formula. The shortlist
+    size, the nearest
     prototype candidates and the base score normalisation are our choices (measured in
     ``benchmarks/refrag_fiat_bench.py``). The defaults alpha = 0.4, gamma = 1,
     propensity_exponent = 0.5 were picked on a validation split (80/20 of the training
