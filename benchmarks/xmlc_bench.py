@@ -29,6 +29,8 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
 DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
 REAL = {
     "bibtex": os.path.join(DATA, "bibtex", "xc_repo_split"),
@@ -304,11 +306,16 @@ def main():
                                       env=env, capture_output=True, text=True)
                 line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
                 if proc.returncode != 0 or not line:
-                    print(f"[fail] {m} on {ds}: rc={proc.returncode}\n{proc.stderr[-2000:]}")
+                    print(f"[fail] {m} on {ds}: rc={proc.returncode}\n{proc.stderr[-2000:]}",
+                          flush=True)
                     notes.append(f"\n{m} on {ds}: failed (rc={proc.returncode}).")
                     continue
                 r = json.loads(line[-1][7:])
                 results.append(r)
+                if not args.quick:  # the table so far, in case a later run fails
+                    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+                    with open(args.out, "w") as f:
+                        f.write(table(results, datasets, notes + ["\n(partial: run in progress)"]))
                 print(f"{ds:10s} {m:16s} P@1 {r['P@1']:.2f} P@3 {r['P@3']:.2f} P@5 {r['P@5']:.2f}"
                       f" PSP@5 {r['PSP@5']:.2f} train {r['train_s']:.2f}s pred "
                       f"{r['predict_ms']:.3f}ms (cpu {r['train_cpu_s']:.2f}s, {r['predict_cpu_ms']:.3f}ms) model {r['model_mb']:.1f}MB peak "
