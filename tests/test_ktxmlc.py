@@ -236,3 +236,33 @@ def test_elbow_finds_planted_number_of_label_groups():
     Rd = R.toarray()
     assert res.wcss[0] == pytest.approx(((Rd - Rd.mean(0)) ** 2).sum(), rel=1e-5)
     assert np.all(np.diff(res.wcss[:4]) < 0)
+
+
+def test_defrag_pipeline_trains_on_agglomerated_features(small):
+    from featagg_core.defrag import Defrag
+    from featagg_core.ktxmlc import DefragKTXMLC, defrag_comparison
+
+    X, Y = small
+    pipe = DefragKTXMLC(d0=4, n_clusters=3, max_leaf_labels=6, n_trees=2).fit(X, Y)
+    df = Defrag(d0=4, representation="XY", random_state=0).fit(X, Y)
+    Xa = df.transform(X)
+    assert pipe.models_[0].n_features_in_ == Xa.shape[1] < X.shape[1]
+    # the pipeline equals Defrag followed by KTXMLC on the agglomerated matrix
+    direct = KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2).fit(Xa, Y)
+    assert (pipe.predict_scores(X, k=5) != direct.predict_scores(Xa, k=5)).nnz == 0
+    assert pipe.model_size_bytes_ < KTXMLC(n_clusters=3, max_leaf_labels=6,
+                                           n_trees=2).fit(X, Y).model_size_bytes_
+    # one DEFRAG realisation per tree: members average into valid top-k scores
+    ens = DefragKTXMLC(d0=4, n_clusters=3, max_leaf_labels=6, n_trees=2, per_tree=True).fit(X, Y)
+    assert len(ens.models_) == 2 and all(len(m.trees_) == 1 for m in ens.models_)
+    S = ens.predict_scores(X[:50], k=5)
+    assert np.all(np.diff(S.indptr) == 5) and np.all((S.data > 0) & (S.data <= 1))
+    S0 = ens.models_[0].predict_scores(ens.defrags_[0].transform(X[:50]), k=Y.shape[1])
+    S1 = ens.models_[1].predict_scores(ens.defrags_[1].transform(X[:50]), k=Y.shape[1])
+    ref = ((S0 + S1) / 2).toarray()
+    rows = np.repeat(np.arange(50), 5)
+    np.testing.assert_allclose(S.data, ref[rows, S.indices], rtol=1e-6)
+    rows_ = defrag_comparison(X[:400], Y[:400], X[400:], Y[400:], d0=4, n_clusters=3,
+                              max_leaf_labels=6, n_trees=1)
+    assert [r["features"] for r in rows_] == ["raw", "defrag"]
+    assert all(0 <= r["P@1"] <= 1 and r["model_size_bytes"] > 0 for r in rows_)
