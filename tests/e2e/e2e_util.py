@@ -76,16 +76,28 @@ def page_text(page) -> str:
     return page.locator('[data-testid="stMain"]').inner_text()
 
 
-def upload_file(page, path, label: str = "Data file", timeout_ms: int = RUN_TIMEOUT_MS) -> None:
-    """Open "Upload a file" in the sidebar and give ``path`` to the file uploader whose label
-    is ``label`` (through the real file chooser), then wait for the run."""
-    sb = sidebar(page)
-    sb.get_by_text("Upload a file", exact=True).click()
-    wait_for_app(page, timeout_ms)
-    uploader = sb.locator('[data-testid="stFileUploader"]').filter(has_text=label).first
-    with page.expect_file_chooser(timeout=timeout_ms) as fc:
-        uploader.locator('[data-testid="stFileUploaderDropzone"] button').first.click()
-    fc.value.set_files(str(path))
+def upload_file(page, path, label: str = "Data file", timeout_ms: int = RUN_TIMEOUT_MS,
+                within=None) -> None:
+    """Give ``path`` to the file uploader whose label is ``label`` and wait for the run.
+
+    By default the uploader is the sidebar's (it opens "Upload a file" first); pass
+    ``within`` (a locator, e.g. ``page.locator('[data-testid="stMain"]')``) for a page's
+    own uploader. The file goes through the real file chooser when the uploader is empty;
+    when it already holds a file (a file chip is shown), it replaces it through the
+    uploader's file input, as dropping a file on it would.
+    """
+    if within is None:
+        within = sidebar(page)
+        within.get_by_text("Upload a file", exact=True).click()
+        wait_for_app(page, timeout_ms)
+    uploader = within.locator('[data-testid="stFileUploader"]').filter(has_text=label).first
+    uploader.wait_for(state="visible", timeout=timeout_ms)
+    if uploader.locator('[data-testid="stFileChip"]').count() == 0:
+        with page.expect_file_chooser(timeout=timeout_ms) as fc:
+            uploader.locator('[data-testid="stFileUploaderDropzone"] button').first.click()
+        fc.value.set_files(str(path))
+    else:
+        uploader.locator('input[type="file"]').first.set_input_files(str(path))
     wait_for_app(page, timeout_ms)
 
 

@@ -51,3 +51,15 @@ def test_pick_bibtex_see_stats_then_bad_upload(app_server, page, tmp_path):
     # the page still shows the previous dataset (Bibtex), not a broken state
     assert metric_cards(page).get("Points n (train)") == f"{n:,}"
     page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_data_bad_upload.png")
+
+    # replacing the bad file by a good one clears the error and loads it
+    good = tmp_path / "tiny.txt"
+    good.write_bytes(b"3 5 2\n0,1 0:1 2:0.5\n1 1:2 4:1\n0 3:1\n")
+    upload_file(page, good)
+    sidebar(page).locator('[data-testid="stAlert"]').filter(has_text="Loaded").wait_for()
+    assert sidebar(page).locator('[data-testid="stAlert"]').filter(
+        has_text="Could not load").count() == 0
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
+        ".some(e => e.innerText.trim() === '5')")
+    assert metric_cards(page)["Points n (train)"] == "3"
