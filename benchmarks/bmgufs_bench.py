@@ -268,6 +268,13 @@ def main(argv=None):
             lines.append(f"{tag} block models: {note}.  ")
         lines.append(tables(res))
     text = "\n".join(lines) + "\n"
+    # keep the hand-written notes (everything from the marker on) of an earlier run
+    marker = "<!-- notes -->"
+    if os.path.exists(args.out):
+        with open(args.out) as fh:
+            old = fh.read()
+        if marker in old:
+            text += "\n" + old[old.index(marker):]
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as fh:
         fh.write(text)
