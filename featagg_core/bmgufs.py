@@ -49,7 +49,8 @@ updates F before S (that order kept the objective monotone from random starts in
 trials) and stops at the first update that would raise ``||A - F S F^T||`` (it can creep
 up near a partition, because the updates descend the orthogonality Lagrangian); each
 restart starts from k-means labels of the spectral embedding (``block_init="spectral"``,
-lower RRE than random starts on every graph we tried; ``"random"`` is available); empty
+lower RRE than random starts on every graph we tried and better selections on Cora and
+Citeseer, worse on BlogCatalog; ``"random"``, the authors' setting, is available); empty
 blocks are handled with a pseudo-inverse of ``D``.
 """
 from __future__ import annotations
@@ -251,7 +252,9 @@ class BlockModel(BaseEstimator):
     least-squares value for orthonormal ``F_0``); ``F`` is updated before ``S``. From a
     random start 100 iterations often stay near the symmetric saddle (on a clear planted
     SBM the blocks came out barely better than chance); the spectral start reaches a
-    lower RRE on every graph we tried, so :class:`BMGUFS` uses it by default.
+    lower RRE on every graph we tried, so :class:`BMGUFS` uses it by default. It is not
+    better for the selection everywhere: on BlogCatalog the random-start models (no real
+    block structure) guided better selections (benchmarks/results/bmgufs.md).
     Nodes without edges keep a zero row in ``F`` and land in block 0.
     """
 
