@@ -1570,8 +1570,9 @@ def _matrix_from_any(obj, n: int, name: str, what: str) -> sp.csr_matrix:
                 if not all(k in parts for k in need):
                     raise DatasetError("npz features need data/indices/indptr/shape "
                                        "(scipy.sparse.save_npz)", path=fname)
-                fmt = str(parts.get("format", np.array("csr")))
-                if fmt not in ("csr", "b'csr'"):
+                fmt = parts.get("format", np.array("csr")).item()
+                fmt = fmt.decode("ascii", "replace") if isinstance(fmt, bytes) else str(fmt)
+                if fmt != "csr":
                     raise DatasetError(f"npz features must be csr, got {fmt}", path=fname)
                 M = _check_csr_parts(parts["data"], parts["indices"], parts["indptr"],
                                      parts["shape"], name=fname, what=what)

@@ -214,3 +214,16 @@ def test_sparse_integer_ids_numbered_by_appearance():
         load_graph(_named(b"0 100000000000\n", "g.txt"), node_ids="int")
     h = load_graph(_named(b"1 2\n2 3\n", "g.txt"))  # 1-based ids: node 0 is isolated
     assert h.A.shape == (4, 4) and h.A[0].nnz == 0
+
+
+def test_features_from_scipy_save_npz(tmp_path):
+    """Node features saved with scipy.sparse.save_npz (format stored as bytes) load as csr;
+    another sparse format is refused by name."""
+    (tmp_path / "e.txt").write_text("0 1\n1 2\n2 3\n3 4\n4 5\n")
+    F = sp.random(6, 4, density=0.5, format="csr", random_state=1, dtype=np.float32)
+    sp.save_npz(tmp_path / "f.npz", F)
+    g = load_graph(tmp_path / "e.txt", features=tmp_path / "f.npz")
+    assert (g.X != F).nnz == 0
+    sp.save_npz(tmp_path / "c.npz", F.tocsc())
+    with pytest.raises(DatasetError, match="must be csr, got csc"):
+        load_graph(tmp_path / "e.txt", features=tmp_path / "c.npz")
