@@ -153,3 +153,30 @@ def test_export_page_without_models():
     at = _app("export.py")
     assert not at.exception
     assert any("Nothing trained" in i.value for i in at.info)
+
+
+def test_compare_shows_real_runs_from_several_pages():
+    """Runs made by really running the Feature agglomeration and Vocabulary compression
+    pages (one browser session: its state carried from page to page) all reach Compare."""
+    import os
+    os.environ.setdefault("FEATAGG_WARMUP", "0")
+    from streamlit.testing.v1 import AppTest
+    state = {}
+    for page, button in (("feature_agglomeration.py", "fa_run"), ("vocabulary.py", "vc_run")):
+        at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=240)
+        for k, v in state.items():
+            at.session_state[k] = v
+        at.run()
+        at.button(key=button).click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        state = {k: at.session_state[k] for k in ("featagg.runs",)
+                 if k in at.session_state}
+    runs = state["featagg.runs"]
+    pages = {r["page"] for r in runs}
+    assert len(pages) == 2, pages
+    at = _app("compare.py", runs=runs)
+    assert not at.exception, [e.value for e in at.exception]
+    at.multiselect[0].set_value(sorted({r["dataset"] for r in runs})).run()
+    assert any(f"{len(runs)} of {len(runs)} runs" in s.value for s in at.subheader)
+    table = at.dataframe[0].value
+    assert set(table["page"]) == pages
