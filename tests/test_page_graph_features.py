@@ -164,3 +164,32 @@ def test_page_warns_when_gamma_leaves_fewer_than_d_and_compares():
     assert len(at.tabs) == 2
     texts = " ".join(str(df.value.index.tolist()) for df in at.dataframe)
     assert "Laplacian score (graph)" in texts and "all features" in texts
+
+
+def test_page_on_an_uploaded_graph_without_classes_shows_feature_names():
+    import dataclasses
+
+    from featagg_core.synthetic import make_attributed_sbm
+    g = make_attributed_sbm(200, 3, p_in=0.1, p_out=0.01, n_informative=9, n_noise=21,
+                            random_state=2)
+    names = [f"word_{j}" for j in range(g.X.shape[1])]
+    g = dataclasses.replace(g, y=None, feature_names=names, name="my_graph.graphml")
+    at = _app()
+    at.session_state["featagg.dataset"] = {"data": g, "fingerprint": g.fingerprint,
+                                           "origin": "upload", "source_id": None,
+                                           "name": g.name}
+    at.run()
+    assert not at.exception
+    assert at.number_input(key="gf_k").value == 6          # no classes: default k
+    at.number_input(key="gf_k").set_value(3)
+    at.number_input(key="gf_cand").set_value(2)
+    at.number_input(key="gf_gamma").set_value(0.5)
+    at.number_input(key="gf_d").set_value(5)
+    at.run()
+    at.button(key="gf_run").click().run()
+    assert not at.exception, at.exception
+    top = next(df.value for df in at.dataframe if "name" in df.value.columns)
+    assert top["name"].tolist() == [names[j] for j in top["feature"]]
+    assert any("no classes" in i.value for i in at.info)
+    run = at.session_state["featagg.runs"][-1]
+    assert "ACC" not in run["metrics"] and run["dataset"] == "my_graph.graphml"
