@@ -24,6 +24,8 @@ METHOD_TITLES = {
     "frequency": "Most frequent",
     "divisive": "Divisive (Dhillon et al.)",
 }
+_LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0.0)
+
 BUDGET_STEPS = [2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
 #: the page offers the DP when every chosen column has at most this many atoms
 DP_PAGE_LIMIT = 2000
@@ -136,15 +138,20 @@ def loss_curves(table, labels, columns, methods, budgets, scheme, params,
 def loss_curve_figure(curves: pd.DataFrame) -> go.Figure:
     """MI loss versus buckets per column, one line per method (log x; log y where > 0)."""
     fig = go.Figure()
+    pos = curves["MI loss"][curves["MI loss"] > 1e-12]
     for meth, g in curves.groupby("method", sort=False):
         g = g.sort_values("m")
-        fig.add_trace(go.Scatter(x=g["m"], y=g["MI loss"], mode="lines+markers",
+        y = g["MI loss"].to_numpy(dtype=float)
+        if len(pos):  # a loss of (numerically) 0 has no place on a log axis
+            y = np.where(y > 1e-12, y, np.nan)
+        fig.add_trace(go.Scatter(x=g["m"], y=y, mode="lines+markers",
                                  name=METHOD_TITLES.get(meth, meth)))
-    charts.style(fig, "MI loss versus budget (buckets per column)")
+    charts.style(fig, "MI loss versus budget (buckets per column)", height=420)
+    fig.update_layout(legend=_LEGEND_BELOW)
     fig.update_xaxes(type="log", title="buckets per column m")
-    pos = curves["MI loss"][curves["MI loss"] > 0]
     if len(pos):
-        fig.update_yaxes(type="log", title="MI loss (I(X;C) − I(Z;C)) / I(X;C)")
+        fig.update_yaxes(type="log", exponentformat="power",
+                         title="MI loss (log; 0 not drawn)")
     else:
         fig.update_yaxes(title="MI loss")
     return fig
@@ -169,9 +176,11 @@ def allocation_table(results: Dict[str, ColumnCompression]) -> pd.DataFrame:
 
 def allocation_figure(results: Dict[str, ColumnCompression]) -> go.Figure:
     T = allocation_table(results)
-    return charts.grouped_bars(list(T.index), {c: T[c].tolist() for c in T.columns},
-                               title="Per-column budget allocation (buckets)", xlabel="column",
-                               ylabel="buckets")
+    fig = charts.grouped_bars(list(T.index), {c: T[c].tolist() for c in T.columns},
+                              title="Per-column budget allocation (buckets)", xlabel="",
+                              ylabel="buckets", height=420)
+    fig.update_layout(legend=dict(_LEGEND_BELOW, y=-0.35))
+    return fig
 
 
 def split_curve_data(vc, max_points: int = 20000) -> dict:
@@ -225,7 +234,8 @@ def split_curve_figure(vc, column: str = "", max_lines: int = 300) -> go.Figure:
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="split points",
                                  line=dict(width=1, dash="dot", color="rgba(200,30,30,0.6)")))
     title = f"Sorted P(C=0 | x) with the split points{' — ' + column if column else ''}"
-    charts.style(fig, title, height=420)
+    charts.style(fig, title, height=440)
+    fig.update_layout(legend=_LEGEND_BELOW)
     fig.update_xaxes(title="values sorted by P(C=0 | x) (cumulative share of rows)", range=[0, 1])
     fig.update_yaxes(title="P(C=0 | x)", range=[-0.02, 1.02])
     return fig

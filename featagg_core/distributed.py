@@ -146,7 +146,7 @@ def distributed_threshold_compress(values=None, labels=None, budget=100, *, coun
         Fitted (``method="threshold"``), with ``distributed_info_`` = dict of ``n_chunks``,
         ``n_parts``, ``forced``, ``d``, ``rounds``, ``seconds``.
     """
-    from .vocab import VocabularyCompressor, _Prepared
+    from .vocab import VocabularyCompressor, _Prepared, check_counts
 
     t0 = time.perf_counter()
     vc = VocabularyCompressor(budget=budget, method="threshold", epsilon=epsilon, refine=refine,
@@ -159,8 +159,9 @@ def distributed_threshold_compress(values=None, labels=None, budget=100, *, coun
         raise ValueError(f"forced_fraction: must be in [0, 1), got {forced_fraction!r}")
     # step 1: counts and order (reuses the estimator's validation)
     if counts is not None:
-        vc.fit_counts(*counts)  # cheap validation + counts; the fit itself is replaced below
-        vocab, c0, c1 = vc.vocabulary_, vc.counts_[:, 0], vc.counts_[:, 1]
+        vocab, c0, c1 = check_counts(*counts)
+        if c0.sum() == 0 or c1.sum() == 0:
+            raise ValueError("labels: both classes 0 and 1 must occur (I(X;C) is 0 otherwise)")
     else:
         if values is None or labels is None:
             raise ValueError("values/labels: give both, or counts=(vocabulary, counts0, counts1)")
@@ -235,7 +236,7 @@ def distributed_threshold_compress(values=None, labels=None, budget=100, *, coun
     vc.gains_ = np.r_[fg, gains] / N
     vc.levels_ = np.r_[np.full(len(forced), -1), levels].astype(np.int64)
     vc._set_splits(vc.chosen_)
-    vc.fit_time_ = time.perf_counter() - t0
+    vc.fit_time_ = vc.optimize_time_ = time.perf_counter() - t0
     vc.distributed_info_ = {"n_chunks": n_chunks, "n_parts": len(parts), "forced": len(forced),
                             "d": d_holder.get("d", 0.0) / N, "rounds": 2 if k_left > 0 else 0,
                             "seconds": vc.fit_time_}

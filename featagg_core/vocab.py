@@ -97,6 +97,22 @@ def _check_labels(labels, n: int) -> np.ndarray:
     return yf.astype(np.int8)
 
 
+def check_counts(vocabulary, counts0, counts1):
+    """Validated ``(vocabulary, counts0, counts1)`` (int64 counts, distinct values, every
+    value seen at least once)."""
+    vocab = _as_1d(vocabulary, "vocabulary")
+    c0 = np.asarray(counts0, dtype=np.int64)
+    c1 = np.asarray(counts1, dtype=np.int64)
+    if c0.shape != (len(vocab),) or c1.shape != (len(vocab),):
+        raise ValueError("counts0/counts1: must be 1-D with one count per vocabulary value")
+    if (c0 < 0).any() or (c1 < 0).any() or ((c0 + c1) == 0).any():
+        raise ValueError("counts0/counts1: counts must be >= 0 and every value must "
+                         "occur at least once")
+    if not pd.Index(vocab).is_unique:
+        raise ValueError("vocabulary: values must be distinct")
+    return vocab, c0, c1
+
+
 def factorize(values):
     """``(codes, vocabulary)`` of a 1-D array of hashable values (missing values are a
     category of their own).  Vocabulary order = first appearance."""
@@ -147,7 +163,10 @@ class _Prepared:
         if self.rare.any():
             key = key.copy()
             key[self.rare] = c0[self.rare].sum() / cnt[self.rare].sum()
-        self.order = np.lexsort((np.arange(n), ~self.rare, key))
+        if self.rare.any():  # the pool first among equal keys, then vocabulary index
+            self.order = np.lexsort((np.arange(n), ~self.rare, key))
+        else:
+            self.order = np.argsort(key, kind="stable")
         ks, rs = key[self.order], self.rare[self.order]
         self.key_sorted = ks
         if merge_ties:
@@ -241,7 +260,9 @@ class VocabularyCompressor(BaseEstimator):
         (I(X;C) - I(Z;C)) / I(X;C) (0 when I(X;C) = 0).
     unseen_bucket_ : int
     fit_time_ : float
-        Seconds spent in the optimisation (after counting).
+        Seconds (wall) from the counts on: sorting, atoms, optimisation, bucket ids.
+    optimize_time_ : float
+        Seconds (wall) of the optimisation and bucket ids alone (after sorting).
 
     Notes
     -----
@@ -321,17 +342,7 @@ class VocabularyCompressor(BaseEstimator):
     def fit_counts(self, vocabulary, counts0, counts1):
         """Fit from a vocabulary and its per-value label-0 / label-1 counts."""
         self._validate()
-        vocab = _as_1d(vocabulary, "vocabulary")
-        c0 = np.asarray(counts0, dtype=np.int64)
-        c1 = np.asarray(counts1, dtype=np.int64)
-        if c0.shape != (len(vocab),) or c1.shape != (len(vocab),):
-            raise ValueError("counts0/counts1: must be 1-D with one count per vocabulary value")
-        if (c0 < 0).any() or (c1 < 0).any() or ((c0 + c1) == 0).any():
-            raise ValueError("counts0/counts1: counts must be >= 0 and every value must "
-                             "occur at least once")
-        if len(pd.unique(vocab)) != len(vocab):
-            raise ValueError("vocabulary: values must be distinct")
-        return self._fit_counts(vocab, c0, c1)
+        return self._fit_counts(*check_counts(vocabulary, counts0, counts1))
 
     def _fit_counts(self, vocab, c0, c1):
         N0, N1 = int(c0.sum()), int(c1.sum())
@@ -340,6 +351,7 @@ class VocabularyCompressor(BaseEstimator):
         n = len(vocab)
         t0 = time.perf_counter()
         prep = _Prepared(c0, c1, self.min_count, self.merge_ties)
+        t1 = time.perf_counter()
         A = prep.n_atoms
         m = int(min(self.budget, A))
         N = float(N0 + N1)
@@ -393,6 +405,7 @@ class VocabularyCompressor(BaseEstimator):
             atom_of[prep.order] = _k.assign_sorted(n, prep.bpos)
             self._set_buckets(lab[atom_of], tail=None)
         self.fit_time_ = time.perf_counter() - t0
+        self.optimize_time_ = time.perf_counter() - t1
         return self
 
     @staticmethod
@@ -486,7 +499,8 @@ class VocabularyCompressor(BaseEstimator):
             raise ValueError(f"truncate: only for greedy methods, not {self.method!r}")
         new = VocabularyCompressor(**self.get_params())
         new.budget = int(n_splits) + 1
-        for a in ("vocabulary_", "counts_", "order_", "_prep", "n_atoms_", "fit_time_"):
+        for a in ("vocabulary_", "counts_", "order_", "_prep", "n_atoms_", "fit_time_",
+                  "optimize_time_"):
             setattr(new, a, getattr(self, a))
         new.chosen_ = self.chosen_[:n_splits]
         new.gains_ = self.gains_[:n_splits]
@@ -562,7 +576,7 @@ class VocabularyCompressor(BaseEstimator):
 
     # ------------------------------------------------------------------ artifacts
     _FITTED_SCALARS = ("n_buckets_", "n_atoms_", "mutual_information_", "mutual_information_full_",
-                       "mi_loss_", "unseen_bucket_", "fit_time_")
+                       "mi_loss_", "unseen_bucket_", "fit_time_", "optimize_time_")
 
     def _artifact_state(self):
         self._check_fitted()

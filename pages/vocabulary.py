@@ -57,10 +57,13 @@ st.caption(f"**{session.md_escape(session.dataset_label(data))}** · upload your
            "(CSV / TSV / parquet with a 0/1 label column) in the sidebar.")
 
 table = data.table
+# widgets whose options depend on the dataset are new widgets for each dataset (a browser
+# would otherwise send back the previous dataset's choice, which no longer fits)
+ds_key = fp[:12]
 # ------------------------------------------------------------------ label and columns
 label_opts = [f"{data.label_name} (the table's label)"] + vv.binary_columns(table)
 c1, c2 = st.columns([1, 2])
-label_choice = c1.selectbox("Label column", label_opts, index=0, key="vc_label",
+label_choice = c1.selectbox("Label column", label_opts, index=0, key=f"vc_label_{ds_key}",
                             help="the binary label C; another two-valued column can stand in")
 if label_choice == label_opts[0]:
     labels, label_name, positive = np.asarray(data.labels), data.label_name, "1"
@@ -77,7 +80,7 @@ if len(np.unique(labels)) < 2:
     st.error(f"The label {label_name!r} has only one class: there is nothing to keep.")
     st.stop()
 columns = c2.multiselect("Columns to compress", feature_cols, default=feature_cols,
-                         key="vc_columns")
+                         key=f"vc_columns_{ds_key}")
 if not columns:
     st.info("Pick at least one column.")
     st.stop()
@@ -191,7 +194,7 @@ g2.plotly_chart(vv.time_figure(summary), width="stretch", key="vc_fig_time")
 st.subheader("Sorted P(C = 0 | x) and the split points")
 pic_methods = [mm for mm in methods if mm in CONTIGUOUS] or methods
 s1, s2 = st.columns(2)
-pic_col = s1.selectbox("Column", columns, key="vc_pic_col",
+pic_col = s1.selectbox("Column", columns, key=f"vc_pic_col_{ds_key}",
                        format_func=lambda c: f"{c} ({len(results[main_method].compressors[c].vocabulary_):,} values)")
 pic_method = s2.selectbox("Method", pic_methods, format_func=lambda k: vv.METHOD_TITLES[k],
                           key="vc_pic_method")

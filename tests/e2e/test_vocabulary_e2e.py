@@ -1,0 +1,88 @@
+"""End-to-end: a person opens Vocabulary compression on the Amazon employee access sample,
+compresses every column, reads the cards, sees the MI-loss curves, the sorted P(C=0|x)
+picture with its split points and the allocation, downloads the mapping, finds the runs on
+the Compare page; and compresses a CSV of their own uploaded in the sidebar."""
+import json
+
+import numpy as np
+import pytest
+
+from e2e_util import (goto_page, metric_cards, page_text, select_sample, server_log_tail,
+                      sidebar, upload_file, wait_for_app)
+
+SCREENSHOT_DIR = "/tmp"
+
+
+@pytest.mark.e2e
+def test_vocabulary_compression_on_amazon(app_server, page, tmp_path):
+    page.goto(app_server)
+    wait_for_app(page)
+    select_sample(page, "Amazon")
+    goto_page(page, "Vocabulary compression")
+    main = page.locator('[data-testid="stMain"]')
+    text = page_text(page)
+    assert "How it works" in text and "Vocabulary compression" in text, server_log_tail(app_server)
+    main.get_by_role("button", name="Compress").click()
+    wait_for_app(page, timeout_ms=240_000)
+    cards = metric_cards(page, timeout_ms=240_000)
+    loss = [v for k, v in cards.items() if k.startswith("MI loss")]
+    assert loss and 0.0 <= float(loss[0].rstrip("%")) < 100.0, cards
+    text = page_text(page)
+    assert "Sorted P(C = 0 | x) and the split points" in text
+    assert "Per-column budget allocation" in text
+    assert "Traceback" not in page.content()
+    plots = main.locator(".js-plotly-plot")
+    plots.first.wait_for(state="visible")
+    assert plots.count() >= 4, plots.count()          # curves, time, picture, allocation
+
+    with page.expect_download() as dl:
+        main.get_by_role("button", name="Mapping (JSON, all columns)").click()
+    path = tmp_path / "mapping.json"
+    dl.value.save_as(path)
+    doc = json.loads(path.read_text())
+    assert doc["method"] == "submodular" and "RESOURCE" in doc["columns"]
+    assert max(doc["columns"]["RESOURCE"]["buckets"]) < 10
+
+    page.set_viewport_size({"width": 1400, "height": 3600})
+    wait_for_app(page)
+    page.wait_for_timeout(1000)
+    page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_vocabulary_amazon.png", full_page=True)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+    goto_page(page, "Compare")
+    assert "Submodular (stochastic greedy)" in page_text(page), server_log_tail(app_server)
+
+
+@pytest.mark.e2e
+def test_vocabulary_compression_of_an_uploaded_csv(app_server, page, tmp_path):
+    rng = np.random.default_rng(0)
+    n = 600
+    site = rng.integers(0, 40, n)
+    click = (rng.random(n) < np.where(site < 10, 0.8, 0.1)).astype(int)
+    csv = tmp_path / "clicks.csv"
+    csv.write_text("site,device,click\n" + "".join(
+        f"s{s},d{rng.integers(0, 3)},{c}\n" for s, c in zip(site, click)))
+    page.goto(app_server)
+    wait_for_app(page)
+    goto_page(page, "Vocabulary compression")
+    sb = sidebar(page)
+    sb.get_by_text("Upload a file", exact=True).click()
+    wait_for_app(page)
+    sb.get_by_text("Table", exact=True).click()
+    wait_for_app(page)
+    upload_file(page, csv)
+    sb.locator('[data-testid="stAlert"]').filter(has_text="Loaded").wait_for()
+    wait_for_app(page)
+    assert "clicks — table, 600 rows × 2 columns" in page_text(page), server_log_tail(app_server)
+    page.locator('[data-testid="stMain"]').get_by_role("button", name="Compress").click()
+    wait_for_app(page, timeout_ms=240_000)
+    try:
+        cards = metric_cards(page, timeout_ms=240_000)
+    except Exception:
+        page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_vocabulary_upload_failed.png",
+                        full_page=True)
+        raise
+    # two sites groups explain the clicks: 10 buckets per column keep nearly everything
+    loss = [v for k, v in cards.items() if k.startswith("MI loss")][0]
+    assert float(loss.rstrip("%")) < 5.0, cards
+    assert "Traceback" not in page.content()
