@@ -312,7 +312,8 @@ def cmd_select_features(args) -> Dict[str, Any]:
                    n_candidates=args.n_candidates, max_iter=args.max_iter, random_state=args.seed)
     _progress(f"BMGUFS on {data.A.shape[0]} nodes, {data.X.shape[1]} features")
     t0 = time.perf_counter()
-    model.fit(data.A, data.X)
+    # with --n-blocks unset, k defaults to the number of node classes (when the graph has them)
+    model.fit(data.A, data.X, None if data.y is None else data.y)
     seconds = time.perf_counter() - t0
     selected = model.select(args.d)
     names = data.feature_names
@@ -440,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("graph", help="graph file (edge list, GraphML, GML, .mat, npz) or sample:NAME")
     s.add_argument("--features", help="node-feature file (for an edge list)")
     s.add_argument("--classes", help="node-class file (optional; enables ACC/NMI)")
-    s.add_argument("--n-blocks", type=int, default=None, help="blocks k (default: number of classes)")
+    s.add_argument("--n-blocks", type=int, default=None, help="blocks k (default: the number of node classes; required without classes)")
     s.add_argument("--beta-bar", type=float, default=0.6, help="composition ratio β̄ (default 0.6)")
     s.add_argument("--gamma", type=float, default=2.0, help="sparsity γ (default 2.0)")
     s.add_argument("--n-candidates", type=int, default=10, help="block-model restarts (default 10)")

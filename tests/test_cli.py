@@ -84,13 +84,19 @@ def test_select_features_on_graph(capsys, tmp_path):
     g = make_attributed_sbm(120, 3, p_in=0.2, p_out=0.01, n_informative=8, n_noise=24,
                             random_state=1)
     save_npz(g, tmp_path / "g.npz")
-    code, out, err = run_cli(capsys, "select-features", tmp_path / "g.npz", "--n-blocks", 3,
+    # no --n-blocks: k is the number of node classes
+    code, out, err = run_cli(capsys, "select-features", tmp_path / "g.npz",
                              "--n-candidates", 2, "--max-iter", 40, "--gamma", 0.5, "--d", 8,
                              "--out", tmp_path / "b.fgz")
     assert code == 0, err
     assert len(out["selected"]) <= 8
     assert out["selected"] == [int(j) for j in load_artifact(tmp_path / "b.fgz").select(8)]
     assert "clustering" in out
+    # without classes and without --n-blocks the number of blocks is unknown: exit 2
+    from featagg_core.data import GraphData
+    save_npz(GraphData(A=g.A, X=g.X, y=None), tmp_path / "noy.npz")
+    code, _, err = run_cli(capsys, "select-features", tmp_path / "noy.npz")
+    assert code == 2 and "n_blocks" in err
 
 
 @pytest.mark.parametrize("argv, message", [
