@@ -148,7 +148,9 @@ def loss_curve_figure(curves: pd.DataFrame) -> go.Figure:
                                  name=METHOD_TITLES.get(meth, meth)))
     charts.style(fig, "MI loss versus budget (buckets per column)", height=420)
     fig.update_layout(legend=_LEGEND_BELOW)
-    fig.update_xaxes(type="log", title="buckets per column m")
+    ms = sorted(int(v) for v in curves["m"].unique())
+    fig.update_xaxes(type="log", title="buckets per column m", tickvals=ms,
+                     ticktext=[f"{v:,}" for v in ms])
     if len(pos):
         fig.update_yaxes(type="log", exponentformat="power",
                          title="MI loss (log; 0 not drawn)")

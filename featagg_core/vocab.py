@@ -779,3 +779,6 @@ def warmup():
     _k.objective(P0, P1, np.zeros(0, np.int64))
     _k.max_singleton_gain(P0, P1, 0, 2)
     _k.merge_column_gains(np.array([0.1]), np.array([0, 1], np.int64), 1)
+    c = np.array([1, 2, 0, 3], np.int64)
+    b = np.array([0, 2, 4], np.int64)
+    _k.chunks_threshold(c, c[::-1].copy(), b, 0, 1, 0.1, _k.chunks_max_gain(c, c[::-1].copy(), b))
