@@ -619,6 +619,12 @@ class VocabularyCompressor(BaseEstimator):
 
 
 def _json_values(vocab) -> list:
+    """The vocabulary as a JSON-ready list (str / int / float / bool keep their type,
+    missing values become null)."""
+    if vocab.dtype.kind in "iub":
+        return vocab.tolist()
+    if pd.api.types.infer_dtype(vocab, skipna=False) in ("string", "integer", "boolean"):
+        return vocab.tolist()  # fast path; the loop below handles missing values and floats
     out = []
     for v in vocab.tolist():
         if isinstance(v, (str, bool, int)) or v is None:
