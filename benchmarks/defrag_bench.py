@@ -114,12 +114,14 @@ def mbkm_child(path_in, K, config, path_out, threads):
                    "n_steps": int(km.n_steps_)}, f)
 
 
-def run_mbkm(R, K, cap_s, threads):
+def run_mbkm(R, K, cap_s, threads, mbkm_config="auto"):
     m = R.shape[1]
     gb = K * m * 4 / 2 ** 30
     if gb > 2.0:
         return {"status": f"skipped: dense centres K x m = {K} x {m} need {gb:.1f} GB"}
     config = "defaults" if K * m <= 5 * 10 ** 6 and K <= 2048 else "one-pass"
+    if mbkm_config != "auto":
+        config = mbkm_config
     tmp = tempfile.mkdtemp(prefix="defrag_bench_")
     pin, pout = os.path.join(tmp, "R.npz"), os.path.join(tmp, "out")
     np.savez(pin, data=R.data, indices=R.indices, indptr=R.indptr, shape=np.array(R.shape))
@@ -209,7 +211,7 @@ def compare(name, X, Y, src, args, rows, notes):
             f" sampled {swall:.2f}s err={serr:.4f}; random err={rnd:.4f}")
         # cap: enough to show a 25x ratio, at least the base cap, at most --cap-max
         cap = min(max(args.cap, 25.0 * wall), args.cap_max)
-        km = run_mbkm(R, K, cap, args.threads)
+        km = run_mbkm(R, K, cap, args.threads, args.mbkm_config)
         kerr = clustering_error(R, km["labels"]) if km.get("status") == "ok" else None
         log(f"  MiniBatchKMeans: {km.get('status')} {km.get('wall')} err={kerr}")
         werr = wt = None
@@ -279,7 +281,8 @@ def group_comparison(args):
 def write_md(rows, grow, group, args, total):
     lines = ["# DEFRAG benchmark", "",
              f"Run: `{' '.join(sys.argv)}` on {platform.node()} ({os.cpu_count()} CPUs, "
-             f"{args.threads} threads for numba and sklearn); total {total / 60:.1f} min. "
+             f"{args.threads} threads for numba and sklearn)"
+             + (f"; total {total / 60:.1f} min. " if total == total else ". ") +
              "The machine is shared: `load` is the 1-minute load average when the run "
              "started (on 2 cores, load 10 means our process got roughly a fifth of the "
              "CPU), `cpu` the process CPU seconds.", "",
@@ -352,17 +355,33 @@ def write_md(rows, grow, group, args, total):
         lines.append(f"| random balanced, K = 256 | 256 | — | {group['random']['errX']:.4f} "
                      "| — | — |")
     text = "\n".join(lines) + "\n"
-    dump = os.path.join(ROOT, "benchmarks", "results", "defrag.json.tmp")
-    with open(dump, "w") as f:
-        json.dump({"rows": rows, "growth": grow, "group": group}, f, default=float, indent=1)
-    out = os.path.join(ROOT, "benchmarks", "results", "defrag.md")
-    if args.quick:
+    out = args.out or os.path.join(ROOT, "benchmarks", "results", "defrag.md")
+    if args.quick and not args.out:
         out = out.replace(".md", ".quick.md.tmp")
     os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(os.path.splitext(out)[0] + ".json.tmp", "w") as f:  # raw numbers (not committed)
+        json.dump({"rows": rows, "growth": grow, "group": group}, f, default=float, indent=1)
     with open(out, "w") as f:
         f.write(text)
     print(text)
     log(f"written to {out}")
+
+
+def merge(args):
+    order = ["bibtex", "delicious", "s1e4", "s1e5", "s1e6"]
+    rows, grow, group = {}, [], None
+    for path in args.merge.split(","):
+        with open(path) as f:
+            dump = json.load(f)
+        for r in dump["rows"]:
+            rows[(r["data"], r["rep"], r.get("km_config") or r["km_status"])] = r
+        grow = dump["growth"] or grow
+        group = dump["group"] or group
+    rows = sorted(rows.values(), key=lambda r: (order.index(r["data"]) if r["data"] in order
+                                                else 99, r["rep"], str(r.get("km_config"))))
+    sys.argv = ["benchmarks/defrag_bench.py (merged: " + ", ".join(
+        os.path.basename(p) for p in args.merge.split(",")) + ")"]
+    write_md(rows, grow, group, args, float("nan"))
 
 
 def main():
@@ -375,11 +394,22 @@ def main():
     ap.add_argument("--datasets", default=None)
     ap.add_argument("--cap", type=float, default=None, help="MiniBatchKMeans cap (s)")
     ap.add_argument("--cap-max", type=float, default=None, dest="cap_max")
+    ap.add_argument("--mbkm-config", choices=["auto", "defaults", "one-pass"], default="auto",
+                    dest="mbkm_config")
+    ap.add_argument("--out", default=None, help="markdown file (default "
+                    "benchmarks/results/defrag.md)")
+    ap.add_argument("--merge", default=None,
+                    help="comma-separated .json.tmp dumps of earlier runs: rewrite the table "
+                         "from them (later files replace rows with the same data set, "
+                         "representation and MiniBatchKMeans config) without running anything")
     ap.add_argument("--no-growth", action="store_true")
     ap.add_argument("--no-group", action="store_true")
     args = ap.parse_args()
     args.cap = args.cap or (60.0 if args.quick else 120.0)
     args.cap_max = args.cap_max or (60.0 if args.quick else 900.0)
+    if args.merge:
+        merge(args)
+        return
     import numba
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
