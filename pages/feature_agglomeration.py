@@ -178,7 +178,11 @@ tree = model.tree_
 t1, t2, t3 = st.columns([1, 1, 2])
 kind = t1.radio("Chart", ["icicle", "sunburst"], horizontal=True, key="fa_kind")
 max_lv = max(1, min(dv.MAX_TREE_LEVELS, tree.max_depth))
-levels = t2.slider("Levels shown", 1, max_lv, min(4, max_lv), key="fa_levels")
+if max_lv > 1:
+    levels = t2.slider("Levels shown", 1, max_lv, min(4, max_lv), key="fa_levels")
+else:
+    levels = 1
+    t2.caption("The tree is a single split level or a single cluster.")
 root = int(state.get("root", 0))
 if root >= tree.n_nodes:
     root = 0

@@ -158,3 +158,24 @@ def test_page_x_representation_small_d0_and_drill_down():
     assert at.session_state["featagg.defrag_page"]["root"] == right
     sel = [s for s in at.selectbox if s.key.startswith("fa_drill_")][0]
     assert sel.value == right
+
+
+def test_page_on_a_tiny_uploaded_dataset_with_one_cluster():
+    from featagg_core.data import MultiLabelData
+    rng = np.random.default_rng(3)
+    X = sp.random(30, 6, density=0.4, format="csr", random_state=rng, dtype=np.float32)
+    Y = sp.csr_matrix((rng.random((30, 3)) < 0.4).astype(np.float32))
+    data = MultiLabelData(X=X, Y=Y, feature_names=[f"f{j}" for j in range(6)],
+                          label_names=["a", "b", "c"], name="tiny.txt")
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.session_state["featagg.dataset"] = {"data": data, "fingerprint": data.fingerprint,
+                                           "origin": "upload", "source_id": None,
+                                           "name": "tiny.txt"}
+    at.run()
+    at.button(key="fa_run").click().run()
+    assert not at.exception, at.exception
+    m = _store(at)["defrag"]
+    assert m.n_clusters_ == 1 and m.labels_.tolist() == [0] * 6  # d = 6 <= d0 = 8
+    assert {mt.label: mt.value for mt in at.metric}["Dimensions"] == "6 → 1"
+    tab = [df.value for df in at.dataframe][0]
+    assert sorted(tab["name"]) == [f"f{j}" for j in range(6)]
