@@ -16,11 +16,13 @@ from featagg_core.artifacts import ARTIFACT_CLASSES
 
 #: the kind of dataset an imported artifact can be evaluated on
 CLASS_KIND = {"Defrag": "multilabel", "KTXMLC": "multilabel", "OneVsAll": "multilabel",
+              "DefragKTXMLC": "multilabel",
               "Fiat": "multilabel", "Refrag": "multilabel", "BlockModel": "graph",
               "BMGUFS": "graph", "VocabularyCompressor": "table"}
 
 #: where the other pages look for a fitted object of each class (session.put/get keys)
-CLASS_STORE_KEY = {"Defrag": "defrag", "KTXMLC": "ktxmlc", "OneVsAll": "ova", "Fiat": "fiat",
+CLASS_STORE_KEY = {"Defrag": "defrag", "KTXMLC": "ktxmlc", "OneVsAll": "ova",
+                   "DefragKTXMLC": "defrag_ktxmlc", "Fiat": "fiat",
                    "Refrag": "refrag", "BlockModel": "block_model", "BMGUFS": "bmgufs",
                    "VocabularyCompressor": "vocab"}
 
@@ -119,7 +121,7 @@ def _evaluate_multilabel(obj, data) -> Dict[str, Any]:
     name = type(obj).__name__
     X, Y = (data.X_test, data.Y_test) if data.X_test is not None else (data.X, data.Y)
     split = "test" if data.X_test is not None else "train"
-    if name in ("KTXMLC", "OneVsAll"):
+    if name in ("KTXMLC", "OneVsAll", "DefragKTXMLC"):
         _check_features(obj, X.shape[1], "dataset")
         if int(obj.n_labels_) != Y.shape[1]:
             raise ValueError(f"this {name} predicts {int(obj.n_labels_)} labels; the current "

@@ -23,6 +23,7 @@ _EXPORTS = {
     "Refrag": "featagg_core.refrag",
     "KTXMLC": "featagg_core.ktxmlc",
     "OneVsAll": "featagg_core.ktxmlc",
+    "DefragKTXMLC": "featagg_core.ktxmlc",
     "BlockModel": "featagg_core.bmgufs",
     "BMGUFS": "featagg_core.bmgufs",
     "VocabularyCompressor": "featagg_core.vocab",

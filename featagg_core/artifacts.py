@@ -36,20 +36,17 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from . import _EXPORTS
+
 FORMAT = "featagg-artifact"
 FORMAT_VERSION = 1
 
-#: short class name -> module holding it. Only these classes can be loaded.
+#: short class name -> module holding it (taken from the package's export table). Only these
+#: classes can be loaded.
 ARTIFACT_CLASSES: Dict[str, str] = {
-    "Defrag": "featagg_core.defrag",
-    "Fiat": "featagg_core.fiat",
-    "Refrag": "featagg_core.refrag",
-    "KTXMLC": "featagg_core.ktxmlc",
-    "OneVsAll": "featagg_core.ktxmlc",
-    "BlockModel": "featagg_core.bmgufs",
-    "BMGUFS": "featagg_core.bmgufs",
-    "VocabularyCompressor": "featagg_core.vocab",
-}
+    name: _EXPORTS[name]
+    for name in ("Defrag", "Fiat", "Refrag", "KTXMLC", "OneVsAll", "DefragKTXMLC", "BlockModel",
+                 "BMGUFS", "VocabularyCompressor")}
 
 # Refuse archives whose declared content is absurdly large before reading it (zip bombs).
 _MAX_MEMBER_BYTES = 4 << 30

@@ -760,6 +760,42 @@ class DefragKTXMLC(BaseEstimator):
         total = sp.csr_matrix(total / len(self.models_), dtype=np.float32)
         return _top_k_csr(total, k)
 
+    def _artifact_state(self):
+        """Each member's Defrag and KTXMLC state, arrays prefixed ``m<t>.defrag.`` /
+        ``m<t>.model.`` (the members' parameters are derived from this object's)."""
+        if not hasattr(self, "models_"):
+            raise NotFittedError("This DefragKTXMLC instance is not fitted yet")
+        meta = {"n_features_in_": self.n_features_in_, "n_labels_": self.n_labels_,
+                "train_time_": getattr(self, "train_time_", None), "members": []}
+        arrays = {}
+        for t, (df, m) in enumerate(zip(self.defrags_, self.models_)):
+            d_meta, d_arr = df._artifact_state()
+            m_meta, m_arr = m._artifact_state()
+            meta["members"].append({"defrag": d_meta, "model": m_meta,
+                                    "defrag_params": df.get_params(deep=False),
+                                    "model_params": m.get_params(deep=False)})
+            arrays.update({f"m{t}.defrag.{k}": v for k, v in d_arr.items()})
+            arrays.update({f"m{t}.model.{k}": v for k, v in m_arr.items()})
+        return meta, arrays
+
+    @classmethod
+    def _from_artifact_state(cls, params, meta, arrays):
+        from .defrag import Defrag
+
+        obj = cls(**params)
+        obj.defrags_, obj.models_ = [], []
+        for t, member in enumerate(meta["members"]):
+            def part(prefix):
+                return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+            obj.defrags_.append(Defrag._from_artifact_state(
+                member["defrag_params"], member["defrag"], part(f"m{t}.defrag.")))
+            obj.models_.append(KTXMLC._from_artifact_state(
+                member["model_params"], member["model"], part(f"m{t}.model.")))
+        obj.n_features_in_ = int(meta["n_features_in_"])
+        obj.n_labels_ = int(meta["n_labels_"])
+        obj.train_time_ = meta.get("train_time_")
+        return obj
+
     @property
     def model_size_bytes_(self) -> int:
         size = sum(m.model_size_bytes_ for m in self.models_)

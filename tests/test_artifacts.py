@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from featagg_core import (BMGUFS, KTXMLC, BlockModel, Defrag, Fiat, OneVsAll, Refrag,
-                          VocabularyCompressor, load_artifact, save_artifact)
+from featagg_core import (BMGUFS, KTXMLC, BlockModel, Defrag, DefragKTXMLC, Fiat, OneVsAll,
+                          Refrag, VocabularyCompressor, load_artifact, save_artifact)
 from featagg_core.artifacts import (ArtifactError, artifact_bytes, bundle_bytes, is_bundle,
                                     load_bundle, read_manifest, save_bundle)
 from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
@@ -37,6 +37,7 @@ def fitted(ml, graph):
     defrag = Defrag(d0=4, representation="XY", random_state=1).fit(X, Y)
     kt = KTXMLC(n_clusters=3, n_trees=2, max_leaf_labels=8, random_state=2).fit(X, Y)
     ova = OneVsAll().fit(X, Y)
+    pipe = DefragKTXMLC(d0=4, per_tree=True, n_trees=2, max_leaf_labels=8).fit(X, Y)
     fiat = Fiat(defrag).fit(X)
     refrag = Refrag().fit(X, Y, defrag)
     base = kt.predict_scores(Xt, k=20)
@@ -50,6 +51,7 @@ def fitted(ml, graph):
         "Defrag": (defrag, lambda m: m.transform(Xt).toarray()),
         "KTXMLC": (kt, lambda m: m.predict_scores(Xt, k=5).toarray()),
         "OneVsAll": (ova, lambda m: m.predict_scores(Xt, k=5).toarray()),
+        "DefragKTXMLC": (pipe, lambda m: m.predict_scores(Xt, k=5).toarray()),
         "Fiat": (fiat, lambda m: m.transform(Xt).toarray()),
         "Refrag": (refrag, lambda m: m.rerank(Xt, base, k=5).toarray()),
         "BlockModel": (bm, lambda m: np.concatenate([m.labels_, m.M_.ravel(), [m.rre_]])),
@@ -58,7 +60,7 @@ def fitted(ml, graph):
     }
 
 
-CLASSES = ["Defrag", "KTXMLC", "OneVsAll", "Fiat", "Refrag", "BlockModel", "BMGUFS",
+CLASSES = ["Defrag", "KTXMLC", "OneVsAll", "DefragKTXMLC", "Fiat", "Refrag", "BlockModel", "BMGUFS",
            "VocabularyCompressor"]
 
 
