@@ -376,8 +376,10 @@ class Defrag(TransformerMixin, BaseEstimator):
     sampling rules and the ``avg`` aggregation. Departures: an iteration cap
     (``max_iter``), stable tie-breaking by feature order, a per-node seed instead of one
     sequential generator (for thread-count-independent results), and no sampling by
-    default (measured on Bibtex/Delicious, see ``benchmarks/results/defrag.md``: sampling
-    speeds up the build but raises the clustering error on the full representation).
+    default and no pruning (measured on Bibtex, Delicious and synthetic data, see
+    ``benchmarks/results/defrag.md``: both speed up the build by at most 1.5-4x and raise
+    the clustering error on the full representation; the original's 5 % label sample
+    is the costliest).
 
     Edge cases: ``d <= d0`` (including d = 1) gives one cluster holding every feature;
     features with an all-zero representation (never seen in training) score 0 against
