@@ -16,6 +16,10 @@ from typing import Optional
 
 MAX_UPLOAD_MB = 50
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
+#: Largest number of points, features, labels or nodes an upload may declare. The pages keep
+#: a few dense arrays per feature/label (counts, weights), so a header claiming billions of
+#: columns in a tiny file would cost gigabytes on a server shared by a class.
+MAX_UPLOAD_DIM = 5_000_000
 
 #: accepted extensions (without dot) of the main file, per kind of data
 UPLOAD_TYPES = {
@@ -118,12 +122,29 @@ def parse_upload(kind: str, name: str, raw: bytes, *, extras: Optional[dict] = N
         _log.error("featagg: reader failed on upload %r", name, exc_info=exc)
         raise DatasetError(f"could not read the file ({type(exc).__name__}: {exc})",
                            path=name) from exc
+    _check_dimensions(data, name)
     if not getattr(data, "name", ""):
         try:
             data.name = os.path.basename(name)
         except Exception:  # noqa: BLE001 - frozen container: keep it nameless
             pass
     return data
+
+
+def _check_dimensions(data, name: str) -> None:
+    """Refuse an upload whose declared sizes exceed :data:`MAX_UPLOAD_DIM`."""
+    from featagg_core.data import DatasetError
+    dims = {}
+    if data.kind == "multilabel":
+        dims = {"points": data.X.shape[0], "features": data.X.shape[1],
+                "labels": data.Y.shape[1]}
+    elif data.kind == "graph":
+        dims = {"nodes": data.A.shape[0], "features": data.X.shape[1]}
+    for what, size in dims.items():
+        if size > MAX_UPLOAD_DIM:
+            raise DatasetError(f"the file declares {size:,} {what}; uploads are limited to "
+                               f"{MAX_UPLOAD_DIM:,} (use the command line, python -m "
+                               "featagg_core, for larger data)", path=name)
 
 
 # Keyword names the readers may use for companion files; the first one a reader accepts

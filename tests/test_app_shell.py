@@ -445,3 +445,14 @@ def test_serve_warms_up_before_handing_over_to_streamlit(monkeypatch):
     assert order == ["warm", ("run", ["run", str(ROOT / "app.py"), "--server.port", "9999"])]
     assert os.environ["FEATAGG_WARMED_UP"] == "1"
     monkeypatch.delenv("FEATAGG_WARMED_UP")
+
+
+def test_upload_declaring_huge_dimensions_is_refused():
+    """A tiny file whose header claims billions of features is refused before any page
+    allocates per-feature arrays; a header within the limit loads."""
+    from featagg_app.uploads import MAX_UPLOAD_DIM
+    huge = f"1 {MAX_UPLOAD_DIM + 1} 2\n0 0:1.5\n".encode()
+    with pytest.raises(DatasetError, match="limited to"):
+        parse_upload("multilabel", "huge.txt", huge)
+    ok = parse_upload("multilabel", "ok.txt", f"1 {MAX_UPLOAD_DIM} 2\n0 0:1.5\n".encode())
+    assert ok.X.shape == (1, MAX_UPLOAD_DIM)
