@@ -1,4 +1,5 @@
 """Export page: download what this session trained; import an artifact and evaluate it."""
+import functools
 import json
 
 import streamlit as st
@@ -38,23 +39,20 @@ else:
         with st.container(border=True):
             st.markdown(f"**{session.md_escape(key)}** — {session.md_escape(ev.describe(obj))}")
             cols = st.columns(4)
-            try:
-                cols[0].download_button("Artifact (.fgz)", artifact_bytes(obj, dataset_fingerprint=fp),
-                                        file_name=f"{key}.fgz", mime="application/zip",
-                                        key=f"dl_{key}")
-            except (ArtifactError, ValueError) as exc:
-                session.show_error(exc, context=f"{key} cannot be exported")
+            # the bytes are built only when the button is clicked (a model can be large)
+            cols[0].download_button("Artifact (.fgz)",
+                                    functools.partial(artifact_bytes, obj, dataset_fingerprint=fp),
+                                    file_name=f"{key}.fgz", mime="application/zip",
+                                    key=f"dl_{key}", on_click="ignore")
             names = getattr(data, "feature_names", None)
             for i, (fname, payload, mime) in enumerate(ev.plain_exports(key, obj, names)):
                 cols[1 + i % 3].download_button(fname, payload, file_name=fname, mime=mime,
                                                 key=f"dl_{key}_{i}")
-    try:
-        bundle = bundle_bytes(objects, info={"runs": session.runs()}, dataset_fingerprint=fp)
-        st.download_button(f"Bundle of all {len(objects)} fitted objects + run table (.fgb)",
-                           bundle, file_name="featagg_bundle.fgb", mime="application/zip",
-                           key="dl_bundle", type="primary")
-    except (ArtifactError, ValueError) as exc:
-        session.show_error(exc, context="The bundle cannot be built")
+    st.download_button(f"Bundle of all {len(objects)} fitted objects + run table (.fgb)",
+                       functools.partial(bundle_bytes, objects, info={"runs": session.runs()},
+                                         dataset_fingerprint=fp),
+                       file_name="featagg_bundle.fgb", mime="application/zip",
+                       key="dl_bundle", type="primary", on_click="ignore")
 
 runs = session.runs()
 if runs:

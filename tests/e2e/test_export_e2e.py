@@ -7,6 +7,7 @@ import pytest
 
 from e2e_util import goto_page, metric_cards, page_text, select_sample, server_log_tail, wait_for_app
 from featagg_core import load_artifact
+from featagg_core.artifacts import load_bundle
 from featagg_core.samples import load_sample
 
 
@@ -39,20 +40,27 @@ def test_export_and_reimport_a_model(app_server, page, tmp_path):
     dl.value.save_as(saved)
     model = load_artifact(saved)                 # the download is a valid artifact
     assert model.n_clusters_ == 256 and model.labels_.shape == (bib.X.shape[1],)
+    with page.expect_download() as dl:
+        main.get_by_role("button", name=re.compile("^Bundle of all")).click()
+    bundle = tmp_path / "all.fgb"
+    dl.value.save_as(bundle)
+    objects, info = load_bundle(bundle)
+    assert list(objects) == ["defrag"] and len(info["runs"]) >= 1
 
     # a damaged copy is refused with a clear message, no traceback
     broken = tmp_path / "broken.fgz"
     broken.write_bytes(saved.read_bytes()[:2000])
     _upload(page, broken)
+    main.get_by_text("broken.fgz was refused").first.wait_for(timeout=90_000)
     text = page_text(page)
     assert "broken.fgz was refused" in text, text
     assert "Traceback" not in page.content()
 
     # the real download re-imports (replacing the broken one) and evaluates on Bibtex
     _upload(page, saved)
-    assert "Loaded 1 object(s)" in page_text(page), server_log_tail(app_server)
+    main.get_by_text("Loaded 1 object(s)").first.wait_for(timeout=90_000)
     main.get_by_role("button", name="Evaluate on the current dataset").click()
-    wait_for_app(page)
+    main.get_by_text("clustering error").first.wait_for(timeout=90_000)
     text = page_text(page)
     assert "clustering error" in text and "256" in text, text
     page.screenshot(path="/tmp/featagg_export.png", full_page=True)
