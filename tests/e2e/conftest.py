@@ -76,12 +76,18 @@ class AppServer(str):
     proc: subprocess.Popen
 
 
-def start_server(log_path: Path, script: str = "app.py", extra_env: dict | None = None):
-    """Start ``streamlit run script`` on a free port; returns (AppServer, Popen). The caller
-    must stop it with :func:`stop_server`."""
+def start_server(log_path: Path, script: str = "app.py", extra_env: dict | None = None,
+                 launcher: str = "streamlit", timeout_s: float = START_TIMEOUT_S):
+    """Start ``streamlit run script`` (``launcher="streamlit"``) or the production launcher
+    ``python -m featagg_app.serve`` that ``scripts/dashboard.sh`` uses (``launcher="serve"``:
+    warm-up first, so allow a longer ``timeout_s`` on a cold numba cache) on a free port;
+    returns (AppServer, Popen). The caller must stop it with :func:`stop_server`."""
     port = _free_port()
-    cmd = [_python(), "-m", "streamlit", "run", script, "--server.port", str(port),
-           *SERVER_FLAGS]
+    if launcher == "serve":
+        cmd = [_python(), "-m", "featagg_app.serve", "--server.port", str(port), *SERVER_FLAGS]
+    else:
+        cmd = [_python(), "-m", "streamlit", "run", script, "--server.port", str(port),
+               *SERVER_FLAGS]
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONUNBUFFERED="1")
     env.pop("FEATAGG_WARMUP", None)        # the real server warms up, as in production
     env.update(extra_env or {})
@@ -92,7 +98,7 @@ def start_server(log_path: Path, script: str = "app.py", extra_env: dict | None 
     url = f"http://127.0.0.1:{port}"
     server = AppServer(url)
     server.log, server.proc = log_path, proc
-    deadline = time.monotonic() + START_TIMEOUT_S
+    deadline = time.monotonic() + timeout_s
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"streamlit exited with code {proc.returncode} before it was "
@@ -106,7 +112,7 @@ def start_server(log_path: Path, script: str = "app.py", extra_env: dict | None 
         if time.monotonic() > deadline:
             stop_server(proc)
             raise RuntimeError(f"streamlit did not answer /_stcore/health within "
-                               f"{START_TIMEOUT_S} s:\n{server_log_tail(server)}")
+                               f"{timeout_s} s:\n{server_log_tail(server)}")
         time.sleep(0.5)
 
 

@@ -1,0 +1,37 @@
+"""End-to-end: the dashboard as ``scripts/dashboard.sh`` starts it (featagg_app.serve). The
+very first visitor of a fresh server opens a deep link to a page (a bookmark, a link a
+teacher shared) and gets the real app: the Home/Data/... navigation and the dataset picker,
+not the page run on its own."""
+import pytest
+
+from conftest import start_server, stop_server
+from e2e_util import page_text, server_log_tail, sidebar, wait_for_app
+
+
+@pytest.fixture(scope="module")
+def fresh_server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    try:
+        server, proc = start_server(log, launcher="serve", timeout_s=900)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        stop_server(proc)
+
+
+@pytest.mark.e2e
+def test_first_visit_by_deep_link_gets_the_whole_app(fresh_server, page):
+    page.goto(fresh_server + "/feature_agglomeration")   # nobody has opened "/" yet
+    wait_for_app(page)
+    nav = page.locator('[data-testid="stSidebarNav"]')
+    nav.get_by_text("Home", exact=True).wait_for()
+    nav_text = nav.inner_text()
+    for title in ("Data", "Feature agglomeration", "Extreme classification", "Compare"):
+        assert title in nav_text, (nav_text, server_log_tail(fresh_server))
+    assert "feature agglomeration" not in nav_text      # not the file-name menu of v1
+    assert "Dataset" in sidebar(page).inner_text()       # the picker is there
+    assert "How it works" in page_text(page)
+    log = open(fresh_server.log, encoding="utf-8", errors="replace").read()
+    assert "warm-up done" in log                         # JIT compiled before serving
