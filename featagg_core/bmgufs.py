@@ -76,6 +76,10 @@ _EPS = 1e-300
 # ---------------------------------------------------------------------------
 # input checks
 # ---------------------------------------------------------------------------
+# Deliberately not the shared featagg_core._validation helpers: every message here reads
+# "<name>: ..." (e.g. "n_blocks: expected an integer"), the matrices are float64 with
+# stored zeros dropped, X must be non-negative with at least one non-zero, and A has graph
+# checks (square, >= 2 nodes, edges, symmetric).
 def _check_adjacency(A) -> sp.csr_matrix:
     if A is None:
         raise ValueError("A: the adjacency matrix is missing")

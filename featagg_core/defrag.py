@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 
 from ._kernels import defrag as _k
+from ._validation import as_csr
 
 __all__ = ["Defrag", "DefragTree", "feature_representation", "clustering_error",
            "balanced_depth_cap", "warmup"]
@@ -145,6 +146,9 @@ def _n_chunks() -> int:
 
 
 def _as_csr(A, name: str) -> sp.csr_matrix:
+    """DEFRAG's wording for non-2-D / non-numeric input (numeric is checked for sparse input
+    too), then the shared float32 canonical csr (:func:`featagg_core._validation.as_csr`):
+    duplicates summed, stored zeros kept, NaN/inf refused, an empty matrix accepted."""
     if not sp.issparse(A):
         arr = np.asarray(A)
         if arr.ndim != 2:
@@ -152,17 +156,9 @@ def _as_csr(A, name: str) -> sp.csr_matrix:
         if arr.dtype.kind not in "biuf":
             raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
         A = sp.csr_matrix(arr)
-    A = sp.csr_matrix(A)
-    if A.dtype.kind not in "biuf":
+    elif A.dtype.kind not in "biuf":
         raise ValueError(f"{name} must be numeric, got dtype {A.dtype}")
-    if A.dtype != np.float32:
-        A = A.astype(np.float32)
-    if not A.has_canonical_format:
-        A = A.copy()
-        A.sum_duplicates()
-    if A.nnz and not np.all(np.isfinite(A.data)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return A
+    return as_csr(A, name, dtype=np.float32)
 
 
 def _top_fraction(counts: np.ndarray, fraction: float) -> np.ndarray:

@@ -21,6 +21,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from ._kernels import fiat_refrag as _k
+from ._validation import check_finite
 
 __all__ = ["Fiat", "pseudo_cooccurrence", "normalize_cooccurrence", "impute",
            "erase_features", "erasure_curve", "check_clustering", "warmup"]
@@ -33,7 +34,11 @@ NORMALIZATIONS = ("cosine", "conditional", "row", "none")
 # ---------------------------------------------------------------------------
 
 def _as_csr(X, name="X", n_features=None) -> sp.csr_matrix:
-    """Canonical float64 csr copy: sorted indices, no duplicates, no stored zeros."""
+    """Canonical float64 csr copy: sorted indices, no duplicates, no stored zeros.
+
+    Kept apart from the shared :func:`featagg_core._validation.as_csr` on purpose: float64,
+    always a copy, stored zeros dropped, non-numeric input refused with FIAT's own wording,
+    and the feature-count message names the clustering. Also used by REFRAG."""
     if not sp.issparse(X):
         arr = np.asarray(X)
         if arr.ndim != 2 or arr.dtype.kind not in "biuf":
@@ -45,8 +50,7 @@ def _as_csr(X, name="X", n_features=None) -> sp.csr_matrix:
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{name} must be numeric, got dtype {X.dtype}")
     X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-    if X.nnz and not np.all(np.isfinite(X.data)):
-        raise ValueError(f"{name} contains NaN or infinite values")
+    check_finite(X, name)  # before summing duplicates, as always here
     X.sum_duplicates()
     X.eliminate_zeros()
     X.sort_indices()

@@ -26,6 +26,8 @@ from sklearn.exceptions import NotFittedError
 
 from ._kernels import ktxmlc as _k
 from ._kernels.linear import l2svc_dual_cd, l2svc_primal_objective
+from ._validation import as_csr, check_binary_labels, check_n_features
+from ._validation import check_int as _check_int
 from .data import DatasetError
 
 __all__ = ["KTXMLC", "OneVsAll", "DefragKTXMLC", "elbow_curve", "label_representation",
@@ -36,41 +38,17 @@ _TASK_CHILDREN = 64  # classifiers per training task (bounds a task's label matr
 
 # ----------------------------------------------------------------------------- helpers
 def _check_X(X, name="X", n_features=None) -> sp.csr_matrix:
-    if not sp.issparse(X):
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise ValueError(f"{name} must be a 2-D matrix, got {X.ndim} dimension(s)")
-        X = sp.csr_matrix(X)
-    X = sp.csr_matrix(X, dtype=np.float32)
-    X.sum_duplicates()
-    X.sort_indices()
+    """Shared float32 canonical csr (:func:`featagg_core._validation.as_csr`), plus KTXMLC's
+    refusal of a matrix without rows (checked before the feature count)."""
+    X = as_csr(X, name, dtype=np.float32)
     if X.shape[0] == 0:
         raise ValueError(f"{name} has no rows")
-    if not np.all(np.isfinite(X.data)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(f"{name} has {X.shape[1]} features, the model was fitted on "
-                         f"{n_features}")
+    check_n_features(X, name, n_features)
     return X
 
 
 def _check_Y(Y, n_rows) -> sp.csr_matrix:
-    if not sp.issparse(Y):
-        Y = np.asarray(Y)
-        if Y.ndim != 2:
-            raise ValueError(f"Y must be a 2-D 0/1 label matrix, got {Y.ndim} dimension(s)")
-        Y = sp.csr_matrix(Y)
-    Y = sp.csr_matrix(Y, dtype=np.float32)
-    Y.sum_duplicates()
-    Y.eliminate_zeros()
-    Y.sort_indices()
-    if Y.shape[0] != n_rows:
-        raise ValueError(f"Y has {Y.shape[0]} rows but X has {n_rows}")
-    if Y.nnz and not np.all(Y.data == 1):
-        raise ValueError("Y must hold only 0/1 entries")
-    if Y.shape[1] == 0:
-        raise ValueError("Y has no labels")
-    return Y
+    return check_binary_labels(Y, n_rows, "Y", dtype=np.float32)
 
 
 def _normalize_rows(X: sp.csr_matrix) -> sp.csr_matrix:
@@ -82,16 +60,6 @@ def _normalize_rows(X: sp.csr_matrix) -> sp.csr_matrix:
     out = sp.csr_matrix(sp.diags(inv.astype(np.float32)) @ X, dtype=np.float32)
     out.sort_indices()
     return out
-
-
-def _check_int(name, value, low, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
 
 
 def _check_pos(name, value, strict=True):

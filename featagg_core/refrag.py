@@ -48,6 +48,11 @@ def l2_normalize_rows(X) -> sp.csr_matrix:
 
 
 def _check_labels(Y, n) -> sp.csr_matrix:
+    """Y as a float64 0/1 csr copy with ``n`` rows.
+
+    Not :func:`featagg_core._validation.check_binary_labels` (KTXMLC's): float64, 0/1 is
+    checked before the row count, the wording differs ("0/1 values", "got shape ..."), and a
+    label matrix without columns is accepted."""
     if not sp.issparse(Y):
         arr = np.asarray(Y)
         if arr.ndim != 2:
