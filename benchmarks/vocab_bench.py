@@ -32,7 +32,6 @@ are also reported.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path

@@ -67,7 +67,7 @@ def _dir_mb(path):
 
 def _load(dataset, workdir):
     """(train, test, train_path) — train_path is an XC text file for omikuji."""
-    from featagg_core.data import load_xc, save_xc
+    from featagg_core.data import load_xc
 
     if dataset in REAL:
         tr = load_xc(os.path.join(REAL[dataset], "train.txt"))
@@ -274,7 +274,7 @@ def main():
     env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads),
                OMP_NUM_THREADS=str(args.threads), RAYON_NUM_THREADS=str(args.threads),
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    notes = [f"# XMLC benchmark: KTXMLC vs omikuji / napkinXC\n",
+    notes = ["# XMLC benchmark: KTXMLC vs omikuji / napkinXC\n",
              f"Run: `{' '.join(sys.argv)}` on {os.cpu_count()} CPU(s), "
              f"{args.threads} thread(s) for every method, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "

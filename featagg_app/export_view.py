@@ -5,7 +5,6 @@ Pure functions (no streamlit) so they can be unit tested.
 """
 from __future__ import annotations
 
-import io
 import json
 from typing import Any, Dict, List, Optional, Tuple
 

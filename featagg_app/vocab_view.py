@@ -4,9 +4,7 @@ versus budget curves, timings, the sorted P(C=0|x) curve with the split points, 
 per-column budget allocation, and the mapping files."""
 from __future__ import annotations
 
-import io
 import json
-import time
 from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -14,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from featagg_app import charts
-from featagg_core.vocab import CONTIGUOUS, ColumnCompression, _Prepared, compress_columns, factorize
+from featagg_core.vocab import ColumnCompression, _Prepared, compress_columns, factorize
 
 METHOD_TITLES = {
     "submodular": "Submodular (stochastic greedy)",

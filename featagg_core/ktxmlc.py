@@ -28,7 +28,6 @@ from ._kernels import ktxmlc as _k
 from ._kernels.linear import l2svc_dual_cd, l2svc_primal_objective
 from ._validation import as_csr, check_binary_labels, check_n_features
 from ._validation import check_int as _check_int
-from .data import DatasetError
 
 __all__ = ["KTXMLC", "OneVsAll", "DefragKTXMLC", "elbow_curve", "label_representation",
            "defrag_comparison", "warmup"]

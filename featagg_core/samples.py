@@ -172,8 +172,8 @@ def _load(name):
         return _synthetic(name)
     path = os.path.join(SAMPLE_DIR, fname)
     if not os.path.exists(path):
-        raise _data.DatasetError(f"bundled sample file is missing (run "
-                                 f"scripts/make_samples.py)", path=path)
+        raise _data.DatasetError("bundled sample file is missing (run "
+                                 "scripts/make_samples.py)", path=path)
     if info.kind == "multilabel":
         d = _data.load_dataset(path)
     elif info.kind == "graph":

@@ -31,7 +31,6 @@ Several columns under one global budget: :func:`compress_columns`.
 """
 from __future__ import annotations
 
-import io
 import json
 import math
 import time

@@ -9,8 +9,7 @@ import pytest
 
 from featagg_app import compare_view as cv
 from featagg_app import export_view as ev
-from featagg_core import Defrag, VocabularyCompressor, load_artifact
-from featagg_core.artifacts import artifact_bytes, load_bundle
+from featagg_core import Defrag, VocabularyCompressor
 from featagg_core.synthetic import make_powerlaw_multilabel, make_zipf_categorical
 
 ROOT = Path(__file__).resolve().parents[1]

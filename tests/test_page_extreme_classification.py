@@ -5,7 +5,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from featagg_app import xmlc_view as xv
 from featagg_core import metrics
