@@ -77,14 +77,9 @@ def plain_exports(key: str, obj, feature_names=None) -> List[Tuple[str, bytes, s
 
 
 def _ranking_metrics(Y_true, scores, inv_prop, ks=(1, 3, 5)) -> Dict[str, float]:
-    from featagg_core import metrics as m
-    out = {}
-    for k in ks:
-        out[f"P@{k}"] = 100 * float(m.precision_at_k(Y_true, scores, k))
-        out[f"nDCG@{k}"] = 100 * float(m.ndcg_at_k(Y_true, scores, k))
-        out[f"PSP@{k}"] = 100 * float(m.psprecision_at_k(Y_true, scores, k, inv_prop))
-        out[f"coverage@{k}"] = 100 * float(m.coverage_at_k(Y_true, scores, k))
-    return out
+    from featagg_core.metrics import ranking_metrics
+    flat = ranking_metrics(Y_true, scores, ks, inv_prop, metrics=("P", "nDCG", "PSP", "coverage"))
+    return {key: 100 * v for key, v in flat.items()}
 
 
 def evaluate(obj, data, column: Optional[str] = None) -> Dict[str, Any]:

@@ -36,17 +36,9 @@ def metrics_table(Y_test, scores: dict, inv_propensity) -> pd.DataFrame:
     """One row per method (``scores``: name -> score matrix): P@k, PSP@k, coverage@k in %."""
     rows = []
     for name, S in scores.items():
-        row = {"method": name}
-        p = M.precision_at_k(Y_test, S, list(KS)) * 100
-        ps = M.psprecision_at_k(Y_test, S, inv_propensity, list(KS)) * 100
-        c = M.coverage_at_k(Y_test, S, list(KS)) * 100
-        for i, k in enumerate(KS):
-            row[f"P@{k}"] = p[i]
-        for i, k in enumerate(KS):
-            row[f"PSP@{k}"] = ps[i]
-        for i, k in enumerate(KS):
-            row[f"coverage@{k}"] = c[i]
-        rows.append(row)
+        flat = M.ranking_metrics(Y_test, S, KS, inv_propensity,
+                                 metrics=("P", "PSP", "coverage"))
+        rows.append({"method": name, **{key: 100 * v for key, v in flat.items()}})
     return pd.DataFrame(rows).set_index("method")
 
 

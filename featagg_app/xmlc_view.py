@@ -28,16 +28,10 @@ def random_split(n: int, test_fraction: float, seed: int = 0):
 def metrics_table(Y_true, S, inv_propensity, ks: Sequence[int] = KS) -> pd.DataFrame:
     """Rows P@k, nDCG@k, PSP@k, PSnDCG@k, coverage@k; columns k (values in %)."""
     ks = list(ks)
-    rows = {
-        "P@k": metrics.precision_at_k(Y_true, S, ks),
-        "nDCG@k": metrics.ndcg_at_k(Y_true, S, ks),
-        "PSP@k": metrics.psprecision_at_k(Y_true, S, inv_propensity, ks),
-        "PSnDCG@k": metrics.psndcg_at_k(Y_true, S, inv_propensity, ks),
-        "coverage@k": metrics.coverage_at_k(Y_true, S, ks),
-    }
-    df = pd.DataFrame({name: 100 * np.asarray(v, dtype=float) for name, v in rows.items()},
-                      index=[f"k={k}" for k in ks]).T
-    return df
+    flat = metrics.ranking_metrics(Y_true, S, ks, inv_propensity)
+    rows = {f"{name}@k": [100 * flat[f"{name}@{k}"] for k in ks]
+            for name in metrics.RANKING_METRICS}
+    return pd.DataFrame(rows, index=[f"k={k}" for k in ks], dtype=float).T
 
 
 def flat_metrics(table: pd.DataFrame) -> dict:

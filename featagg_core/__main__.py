@@ -162,16 +162,10 @@ def cmd_agglomerate(args) -> Dict[str, Any]:
 
 
 def _ranking_metrics(Y_true, scores, ks, inv_prop) -> Dict[str, float]:
-    from . import metrics as m
-    out = {}
-    for k in ks:
-        out[f"P@{k}"] = float(m.precision_at_k(Y_true, scores, k))
-        out[f"nDCG@{k}"] = float(m.ndcg_at_k(Y_true, scores, k))
-        if inv_prop is not None:
-            out[f"PSP@{k}"] = float(m.psprecision_at_k(Y_true, scores, k, inv_prop))
-            out[f"PSnDCG@{k}"] = float(m.psndcg_at_k(Y_true, scores, k, inv_prop))
-        out[f"coverage@{k}"] = float(m.coverage_at_k(Y_true, scores, k))
-    return out
+    """P@k, nDCG@k, PSP@k, PSnDCG@k and coverage@k, grouped by k as the JSON shows them."""
+    from .metrics import ranking_metrics
+    flat = ranking_metrics(Y_true, scores, ks, inv_prop)
+    return {key: flat[key] for k in ks for key in flat if key.endswith(f"@{k}")}
 
 
 class _Pipeline:

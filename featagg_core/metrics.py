@@ -67,7 +67,7 @@ from ._kernels import metrics as _k
 
 __all__ = [
     "top_k", "precision_at_k", "ndcg_at_k", "psprecision_at_k", "psndcg_at_k",
-    "coverage_at_k", "inverse_propensity", "clustering_accuracy", "normalized_mutual_info",
+    "coverage_at_k", "ranking_metrics", "inverse_propensity", "clustering_accuracy", "normalized_mutual_info",
     "mutual_information", "mutual_information_loss", "label_frequency_buckets",
     "precision_by_bucket", "warmup",
 ]
@@ -292,17 +292,25 @@ def precision_at_k(Y_true, Y_score, k=5):
     float, or ndarray with one value per k when ``k`` is a list/tuple.
     """
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    return _out(_precision(Y, top, ks), scalar)
+
+
+def _precision(Y, top, ks):
     gains = _k.rank_gains(Y.indptr, Y.indices, top, np.ones(Y.shape[1]))
     hits = np.cumsum(gains, axis=1)[:, ks - 1]
-    return _out(_mean_rows(hits) / ks, scalar)
+    return _mean_rows(hits) / ks
 
 
 def ndcg_at_k(Y_true, Y_score, k=5):
     """nDCG@k: ``mean_i DCG_i@k / IDCG_i@min(k, |y_i|)`` (as pyxclib's ``ndcg``); points
     with no true labels contribute 0."""
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    return _out(_ndcg(Y, top, ks), scalar)
+
+
+def _ndcg(Y, top, ks):
     gains = _k.rank_gains(Y.indptr, Y.indices, top, np.ones(Y.shape[1]))
-    return _out(_mean_rows(_dcg(gains, ks) * _ndcg_normaliser(Y, ks)), scalar)
+    return _mean_rows(_dcg(gains, ks) * _ndcg_normaliser(Y, ks))
 
 
 def _ps_args(k, inv_propensity):
@@ -336,11 +344,14 @@ def psprecision_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     """
     k, inv_propensity = _ps_args(k, inv_propensity)
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    w = _check_weights(inv_propensity, Y.shape[1])
+    return _out(_psprecision(Y, top, ks, _check_weights(inv_propensity, Y.shape[1])), scalar)
+
+
+def _psprecision(Y, top, ks, w):
     kmax = int(ks.max())
     got = np.cumsum(_k.rank_gains(Y.indptr, Y.indices, top, w), axis=1)[:, ks - 1]
     best = np.cumsum(_k.oracle_gains(Y.indptr, Y.indices, w, kmax), axis=1)[:, ks - 1]
-    return _out(_safe_ratio(got.sum(axis=0), best.sum(axis=0)), scalar)
+    return _safe_ratio(got.sum(axis=0), best.sum(axis=0))
 
 
 def psndcg_at_k(Y_true, Y_score, k=5, inv_propensity=None):
@@ -349,25 +360,63 @@ def psndcg_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     with ``IDCG_i`` the plain (unweighted) ideal DCG at ``min(k, |y_i|)``."""
     k, inv_propensity = _ps_args(k, inv_propensity)
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    w = _check_weights(inv_propensity, Y.shape[1])
+    return _out(_psndcg(Y, top, ks, _check_weights(inv_propensity, Y.shape[1])), scalar)
+
+
+def _psndcg(Y, top, ks, w):
     kmax = int(ks.max())
     norm = _ndcg_normaliser(Y, ks)
     got = _dcg(_k.rank_gains(Y.indptr, Y.indices, top, w), ks) * norm
     best = _dcg(_k.oracle_gains(Y.indptr, Y.indices, w, kmax), ks) * norm
-    return _out(_safe_ratio(got.sum(axis=0), best.sum(axis=0)), scalar)
+    return _safe_ratio(got.sum(axis=0), best.sum(axis=0))
 
 
 def coverage_at_k(Y_true, Y_score, k=5):
     """Coverage@k: distinct labels that are a correct prediction in some point's top k,
     over the distinct labels present in ``Y_true`` (0.0 when ``Y_true`` is empty)."""
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    return _out(_coverage(Y, top, ks), scalar)
+
+
+def _coverage(Y, top, ks):
     present = np.count_nonzero(np.diff(Y.tocsc().indptr))
     vals = []
     for kk in ks:
         hit = _k.covered_labels(Y.indptr, Y.indices, np.ascontiguousarray(top[:, :kk]),
                                 Y.shape[1])
         vals.append(hit.sum() / present if present else 0.0)
-    return _out(vals, scalar)
+    return np.asarray(vals, dtype=np.float64)
+
+
+#: the ranking metrics of :func:`ranking_metrics`, in report order
+RANKING_METRICS = ("P", "nDCG", "PSP", "PSnDCG", "coverage")
+
+
+def ranking_metrics(Y_true, Y_score, ks=(1, 3, 5), inv_propensity=None,
+                    metrics=RANKING_METRICS) -> dict:
+    """Several ranking metrics at several cut-offs from one top-k computation.
+
+    Returns ``{"P@1": ..., "nDCG@1": ..., "PSP@1": ..., "PSnDCG@1": ..., "coverage@1": ...,
+    "P@3": ...}`` (fractions, metric names from ``metrics``, ordered by metric then k);
+    the propensity-scored ones need ``inv_propensity`` and are left out without it. Each
+    value equals the single-metric function's (``precision_at_k`` etc.).
+    """
+    unknown = set(metrics) - set(RANKING_METRICS)
+    if unknown:
+        raise ValueError(f"metrics: unknown {sorted(unknown)}; choose from {RANKING_METRICS}")
+    Y, top, ks_arr, _ = _ranked(Y_true, Y_score, list(ks))
+    w = None if inv_propensity is None else _check_weights(inv_propensity, Y.shape[1])
+    compute = {"P": lambda: _precision(Y, top, ks_arr), "nDCG": lambda: _ndcg(Y, top, ks_arr),
+               "PSP": lambda: _psprecision(Y, top, ks_arr, w),
+               "PSnDCG": lambda: _psndcg(Y, top, ks_arr, w),
+               "coverage": lambda: _coverage(Y, top, ks_arr)}
+    out = {}
+    for name in metrics:
+        if name.startswith("PS") and w is None:
+            continue
+        for k, v in zip(ks_arr, compute[name]()):
+            out[f"{name}@{int(k)}"] = float(v)
+    return out
 
 
 def inverse_propensity(Y_train, A=0.55, B=1.5):

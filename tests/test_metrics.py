@@ -409,3 +409,31 @@ def test_ndcg_normaliser_as_pyxclib_writes_it():
     # precision the same way: mean of cumulative hits / rank
     np.testing.assert_allclose(M.precision_at_k(Y, S, [1, 2, 3, 4]),
                                np.mean(np.cumsum(flags, 1) / np.arange(1, k + 1), 0))
+
+
+def test_ranking_metrics_equals_the_single_metric_functions():
+    """One top-k pass for all metrics gives exactly what each metric gives on its own,
+    for dense and sparse scores, with and without propensities."""
+    from featagg_core import metrics as M
+    rng = np.random.default_rng(11)
+    Y = sp.csr_matrix((rng.random((60, 25)) < 0.12).astype(np.float32))
+    dense = rng.random((60, 25)).round(2)          # rounded: ties happen
+    sparse = sp.random(60, 25, density=0.2, format="csr", random_state=3)
+    inv = M.inverse_propensity(Y)
+    for S in (dense, sparse):
+        got = M.ranking_metrics(Y, S, (1, 3, 5), inv)
+        assert list(got)[:5] == ["P@1", "P@3", "P@5", "nDCG@1", "nDCG@3"]
+        ks = [1, 3, 5]
+        single = {"P": M.precision_at_k(Y, S, ks), "nDCG": M.ndcg_at_k(Y, S, ks),
+                  "PSP": M.psprecision_at_k(Y, S, ks, inv),
+                  "PSnDCG": M.psndcg_at_k(Y, S, ks, inv), "coverage": M.coverage_at_k(Y, S, ks)}
+        for name, values in single.items():
+            for k, v in zip(ks, values):
+                assert got[f"{name}@{k}"] == v                     # same cut-offs: exact
+        for k in ks:                                               # one cut-off at a time
+            assert got[f"PSnDCG@{k}"] == pytest.approx(M.psndcg_at_k(Y, S, k, inv), rel=1e-12)
+            assert got[f"P@{k}"] == pytest.approx(M.precision_at_k(Y, S, k), rel=1e-12)
+        no_ps = M.ranking_metrics(Y, S, [2])
+        assert set(no_ps) == {"P@2", "nDCG@2", "coverage@2"}
+    with pytest.raises(ValueError, match="unknown"):
+        M.ranking_metrics(Y, dense, [1], metrics=("P@k",))
