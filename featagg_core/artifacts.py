@@ -173,25 +173,38 @@ def read_manifest(path_or_file) -> Dict[str, Any]:
     return manifest
 
 
-def _open_checked(path_or_file) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
+def _open_zip(path_or_file, what: str) -> Tuple[zipfile.ZipFile, str]:
+    """The input as an open zip archive (and its printable name); refuses empty files,
+    non-zip or truncated data and members too large to be real (zip bombs)."""
     data, where = _read_source(path_or_file)
     if not data:
         raise ArtifactError(f"{where}: the file is empty")
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
-        raise ArtifactError(f"{where}: not a featagg artifact (not a zip archive, or truncated)")
+        raise ArtifactError(f"{where}: not a featagg {what} (not a zip archive, or truncated)")
+    for info in zf.infolist():
+        if info.file_size > _MAX_MEMBER_BYTES:
+            zf.close()
+            raise ArtifactError(f"{where}: member {info.filename} is implausibly large")
+    return zf, where
+
+
+def _read_json_member(zf: zipfile.ZipFile, member: str, where: str, missing: str) -> Any:
+    """Parse the JSON member ``member``; ``missing`` is the message when it is absent."""
+    if member not in zf.namelist():
+        raise ArtifactError(f"{where}: {missing}")
+    try:
+        return json.loads(zf.read(member).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, zipfile.BadZipFile, EOFError) as exc:
+        raise ArtifactError(f"{where}: {member} is not valid JSON ({exc})") from exc
+
+
+def _open_checked(path_or_file) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
+    zf, where = _open_zip(path_or_file, "artifact")
     with zf:
         names = set(zf.namelist())
-        for info in zf.infolist():
-            if info.file_size > _MAX_MEMBER_BYTES:
-                raise ArtifactError(f"{where}: member {info.filename} is implausibly large")
-        if "manifest.json" not in names:
-            raise ArtifactError(f"{where}: manifest.json is missing")
-        try:
-            manifest = json.loads(zf.read("manifest.json").decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, zipfile.BadZipFile, EOFError) as exc:
-            raise ArtifactError(f"{where}: manifest.json is not valid JSON ({exc})") from exc
+        manifest = _read_json_member(zf, "manifest.json", where, "manifest.json is missing")
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise ArtifactError(f"{where}: manifest does not describe a featagg artifact")
         version = manifest.get("format_version")
@@ -302,18 +315,10 @@ def is_bundle(path_or_file) -> bool:
 def load_bundle(path_or_file) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """Load a bundle: returns (objects by name, info). Each entry is checked as in
     :func:`load_artifact`."""
-    data, where = _read_source(path_or_file)
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise ArtifactError(f"{where}: not a featagg bundle (not a zip archive, or truncated)")
+    zf, where = _open_zip(path_or_file, "bundle")
     with zf:
-        if "bundle.json" not in zf.namelist():
-            raise ArtifactError(f"{where}: bundle.json is missing (is this a single artifact?)")
-        try:
-            index = json.loads(zf.read("bundle.json").decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, zipfile.BadZipFile, EOFError) as exc:
-            raise ArtifactError(f"{where}: bundle.json is not valid JSON ({exc})") from exc
+        index = _read_json_member(zf, "bundle.json", where,
+                                  "bundle.json is missing (is this a single artifact?)")
         if not isinstance(index, dict) or index.get("format") != BUNDLE_FORMAT:
             raise ArtifactError(f"{where}: bundle.json does not describe a featagg bundle")
         if index.get("format_version") != FORMAT_VERSION:

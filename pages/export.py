@@ -95,7 +95,7 @@ if upload is not None:
                 column = st.selectbox("Column to compress", list(data.table.columns),
                                       key=f"col_{key}")
             store_key = ev.CLASS_STORE_KEY.get(type(obj).__name__)
-            if store_key and data is not None and data.kind == ev.CLASS_KIND.get(type(obj).__name__):
+            if store_key and data.kind == ev.CLASS_KIND.get(type(obj).__name__):
                 if st.button(f"Use in this session (as '{store_key}')", key=f"use_{key}",
                              help="The other pages and the Download section then use it."):
                     session.put(store_key, obj)

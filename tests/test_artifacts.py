@@ -214,3 +214,15 @@ def test_bundle_round_trip(fitted, tmp_path):
         np.testing.assert_array_equal(predict(loaded[key]), predict(obj))
     with pytest.raises(ArtifactError, match="entry name"):
         bundle_bytes({"../evil": objs["defrag"]})
+
+
+def test_damaged_bundles_are_refused(fitted, tmp_path):
+    data = bundle_bytes({"defrag": fitted["Defrag"][0]})
+    with pytest.raises(ArtifactError, match="empty"):
+        load_bundle(io.BytesIO(b""))
+    with pytest.raises(ArtifactError, match="not a featagg bundle"):
+        load_bundle(io.BytesIO(data[: len(data) // 3]))
+    with pytest.raises(ArtifactError, match="bundle.json is missing"):
+        load_bundle(io.BytesIO(artifact_bytes(fitted["Defrag"][0])))
+    with pytest.raises(ArtifactError, match="bundle.json is not valid JSON"):
+        load_bundle(io.BytesIO(_rewrite(data, lambda n, p: b"{" if n == "bundle.json" else p)))
