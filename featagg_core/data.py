@@ -30,6 +30,7 @@ a reader (:func:`_guard`). :func:`warmup` compiles the parsing kernels.
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import io
 import os
@@ -40,6 +41,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
+
+from ._bounded import Budget, open_zip, parse_xml_safely, read_npy_bytes, read_npy_member
 
 
 class DatasetError(ValueError):
@@ -206,6 +209,7 @@ def _read_bytes(path_or_file) -> tuple[bytes, str]:
         raise DatasetError(f"cannot read input ({type(exc).__name__}: {exc})", path=name) from exc
     if raw[:3] == b"\xef\xbb\xbf":      # a UTF-8 byte-order mark (Windows editors)
         raw = raw[3:]
+    _budget().add_input(len(raw))
     return raw, name
 
 
@@ -217,24 +221,69 @@ def _blank(raw: bytes) -> bool:
     return _NON_WS.search(raw) is None
 
 
+#: the budget of the load running in this context (thread / Streamlit session): set by
+#: :func:`_guard` around a public reader, read by the internals through :func:`_budget`.
+_LOAD_BUDGET: contextvars.ContextVar = contextvars.ContextVar("featagg_load_budget",
+                                                              default=None)
+
+
+def _budget() -> Budget:
+    """The current load's :class:`~featagg_core._bounded.Budget` (a default one outside a
+    public reader, e.g. when a private helper is called directly)."""
+    b = _LOAD_BUDGET.get()
+    return b if b is not None else Budget()
+
+
+def _fail_for(name, **where):
+    def fail(message):
+        raise DatasetError(message, path=name, **where)
+    return fail
+
+
 def _guard(reader):
     """Make ``reader`` let nothing but DatasetError escape: an unexpected exception from
     numpy/pandas/scipy/networkx on a malformed input becomes a DatasetError naming the
-    file (the original is chained as ``__cause__``)."""
+    file (the original is chained as ``__cause__``).
+
+    Also gives the reader the keyword-only options ``max_bytes`` (the most bytes the load
+    may inflate from compressed members or allocate for declared sizes; default
+    ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 100x the input beyond 64 MiB)
+    and ``max_dim`` (the largest number of rows, columns, labels or nodes accepted,
+    checked before anything of that size is allocated; default: the int32 index space).
+    A reader called from inside another shares the outer call's budget."""
     import functools
+    import inspect
 
     @functools.wraps(reader)
-    def wrapped(path_or_file, *args, **kw):
+    def wrapped(path_or_file, *args, max_bytes=None, max_dim=None, **kw):
+        outer = _LOAD_BUDGET.get()
+        token = None
         try:
+            if outer is None or max_bytes is not None or max_dim is not None:
+                token = _LOAD_BUDGET.set(Budget(max_bytes, max_dim))
             return reader(path_or_file, *args, **kw)
         except DatasetError:
             raise
         except MemoryError as exc:
             raise DatasetError("not enough memory to load this file",
                                path=_source_name(path_or_file)) from exc
+        except RecursionError as exc:
+            raise DatasetError("the file nests too deeply to be read",
+                               path=_source_name(path_or_file)) from exc
         except Exception as exc:  # noqa: BLE001 - the contract: only DatasetError escapes
             raise DatasetError(f"cannot read ({type(exc).__name__}: {exc})",
                                path=_source_name(path_or_file)) from exc
+        finally:
+            if token is not None:
+                _LOAD_BUDGET.reset(token)
+
+    sig = inspect.signature(reader)
+    extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None)
+             for n in ("max_bytes", "max_dim") if n not in sig.parameters]
+    params = list(sig.parameters.values())
+    var_kw = [p for p in params if p.kind == inspect.Parameter.VAR_KEYWORD]
+    params = [p for p in params if p.kind != inspect.Parameter.VAR_KEYWORD] + extra + var_kw
+    wrapped.__signature__ = sig.replace(parameters=params)
     return wrapped
 
 
@@ -273,6 +322,14 @@ def _check_dim(value: int, *, what: str, name: str, line=None, field=None) -> No
     if value > _MAX_DIM:
         raise DatasetError(f"{what} = {value} exceeds the supported maximum {_MAX_DIM}",
                            path=name, line=line, field=field)
+    _check_declared({what: value}, name=name, line=line, field=field)
+
+
+def _check_declared(dims: dict, *, name: str, line=None, field=None) -> None:
+    """Declared sizes (rows, features, labels, nodes) against the load's ``max_dim`` and
+    budget, before anything of their size is allocated here or downstream (8 bytes per
+    row and column: an index pointer, a per-feature array)."""
+    _budget().check_dims(dims, _fail_for(name, line=line, field=field))
 
 
 def _row_of_entry(indptr: np.ndarray, pos: int) -> int:
@@ -299,6 +356,7 @@ def _check_csr_parts(data, indices, indptr, shape, *, name: str, what: str,
                            path=name, field=f"{what}_shape")
     n, m = shape
     _check_dim(max(n, m), what=f"{what} dimension", name=name, field=f"{what}_shape")
+    _check_declared({f"{what} rows": n, f"{what} columns": m}, name=name, field=f"{what}_shape")
     data, indices, indptr = np.asarray(data), np.asarray(indices), np.asarray(indptr)
     for part, arr in (("indices", indices), ("indptr", indptr)):
         if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
@@ -488,31 +546,48 @@ def _npz_sparse(z, prefix, name, *, binary=False, required=True):
                             what=prefix, binary=binary)
 
 
+class _NpzMembers:
+    """Lazy, bounded view of an npz archive: ``key in z`` looks at member names only and
+    ``z[key]`` reads that one ``key.npy`` member, its declared size charged to the load's
+    budget before it is inflated (see :func:`featagg_core._bounded.read_npy_member`), so
+    only the members a layout needs are ever inflated and none is unpickled."""
+
+    def __init__(self, zf, name: str):
+        self.zf, self.name = zf, name
+        self.members = {m[:-4]: m for m in (i.filename for i in zf.infolist())
+                        if m.endswith(".npy")}
+        self.cache = {}
+
+    def __contains__(self, key) -> bool:
+        return key in self.members
+
+    def __getitem__(self, key):
+        if key not in self.cache:
+            fail = _fail_for(self.name, field=key)
+            self.cache[key] = read_npy_member(self.zf, self.members[key], _budget(),
+                                              lambda m: fail(f"cannot read archive member "
+                                                             f"({m})"), kinds="biufUS")
+        return self.cache[key]
+
+    def keys(self):
+        return list(self.members)
+
+
+def _open_npz(raw: bytes, name: str) -> _NpzMembers:
+    if not raw:
+        raise DatasetError("empty file", path=name)
+    if raw[:6] == b"\x93NUMPY":
+        raise DatasetError("a single .npy array, not an npz archive", path=name)
+    zf = open_zip(raw, _fail_for(name), what="npz archive")
+    return _NpzMembers(zf, name)
+
+
 def _load_npz_any(path_or_file):
     """Read an npz written by :func:`save_npz` into the matching container (validated)."""
     raw, name = _read_bytes(path_or_file)
-    if not raw:
-        raise DatasetError("empty file", path=name)
-    try:
-        zf = np.load(io.BytesIO(raw), allow_pickle=False)
-    except Exception as exc:  # noqa: BLE001
-        raise DatasetError(f"not a readable npz archive ({type(exc).__name__}: {exc})",
-                           path=name) from exc
-    if not isinstance(zf, np.lib.npyio.NpzFile):
-        raise DatasetError("a single .npy array, not an npz archive", path=name)
-    try:
-        with zf:
-            try:
-                z = {k: zf[k] for k in zf.files}
-            except Exception as exc:  # noqa: BLE001 - object arrays, corrupt members
-                raise DatasetError(f"cannot read archive member ({type(exc).__name__}: "
-                                   f"{exc})", path=name) from exc
-    except DatasetError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise DatasetError(f"corrupt npz archive ({type(exc).__name__}: {exc})",
-                           path=name) from exc
-    return _npz_to_container(z, name)
+    z = _open_npz(raw, name)
+    with z.zf:
+        return _npz_to_container(z, name)
 
 
 def _npz_to_container(z: dict, name: str):
@@ -821,6 +896,7 @@ def _xc_header(raw: bytes, name: str, counts: tuple) -> tuple[list, int]:
                            f"{text.strip()[:60]!r}", path=name, line=1)
     for v in h:
         _check_dim(v, what="a header count", name=name, line=1)
+    _check_declared(dict(zip(("rows", "features", "labels"), h)), name=name, line=1)
     return h, end
 
 
@@ -1556,35 +1632,28 @@ def _matrix_from_any(obj, n: int, name: str, what: str) -> sp.csr_matrix:
         raw, fname = _read_bytes(obj)
         ext = _suffix(fname)
         if ext == ".npz" or raw[:4] == b"PK\x03\x04":
-            try:
-                with np.load(io.BytesIO(raw), allow_pickle=False) as z:
-                    parts = {k: z[k] for k in z.files}
-            except Exception as exc:  # noqa: BLE001
-                raise DatasetError(f"not a readable npz ({type(exc).__name__}: {exc})",
-                                   path=fname) from exc
-            if "kind" in parts:
-                g = _npz_to_container(parts, fname)
-                M = g.X
-            else:
-                need = ("data", "indices", "indptr", "shape")
-                if not all(k in parts for k in need):
-                    raise DatasetError("npz features need data/indices/indptr/shape "
-                                       "(scipy.sparse.save_npz)", path=fname)
-                fmt = parts.get("format", np.array("csr")).item()
-                fmt = fmt.decode("ascii", "replace") if isinstance(fmt, bytes) else str(fmt)
-                if fmt != "csr":
-                    raise DatasetError(f"npz features must be csr, got {fmt}", path=fname)
-                M = _check_csr_parts(parts["data"], parts["indices"], parts["indptr"],
-                                     parts["shape"], name=fname, what=what)
+            parts = _open_npz(raw, fname)
+            with parts.zf:
+                if "kind" in parts:
+                    g = _npz_to_container(parts, fname)
+                    M = g.X
+                else:
+                    need = ("data", "indices", "indptr", "shape")
+                    if not all(k in parts for k in need):
+                        raise DatasetError("npz features need data/indices/indptr/shape "
+                                           "(scipy.sparse.save_npz)", path=fname)
+                    fmt = parts["format"].item() if "format" in parts else "csr"
+                    fmt = fmt.decode("ascii", "replace") if isinstance(fmt, bytes) else str(fmt)
+                    if fmt != "csr":
+                        raise DatasetError(f"npz features must be csr, got {fmt}", path=fname)
+                    M = _check_csr_parts(parts["data"], parts["indices"], parts["indptr"],
+                                         parts["shape"], name=fname, what=what)
         elif ext == ".npy" or raw[:6] == b"\x93NUMPY":
-            try:
-                arr = np.load(io.BytesIO(raw), allow_pickle=False)
-            except Exception as exc:  # noqa: BLE001
-                raise DatasetError(f"not a readable .npy ({type(exc).__name__}: {exc})",
-                                   path=fname) from exc
-            if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number):
+            arr = read_npy_bytes(raw, _budget(), _fail_for(fname), kinds="biuf")
+            if arr.ndim != 2:
                 raise DatasetError(f"features must be a 2-D numeric array, got {arr.dtype} "
                                    f"{arr.shape}", path=fname)
+            _check_declared({"rows": arr.shape[0], "features": arr.shape[1]}, name=fname)
             M = sp.csr_matrix(arr)
             M = _check_csr_parts(M.data, M.indices, M.indptr, M.shape, name=fname, what=what)
         else:
