@@ -7,6 +7,11 @@ on-disk cache, before the first browser connects), marks the process as warmed u
 then hands over to Streamlit's own command line: ``streamlit run app.py [options]`` in the
 same process, so the sessions import the already-compiled modules. ``scripts/dashboard.sh``
 uses it. No streamlit is imported before the warm-up is done.
+
+Where it listens: ``127.0.0.1`` (this machine only) unless ``--server.address`` says
+otherwise (``dashboard.sh --public`` passes ``0.0.0.0``: every interface, for a
+classroom); :func:`listen_banner` says which at start. The load budget of uploads and
+artifact imports defaults to 256 MiB in the server (``FEATAGG_MAX_LOAD_MB``).
 """
 from __future__ import annotations
 
@@ -33,9 +38,37 @@ def use_st_navigation_only() -> None:
     PagesManager.uses_pages_directory = False
 
 
+def _option(argv, name: str):
+    """Value of a ``--name value`` / ``--name=value`` streamlit option in ``argv``."""
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def listen_banner(argv) -> str:
+    """One line saying where the server listens and who can reach it."""
+    address = (_option(argv, "--server.address")
+               or os.environ.get("STREAMLIT_SERVER_ADDRESS") or "127.0.0.1")
+    port = _option(argv, "--server.port") or "8501"
+    if address in ("0.0.0.0", "::", ""):
+        return (f"[featagg] PUBLIC: listening on every network interface, port {port}: anyone "
+                f"who can reach this machine can open http://<this machine>:{port} and "
+                f"upload files")
+    return (f"[featagg] listening on http://{address}:{port} only (this machine); "
+            f"bash scripts/dashboard.sh --public to serve a classroom")
+
+
 def main(argv=None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # localhost unless told otherwise (streamlit's own default is every interface); a
+    # command-line --server.address wins over this environment default
+    os.environ.setdefault("STREAMLIT_SERVER_ADDRESS", "127.0.0.1")
+    os.environ.setdefault("FEATAGG_MAX_LOAD_MB", "256")
+    print(listen_banner(argv), file=sys.stderr, flush=True)
     from featagg_app.warmup import warm_up
     report = warm_up()
     print(f"[featagg] {report.summary()}", file=sys.stderr, flush=True)

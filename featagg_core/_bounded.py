@@ -43,7 +43,7 @@ DEFAULT_MAX_BYTES = 1 << 30
 #: a load may always inflate this much (small files with well-compressed members) ...
 MIN_BUDGET_BYTES = 64 << 20
 #: ... and beyond that at most this many times the bytes of its input files
-MAX_INFLATION_RATIO = 100
+MAX_INFLATION_RATIO = 50
 _CHUNK = 1 << 20
 _ALLOWED_COMPRESSION = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 _NPY_MAX_HEADER = 10_000
@@ -308,7 +308,7 @@ class _Refused(Exception):
     pass
 
 
-def parse_xml_safely(raw: bytes, fail: Fail, start=None, end=None) -> None:
+def parse_xml_safely(raw: bytes, fail: Fail, start=None, end=None, what: str = "XML") -> None:
     """Parse ``raw`` with expat, refusing a DOCTYPE, any entity or notation declaration
     and external entity references, in whatever encoding the document is written.
     ``start(tag, attrs)`` / ``end(tag)`` receive the elements (namespaces as ``{uri}tag``).
@@ -335,7 +335,8 @@ def parse_xml_safely(raw: bytes, fail: Fail, start=None, end=None) -> None:
     except _Refused as exc:
         fail(str(exc))
     except expat.ExpatError as exc:
-        fail(f"malformed XML ({expat.errors.messages.get(exc.code, exc)} at line {exc.lineno})")
+        fail(f"malformed {what} ({expat.errors.messages.get(exc.code, exc)} at line "
+             f"{exc.lineno})")
 
 
 def _ns(tag: str) -> str:

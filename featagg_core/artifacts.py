@@ -326,7 +326,7 @@ def load_artifact(path_or_file, *, max_bytes: Optional[int] = None, _budget=None
     path_or_file : str, os.PathLike or binary file object (e.g. a Streamlit upload)
     max_bytes : int, optional
         Most bytes the load may inflate (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB; a load
-        never inflates more than 100x the file beyond 64 MiB either).
+        never inflates more than 50x the file beyond 64 MiB either).
 
     Returns
     -------

@@ -1,13 +1,33 @@
 #!/usr/bin/env bash
 # Create/update the virtual environment, then start the dashboard on the bundled sample data
 # (Bibtex is loaded when a browser opens it).
-# Usage: bash scripts/dashboard.sh [PORT]   (default 8501)
+#
+# Usage: bash scripts/dashboard.sh [PORT] [--port PORT] [--public] [--max-load-mb MB]
+#                                  [--data-dir DIR]
+#   PORT            port to listen on (default 8501, or $PORT)
+#   --public        listen on every network interface (a classroom: students open
+#                   http://<this machine>:PORT); without it only this machine can connect
+#   --max-load-mb   the most one upload or artifact import may inflate or allocate for
+#                   declared sizes, in MiB (default 256; FEATAGG_MAX_LOAD_MB)
+#   --data-dir DIR  server-side datasets offered in the sidebar (FEATAGG_DATA_DIR)
 source "$(dirname "$0")/_venv.sh"
-PORT="${1:-${PORT:-8501}}"
-# featagg_app.serve compiles the numba kernels in the server process (warm_up) and then
-# runs `streamlit run app.py` there, so no visitor ever waits for the JIT.
-echo "[featagg] warming up, then serving the dashboard on http://localhost:$PORT" >&2
+PORT="${PORT:-8501}"
+ADDRESS="127.0.0.1"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --public) ADDRESS="0.0.0.0"; shift ;;
+    --port) PORT="${2:?--port needs a number}"; shift 2 ;;
+    --max-load-mb) export FEATAGG_MAX_LOAD_MB="${2:?--max-load-mb needs a number of MiB}"; shift 2 ;;
+    --data-dir) export FEATAGG_DATA_DIR="${2:?--data-dir needs a folder}"; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    [0-9]*) PORT="$1"; shift ;;
+    *) echo "[featagg] unknown option $1 (see bash scripts/dashboard.sh --help)" >&2; exit 2 ;;
+  esac
+done
+export FEATAGG_MAX_LOAD_MB="${FEATAGG_MAX_LOAD_MB:-256}"
+# featagg_app.serve compiles the numba kernels in the server process (warm_up), says where
+# it listens, and then runs `streamlit run app.py` there, so no visitor waits for the JIT.
 exec .venv/bin/python -m featagg_app.serve \
-  --server.port "$PORT" --server.headless true \
+  --server.port "$PORT" --server.address "$ADDRESS" --server.headless true \
   --browser.gatherUsageStats false --server.fileWatcherType none \
   --client.showErrorDetails none --server.maxUploadSize 50
