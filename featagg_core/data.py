@@ -2513,6 +2513,24 @@ def _read_delimited(text: str, sep: str, header: bool, src: str):
     return pd.DataFrame(arr, columns=out_names, dtype=object, copy=False)
 
 
+def _check_parquet_size(raw: bytes, src: str) -> None:
+    """Charge a parquet file's declared content to the load's budget before reading it:
+    the uncompressed bytes its row groups declare, plus 64 bytes per cell (the text
+    object each cell becomes). A few kB of dictionary- or run-length-encoded data can
+    declare 10^9 rows; that is refused here, not discovered by running out of memory."""
+    import pyarrow.parquet as pq
+    try:
+        meta = pq.ParquetFile(io.BytesIO(raw)).metadata
+        rows, cols = int(meta.num_rows), int(meta.num_columns)
+        declared = sum(int(meta.row_group(i).total_byte_size) for i in range(meta.num_row_groups))
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many kinds on bad input
+        raise DatasetError(f"not a readable parquet file ({type(exc).__name__}: {exc})",
+                           path=src) from None
+    _check_declared({"rows": rows, "columns": cols}, name=src)
+    _budget().charge(max(declared, 0) + 64 * rows * max(cols, 1), "the parquet table",
+                     _fail_for(src))
+
+
 def _as_text(sub):
     """The cells of DataFrame ``sub`` as one 2-D object array of text, missing values as
     ``"<NA>"``. Whole blocks at a time (a per-column loop costs ~1 ms of pandas overhead
@@ -2568,6 +2586,7 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
                                field="kind")
         return data
     if raw[:4] == b"PAR1" or ext == ".parquet":
+        _check_parquet_size(raw, src)
         try:
             df = pd.read_parquet(io.BytesIO(raw))
         except Exception as exc:  # noqa: BLE001
