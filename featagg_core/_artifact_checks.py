@@ -167,9 +167,10 @@ class StateChecker:
         return (self.prefix + key) in self.arrays
 
     def arr(self, key, kind: str, shape: Sequence[Optional[int]], *, lo=None, hi=None,
-            finite=True) -> np.ndarray:
+            finite=True, rule: str = "") -> np.ndarray:
         """Array ``key``: dtype kind in ``kind`` ("i" = any integer, "f" = float), the given
-        shape (None = any length on that axis), values in [lo, hi] and finite."""
+        shape (None = any length on that axis), values in [lo, hi] and finite; ``rule``
+        says in the message where the bounds come from."""
         full = self.prefix + key
         label = self.aname(key)
         if full not in self.arrays:
@@ -190,7 +191,7 @@ class StateChecker:
                 mn, mx = a.min(), a.max()
                 if (lo is not None and mn < lo) or (hi is not None and mx > hi):
                     self.fail(label, f"holds values in [{_num(mn)}, {_num(mx)}], expected "
-                                     f"[{lo}, {hi}]")
+                                     f"[{lo}, {hi}]" + (f" ({rule})" if rule else ""))
         return a
 
     def permutation(self, key, n: int, shape=None) -> np.ndarray:
@@ -209,7 +210,8 @@ class StateChecker:
         nnz = int(ptr[-1]) if ptr.size else 0
         if ptr[0] != 0 or (n and np.any(np.diff(ptr.astype(np.int64)) < 0)):
             self.fail(self.aname(indptr_key), "is not non-decreasing from 0")
-        self.arr(indices_key, "i", (nnz,), lo=0, hi=m - 1 if m else -1)
+        self.arr(indices_key, "i", (nnz,), lo=0, hi=m - 1 if m else -1,
+                 rule=f"column indices of a matrix with {m} columns")
         self.arr(data_key, "f", (nnz,), finite=finite)
 
     def sub(self, cls_name: str, params, meta, prefix: str, label: str) -> "StateChecker":
@@ -307,7 +309,8 @@ def _defrag(c: StateChecker) -> None:
     K = c.m_int("n_clusters_", 1, d)
     c.m_float("clustering_error_", 0.0)
     c.m_int("n_iter_", 0, 2**62)
-    labels = c.arr("labels_", "i", (d,), lo=0, hi=K - 1)
+    labels = c.arr("labels_", "i", (d,), lo=0, hi=K - 1,
+                   rule=f"cluster ids below meta n_clusters_ = {K}")
     sizes = c.arr("cluster_sizes_", "i", (K,), lo=1, hi=d)
     zero = c.arr("zero_features_", "i", (None,), lo=0, hi=d - 1)
     if zero.size > 1 and np.any(np.diff(zero) <= 0):
@@ -332,8 +335,10 @@ def _check_binary_tree(c: StateChecker, d: int, d0: int) -> dict:
     if N < 1:
         c.fail(c.aname("tree_parent"), "is empty (a tree has at least its root)")
     ids = np.arange(N)
-    left = c.arr("tree_left", "i", (N,), lo=-1, hi=N - 1)
-    right = c.arr("tree_right", "i", (N,), lo=-1, hi=N - 1)
+    left = c.arr("tree_left", "i", (N,), lo=-1, hi=N - 1,
+                 rule=f"child node ids inside the tree of {N} nodes, -1 at leaves")
+    right = c.arr("tree_right", "i", (N,), lo=-1, hi=N - 1,
+                  rule=f"child node ids inside the tree of {N} nodes, -1 at leaves")
     depth = c.arr("tree_depth", "i", (N,), lo=0, hi=N)
     start = c.arr("tree_start", "i", (N,), lo=0, hi=d)
     size = c.arr("tree_n_members", "i", (N,), lo=1, hi=d)
@@ -386,7 +391,7 @@ def _fiat(c: StateChecker) -> None:
     c.p_choice("normalization", NORMALIZATIONS)
     c.p_float("mix", 0.0)
     c.p_float("min_weight", 0.0)
-    c.arr("labels", "i", (d,), lo=0, hi=K - 1)
+    c.arr("labels", "i", (d,), lo=0, hi=K - 1, rule=f"cluster ids below meta n_clusters = {K}")
     c.csr("C_data", "C_indices", "C_indptr", (d, d))
     c.csr("T_data", "T_indices", "T_indptr", (d, d))
 
@@ -419,7 +424,7 @@ def _refrag(c: StateChecker) -> None:
     d = c.m_int("n_features", 1)
     L = c.m_int("n_labels", 1)
     K = c.m_int("n_clusters", 1, d)
-    c.arr("labels", "i", (d,), lo=0, hi=K - 1)
+    c.arr("labels", "i", (d,), lo=0, hi=K - 1, rule=f"cluster ids below meta n_clusters = {K}")
     c.arr("label_frequency", "i", (L,), lo=0)
     c.arr("inv_propensity", "f", (L,), lo=0.0)
     c.csr("P_data", "P_indices", "P_indptr", (L, d))
