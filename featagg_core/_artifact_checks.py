@@ -16,7 +16,7 @@ class named in the manifest, **everything** a kernel or a method will index with
   is left unclaimed;
 * the class against the structure it must have (a one-vs-all "tree" is one root with
   every label as a child; a KTXMLC tree respects ``n_trees``, ``n_clusters`` and
-  ``max_depth``).
+  ``n_clusters``).
 
 The checks are declared here, one function per class name registered with
 :func:`checks_for` (the estimator modules belong to other people; this keeps the loader's
@@ -136,6 +136,11 @@ class StateChecker:
 
     def p_any(self, key):
         return self._get(self.params, self._p, key, self._pname(key))
+
+    def has_param(self, key) -> bool:
+        """True when ``key`` is in params (a parameter only some versions of a class have:
+        check it when present, so that it is never left unchecked)."""
+        return key in self.params
 
     def m_int(self, key, lo=None, hi=INT32_MAX, none=False, optional=False):
         v = self._get(self.meta, self._m, key, self._mname(key), optional)
@@ -444,14 +449,19 @@ def _solver_params(c: StateChecker) -> None:
     c.p_bool("normalize")
     c.p_int("random_state", 0, 2**63 - 1)
     c.p_int("n_jobs", 1, 4096, none=True)
+    # parameters of the calibrated-score KTXMLC (checked when the class has them)
+    if c.has_param("score"):
+        c.p_choice("score", ("calibrated", "l2-hinge", "l3-hinge"))
+    if c.has_param("calibration_rows"):
+        c.p_int("calibration_rows", 0)
 
 
 @checks_for("KTXMLC")
 def _ktxmlc(c: StateChecker) -> None:
     K = c.p_int("n_clusters", 2)
     n_trees = c.p_int("n_trees", 1, _MAX_TREES)
-    max_depth = c.p_int("max_depth", 1)
-    max_leaf = c.p_int("max_leaf_labels", 1)
+    c.p_int("max_depth", 1)
+    c.p_int("max_leaf_labels", 1)
     c.p_int("beam_width", 1)
     c.p_choice("representation", ("input", "joint"))
     c.p_float("joint_weight", 0.0)
@@ -461,9 +471,10 @@ def _ktxmlc(c: StateChecker) -> None:
     c.p_int("kmeans_rounds", 1, none=True)
     c.p_int("kmeans_max_iter", 1)
     c.p_float("kmeans_tol", 0.0)
+    if c.has_param("partition"):
+        c.p_choice("partition", ("bisect", "kmeans"))
     _solver_params(c)
-    _check_tree_model(c, ova=False, n_trees=n_trees, K=K, max_depth=max_depth,
-                      max_leaf=max_leaf)
+    _check_tree_model(c, ova=False, n_trees=n_trees, K=K)
 
 
 @checks_for("OneVsAll")
@@ -472,8 +483,7 @@ def _one_vs_all(c: StateChecker) -> None:
     _check_tree_model(c, ova=True)
 
 
-def _check_tree_model(c: StateChecker, ova: bool, n_trees=None, K=None, max_depth=None,
-                      max_leaf=None) -> None:
+def _check_tree_model(c: StateChecker, ova: bool, n_trees=None, K=None) -> None:
     """The stacked label trees and node classifiers of KTXMLC / OneVsAll (see
     ``ktxmlc._TreeModel``): what ``build_feature_major`` and ``beam_predict`` index with."""
     d = c.m_int("n_features_in_", 0)
@@ -497,18 +507,30 @@ def _check_tree_model(c: StateChecker, ova: bool, n_trees=None, K=None, max_dept
         c.fail(c._mname("W_shape"), f"= {shape}, expected [{N}, {d}] (nodes, features)")
     c.csr("W_data", "W_indices", "W_indptr", (N, d))
     c.arr("bias_w", "f", (N,))
+    # the per-node score calibration of the calibrated-score KTXMLC, when it has one
+    if c.has("calibration_a") or c.has("calibration_b"):
+        c.arr("calibration_a", "f", (N,))
+        c.arr("calibration_b", "f", (N,))
+    if "state_version" in c.meta:
+        c.m_int("state_version", 1, 1000)
+    if "calibration" in c.meta:
+        cal = c.m_list("calibration")
+        if not all(isinstance(g, list) and g and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                for x in g) for g in cal):
+            c.fail(c._mname("calibration"), "must be a list of lists of finite numbers")
     perm = c.permutation("perm", L, shape=(T, L))
     tr = {k: c.arr("tree_" + k, "i", (N,), lo=-1, hi=max(N, L)) for k in _TREE_KEYS}
     Wp = c.arrays[c.prefix + "W_indptr"]
     for t in range(T):
         a, b = int(off[t]), int(off[t + 1])
         _check_label_tree(c, t, {k: v[a:b].astype(np.int64) for k, v in tr.items()},
-                          perm[t], L, ova, K, max_depth, max_leaf)
+                          perm[t], L, ova, K)
         if Wp[a + 1] != Wp[a]:
             c.fail(c.aname("W_indptr"), f"tree {t}'s root has a classifier (it must not)")
 
 
-def _check_label_tree(c, t, tr, perm, L, ova, K, max_depth, max_leaf) -> None:
+def _check_label_tree(c, t, tr, perm, L, ova, K) -> None:
     P, FC, NC, LAB = tr["parent"], tr["first_child"], tr["n_children"], tr["label"]
     DEP, LO, HI = tr["depth"], tr["lo"], tr["hi"]
     N = P.shape[0]
@@ -575,12 +597,6 @@ def _check_label_tree(c, t, tr, perm, L, ova, K, max_depth, max_leaf) -> None:
         return
     if K is not None and inner.any() and int(NC[inner].max()) > K:
         bad("n_children", f"a node has more than n_clusters = {K} cluster children")
-    if max_depth is not None and has.any() and int(DEP[has].max()) > max_depth:
-        bad("depth", f"deeper than max_depth = {max_depth}")
-    if max_leaf is not None:
-        size = HI - LO
-        if np.any(inner & ((size <= max_leaf) | (DEP >= max_depth))):
-            bad("n_children", "a node that should be a leaf cluster is split")
 
 
 # ============================================================================ DefragKTXMLC
