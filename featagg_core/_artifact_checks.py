@@ -15,8 +15,8 @@ class named in the manifest, **everything** a kernel or a method will index with
   count, finite values, counts that equal the counts they summarise), and that no array
   is left unclaimed;
 * the class against the structure it must have (a one-vs-all "tree" is one root with
-  every label as a child; a KTXMLC tree respects ``n_trees``, ``n_clusters`` and
-  ``n_clusters``).
+  every label as a child; a KTXMLC model has ``n_trees`` trees whose nodes have at most
+  ``n_clusters`` cluster children).
 
 The checks are declared here, one function per class name registered with
 :func:`checks_for` (the estimator modules belong to other people; this keeps the loader's
