@@ -33,7 +33,7 @@ import json
 import os
 import re
 import zipfile
-from typing import Callable, Dict, Iterable, List, NoReturn, Optional, Tuple
+from typing import Callable, Dict, List, NoReturn, Optional
 
 import numpy as np
 
@@ -215,17 +215,7 @@ def read_npy_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
     except Exception as exc:  # noqa: BLE001
         fail(f"member {name!r} is damaged ({type(exc).__name__}: {exc})")
     shape, fortran, dtype, offset = _npy_header(head, name, fail)
-    if dtype.hasobject or dtype.names is not None or dtype.subdtype is not None \
-            or dtype.kind not in kinds:
-        fail(f"member {name!r} has dtype {dtype}; only "
-             f"{'/'.join(_KIND_NAMES[k] for k in kinds)} arrays are read")
-    count = 1
-    for s in shape:
-        count *= int(s)
-    nbytes = count * dtype.itemsize
-    if nbytes != info.file_size - offset:
-        fail(f"member {name!r}: its header declares shape {tuple(shape)} of {dtype} "
-             f"({nbytes:,} bytes) but the member holds {max(info.file_size - offset, 0):,}")
+    count = _npy_count(shape, dtype, kinds, info.file_size - offset, f"member {name!r}", fail)
     raw = read_member(zf, name, budget, fail)
     buf = bytearray(raw[offset:])
     del raw
@@ -241,19 +231,27 @@ def read_npy_bytes(raw: bytes, budget: Budget, fail: Fail, kinds: str = "biuf") 
     :func:`read_npy_member`: no pickles, the header may not declare more than the file
     holds)."""
     shape, fortran, dtype, offset = _npy_header(raw[:_NPY_MAX_HEADER + 16], "<.npy>", fail)
+    count = _npy_count(shape, dtype, kinds, len(raw) - offset, "the .npy array", fail)
+    budget.charge(len(raw) - offset, "the .npy array", fail)
+    arr = np.frombuffer(bytearray(raw[offset:]), dtype=dtype, count=count)
+    return arr.reshape(shape, order="F" if fortran else "C")
+
+
+def _npy_count(shape, dtype, kinds: str, data_bytes: int, what: str, fail: Fail) -> int:
+    """Number of items of a ``.npy`` header, after refusing object, structured and
+    sub-array dtypes and kinds outside ``kinds``, and a shape x itemsize that is not
+    exactly the ``data_bytes`` that follow the header."""
     if dtype.hasobject or dtype.names is not None or dtype.subdtype is not None \
             or dtype.kind not in kinds:
-        fail(f"the .npy array has dtype {dtype}; only "
+        fail(f"{what} has dtype {dtype}; only "
              f"{'/'.join(_KIND_NAMES[k] for k in kinds)} arrays are read")
     count = 1
     for s in shape:
         count *= int(s)
-    if count * dtype.itemsize != len(raw) - offset:
-        fail(f"the .npy header declares shape {tuple(shape)} of {dtype} but the file holds "
-             f"{max(len(raw) - offset, 0):,} bytes of data")
-    budget.charge(len(raw) - offset, "the .npy array", fail)
-    arr = np.frombuffer(bytearray(raw[offset:]), dtype=dtype, count=count)
-    return arr.reshape(shape, order="F" if fortran else "C")
+    if count * dtype.itemsize != data_bytes:
+        fail(f"{what}: its header declares shape {tuple(shape)} of {dtype} "
+             f"({count * dtype.itemsize:,} bytes) but {max(data_bytes, 0):,} bytes follow it")
+    return count
 
 
 _KIND_NAMES = {"b": "bool", "i": "integer", "u": "unsigned", "f": "float", "U": "unicode",
