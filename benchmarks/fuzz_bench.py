@@ -96,8 +96,12 @@ def run_attacks(fs, hc, quick: bool):
 
 
 def attacks_on_tree(tree: Path, quick: bool, timeout: float):
-    """The attack inputs (made here) run by a child Python importing featagg from ``tree``."""
+    """The attack inputs (made here) run by a child Python importing featagg from ``tree``
+    (results kept in ``tree/.fuzz_attacks[_quick].json``: the old tree does not change)."""
     import hostile_corpus as hc
+    cache = tree / (".fuzz_attacks_quick.json" if quick else ".fuzz_attacks.json")
+    if cache.exists():
+        return json.loads(cache.read_text())
     with tempfile.TemporaryDirectory() as tmp:
         index = []
         for i, a in enumerate(hc.reader_attacks(big=not quick)):
@@ -116,7 +120,10 @@ def attacks_on_tree(tree: Path, quick: bool, timeout: float):
         if out.returncode != 0:
             print(out.stderr[-3000:], file=sys.stderr)
             raise SystemExit("the before-tree run failed")
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        print(out.stderr, file=sys.stderr)
+        rows = json.loads(out.stdout.strip().splitlines()[-1])
+        cache.write_text(json.dumps(rows))
+        return rows
 
 
 def _run_index(index_path: str, tree: str, timeout: float) -> None:

@@ -819,8 +819,13 @@ def mutate_archive(raw: bytes, rng) -> Tuple[str, bytes]:
         return mutate_bytes(raw, rng)
     if how == 1 and a.dtype.kind in "iuf" and a.size:
         b = a.copy().ravel()
-        b[int(rng.integers(b.size))] = rng.choice([-1, 2**31 - 1, 10**12, 0]) \
-            if a.dtype.kind in "iu" else rng.choice([np.nan, np.inf, -1.0])
+        if a.dtype.kind in "iu":
+            info = np.iinfo(a.dtype)
+            v = rng.choice([min(max(-1, info.min), info.max), info.max, info.min, 0,
+                            min(2**31 - 1, info.max)])
+        else:
+            v = rng.choice([np.nan, np.inf, -1.0])
+        b[int(rng.integers(b.size))] = v
         new = b.reshape(a.shape)
     elif how == 2:
         new = a.astype(np.float64) if a.dtype.kind in "iub" else np.zeros(a.shape, np.int64)
