@@ -434,7 +434,8 @@ def _check_csr_parts(data, indices, indptr, shape, *, name: str, what: str,
                 raise DatasetError(f"{what}: labels must be 0/1, found {vals[p]} in row "
                                    f"{_row_of_entry(indptr, p)}", path=name,
                                    field=f"{what}_data")
-        f32 = vals.astype(np.float32)
+        with np.errstate(over="ignore"):      # reported just below, with its row
+            f32 = vals.astype(np.float32)
         if not np.isfinite(f32).all():
             p = int(np.flatnonzero(~np.isfinite(f32))[0])
             raise DatasetError(f"{what}: value {vals[p]} overflows float32 in row "
