@@ -273,25 +273,28 @@ def _report(args, attacks, before, reader_rows, art_rows, load0, load1, wall, cp
                      f"{sum(r['outcome'] == 'ArtifactError' for r in rs)} | {eq} | {forged_loaded} | "
                      f"{sum(1 for r in rs if _bad(r) or r['verdict'] != 'ok')} |")
     lines += ["", "## The issue's attacks, before and after", "",
-              ("| attack | file | expected | after: outcome | s | MiB | before: outcome | s | MiB | time ratio |"
-               if before else "| attack | file | expected | outcome | s | MiB |"),
-              ("|---|---:|---|---|---:|---:|---|---:|---:|---:|" if before else "|---|---:|---|---|---:|---:|")]
+              ("| attack | file | expected | after: outcome | s | CPU s | MiB | before: outcome | s | CPU s | MiB | CPU ratio |"
+               if before else "| attack | file | expected | outcome | s | CPU s | MiB |"),
+              ("|---|---:|---|---|---:|---:|---:|---|---:|---:|---:|---:|" if before
+               else "|---|---:|---|---|---:|---:|---:|")]
     for a in attacks:
         size = f"{a['size'] / 1e6:.2f} MB" if a["size"] >= 100_000 else f"{a['size']:,} B"
         row = (f"| {a['name']} | {size} | {a['expect']} | {a['outcome']} | {a['seconds']:.2f} | "
-               f"{_fmt_mib(a['peak_rss_growth'])} |")
+               f"{a['cpu_s']:.2f} | {_fmt_mib(a['peak_rss_growth'])} |")
         if before:
             b = before.get(a["name"])
             if b:
-                ratio = b["seconds"] / max(a["seconds"], 1e-3)
-                row += (f" {b['outcome']} | {b['seconds']:.2f} | {_fmt_mib(b['peak_rss_growth'])} | "
-                        f"{ratio:.1f}x |")
+                ratio = b["cpu_s"] / max(a["cpu_s"], 1e-2)
+                row += (f" {b['outcome']} | {b['seconds']:.2f} | {b['cpu_s']:.2f} | "
+                        f"{_fmt_mib(b['peak_rss_growth'])} | {ratio:.1f}x |")
             else:
-                row += " – | – | – | – |"
+                row += " – | – | – | – | – |"
         lines.append(row)
     lines += ["", "Outcomes: `loaded`, `DatasetError`/`ArtifactError` (refused with a message), "
               "`exception:<type>` (any other exception), `crash:<signal>`, `hang` (killed at the "
-              "timeout). MiB = peak RSS growth of the child over the fork server. The before "
+              "timeout; a hang's MiB is not known). s = wall seconds (fork included), CPU s = "
+              "the child's user+system time (the fairer figure on a loaded machine), MiB = peak "
+              "RSS growth of the child over the fork server. The before "
               "column ran with a longer timeout and a 6 GiB address-space limit (a MemoryError "
               "there means it tried to allocate beyond)."]
     bad_rows = [r for r in reader_rows + art_rows if _bad(r) or r.get("verdict", "ok") != "ok"]

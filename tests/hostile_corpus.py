@@ -946,7 +946,7 @@ def reader_attacks(big: bool = True) -> List[dict]:
                     data=_mat_file(_mat_element("network", sparse=(2**31 - 1, 2**31 - 1))),
                     expect="refused"))
     # edge list: one 256-byte node name among many short edges
-    n_edges = 1_000_000 if big else 60_000
+    n_edges = 600_000 if big else 60_000
     long = b"n" * 256
     body = b"".join(b"%d %d\n" % (i, i + 1) for i in range(n_edges))
     out.append(dict(name=f"edge list: {len(body) + 300 >> 20} MB, one 256-byte name",
