@@ -27,6 +27,16 @@ Every reader validates its input once at the boundary and raises :class:`Dataset
 counts, indices out of range or negative, NaN/inf values, duplicate indices, non-binary
 labels, empty files, bytes that are not ASCII/UTF-8, truncated lines. Nothing else escapes
 a reader (:func:`_guard`). :func:`warmup` compiles the parsing kernels.
+
+Hostile input: every public reader takes ``max_bytes=`` and ``max_dim=`` (a
+:class:`featagg_core._bounded.Budget` for the load). Compressed npz members, ``.mat``
+variables and parquet row groups are charged to the budget from their declared sizes
+*before* they are inflated, and only the members / variables a layout needs are read;
+declared dimensions are checked against the budget and ``max_dim`` before anything of that
+size is allocated. Every reader is linear in its input (edge-list names interned by a hash
+table, node attributes in one pass, sets for duplicate checks, CSV by the ``csv`` module
+into one block); XML is parsed by expat refusing DTDs and entities on the decoded
+document, whatever its encoding.
 """
 from __future__ import annotations
 
