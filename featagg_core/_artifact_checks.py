@@ -7,7 +7,9 @@ class named in the manifest, **everything** a kernel or a method will index with
 
 * every ``params`` field against the constructor's parameter set (no field missing, none
   unknown) and its declared type and range, then the estimator's own parameter check
-  when it has one (``_check_params`` / ``_validate`` / ``_validate_params``);
+  when it has one (``_check_params`` / ``_validate`` / ``_validate_params``); a
+  constructor parameter added to an estimator after its checks were written must be a
+  plain JSON scalar (it is declared here as soon as a loaded model uses it);
 * every ``meta`` field against its declared type and range (unknown fields refused);
 * every array's presence, dtype kind, shape and value range against the others (cluster
   ids < n_clusters, tree parents before children and child indices inside the tree,
@@ -228,9 +230,21 @@ class StateChecker:
         return sub
 
     def finish(self) -> None:
+        ctor = set(_ctor_params(self.cls_name))
         for key in self.params:
-            if key not in self._p:
+            if key in self._p:
+                continue
+            if key not in ctor:
                 self.fail(self._pname(key), "is not a parameter of this class")
+            # a constructor parameter these checks do not declare (added to the estimator
+            # since): only a plain JSON scalar, then the estimator's own check; nothing a
+            # loaded model indexes with may be left to this rule
+            v = self.params[key]
+            if not (v is None or isinstance(v, (bool, str)) or
+                    (isinstance(v, (int, float)) and math.isfinite(v) and abs(v) < 2**63)) \
+                    or (isinstance(v, str) and len(v) > 100):
+                self.fail(self._pname(key), f"must be a number, string, bool or null, got "
+                                            f"{_short(v)}")
         for key in self.meta:
             if key not in self._m:
                 self.fail(self._mname(key), "is unexpected")
@@ -267,16 +281,34 @@ def validate_state(cls_name: str, params: dict, meta: dict, arrays: Dict[str, np
 
 
 def _cls(name: str):
+    """The class named ``name``: one of the artifact table, or a step class that only lives
+    inside a Pipeline artifact (``featagg_core.pipeline._LOCAL_CLASSES``)."""
     from .artifacts import ARTIFACT_CLASSES
-    return getattr(import_module(ARTIFACT_CLASSES[name]), name)
+    if name in ARTIFACT_CLASSES:
+        return getattr(import_module(ARTIFACT_CLASSES[name]), name)
+    try:
+        local = getattr(import_module("featagg_core.pipeline"), "_LOCAL_CLASSES", {})
+    except ImportError:
+        local = {}
+    return local[name]
+
+
+def _ctor_params(cls_name: str) -> list:
+    """The parameter names ``get_params`` reports (a scikit-learn estimator's constructor
+    arguments; a Pipeline's ``spec``)."""
+    cls = _cls(cls_name)
+    try:
+        return list(cls().get_params(deep=False))
+    except Exception:  # noqa: BLE001 - a constructor that needs arguments
+        return [p for p in inspect.signature(cls.__init__).parameters
+                if p != "self" and inspect.signature(cls.__init__).parameters[p].kind
+                not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
 
 
 def _check_param_names(c: StateChecker) -> None:
     """params must name exactly the constructor's parameters (so a class name edited to a
     sibling class with a subset of the parameters is caught)."""
-    cls = _cls(c.cls_name)
-    names = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-    for p in names:
+    for p in _ctor_params(c.cls_name):
         if p not in c.params:
             c.fail(c._pname(p), "is missing (it is a parameter of this class)")
 
@@ -454,6 +486,10 @@ def _solver_params(c: StateChecker) -> None:
         c.p_choice("score", ("calibrated", "l2-hinge", "l3-hinge"))
     if c.has_param("calibration_rows"):
         c.p_int("calibration_rows", 0)
+    if c.has_param("loss"):
+        c.p_choice("loss", ("squared_hinge", "log", "mixed"))
+    if c.has_param("C_log"):
+        c.p_float("C_log", 0.0, lo_open=True)
 
 
 @checks_for("KTXMLC")
@@ -779,6 +815,161 @@ def _vocabulary(c: StateChecker) -> None:
             c.fail(c.aname("split_points"), "holds a split that is not an atom boundary")
     if method in ("submodular", "threshold") and not has_splits:
         c.fail(c._mname("has_splits"), f"method {method!r} always has split points")
+
+
+# ============================================================================ Pipeline
+#: which classes may fill each step of a Pipeline (featagg_core.pipeline.STEPS)
+_PIPELINE_STEPS = {"imputer": ("Fiat",), "defrag": ("Defrag",),
+                   "feature_clustering": ("FeatureClusters",),
+                   "classifier": ("KTXMLC", "OneVsAll", "DefragKTXMLC"),
+                   "reranker": ("Refrag",), "selector": ("BMGUFS", "FeatureRanking")}
+
+
+def _json_ok(v, depth=0) -> bool:
+    """A JSON document of plain values, at most 20 levels deep."""
+    if depth > 20:
+        return False
+    if v is None or isinstance(v, (bool, str)):
+        return True
+    if isinstance(v, (int, float)):
+        return not isinstance(v, float) or math.isfinite(v)
+    if isinstance(v, list):
+        return all(_json_ok(x, depth + 1) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _json_ok(x, depth + 1) for k, x in v.items())
+    return False
+
+
+@checks_for("Pipeline")
+def _pipeline(c: StateChecker) -> None:
+    """Every fitted step of a run (featagg_core.pipeline.Pipeline): each step checked as its
+    own class with its arrays prefixed ``<step>.``, the dimensions chained the way data
+    flows (imputer and DEFRAG take the raw features, the classifier DEFRAG's clusters
+    unless it agglomerates itself, the re-ranker the raw features and the classifier's
+    labels), selected columns inside the features, the vocabulary's compressors."""
+    from .vocab import METHODS
+    spec = c.p_any("spec")
+    if not isinstance(spec, dict) or not _json_ok(spec):
+        c.fail(c._pname("spec"), "must be a JSON object of plain values")
+    rerank = spec.get("rerank")
+    if isinstance(rerank, dict) and "shortlist" in rerank:
+        sl = rerank["shortlist"]
+        if isinstance(sl, bool) or not isinstance(sl, int) or not 1 <= sl <= 1_000_000:
+            c.fail(c._pname("spec"), f"rerank shortlist must be an integer in [1, 1000000], "
+                                     f"got {_short(sl)}")
+    for key in ("split_id", "dataset_fingerprint"):
+        v = c.m_any(key, optional=True)
+        if v is not None and (not isinstance(v, str) or len(v) > 200):
+            c.fail(c._mname(key), "must be a short string or null")
+    st = c.m_any("split_settings", optional=True)
+    if st is not None:
+        ok = isinstance(st, dict) and set(st) <= {"how", "test_size", "valid_size",
+                                                  "random_state"}
+        ok = ok and st.get("how") in (None, "dataset", "random")
+        for k in ("test_size", "valid_size"):
+            v = st.get(k) if ok else None
+            ok = ok and (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                       and 0 <= v < 1))
+        rs = st.get("random_state") if ok else None
+        ok = ok and (rs is None or (isinstance(rs, int) and not isinstance(rs, bool)
+                                    and 0 <= rs < 2**63))
+        if not ok:
+            c.fail(c._mname("split_settings"), "must give how, test_size, valid_size and "
+                                               "random_state of a split")
+    d = c.m_int("n_features_in_", 0, INT32_MAX, none=True, optional=True)
+    L = c.m_int("n_labels_", 1, INT32_MAX, none=True, optional=True)
+    in_clf = c.m_choice("defrag_in_classifier", (True, False)) \
+        if "defrag_in_classifier" in c.meta else False
+    steps = c.m_any("steps")
+    if not isinstance(steps, dict):
+        c.fail(c._mname("steps"), "must map step names to their state")
+    subs = {}
+    for name, entry in steps.items():
+        if name not in _PIPELINE_STEPS:
+            c.fail(c._mname("steps"), f"unknown step {str(name)[:40]!r}")
+        if not isinstance(entry, dict) or set(entry) != {"class", "params", "meta"}:
+            c.fail(c._mname("steps"), f"step {name!r} is not a step description")
+        cls = entry["class"]
+        if cls not in _PIPELINE_STEPS[name]:
+            c.fail(c._mname("steps"), f"step {name!r} cannot be a {str(cls)[:40]!r} (one of "
+                                      f"{', '.join(_PIPELINE_STEPS[name])})")
+        subs[name] = c.sub(cls, entry["params"], entry["meta"], f"{name}.",
+                           f"Pipeline step {name} ({cls})")
+
+    def dim(name, key):
+        return subs[name].meta.get(key) if name in subs else None
+
+    def need(name, key, want, what):
+        got = dim(name, key)
+        if name in subs and want is not None and got is not None and got != want:
+            c.fail(c._mname("steps"), f"step {name} takes {got} {what}, expected {want}")
+
+    per_tree = "classifier" in subs and steps["classifier"]["class"] == "DefragKTXMLC"
+    if in_clf and (not per_tree or "defrag" in subs):
+        c.fail(c._mname("defrag_in_classifier"), "is set but the classifier does not hold "
+                                                 "the DEFRAG step")
+    need("imputer", "n_features", d, "features")
+    need("defrag", "n_features_in_", d, "features")
+    need("feature_clustering", "n_features_in_", d, "features")
+    need("selector", "n_features_in_", d, "features")
+    need("reranker", "n_features", d, "features")
+    if "classifier" in subs:
+        if "defrag" in subs and not per_tree:
+            need("classifier", "n_features_in_", dim("defrag", "n_clusters_"), "features")
+        else:
+            need("classifier", "n_features_in_", d, "features")
+        need("classifier", "n_labels_", L, "labels")
+        need("reranker", "n_labels", dim("classifier", "n_labels_"), "labels")
+    if c.has("selected"):
+        hi = (d - 1) if d else None
+        c.arr("selected", "i", (None,), lo=0, hi=hi,
+              rule="columns of the pipeline's features" if d else "")
+    voc = c.m_any("vocabulary", optional=True)
+    if voc is not None:
+        ok = isinstance(voc, dict) and set(voc) == {"columns", "method", "budget", "seconds",
+                                                    "allocation", "compressors"}
+        cols = voc.get("columns") if ok else None
+        ok = ok and isinstance(cols, list) and all(isinstance(x, str) for x in cols) \
+            and len(set(cols)) == len(cols)
+        ok = ok and voc["method"] in METHODS and isinstance(voc["budget"], int) \
+            and not isinstance(voc["budget"], bool) and voc["budget"] >= 1
+        ok = ok and isinstance(voc["seconds"], (int, float)) and math.isfinite(voc["seconds"])
+        ok = ok and isinstance(voc["allocation"], list) and len(voc["allocation"]) == len(cols) \
+            and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                    for x in voc["allocation"])
+        ok = ok and isinstance(voc["compressors"], list) and len(voc["compressors"]) == len(cols)
+        if not ok:
+            c.fail(c._mname("vocabulary"), "must give columns, method, budget, seconds, "
+                                           "allocation and one compressor per column")
+        for i, entry in enumerate(voc["compressors"]):
+            if not isinstance(entry, dict) or set(entry) != {"class", "params", "meta"} \
+                    or entry["class"] != "VocabularyCompressor":
+                c.fail(c._mname("vocabulary"), f"compressor {i} is not a "
+                                               "VocabularyCompressor description")
+            c.sub("VocabularyCompressor", entry["params"], entry["meta"], f"vocabulary.{i}.",
+                  f"Pipeline vocabulary compressor {i} ({cols[i]!r})")
+
+
+@checks_for("FeatureClusters")
+def _feature_clusters(c: StateChecker) -> None:
+    c.p_choice("kind", ("kmeans", "random_balanced", "ward"))
+    c.p_int("n_clusters", 1)
+    c.p_choice("representation", ("XY", "X"))
+    c.p_int("max_features", 1, none=True)
+    c.p_int("random_state", 0, 2**63 - 1, none=True)
+    d = c.m_int("n_features_in_", 1)
+    c.arr("labels_", "i", (d,), lo=0, hi=d - 1, rule=f"cluster ids of {d} features")
+
+
+@checks_for("FeatureRanking")
+def _feature_ranking(c: StateChecker) -> None:
+    c.p_choice("kind", ("bmgufs", "laplacian", "spec", "ndfs", "variance", "random", "all"))
+    params = c.p_any("params")
+    if params is not None and (not isinstance(params, dict) or not _json_ok(params)):
+        c.fail(c._pname("params"), "must be null or a JSON object of plain values")
+    c.m_choice("larger_is_better_", (True, False))
+    scores = c.arr("scores_", "f", (None,), finite=False)
+    c.permutation("order_", int(scores.shape[0]))
 
 
 def registered() -> tuple:

@@ -58,7 +58,9 @@ def fit_models() -> Dict[str, object]:
     defrag = Defrag(d0=4, random_state=1).fit(X, Y)
     table = make_zipf_categorical(800, 40, random_state=5)
     values = table.table.iloc[:, 0].to_numpy()
+    out = _fit_pipelines(ml, g, table)
     return {
+        **out,
         "Defrag": defrag,
         "KTXMLC": KTXMLC(n_clusters=3, n_trees=2, max_leaf_labels=3, random_state=2).fit(X, Y),
         "OneVsAll": OneVsAll().fit(X, Y),
@@ -71,6 +73,34 @@ def fit_models() -> Dict[str, object]:
         "VocabularyCompressor-frequency": VocabularyCompressor(budget=5, method="frequency")
         .fit(values, table.labels),
     }
+
+
+def _fit_pipelines(ml, g, table) -> Dict[str, object]:
+    """Run pipelines (the "Pipeline" artifact class) when this featagg has the run model."""
+    try:
+        from featagg_core.experiment import make_split, run_pipeline
+        from featagg_core.pipeline import Pipeline  # noqa: F401
+    except ImportError:
+        return {}
+    out = {}
+    specs = {
+        "Pipeline-classifier": (ml, {"impute": {"kind": "fiat"}, "defrag": {"d0": 4},
+                                     "classifier": {"kind": "ktxmlc", "n_trees": 1,
+                                                    "max_leaf_labels": 3},
+                                     "rerank": {"kind": "refrag", "shortlist": 10}}),
+        "Pipeline-per-tree": (ml, {"defrag": {"d0": 4, "per_tree": True},
+                                   "classifier": {"kind": "ktxmlc", "n_trees": 2,
+                                                  "max_leaf_labels": 3}}),
+        "Pipeline-feature-clustering": (ml, {"feature_clustering": {
+            "kind": "random_balanced", "n_clusters": 8}}),
+        "Pipeline-selection": (g, {"feature_selection": {"kind": "variance", "d": 4}}),
+        "Pipeline-vocabulary": (table, {"vocabulary": {"method": "submodular", "budget": 4}}),
+    }
+    for name, (data, spec) in specs.items():
+        run = run_pipeline(data, make_split(data, random_state=0), spec)
+        if run.status == "done":
+            out[name] = run.pipeline
+    return out
 
 
 def _rand_csr(rng, n, d, per_row=5) -> sp.csr_matrix:
@@ -151,6 +181,8 @@ def use_model(obj) -> str:
             k = max(1, min(5, obj.n_nonzero_))
             out += [obj.select(k), obj.transform(_rand_csr(rng, n, obj.n_features_in_), k),
                     obj.block_model_.labels_]
+        elif name == "Pipeline":
+            out += _use_pipeline(obj, rng, n)
         elif name == "VocabularyCompressor":
             vals = np.concatenate([obj.vocabulary_[:20].astype(object),
                                    np.array(["never-seen"], dtype=object)])
@@ -159,6 +191,25 @@ def use_model(obj) -> str:
                 out.append(obj.truncate(1).transform(vals))
         out += _use_views(obj, rng)
     return _digest(out)
+
+
+def _use_pipeline(pipe, rng, n) -> list:
+    import pandas as pd
+    out = [pipe.kind, pipe.model_sizes()]
+    if pipe.vocabulary is not None:
+        cols = list(pipe.vocabulary.compressors)
+        table = pd.DataFrame({c: np.resize(np.asarray(pipe.vocabulary.compressors[c]
+                                                      .vocabulary_[:10], dtype=object), 12)
+                              for c in cols})
+        return out + [pipe.transform(table)]
+    d = pipe.n_features_in_
+    if d is None:
+        return out
+    X = _rand_csr(rng, n, d)
+    if pipe.classifier is not None:
+        out.append(pipe.predict_scores(X, k=5))
+    out.append(pipe.transform(X))
+    return out
 
 
 def _use_views(obj, rng) -> list:

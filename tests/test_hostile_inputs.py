@@ -26,7 +26,7 @@ os.environ.setdefault("FEATAGG_WARMUP", "0")
 def test_every_artifact_class_has_declared_checks():
     from featagg_core._artifact_checks import registered
     from featagg_core.artifacts import ARTIFACT_CLASSES
-    assert set(registered()) == set(ARTIFACT_CLASSES)
+    assert set(ARTIFACT_CLASSES) <= set(registered())
 
 
 def test_edited_manifest_is_refused_but_informational_edits_load_equal():
