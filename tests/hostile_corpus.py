@@ -213,14 +213,17 @@ def _use_pipeline(pipe, rng, n) -> list:
 
 
 def _use_views(obj, rng) -> list:
-    """The Export page's view functions on the object (evaluated on matching data)."""
+    """What the Export page does with an imported object: its view functions, and an
+    evaluation on data of matching dimensions (a clear ValueError is a valid outcome)."""
     try:
         from featagg_app import export_view as ev
     except Exception:  # noqa: BLE001 - the app package is optional here
         return []
-    out = [ev.describe(obj), ev.plain_exports("m", obj)]
     if hasattr(obj, "artifact_manifest_"):   # run, not digested: it shows the free-text fields
         ev.manifest_summary(obj.artifact_manifest_)
+    if hasattr(ev, "pipelines_from_import"):          # the run-model Export page
+        return _use_pipeline_views(ev, obj, rng)
+    out = [ev.describe(obj), ev.plain_exports("m", obj)]
     data = _data_for(obj, rng)
     if data is not None:
         try:
@@ -228,6 +231,48 @@ def _use_views(obj, rng) -> list:
         except ValueError as exc:     # a clear refusal is a valid outcome of evaluate
             out.append(("ValueError", str(exc)[:40]))
     return out
+
+
+def _use_pipeline_views(ev, obj, rng) -> list:
+    from featagg_core.experiment import evaluate, make_split
+    out = []
+    for key, pipe, note in ev.pipelines_from_import({"m": obj}, {}):
+        if pipe is None:
+            out.append(note[:40])
+            continue
+        out += [ev.pipeline_name(pipe), ev.describe_pipeline(pipe),
+                ev.pipeline_exports(key, pipe)]
+        data = _data_for_pipeline(pipe, rng)
+        if data is None:
+            continue
+        try:
+            out.append(evaluate(pipe, data, make_split(data, random_state=0), rows="test"))
+        except ValueError as exc:
+            out.append(("ValueError", str(exc)[:40]))
+    return out
+
+
+def _data_for_pipeline(pipe, rng):
+    import pandas as pd
+
+    from featagg_core.data import CategoricalData, GraphData, MultiLabelData
+    if pipe.vocabulary is not None:
+        cols = {c: np.resize(np.asarray(vc.vocabulary_[:10], dtype=object), 40)
+                for c, vc in pipe.vocabulary.compressors.items()}
+        return CategoricalData(table=pd.DataFrame(cols), labels=(np.arange(40) % 2)
+                               .astype(np.int8), name="fuzz")
+    d = pipe.n_features_in_
+    if d is None:
+        return None
+    if pipe.kind == "feature_selection":
+        nn = 30
+        A = sp.random(nn, nn, density=0.15, random_state=1, format="csr")
+        A = sp.csr_matrix(((A + A.T) > 0).astype(np.float32))
+        return GraphData(A=A, X=_rand_csr(rng, nn, d), y=np.arange(nn) % 2, name="fuzz")
+    L = int(pipe.n_labels_ or 4)
+    Y = _rand_csr(rng, 30, L, per_row=2)
+    Y.data[:] = 1
+    return MultiLabelData(X=_rand_csr(rng, 30, d), Y=Y, name="fuzz")
 
 
 def _data_for(obj, rng):
