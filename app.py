@@ -17,7 +17,7 @@ from featagg_app import home, session, sidebar, warmup  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 
-#: pages after Home, in menu order: (file, title, icon); files not written yet are left out
+#: pages after Home, in menu order: (file, title, icon)
 PAGES = [
     ("pages/data.py", "Data", ":material/table_chart:"),
     ("pages/feature_agglomeration.py", "Feature agglomeration", ":material/account_tree:"),
@@ -45,8 +45,7 @@ def main() -> None:
         _warm_up_once()
     pages = [st.Page(home.render, title="Home", icon=":material/home:", url_path="home",
                      default=True)]
-    pages += [st.Page(str(ROOT / f), title=t, icon=i) for f, t, i in PAGES
-              if (ROOT / f).is_file()]
+    pages += [st.Page(str(ROOT / f), title=t, icon=i) for f, t, i in PAGES]
     nav = st.navigation(pages)
     try:
         sidebar.dataset_picker()

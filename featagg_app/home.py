@@ -47,12 +47,8 @@ def render() -> None:
         with cols[i % 2].container(border=True):
             st.markdown(f"**{title}**  \n*{cite}*")
             st.markdown(text)
-            if (ROOT / page).is_file():
-                try:
-                    st.page_link(str(ROOT / page), label="Open the page",
-                                 icon=":material/arrow_forward:")
-                except Exception:  # noqa: BLE001 - page not registered (e.g. run alone)
-                    pass
+            st.page_link(str(ROOT / page), label="Open the page",
+                         icon=":material/arrow_forward:")
     st.subheader("How to start")
     st.markdown(
         "1. **Pick a dataset** in the sidebar: a bundled sample (Bibtex is loaded to begin "
