@@ -44,7 +44,7 @@ DEFAULT_SAMPLES = {"multilabel": "bibtex", "graph": "cora", "table": "adult"}
 KIND_TITLES = {"multilabel": "multi-label", "graph": "graph", "table": "table"}
 
 #: the split every dataset starts with (the sidebar changes it per dataset)
-DEFAULT_SPLIT = {"test_size": 0.2, "valid_size": 0.0, "random_state": 0}
+DEFAULT_SPLIT = {"test_size": 0.2, "valid_size": 0.0, "random_state": 0, "how": None}
 
 _DATASET = "featagg.dataset"        # dict(data=..., fingerprint=..., origin=..., name=...)
 _PAGES = "featagg.pages"            # page -> dict (that page's namespace)
@@ -199,19 +199,21 @@ def has_own_test(data) -> bool:
 
 
 def split_settings(data) -> dict:
-    """This session's split settings for ``data``: ``test_size`` (ignored when the dataset
-    has its own test part), ``valid_size`` and ``random_state``."""
+    """This session's split settings for ``data``: ``test_size`` (ignored when the dataset's
+    own test part is used), ``valid_size``, ``random_state`` and ``how`` (None: the
+    dataset's own test part when it has one; "random": a random split even then)."""
     saved = st.session_state.get(_SPLIT_SETTINGS, {}).get(data.fingerprint)
     return dict(DEFAULT_SPLIT, **(saved or {}))
 
 
-def set_split_settings(data, test_size: float, valid_size: float, random_state: int) -> None:
+def set_split_settings(data, test_size: float, valid_size: float, random_state: int,
+                       how: Optional[str] = None) -> None:
     """Change this session's split of ``data`` (the sidebar's split widget). Runs fitted on
     the old split stay in the registry; pages no longer reuse them (see
     :func:`run_picker`)."""
     st.session_state.setdefault(_SPLIT_SETTINGS, {})[data.fingerprint] = {
         "test_size": float(test_size), "valid_size": float(valid_size),
-        "random_state": int(random_state)}
+        "random_state": int(random_state), "how": how}
 
 
 def current_split(data):
@@ -222,7 +224,8 @@ def current_split(data):
     """
     from featagg_core.experiment import make_split
     settings = split_settings(data)
-    key = (settings["test_size"], settings["valid_size"], settings["random_state"])
+    key = (settings["test_size"], settings["valid_size"], settings["random_state"],
+           settings["how"])
     store = st.session_state.setdefault(_SPLITS, {})
     hit = store.get(data.fingerprint)
     if hit is not None and hit[0] == key:
@@ -340,9 +343,12 @@ def run_picker(label: str, kind: str, split, key: str, *, where: Optional[Callab
     there is no run to pick (the caller says what to do then).
     """
     box = st if container is None else container
+    # an imported pipeline scored on this split has a run record but was fitted elsewhere
+    # (its pipeline's split differs): a record for Compare, never a step to reuse
     cands = [r for r in reversed(runs(kind=kind, fingerprint=split.dataset_fingerprint,
                                       status="done"))
-             if where is None or where(r)]
+             if getattr(r.pipeline, "split_id", None) == r.split_id
+             and (where is None or where(r))]
     if not cands:
         return None
     ids = [r.run_id for r in cands]

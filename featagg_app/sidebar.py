@@ -153,11 +153,15 @@ def split_picker(data) -> None:
     tag = data.fingerprint[:12]
     own = session.has_own_test(data)
     with st.expander("Test / validation rows", expanded=False):
+        how = None
         if own:
-            st.caption(f"This dataset has its own test part ({data.X_test.shape[0]:,} rows): "
-                       "every page evaluates on it.")
-            test = settings["test_size"]
-        else:
+            use_own = st.checkbox(f"Use its own test part ({data.X_test.shape[0]:,} rows)",
+                                  value=settings["how"] is None, key=f"featagg_split_own_{tag}",
+                                  help="the dataset came with a test part; untick to split its "
+                                       "training part at random instead")
+            how = None if use_own else "random"
+        test = settings["test_size"]
+        if how == "random" or not own:
             test = st.slider("Test fraction", 0.05, 0.5, float(settings["test_size"]), 0.05,
                              key=f"featagg_split_test_{tag}",
                              help="share of the rows held out for the test metrics; no "
@@ -169,9 +173,10 @@ def split_picker(data) -> None:
         seed = st.number_input("Seed", 0, 1_000_000, int(settings["random_state"]), 1,
                                key=f"featagg_split_seed_{tag}",
                                help="which rows go where (the same seed gives the same rows)")
-    if (float(test), float(valid), int(seed)) != (settings["test_size"], settings["valid_size"],
-                                                  settings["random_state"]):
-        session.set_split_settings(data, test, valid, seed)
+    if (float(test), float(valid), int(seed), how) != (
+            settings["test_size"], settings["valid_size"], settings["random_state"],
+            settings["how"]):
+        session.set_split_settings(data, test, valid, seed, how)
     try:
         split = session.current_split(data)
     except ValueError as exc:
