@@ -112,9 +112,23 @@ def _ranking(Y, scores, ks, inv, metrics=None, prefix="") -> Dict[str, float]:
     return {prefix + k: v for k, v in flat.items()}
 
 
-def _final_and_base(pipe, X, k):
+#: rows scored per block when a run can be cancelled (a cancel lands between blocks)
+_BLOCK_ROWS = 20_000
+
+
+def _final_and_base(pipe, X, k, cancel=None):
     """(final, base or None): the pipeline's scores and, when it re-ranks or imputes, the
-    classifier's own (no FIAT, no REFRAG) for the ``base`` metrics."""
+    classifier's own (no FIAT, no REFRAG) for the ``base`` metrics. With ``cancel``, large
+    inputs are scored in blocks of rows and ``cancel`` is checked between them."""
+    if cancel is not None and X.shape[0] > _BLOCK_ROWS:
+        from ._cancel import check_cancel
+        parts = []
+        for lo in range(0, X.shape[0], _BLOCK_ROWS):
+            check_cancel(cancel)
+            parts.append(_final_and_base(pipe, X[lo:lo + _BLOCK_ROWS], k))
+        final = sp.vstack([p[0] for p in parts]).tocsr()
+        base = None if parts[0][1] is None else sp.vstack([p[1] for p in parts]).tocsr()
+        return final, base
     final, base = pipe.scores(X, k)
     if pipe.imputer is not None:
         base = pipe.scores(X, k, rerank=False, impute=False)[0]
@@ -201,8 +215,9 @@ def evaluate(pipeline, data, split: Split, rows: str = "test", ks: Sequence[int]
     return _evaluate(_pipeline_of(pipeline), data, split, rows, ks, n_seeds=n_seeds)[0]
 
 
-def _evaluate(pipe, data, split, rows, ks, *, n_seeds=10, fingerprint=None):
-    """(metrics, prediction seconds) — evaluate's body, also timed by run_pipeline."""
+def _evaluate(pipe, data, split, rows, ks, *, n_seeds=10, fingerprint=None, cancel=None):
+    """(metrics, prediction seconds) — evaluate's body, also timed by run_pipeline (which
+    passes its ``cancel``)."""
     if rows not in ROWS:
         raise ValueError(f"rows must be one of {', '.join(ROWS)}, got {rows!r}")
     ks = [int(k) for k in ks]
@@ -213,7 +228,7 @@ def _evaluate(pipe, data, split, rows, ks, *, n_seeds=10, fingerprint=None):
     kind = pipe.kind
     t0 = time.perf_counter()
     if kind == "classifier":
-        final, base = _final_and_base(pipe, part.X, max(ks))
+        final, base = _final_and_base(pipe, part.X, max(ks), cancel)
         seconds = time.perf_counter() - t0
         inv = _inv_propensity(data, split)
         out = _ranking(part.Y, final, ks, inv)

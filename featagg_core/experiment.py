@@ -342,10 +342,10 @@ def run_pipeline(data, split: Split, spec: dict, progress: Optional[Callable] = 
         fit.report(0.0, 0.9)(1.0, "scoring the held-out rows")
         if split.valid.size:
             run.metrics["valid"], _ = _evaluate(pipe, data, split, "valid", ks,
-                                                fingerprint=fp)
+                                                fingerprint=fp, cancel=cancel)
             check_cancel(cancel)
         run.metrics["test"], seconds = _evaluate(pipe, data, split, "test", ks,
-                                                 fingerprint=fp)
+                                                 fingerprint=fp, cancel=cancel)
         check_cancel(cancel)
         run.timings["predict_s"] = seconds
         run.timings["predict_ms_per_point"] = 1e3 * seconds / max(split.test.size, 1)

@@ -391,13 +391,14 @@ class Pipeline:
 
 
 # ----------------------------------------------------------------------------- legacy
-def as_pipeline(obj, info: Optional[dict] = None) -> Pipeline:
+def as_pipeline(obj, info: Optional[dict] = None, *, column=None) -> Pipeline:
     """A :class:`Pipeline` around what :func:`featagg_core.load_artifact` /
     :func:`featagg_core.artifacts.load_bundle` returned: a Pipeline (returned as it is), a
     run (its pipeline), a single fitted estimator (Defrag, KTXMLC, OneVsAll, DefragKTXMLC,
-    BMGUFS) or a bundle written by the old ``train`` command (``{"defrag", "model",
-    "refrag", "refrag_defrag"}`` with ``info["shortlist"]``). Wrapped objects have no
-    ``split_id`` (their training rows are unknown)."""
+    BMGUFS; a VocabularyCompressor with the table ``column`` it compresses) or a bundle
+    written by the old ``train`` command (``{"defrag", "model", "refrag",
+    "refrag_defrag"}`` with ``info["shortlist"]``). Wrapped objects have no ``split_id``
+    (their training rows are unknown)."""
     if isinstance(obj, Pipeline):
         return obj
     if hasattr(obj, "pipeline") and isinstance(getattr(obj, "pipeline"), Pipeline):
@@ -429,6 +430,14 @@ def as_pipeline(obj, info: Optional[dict] = None) -> Pipeline:
                         selector=obj)
         pipe.selected_ = selected
         pipe.n_features_in_ = int(obj.n_features_in_)
+        return pipe
+    if name == "VocabularyCompressor" and column is not None:
+        from .vocab import ColumnCompression
+        cc = ColumnCompression({column: obj}, {column: int(obj.n_buckets_)}, obj.method,
+                               int(obj.budget), float(getattr(obj, "fit_time_", 0.0)))
+        pipe = Pipeline(spec={"vocabulary": {"method": obj.method, "budget": int(obj.budget),
+                                             "columns": [column]}}, vocabulary=cc)
+        pipe.columns_ = [column]
         return pipe
     raise ValueError(f"a {name} on its own is not a pipeline that can be evaluated "
                      "(REFRAG and FIAT need a classifier; a vocabulary compressor needs "

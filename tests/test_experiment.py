@@ -521,3 +521,30 @@ def test_legacy_objects_wrap_into_pipelines(ml_own):
     with pytest.raises(ValueError, match="fitted on 120 features"):
         evaluate(pipe, make_powerlaw_multilabel(50, 30, 20, random_state=0),
                  make_split(make_powerlaw_multilabel(50, 30, 20, random_state=0)))
+
+
+def test_blockwise_scoring_equals_whole_and_stops_on_cancel(ml, refrag_run, monkeypatch):
+    from featagg_core import _evaluation
+    from featagg_core.experiment import Cancelled
+    whole = evaluate(refrag_run, ml, refrag_run.split)
+    monkeypatch.setattr(_evaluation, "_BLOCK_ROWS", 7)
+    blocks, _ = _evaluation._evaluate(refrag_run.pipeline, ml, refrag_run.split, "test",
+                                      (1, 3, 5), cancel=threading.Event())
+    assert blocks == whole
+    ev = threading.Event()
+    ev.set()
+    with pytest.raises(Cancelled):
+        _evaluation._evaluate(refrag_run.pipeline, ml, refrag_run.split, "test", (1, 3, 5),
+                              cancel=ev)
+
+
+def test_a_loose_vocabulary_compressor_wraps_with_its_column(table):
+    split = make_split(table)
+    col = table.table.columns[0]
+    values, y = table.table[col].to_numpy(), np.asarray(table.labels)
+    vc = VocabularyCompressor(6).fit(values[split.train], y[split.train])
+    m = evaluate(as_pipeline(vc, column=col), table, split)
+    te = split.test
+    assert m["I(Z;C)"] == pytest.approx(mutual_info_score(y[te], vc.transform(values[te])))
+    with pytest.raises(ValueError, match="column"):
+        as_pipeline(vc)
