@@ -138,6 +138,7 @@ def test_canonical_spec_fills_defaults_and_orders_keys():
     b = canonical_spec({"defrag": {"d0": 8, "representation": "XY"},
                         "classifier": {"kind": "ktxmlc", "n_trees": 2, "n_clusters": 2}})
     assert a == b and json.dumps(a) == json.dumps(b)
+    assert canonical_spec(a) == a                       # idempotent
     assert list(a) == ["defrag", "classifier"]
     assert list(a["classifier"])[0] == "kind"
     assert a["classifier"]["C"] == KTXMLC().C and a["defrag"]["per_tree"] is False
