@@ -194,6 +194,15 @@ def _run_validator(path: str, obj, method: str):
         raise _err(path, str(exc)) from None
 
 
+def _kind_and_params(path: str, given, default: str, kinds, drop=()):
+    """The step's ``kind`` (checked against ``kinds``) and its other keys (minus ``drop``)."""
+    if not isinstance(given, dict):
+        raise _err(path, f"must be a dict of parameters, got {type(given).__name__}")
+    kind = given.get("kind", default)
+    _choice(f"{path}.kind", kind, kinds)
+    return kind, {k: v for k, v in given.items() if k != "kind" and k not in drop}
+
+
 # ----------------------------------------------------------------------------- steps
 def _defrag(path: str, given: dict, top_level: bool) -> dict:
     out = _fill(path, given, _defrag_defaults(top_level))
@@ -204,12 +213,8 @@ def _defrag(path: str, given: dict, top_level: bool) -> dict:
 
 
 def _classifier(path: str, given: dict) -> dict:
-    if not isinstance(given, dict):
-        raise _err(path, f"must be a dict of parameters, got {type(given).__name__}")
-    kind = given.get("kind", "ktxmlc")
-    _choice(f"{path}.kind", kind, ("ktxmlc", "ova"))
-    out = {"kind": kind, **_fill(path, {k: v for k, v in given.items() if k != "kind"},
-                                 _classifier_defaults(kind))}
+    kind, params = _kind_and_params(path, given, "ktxmlc", ("ktxmlc", "ova"))
+    out = {"kind": kind, **_fill(path, params, _classifier_defaults(kind))}
     _int_at_least(f"{path}.random_state", out["random_state"], 0)
     _positive(f"{path}.C", out["C"])
     _positive(f"{path}.eps", out["eps"])
@@ -239,10 +244,7 @@ def _clustering_source(path: str, given: dict, pipeline_has_defrag: bool, out: d
 
 
 def _rerank(path: str, given: dict, has_defrag: bool) -> dict:
-    if not isinstance(given, dict):
-        raise _err(path, f"must be a dict of parameters, got {type(given).__name__}")
-    _choice(f"{path}.kind", given.get("kind", "refrag"), ("refrag",))
-    params = {k: v for k, v in given.items() if k not in ("kind", "defrag")}
+    _, params = _kind_and_params(path, given, "refrag", ("refrag",), drop=("defrag",))
     out = {"kind": "refrag", **_fill(path, params, _rerank_defaults())}
     from .refrag import Refrag
     kw = {k: v for k, v in out.items() if k not in ("kind", "shortlist")}
@@ -252,10 +254,7 @@ def _rerank(path: str, given: dict, has_defrag: bool) -> dict:
 
 
 def _impute(path: str, given: dict, has_defrag: bool) -> dict:
-    if not isinstance(given, dict):
-        raise _err(path, f"must be a dict of parameters, got {type(given).__name__}")
-    _choice(f"{path}.kind", given.get("kind", "fiat"), ("fiat",))
-    params = {k: v for k, v in given.items() if k not in ("kind", "defrag")}
+    _, params = _kind_and_params(path, given, "fiat", ("fiat",), drop=("defrag",))
     out = {"kind": "fiat", **_fill(path, params, _impute_defaults())}
     from .fiat import Fiat
     _run_validator(path, Fiat(**{k: v for k, v in out.items() if k != "kind"}),
@@ -265,13 +264,8 @@ def _impute(path: str, given: dict, has_defrag: bool) -> dict:
 
 
 def _feature_clustering(path: str, given: dict) -> dict:
-    if not isinstance(given, dict):
-        raise _err(path, f"must be a dict of parameters, got {type(given).__name__}")
-    kind = given.get("kind", "kmeans")
-    _choice(f"{path}.kind", kind, FEATURE_CLUSTERING_KINDS)
-    defaults = dict(_FEATURE_CLUSTERING[kind])
-    defaults["n_clusters"] = 0
-    params = {k: v for k, v in given.items() if k != "kind"}
+    kind, params = _kind_and_params(path, given, "kmeans", FEATURE_CLUSTERING_KINDS)
+    defaults = dict(_FEATURE_CLUSTERING[kind], n_clusters=0)
     if "n_clusters" not in params:
         raise _err(f"{path}.n_clusters", "is required (the number of feature clusters)")
     out = {"kind": kind, **_fill(path, params, defaults)}
@@ -285,11 +279,7 @@ def _feature_clustering(path: str, given: dict) -> dict:
 
 
 def _feature_selection(path: str, given: dict) -> dict:
-    if not isinstance(given, dict):
-        raise _err(path, f"must be a dict of parameters, got {type(given).__name__}")
-    kind = given.get("kind", "bmgufs")
-    _choice(f"{path}.kind", kind, FEATURE_SELECTION_KINDS)
-    params = {k: v for k, v in given.items() if k != "kind"}
+    kind, params = _kind_and_params(path, given, "bmgufs", FEATURE_SELECTION_KINDS)
     defaults = _selection_defaults(kind)
     if kind == "all":
         params.pop("d", None)
