@@ -124,6 +124,7 @@ def set_dataset(data, origin: str = "sample", source_id: Optional[str] = None) -
     fp = data.fingerprint
     old = _entry()
     if old is None or old["fingerprint"] != fp:
+        cancel_page_jobs()
         st.session_state[_PAGES] = {}
     st.session_state[_DATASET] = {"data": data, "fingerprint": fp, "origin": origin,
                                   "source_id": source_id,
@@ -432,13 +433,18 @@ def submit_job(page: str, slot: str, label: str, fn: Callable, *,
                estimate_s: Optional[float] = None, kind: str = ""):
     """Queue ``fn(progress, cancel)`` on the server's job runner for this session and
     remember the job in ``page``'s namespace under ``slot`` (one job per slot; a new
-    submit replaces a finished one, never a running one). Returns the Job."""
+    submit replaces a finished one, never a running one). Returns the Job, or None when this session's queue is full (the page says so)."""
     from featagg_app import jobs
     slots = _jobs_of(page)
     old = slots.get(slot)
     if old is not None and old.status in ("queued", "running"):
         return old
-    job = jobs.get_runner().submit(session_id(), label, fn, estimate_s=estimate_s, kind=kind)
+    try:
+        job = jobs.get_runner().submit(session_id(), label, fn, estimate_s=estimate_s,
+                                       kind=kind)
+    except jobs.JobQueueFull as exc:
+        st.warning(str(exc), icon=":material/hourglass_top:")
+        return None
     slots[slot] = job
     _outcomes_of(page).pop(slot, None)
     return job
@@ -462,6 +468,31 @@ def submit_run(page: str, data, split, spec: dict, *, slot: str = "run", base=No
                       kind="run")
 
 
+def submit_runs(page: str, data, split, specs: list, *, slot: str, label: str,
+                estimate_s: Optional[float] = None):
+    """Queue several specs as **one** job that fits them one after the other (e.g. every
+    method of the Vocabulary page: one queue slot, one Cancel); :func:`follow_run` returns
+    the list of their Runs. Specs are checked before anything is queued."""
+    from featagg_core._cancel import cancelling_progress
+    from featagg_core.experiment import plan_run, run_pipeline
+    planned = [plan_run(data, split, spec).spec for spec in specs]
+
+    def work(progress, cancel):
+        out = []
+        for i, spec in enumerate(planned):
+            report = cancelling_progress(progress, None, i / len(planned),
+                                         (i + 1) / len(planned))
+            run = run_pipeline(data, split, spec, progress=report, cancel=cancel)
+            if run.status == "cancelled":
+                return run                  # the runner marks the whole job cancelled
+            out.append(run)
+        return out
+
+    if estimate_s is None:
+        estimate_s = sum(estimate(data, split, spec) or 0.0 for spec in planned)
+    return submit_job(page, slot, label, work, estimate_s=estimate_s, kind="run")
+
+
 def running_job(page: str, slot: str):
     """The job of ``page``/``slot`` while it is queued or running, else None."""
     job = _jobs_of(page).get(slot)
@@ -480,18 +511,28 @@ def follow_job(page: str, slot: str):
         _show_outcome(page, slot)
         return None
     if job.status in ("queued", "running"):
-        jobs.job_panel(job)
+        jobs.job_panel(job, key=f"job:{page}:{slot}")
         return None
     del slots[slot]
     if job.status == "cancelled":
         _outcomes_of(page)[slot] = ("warning", f"{job.label}: cancelled.")
     elif job.status == "failed":
-        _outcomes_of(page)[slot] = ("error", f"{job.label} failed: "
-                                             f"{error_message(job.error) if job.error else job.message}")
-        if job.error is not None and not isinstance(job.error, ValueError):
-            _log.error("featagg: job %s failed", job.label, exc_info=job.error)
+        # the runner logged the traceback; job.error is the line a person can read
+        _outcomes_of(page)[slot] = ("error", f"{job.label} failed: {job.error or job.message}")
     _show_outcome(page, slot)
     return job
+
+
+def cancel_page_jobs() -> int:
+    """Cancel every queued or running job the session's pages started (the dataset is
+    changing: their results would belong to the old one). Returns how many."""
+    n = 0
+    for ns in st.session_state.get(_PAGES, {}).values():
+        for job in ns.get("_jobs", {}).values():
+            if job.status in ("queued", "running"):
+                job.cancel()
+                n += 1
+    return n
 
 
 def _show_outcome(page: str, slot: str) -> None:
@@ -505,20 +546,24 @@ def _show_outcome(page: str, slot: str) -> None:
 def follow_run(page: str, slot: str = "run"):
     """:func:`follow_job` for a :func:`submit_run` job: returns the finished Run once (it
     is added to the registry), None while it runs or when it was cancelled or failed (the
-    page then says so)."""
+    page then says so). For a :func:`submit_runs` job: the list of its finished Runs."""
     job = follow_job(page, slot)
     if job is None or job.status != "done":
         return None
-    run = job.result
-    if run.status == "done":
+    several = isinstance(job.result, list)
+    done, failed = [], []
+    for run in (job.result if several else [job.result]):
+        (done if run.status == "done" else failed).append(run)
+    for run in done:
         add_run(run)
-        return run
-    if run.status == "cancelled":
-        _outcomes_of(page)[slot] = ("warning", f"{run.name}: cancelled.")
-    else:
-        _outcomes_of(page)[slot] = ("error", f"{run.name} failed: {run.message}")
-    _show_outcome(page, slot)
-    return None
+    if failed:
+        _outcomes_of(page)[slot] = ("error", "; ".join(
+            f"{r.name}: cancelled." if r.status == "cancelled" else f"{r.name} failed: {r.message}"
+            for r in failed))
+        _show_outcome(page, slot)
+    if several:
+        return done
+    return done[0] if done else None
 
 
 # ---------------------------------------------------------------------------
