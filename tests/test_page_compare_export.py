@@ -260,3 +260,24 @@ def test_compare_shows_real_runs_from_several_pages():
     assert len(groups) == 2                               # Bibtex's split, Adult's split
     table = at.dataframe[0].value
     assert len(table) == len(done) and set(table["kind"]) == kinds
+
+
+def test_export_evaluates_a_lone_vocabulary_compressor_on_its_column():
+    from sklearn.metrics import mutual_info_score
+    from featagg_core.synthetic import make_zipf_categorical
+    from featagg_core.vocab import VocabularyCompressor
+    t = make_zipf_categorical(3000, 40, n_columns=2, random_state=1)
+    col = t.table.columns[1]
+    vc = VocabularyCompressor(5).fit(t.table[col].to_numpy(), t.labels)
+    at = app("export.py", t).run()
+    up = next(u for u in at.file_uploader if u.key == "artifact_upload")
+    up.set_value(("vc.fgz", artifact_bytes(vc), "application/zip"))
+    at.run()
+    at.selectbox(key="col_vc").set_value(col).run()
+    click(at, "eval_vc")
+    ok(at)
+    table = at.table[0].value
+    te = make_split(t).test
+    vals, y = t.table[col].to_numpy()[te], np.asarray(t.labels)[te]
+    assert float(table.loc["I(Z;C)", "value"]) == pytest.approx(
+        mutual_info_score(y, vc.transform(vals)), rel=1e-3)
