@@ -499,19 +499,22 @@ def running_job(page: str, slot: str):
     return job if job is not None and job.status in ("queued", "running") else None
 
 
-def follow_job(page: str, slot: str):
+def follow_job(page: str, slot: str, draw: bool = True):
     """While the job of ``page``/``slot`` is queued or running, draw its panel (queue
     position, progress, elapsed time, estimate, Cancel) and return None. Once it ended,
     return it (once) and forget it; a cancelled or failed job's outcome stays shown under
-    the slot until the next submit."""
+    the slot until the next submit. ``draw=False`` only collects a finished job (call it
+    again with ``draw=True`` where the panel belongs)."""
     from featagg_app import jobs
     slots = _jobs_of(page)
     job = slots.get(slot)
     if job is None:
-        _show_outcome(page, slot)
+        if draw:
+            _show_outcome(page, slot)
         return None
     if job.status in ("queued", "running"):
-        jobs.job_panel(job, key=f"job:{page}:{slot}")
+        if draw:
+            jobs.job_panel(job, key=f"job:{page}:{slot}")
         return None
     del slots[slot]
     if job.status == "cancelled":
@@ -519,7 +522,8 @@ def follow_job(page: str, slot: str):
     elif job.status == "failed":
         # the runner logged the traceback; job.error is the line a person can read
         _outcomes_of(page)[slot] = ("error", f"{job.label} failed: {job.error or job.message}")
-    _show_outcome(page, slot)
+    if draw:
+        _show_outcome(page, slot)
     return job
 
 
@@ -543,11 +547,11 @@ def _show_outcome(page: str, slot: str) -> None:
     (st.warning if level == "warning" else st.error)(md_escape(text), icon="⚠️")
 
 
-def follow_run(page: str, slot: str = "run"):
+def follow_run(page: str, slot: str = "run", draw: bool = True):
     """:func:`follow_job` for a :func:`submit_run` job: returns the finished Run once (it
     is added to the registry), None while it runs or when it was cancelled or failed (the
     page then says so). For a :func:`submit_runs` job: the list of its finished Runs."""
-    job = follow_job(page, slot)
+    job = follow_job(page, slot, draw)
     if job is None or job.status != "done":
         return None
     several = isinstance(job.result, list)
@@ -560,7 +564,8 @@ def follow_run(page: str, slot: str = "run"):
         _outcomes_of(page)[slot] = ("error", "; ".join(
             f"{r.name}: cancelled." if r.status == "cancelled" else f"{r.name} failed: {r.message}"
             for r in failed))
-        _show_outcome(page, slot)
+        if draw:
+            _show_outcome(page, slot)
     if several:
         return done
     return done[0] if done else None

@@ -171,6 +171,8 @@ st.caption(f"Each baseline clusters the same {d:,} features of the training rows
            f"K = {K:,} clusters (representation {run.spec['defrag']['representation']}); all "
            "errors are measured on the test rows.")
 rep_shown = run.spec["defrag"]["representation"]
+for kind in BASELINES:           # collect finished baselines before listing them
+    session.follow_run(PAGE, f"base_{kind}", draw=False)
 baseline_runs = {}
 for r in session.runs(kind="feature_clustering", fingerprint=data.fingerprint,
                       split_id=split.split_id, status="done"):

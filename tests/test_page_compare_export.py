@@ -60,6 +60,22 @@ def test_runs_frame_groups_and_units():
         ["%", "%", "%", "count", "seconds", "score", "%", "%"]
 
 
+def test_train_time_counts_reused_steps_where_they_were_fitted():
+    agg = dict(_rec("a", "DEFRAG-XY d0=8", "agglomeration", "bibtex", "s1", OWN, {},
+                    {"defrag_s": 0.5}, {"defrag": {}}), reused=[])
+    clf = dict(_rec("b", "KTXMLC · DEFRAG", "classifier", "bibtex", "s1", OWN, {},
+                    {"defrag_s": 0.0, "classifier_s": 2.0}, {}), reused=["defrag"],
+               base_run_id="a")
+    ref = dict(_rec("c", "KTXMLC · DEFRAG + REFRAG", "classifier", "bibtex", "s1", OWN, {},
+                    {"defrag_s": 0.0, "classifier_s": 0.0, "rerank_s": 0.25}, {}),
+               reused=["defrag", "classifier"], base_run_id="b")
+    df = cv.runs_frame([agg, clf, ref]).set_index("run_id")
+    assert df.loc["b", cv.TRAIN_TIME] == pytest.approx(2.5)
+    assert df.loc["c", cv.TRAIN_TIME] == pytest.approx(2.75)     # 0.5 + 2.0 + 0.25
+    alone = cv.runs_frame([ref]).set_index("run_id")             # bases not known: 0
+    assert alone.loc["c", cv.TRAIN_TIME] == pytest.approx(0.25)
+
+
 def test_latest_runs_baseline_and_deltas():
     df = cv.runs_frame(RUNS)
     g = f"bibtex · {OWN}"
