@@ -396,3 +396,21 @@ def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
                 acc[lab] = 0.0
                 seen[lab] = False
     return out_ptr, out_ind, out_dat
+
+
+@njit(cache=True, nogil=True)
+def xt_y_nnz(xt_ptr, xt_ind, y_ptr, y_ind, n_labels):
+    """The number of non-zeros :func:`xt_y` would return (its count pass alone, serial):
+    the distinct (feature, label) pairs over the rows. Used by the run-time estimate."""
+    d = xt_ptr.shape[0] - 1
+    stamp = np.full(max(n_labels, 1), -1, np.int64)
+    total = 0
+    for j in range(d):
+        for p in range(xt_ptr[j], xt_ptr[j + 1]):
+            i = xt_ind[p]
+            for q in range(y_ptr[i], y_ptr[i + 1]):
+                lab = y_ind[q]
+                if stamp[lab] != j:
+                    stamp[lab] = j
+                    total += 1
+    return total
