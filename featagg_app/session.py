@@ -53,6 +53,7 @@ _SPLITS = "featagg.splits"          # fingerprint -> (settings tuple, Split)
 _SPLIT_SETTINGS = "featagg.split_settings"   # fingerprint -> dict like DEFAULT_SPLIT
 _SESSION_ID = "featagg.session_id"
 _PICKED = "featagg.picker_auto"     # picker key -> the run id it picked by itself
+_ESTIMATES = "featagg.estimates"    # (dataset, split, spec) -> estimated seconds
 
 _log = logging.getLogger("featagg_app")
 
@@ -419,14 +420,38 @@ def fmt_seconds(seconds: Optional[float]) -> str:
     return f"{s / 3600:.1f} h"
 
 
+def _spec_text(spec) -> str:
+    import json
+    return json.dumps(spec, sort_keys=True, default=str)
+
+
 def estimate(data, split, spec) -> Optional[float]:
     """``featagg_core.estimate.estimate_seconds`` for ``spec`` on ``split`` (None when the
-    spec is not one it can estimate: the page then says "unknown")."""
+    spec is not one it can estimate: the page then says "unknown"). Kept per session for
+    (dataset, split, spec): the data's statistics behind it cost a pass over the rows,
+    which a page must not pay on every rerun."""
     from featagg_core.estimate import estimate_seconds
-    try:
-        return float(estimate_seconds(data, split, spec))
-    except ValueError:
-        return None
+    cache = st.session_state.setdefault(_ESTIMATES, {})
+    key = (data.fingerprint, split.split_id, _spec_text(spec))
+    if key not in cache:
+        if len(cache) > 200:
+            cache.clear()
+        try:
+            cache[key] = float(estimate_seconds(data, split, spec))
+        except ValueError:
+            cache[key] = None
+    return cache[key]
+
+
+def sampling_plan(data, split, spec, budget_s: float) -> dict:
+    """``featagg_core.feature_clustering.sampling_plan`` (what a baseline would cost, and
+    the sample it should use instead), kept per session like :func:`estimate`."""
+    from featagg_core.feature_clustering import sampling_plan as plan
+    cache = st.session_state.setdefault(_ESTIMATES, {})
+    key = ("plan", data.fingerprint, split.split_id, _spec_text(spec), float(budget_s))
+    if key not in cache:
+        cache[key] = plan(data, split, spec, budget_s=budget_s)
+    return cache[key]
 
 
 def submit_job(page: str, slot: str, label: str, fn: Callable, *,

@@ -8,7 +8,6 @@ from featagg_app import defrag_view as dv
 from featagg_app import session
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.experiment import canonical_spec, split_rows
-from featagg_core.feature_clustering import sampling_plan
 
 PAGE = "Feature agglomeration"
 BASELINES = {"random_balanced": "random balanced", "kmeans": "k-means (MiniBatchKMeans)",
@@ -130,8 +129,8 @@ if new is not None:
     if K_new > 1:
         _submit_baseline("random_balanced", K_new, rep_new)
         if with_kmeans:
-            plan = sampling_plan(data, split, _baseline_spec("kmeans", K_new, rep_new),
-                                 budget_s=GUARD_S)
+            plan = session.sampling_plan(data, split,
+                                         _baseline_spec("kmeans", K_new, rep_new), GUARD_S)
             if not plan["needs_sampling"]:
                 _submit_baseline("kmeans", K_new, rep_new)
 
@@ -190,8 +189,8 @@ for col, (kind, title) in zip(bcols, BASELINES.items()):
         if session.running_job(PAGE, f"base_{kind}") is not None:
             continue
         try:
-            plan = sampling_plan(data, split, _baseline_spec(kind, K, rep_shown),
-                                 budget_s=GUARD_S)
+            plan = session.sampling_plan(data, split, _baseline_spec(kind, K, rep_shown),
+                                         GUARD_S)
         except ValueError as exc:
             session.show_error(exc)
             continue
