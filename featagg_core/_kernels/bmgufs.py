@@ -6,6 +6,8 @@ Arrays in, arrays out; no Python objects. Sparse matrices arrive as their CSR pa
 import numpy as np
 from numba import njit
 
+from .stopflag import stop_requested
+
 
 @njit(cache=True, nogil=True)
 def csr_times_dense(indptr, indices, data, B):
@@ -65,8 +67,10 @@ def onmtf_symmetric(indptr, indices, data, norm_a2, F, S, n_iter, eps, stop):
             F[:, :] = F_prev
             S[:, :] = S_prev
             return history[:it].copy()
-        if it == n_iter or stop[0] != 0:
+        if it == n_iter:
             break
+        if stop_requested(stop):
+            return history[:it + 1].copy()
         F_prev[:, :] = F
         S_prev[:, :] = S
         # F update (with the current S), then S update (with the new F): this order kept

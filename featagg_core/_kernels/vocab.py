@@ -23,6 +23,8 @@ Kernels work in the unnormalised unit (nats x N); callers divide by N.
 import numpy as np
 from numba import njit
 
+from .stopflag import stop_requested
+
 _INF = np.inf
 
 
@@ -404,7 +406,7 @@ def dp_optimal(P0, P1, m, stop):
         for b in range(n + 1):
             cur[b] = -_INF
         for b in range(j, n - (m - j) + 1):
-            if stop[0] != 0:
+            if stop_requested(stop):
                 break
             best = -_INF
             bi = j - 1
@@ -484,7 +486,7 @@ def divisive_kl(c0, c1, init, m, max_iter, tol, stop):
         obj = 0.0
         changed = 0
         for i in range(n):
-            if (i & 1023) == 0 and stop[0] != 0:
+            if (i & 1023) == 0 and stop_requested(stop):
                 break
             a = c0[i]
             b = c1[i]
@@ -504,7 +506,7 @@ def divisive_kl(c0, c1, init, m, max_iter, tol, stop):
                 changed += 1
                 lab[i] = bj
             obj -= best
-        if changed == 0 or last - obj <= tol * abs(obj) or stop[0] != 0:
+        if changed == 0 or last - obj <= tol * abs(obj) or stop_requested(stop):
             break
         last = obj
     return lab, it
