@@ -237,6 +237,11 @@ st.dataframe(summary.style.format({"MI loss": "{:.3%}", "I(X;C) nats": "{:.5f}",
                                    "I(Z;C) nats": "{:.5f}", "optimisation s": "{:.4f}",
                                    "total s": "{:.3f}"}),
              hide_index=True, width="stretch")
+st.caption("All measured on the test rows. There, I(X;C) of a column with many rare values "
+           "is inflated (a value seen once or twice \"predicts\" its own label), so the "
+           "held-out MI loss of id-like columns is much larger than on the training rows "
+           "the compression was fitted on (see the picture below): it is the information "
+           "that does not carry over to new rows.")
 
 g1, g2 = st.columns([3, 2])
 got = {meth: curves.get((split.split_id, _key(specs[meth])))

@@ -69,7 +69,7 @@ def test_cancel_a_long_baseline_on_a_big_upload(app_server, browser, tmp_path):
         alice.get_by_text("running for").first.wait_for(timeout=120_000)
         time.sleep(2.0)
         busy = _cpu_use(pid)
-        assert busy > 0.5, f"the job should keep a core busy, used {busy:.2f}"
+        assert busy > 0.25, f"the job should keep the server busy, used {busy:.2f} cores"
 
         # meanwhile another session's Data page renders quickly
         goto_page(bob, "Home")
