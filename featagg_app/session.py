@@ -63,13 +63,8 @@ def session_id() -> str:
     Streamlit's own session id when running under Streamlit, else one made up once."""
     sid = st.session_state.get(_SESSION_ID)
     if sid is None:
-        try:
-            from streamlit.runtime.scriptrunner import get_script_run_ctx
-            ctx = get_script_run_ctx()
-            sid = getattr(ctx, "session_id", None)
-        except Exception:  # noqa: BLE001 - an id must never fail
-            sid = None
-        sid = str(sid or uuid.uuid4().hex)
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+        sid = str(getattr(get_script_run_ctx(), "session_id", None) or uuid.uuid4().hex)
         st.session_state[_SESSION_ID] = sid
     return sid
 
