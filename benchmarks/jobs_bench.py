@@ -19,8 +19,8 @@ each job gets ``cores // workers`` numba/OpenMP threads), one job at a time:
   start and end). Cancel can only land at a progress call.
 * **cancel**: the job is submitted again and cancelled at ~40 % of its measured time (at
   most 20 s in); reported are the seconds from ``job.cancel()`` until the job's thread has
-  returned and until the process's CPU use dropped below 10 % of a core (sampled from
-  ``time.process_time`` every 20 ms, over 100 ms windows). Goal: <= 2 s. The peer is
+  returned and until the process stopped using CPU (from then on less than 20 ms of CPU in
+  the following second; ``time.process_time`` sampled every 20 ms). Goal: <= 2 s. The peer is
   what happened before cooperative cancellation: the job ran to its end, i.e. the
   remaining ~60 % of its time ("uncancelled rest").
 
@@ -135,19 +135,17 @@ class CpuSampler:
         self._stop.set()
         self._t.join()
 
-    def idle_after(self, t0, window=0.1, threshold=0.1):
-        """Seconds after ``t0`` at which CPU use over ``window`` first fell below
-        ``threshold`` cores."""
+    def idle_after(self, t0, tail=0.02):
+        """Seconds after ``t0`` from which the process used less than ``tail`` CPU seconds
+        until the end of sampling (robust to a loaded machine starving us for a while,
+        which a rate threshold would mistake for idleness)."""
         s = [x for x in self.samples if x[0] >= t0]
-        for i in range(len(s)):
-            j = i
-            while j < len(s) and s[j][0] - s[i][0] < window:
-                j += 1
-            if j >= len(s):
-                break
-            rate = (s[j][1] - s[i][1]) / (s[j][0] - s[i][0])
-            if rate < threshold:
-                return s[i][0] - t0
+        if not s:
+            return None
+        end_cpu = s[-1][1]
+        for t, c in s:
+            if end_cpu - c < tail:
+                return t - t0
         return None
 
 
@@ -200,7 +198,7 @@ def measure(runner, data, split, spec, speed):
         job.cancel()
         job.wait()
         t_thread = time.perf_counter() - t0
-        time.sleep(0.5)
+        time.sleep(1.0)
         t_idle = cs.idle_after(t0)
     kernel_threads = [t.name for t in threading.enumerate() if t.name == "featagg-kernel"]
     row.update(cancel_at_s=at, cancel_thread_s=t_thread, cancel_idle_s=t_idle,

@@ -329,13 +329,16 @@ class JobRunner:
                 job.message = "starting"
                 self._running[job.job_id] = job
             try:
+                self._limit_threads()
                 self._run(job)
             finally:
                 with self._lock:
                     self._running.pop(job.job_id, None)
 
     def _limit_threads(self) -> None:
-        """numba and OpenMP thread counts are per calling thread: set them once here."""
+        """numba's and OpenMP's thread counts are settings of the calling thread: set them
+        in the worker (at start and before every job, since threadpoolctl only reaches the
+        OpenMP runtimes loaded so far; scikit-learn's is loaded here first)."""
         n = self.threads_per_job
         try:
             import numba
@@ -343,6 +346,7 @@ class JobRunner:
         except Exception:  # noqa: BLE001 - numba missing or refusing: run with its default
             _log.debug("could not set numba's thread count", exc_info=True)
         try:
+            import sklearn.utils._openmp_helpers  # noqa: F401 - loads its OpenMP runtime
             from threadpoolctl import threadpool_limits
             threadpool_limits(limits=n, user_api="openmp")
         except Exception:  # noqa: BLE001

@@ -242,12 +242,17 @@ def test_threads_per_job_never_oversubscribe():
     r = JobRunner(max_workers=2)
     try:
         assert r.threads_per_job == max(1, cores // 2)
-        seen = []
-        jobs = [r.submit(f"s{i}", "threads", lambda p, c: seen.append(numba.get_num_threads()))
-                for i in range(2)]
+        from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+        seen, omp = [], []
+
+        def probe(p, c):
+            seen.append(numba.get_num_threads())
+            omp.append(_openmp_effective_n_threads())
+        jobs = [r.submit(f"s{i}", "threads", probe) for i in range(2)]
         for j in jobs:
             assert j.wait(WAIT)
         assert seen == [min(r.threads_per_job, numba.config.NUMBA_NUM_THREADS)] * 2
+        assert omp == [r.threads_per_job] * 2          # OpenMP's count is per thread too
         assert r.max_workers * r.threads_per_job <= max(cores, r.max_workers)
     finally:
         r.shutdown()
