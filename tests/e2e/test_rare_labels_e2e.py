@@ -38,6 +38,9 @@ def test_rare_labels_on_bibtex(app_server, page):
     p5 = _pct(cards["P@5 with REFRAG"])
     assert 15.0 < p5 < 40.0, cards                       # Bibtex P@5 is about 28
     assert _pct(cards["coverage@5 with REFRAG"]) > 50.0, cards
+    # the α curve is its own job, queued once the REFRAG run is shown
+    main.get_by_text(re.compile(r"Coverage@5 (doubles|does not double)")).first.wait_for(
+        timeout=180_000)
     plots = main.locator(".js-plotly-plot")
     plots.first.wait_for(state="visible")
     assert plots.count() >= 2                            # buckets + alpha trade-off
