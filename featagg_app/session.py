@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import streamlit as st
 

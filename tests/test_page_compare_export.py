@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from page_util import app, carry, click, dataset_entry, ok, runs, settle
+from page_util import app, carry, click, dataset_entry, ok, runs
 from featagg_app import compare_view as cv
 from featagg_app import export_view as ev
 from featagg_core import Defrag, KTXMLC

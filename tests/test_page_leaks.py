@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from page_util import app, carry, click, ok, runs, settle
+from page_util import app, carry, click, ok, runs
 from featagg_core.data import CategoricalData, GraphData, MultiLabelData
 from featagg_core.experiment import make_split
 from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
