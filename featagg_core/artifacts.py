@@ -50,7 +50,7 @@ FORMAT_VERSION = 1
 ARTIFACT_CLASSES: Dict[str, str] = {
     name: _EXPORTS[name]
     for name in ("Defrag", "Fiat", "Refrag", "KTXMLC", "OneVsAll", "DefragKTXMLC", "BlockModel",
-                 "BMGUFS", "VocabularyCompressor")}
+                 "BMGUFS", "VocabularyCompressor", "Pipeline")}
 
 # Bounds of the JSON members (manifest.json, bundle.json): size and bracket nesting.
 _MAX_MANIFEST_BYTES = 64 << 20
