@@ -26,8 +26,9 @@ What runs (generators in ``tests/hostile_corpus.py``):
 
 Isolation: a fork server (this process imports everything and compiles every kernel with
 numba's fork-safe ``workqueue`` threading layer, then forks one child per input); the child
-sets ``RLIMIT_AS`` to 2 GiB above the parent, the parent kills it after 5 s and reads its
-peak RSS. Counted: exceptions other than DatasetError/ArtifactError, crashes (signals),
+sets ``RLIMIT_AS`` to 2 GiB above the parent and ``RLIMIT_CPU`` to 5 s of CPU (a hang is
+over 5 CPU seconds, or 60 s of wall time without them: on a shared 2-core machine wall time
+alone would count the other users' work), and reports its peak RSS. Counted: exceptions other than DatasetError/ArtifactError, crashes (signals),
 hangs (timeouts), peak RSS growth over 500 MB, and artifact loads that differ from the
 original. Results: ``benchmarks/results/fuzz.md``.
 """
@@ -130,7 +131,7 @@ def _run_index(index_path: str, tree: str, timeout: float) -> None:
     _paths(Path(tree))
     import hostile_corpus as hc
     hc.prepare_parent()
-    fs = hc.ForkServer(timeout=timeout, mem_limit=6 << 30)
+    fs = hc.ForkServer(timeout=timeout, mem_limit=6 << 30, wall_timeout=timeout)
     rows = []
     for e in json.loads(Path(index_path).read_text()):
         data = Path(e["path"]).read_bytes()
@@ -230,7 +231,8 @@ def _report(args, attacks, before, reader_rows, art_rows, load0, load1, wall, cp
                  f"{load1[0]:.2f} at the end. Wall {wall:,.0f} s; CPU: parent {cpu:,.0f} s, "
                  f"children {child_cpu:,.0f} s. Seed {args.seed}.")
     lines.append(f"Each input in its own forked child: RLIMIT_AS = parent + {MEM_LIMIT >> 30} GiB, "
-                 f"timeout {TIMEOUT_S:g} s, RSS budget {RSS_BUDGET >> 20} MB of growth; readers with "
+                 f"timeout {TIMEOUT_S:g} s of CPU (and {12 * TIMEOUT_S:g} s of wall time), RSS "
+                 f"budget {RSS_BUDGET >> 20} MB of growth; readers with "
                  f"the dashboard's limits (max_bytes {READER_BUDGET >> 20} MiB, max_dim 5,000,000).")
     lines.append("")
 
@@ -292,7 +294,7 @@ def _report(args, attacks, before, reader_rows, art_rows, load0, load1, wall, cp
         lines.append(row)
     lines += ["", "Outcomes: `loaded`, `DatasetError`/`ArtifactError` (refused with a message), "
               "`exception:<type>` (any other exception), `crash:<signal>`, `hang` (killed at the "
-              "timeout; a hang's MiB is not known). s = wall seconds (fork included), CPU s = "
+              "CPU limit or the wall-clock limit; a hang's MiB is not known). s = wall seconds (fork included), CPU s = "
               "the child's user+system time (the fairer figure on a loaded machine), MiB = peak "
               "RSS growth of the child over the fork server. The before "
               "column ran with a longer timeout and a 6 GiB address-space limit (a MemoryError "

@@ -31,6 +31,7 @@ import functools
 import hashlib
 import io
 import json
+import math
 import struct
 import zipfile
 import zlib
@@ -1182,16 +1183,22 @@ class ForkServer:
     """Run one case per forked child of a process that has already imported numpy, scipy
     and featagg and compiled the kernels (a fresh Python per case would cost ~2 s).
 
-    The child sets ``RLIMIT_AS`` (``mem_limit`` bytes above the parent's address space),
-    runs ``fn(*args) -> (outcome, detail)`` and writes the outcome to a pipe; the parent
-    enforces ``timeout`` (SIGKILL) and reads the child's peak RSS from ``wait4``. Numba's
+    The child sets ``RLIMIT_AS`` (``mem_limit`` bytes above the parent's address space) and
+    ``RLIMIT_CPU`` (``timeout`` CPU seconds), runs ``fn(*args) -> (outcome, detail)`` and
+    writes the outcome and its peak RSS to a pipe; the parent kills it after
+    ``wall_timeout`` seconds. Numba's
     thread pool is not fork-safe under OpenMP: create the server in a process whose
     threading layer is ``workqueue`` (``NUMBA_THREADING_LAYER=workqueue`` before numba is
     imported) with OpenMP limited to one thread (``OMP_NUM_THREADS=1``: scikit-learn's
     k-means pool would deadlock a child), which :func:`prepare_parent` checks."""
 
-    def __init__(self, timeout: float = 5.0, mem_limit: int = 2 << 30):
+    def __init__(self, timeout: float = 5.0, mem_limit: int = 2 << 30,
+                 wall_timeout: float = None):
+        # ``timeout`` is CPU seconds (RLIMIT_CPU in the child: a busy shared machine must not
+        # turn a slow-but-bounded input into a "hang"); ``wall_timeout`` (default 12x) catches
+        # a child that blocks without using CPU
         self.timeout, self.mem_limit = timeout, mem_limit
+        self.wall_timeout = wall_timeout if wall_timeout is not None else 12 * timeout
 
     @staticmethod
     def _status_kb(field: str) -> int:
@@ -1222,6 +1229,10 @@ class ForkServer:
                 if hard != resource.RLIM_INFINITY:
                     limit = min(limit, hard)
                 resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+                ru0 = resource.getrusage(resource.RUSAGE_SELF)
+                resource.setrlimit(resource.RLIMIT_CPU,
+                                   (int(math.ceil(ru0.ru_utime + ru0.ru_stime + self.timeout)),
+                                    resource.RLIM_INFINITY))
                 outcome, detail = fn(*args)
             except BaseException as exc:  # noqa: BLE001 - report, never raise in the child
                 outcome, detail = f"exception:{type(exc).__name__}", str(exc)[:200]
@@ -1238,7 +1249,7 @@ class ForkServer:
             os._exit(code)
         os.close(w)
         buf, timed_out = b"", False
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + self.wall_timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -1257,7 +1268,9 @@ class ForkServer:
         res = {"seconds": seconds, "cpu_s": ru.ru_utime + ru.ru_stime,
                "peak_rss_growth": max(0, ru.ru_maxrss * 1024 - base_rss)}
         if timed_out:
-            res.update(outcome="hang", detail=f"killed after {self.timeout:g} s")
+            res.update(outcome="hang", detail=f"killed after {self.wall_timeout:g} s wall")
+        elif os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+            res.update(outcome="hang", detail=f"over {self.timeout:g} s of CPU")
         elif os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             res.update(outcome=f"crash:{signal.Signals(sig).name}", detail="")
