@@ -920,10 +920,19 @@ def _pipeline(c: StateChecker) -> None:
             need("classifier", "n_features_in_", d, "features")
         need("classifier", "n_labels_", L, "labels")
         need("reranker", "n_labels", dim("classifier", "n_labels_"), "labels")
+    # a FeatureRanking selector has no n_features_in_: its scores (one per feature) say it
+    n_sel = dim("selector", "n_features_in_")
+    if "selector" in subs and steps["selector"]["class"] == "FeatureRanking":
+        n_sel = int(subs["selector"].arrays[subs["selector"].prefix + "scores_"].shape[0])
+        if d is not None and n_sel != d:
+            c.fail(c._mname("steps"), f"step selector ranks {n_sel} features, expected {d}")
     if c.has("selected"):
-        hi = (d - 1) if d else None
-        c.arr("selected", "i", (None,), lo=0, hi=hi,
-              rule="columns of the pipeline's features" if d else "")
+        n_cols = d if d is not None else n_sel
+        if n_cols is None:
+            c.fail(c.aname("selected"), "selects columns but the pipeline declares no "
+                                        "number of features (meta n_features_in_)")
+        c.arr("selected", "i", (None,), lo=0, hi=n_cols - 1,
+              rule=f"columns of the pipeline's {n_cols} features")
     voc = c.m_any("vocabulary", optional=True)
     if voc is not None:
         ok = isinstance(voc, dict) and set(voc) == {"columns", "method", "budget", "seconds",

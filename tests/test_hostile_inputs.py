@@ -63,6 +63,42 @@ def test_edited_manifest_is_refused_but_informational_edits_load_equal():
         load(m, forge=True)
 
 
+def test_forged_selection_pipeline_feature_count_is_checked():
+    """A feature-selection run whose n_features_in_ is forged (every digest recomputed)
+    to disagree with its ranking used to load and raise IndexError in transform (found by
+    benchmarks/fuzz_bench.py); the selected columns are bounded by the features too."""
+    sys.path.insert(0, str(TESTS))
+    import hostile_corpus as hc
+
+    from featagg_core import load_artifact
+    from featagg_core.artifacts import ArtifactError, artifact_bytes
+    from featagg_core.experiment import make_split, run_pipeline
+    from featagg_core.synthetic import make_attributed_sbm
+    g = make_attributed_sbm(40, 2, p_in=0.3, p_out=0.03, n_informative=4, n_noise=6,
+                            random_state=4)
+    run = run_pipeline(g, make_split(g, random_state=0),
+                       {"feature_selection": {"kind": "variance", "d": 4}})
+    assert run.status == "done", run
+    members = hc._members(artifact_bytes(run.pipeline))
+    manifest = json.loads(dict((i.filename, d) for i, d in members)["manifest.json"])
+    arrays = {i.filename[7:-4]: hc._load_npy(d) for i, d in members
+              if i.filename.startswith("arrays/")}
+
+    def load(m, arrs):
+        buf = io.BytesIO(hc._rebuild(m, arrs, forge=True))
+        buf.name = "p.fgz"
+        return load_artifact(buf)
+    assert load(manifest, arrays).transform(g.X).shape == (40, 4)
+    for d in (0, 3, 11):
+        m = json.loads(json.dumps(manifest))
+        m["meta"]["n_features_in_"] = d
+        with pytest.raises(ArtifactError, match="selector ranks 10 features"):
+            load(m, arrays)
+    bad = dict(arrays, selected=np.array([0, 1, 10], np.int64))
+    with pytest.raises(ArtifactError, match="selected.*10 features"):
+        load(manifest, bad)
+
+
 def test_artifact_budget_refuses_before_inflating():
     from featagg_core import Defrag, load_artifact
     from featagg_core.artifacts import ArtifactError, artifact_bytes
