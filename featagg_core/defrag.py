@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 
 from ._kernels import defrag as _k
+from ._products import exact_xt_y
 from ._validation import as_csr
 
 __all__ = ["Defrag", "DefragTree", "feature_representation", "clustering_error",
@@ -194,13 +195,9 @@ def feature_representation(X, Y=None, representation: str = "XY", sample_points:
         if sample_labels < 1.0:
             cols = _top_fraction(np.diff(Y.tocsc().indptr), sample_labels)
             Y = Y[:, cols]
-        Xt = X.T.tocsr()
-        Y = sp.csr_matrix(Y)
-        Y.sort_indices()
-        ptr, ind, dat = _k.xt_y(Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32),
-                                Xt.data, Y.indptr.astype(np.int64), Y.indices.astype(np.int32),
-                                Y.data.astype(np.float32), Y.shape[1], _n_chunks())
-        R = sp.csr_matrix((dat, ind, ptr), shape=(X.shape[1], Y.shape[1]))
+        # exactly summed, correctly rounded entries: the same R for any split of the rows
+        # (threads here, partitions in featagg_core.distributed.defrag_distributed)
+        R = exact_xt_y(X, Y)
     R.sort_indices()
     indptr, indices, data, sq = _k.normalize_prune(
         R.indptr.astype(np.int64), R.indices.astype(np.int32), R.data.astype(np.float32),
@@ -240,10 +237,22 @@ def balanced_depth_cap(d: int, d0: int) -> int:
 
 def _build_tree(R: sp.csr_matrix, d0: int, seed: int, eps: float, max_iter: int,
                 progress=None) -> DefragTree:
-    d = R.shape[0]
     indptr = R.indptr.astype(np.int64)
     indices = R.indices.astype(np.int32)
     data = R.data.astype(np.float32)
+
+    def split_level(order, s_start, s_size, s_ids):
+        return _k.split_level(indptr, indices, data, R.shape[1], order, s_start, s_size,
+                              s_ids, seed, eps, max_iter, _n_chunks())
+
+    return _grow_tree(R.shape[0], d0, split_level, progress)
+
+
+def _grow_tree(d: int, d0: int, split_level, progress=None) -> DefragTree:
+    """The level loop of the tree build: ``split_level(order, starts, sizes, node_ids)``
+    splits the given nodes of one level (rewriting their ranges of ``order``) and returns
+    their rounds of 2-means. The Dask twin passes a ``split_level`` that runs the nodes on
+    workers (:func:`featagg_core.distributed.defrag_distributed`)."""
     order = np.arange(d, dtype=np.int64)
     cap = balanced_depth_cap(d, d0)
     # level-by-level growth; node ids are given in creation order (deterministic)
@@ -268,8 +277,7 @@ def _build_tree(R: sp.csr_matrix, d0: int, seed: int, eps: float, max_iter: int,
         s_ids = level_ids[splits]
         s_start = level_start[splits]
         s_size = level_size[splits]
-        it[splits] = _k.split_level(indptr, indices, data, R.shape[1], order, s_start, s_size,
-                                    s_ids, seed, eps, max_iter, _n_chunks())
+        it[splits] = split_level(order, s_start, s_size, s_ids)
         n_iter.append(it)
         m = s_ids.shape[0]
         half = s_size // 2
@@ -423,12 +431,9 @@ class Defrag(TransformerMixin, BaseEstimator):
         if self.aggregation not in ("sum", "avg"):
             raise ValueError(f"aggregation must be 'sum' or 'avg', got {self.aggregation!r}")
 
-    def fit(self, X, Y=None, progress=None):
-        """Build the tree on X (n x d, sparse or dense) and, for ``"XY"``, labels Y (n x L).
-
-        ``progress``, if given, is called as ``progress(level, n_levels)`` after each level.
-        """
-        self._check_params()
+    def _check_fit_input(self, X, Y):
+        """Validated ``(X, Y)`` for :meth:`fit` (``Y`` is None unless ``"XY"``); also applied
+        by the Dask twin to every row block."""
         X = _as_csr(X, "X")
         if self.representation == "XY":
             if Y is None:
@@ -437,31 +442,49 @@ class Defrag(TransformerMixin, BaseEstimator):
             Y = _as_csr(Y, "Y")
             if Y.shape[0] != X.shape[0]:
                 raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
-        d = X.shape[1]
-        if d < 1:
+        else:
+            Y = None
+        if X.shape[1] < 1:
             raise ValueError("X has no features (0 columns)")
         if X.shape[0] < 1:
             raise ValueError("X has no rows")
-        R, sq = feature_representation(X, Y if self.representation == "XY" else None,
-                                       self.representation, float(self.sample_points),
+        return X, Y
+
+    def fit(self, X, Y=None, progress=None):
+        """Build the tree on X (n x d, sparse or dense) and, for ``"XY"``, labels Y (n x L).
+
+        ``progress``, if given, is called as ``progress(level, n_levels)`` after each level.
+        """
+        self._check_params()
+        X, Y = self._check_fit_input(X, Y)
+        R, sq = feature_representation(X, Y, self.representation, float(self.sample_points),
                                        float(self.sample_labels), float(self.prune_threshold))
         seed = int(self.random_state) & 0xFFFFFFFFFFFFFFFF
         tree = _build_tree(R, int(self.d0), seed, float(self.eps), int(self.max_iter),
                            progress)
         leaves = tree.leaves()
+        sse = _k.cluster_sse(R.indptr.astype(np.int64), R.indices.astype(np.int32),
+                             R.data.astype(np.float32), R.shape[1], tree.order,
+                             tree.start[leaves], tree.n_members[leaves], _n_chunks())
+        zero = np.flatnonzero(np.diff(R.indptr) == 0).astype(np.int64)
+        return self._set_fitted(tree, sse, zero)
+
+    def _set_fitted(self, tree: DefragTree, leaf_sse: np.ndarray, zero_features: np.ndarray):
+        """Fitted state from the tree, the SSE of every leaf (in cluster order) and the
+        features with an empty representation (shared with the Dask twin)."""
+        d = tree.order.shape[0]
+        leaves = tree.leaves()
         K = leaves.shape[0]
         labels = np.empty(d, np.int64)
         for_leaf_sizes = tree.n_members[leaves]
         labels[tree.order] = np.repeat(np.arange(K, dtype=np.int64), for_leaf_sizes)
-        sse = _k.cluster_sse(R.indptr.astype(np.int64), R.indices.astype(np.int32),
-                             R.data.astype(np.float32), R.shape[1], tree.order,
-                             tree.start[leaves], tree.n_members[leaves], _n_chunks())
+        sse = np.asarray(leaf_sse, np.float64)
         self.labels_ = labels
         self.n_clusters_ = int(K)
         self.tree_ = tree
         self.cluster_sizes_ = for_leaf_sizes.astype(np.int64)
         self.clustering_error_ = float(sse.sum() / d)
-        self.zero_features_ = np.flatnonzero(np.diff(R.indptr) == 0).astype(np.int64)
+        self.zero_features_ = np.asarray(zero_features, np.int64)
         self.n_features_in_ = int(d)
         self.n_iter_ = int(tree.n_iter.sum())
         return self

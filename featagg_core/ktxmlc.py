@@ -26,6 +26,7 @@ from sklearn.exceptions import NotFittedError
 
 from ._kernels import ktxmlc as _k
 from ._kernels.linear import l2svc_dual_cd, l2svc_primal_objective
+from ._products import exact_xt_y
 from ._validation import as_csr, check_binary_labels, check_n_features
 from ._validation import check_int as _check_int
 
@@ -98,23 +99,50 @@ def label_representation(X, Y, representation="input", joint_weight=1.0):
     Y = _check_Y(Y, X.shape[0])
     if representation not in ("input", "joint"):
         raise ValueError(f"representation must be 'input' or 'joint', got {representation!r}")
-    R = _normalize_rows(sp.csr_matrix(Y.T @ _normalize_rows(X)))
+    # YᵀX and YᵀY with exactly summed entries: equal for any split of the rows (the Dask
+    # twin reduces them from row partitions, featagg_core.distributed.ktxmlc_distributed)
+    YtY = exact_xt_y(Y, Y) if representation == "joint" else None
+    return _label_vectors(exact_xt_y(Y, _normalize_rows(X)), YtY, representation,
+                          joint_weight)
+
+
+def _label_vectors(YtXn, YtY, representation, joint_weight):
+    """Label vectors from ``Yᵀ normalize(X)`` (and ``YᵀY`` for ``"joint"``)."""
+    R = _normalize_rows(sp.csr_matrix(YtXn))
     if representation == "joint":
         w = _check_pos("joint_weight", joint_weight, strict=False)
-        Yc = sp.csc_matrix(Y)
-        C = _normalize_rows(sp.csr_matrix(Yc.T @ Yc, dtype=np.float32))
+        C = _normalize_rows(sp.csr_matrix(YtY, dtype=np.float32))
         R = _normalize_rows(sp.hstack([R, C * np.float32(w)], format="csr"))
     return R
 
 
 # ----------------------------------------------------------------------------- trees
+def _node_seed(random_state, t, v) -> int:
+    """Seed of the clustering of node ``v`` of tree ``t``."""
+    return int(_mix(random_state, t, v, 7))
+
+
+def _cluster_node(sub, n_cols, K, balanced, seed, oversampling, rounds, kmeans_max_iter,
+                  kmeans_tol, min_size):
+    """Cluster the label vectors ``sub`` (csr rows) of one node: (assign, n_clusters)."""
+    assign, nk, _ = _k.cluster_rows(sub.indptr.astype(np.int64), sub.indices, sub.data,
+                                    n_cols, K, balanced, seed, oversampling, rounds,
+                                    kmeans_max_iter, kmeans_tol, min_size)
+    return assign, nk
+
+
 def _build_trees(R, n_trees, K, max_depth, max_leaf, balanced, min_size, oversampling,
-                 rounds, kmeans_max_iter, kmeans_tol, random_state, pool, progress):
+                 rounds, kmeans_max_iter, kmeans_tol, random_state, pool, progress,
+                 cluster_level=None):
     """Grow ``n_trees`` label trees level by level; nodes of a level cluster in parallel.
 
     Returns one dict of arrays per tree. Node ids follow creation order, so every node's
-    children are consecutive ids; label nodes (``label >= 0``) are the terminal nodes."""
+    children are consecutive ids; label nodes (``label >= 0``) are the terminal nodes.
+    ``cluster_level(split, trees, params)``, if given, clusters the nodes ``split`` (list
+    of (tree, node)) of one level instead of ``pool`` (``R`` then only needs ``.shape``);
+    ``params`` are :func:`_cluster_node`'s arguments after the seed. The Dask twin uses it."""
     L = R.shape[0]
+    params = (oversampling, rounds, kmeans_max_iter, kmeans_tol, min_size)
     trees = []
     for t in range(n_trees):
         trees.append(dict(parent=[-1], first_child=[-1], n_children=[0], label=[-1],
@@ -135,15 +163,13 @@ def _build_trees(R, n_trees, K, max_depth, max_leaf, balanced, min_size, oversam
             t, v = item
             tr = trees[t]
             labs = tr["perm"][tr["lo"][v]:tr["hi"][v]]
-            sub = R[labs]
-            seed = int(_mix(random_state, t, v, 7))
-            assign, nk, _ = _k.cluster_rows(sub.indptr.astype(np.int64), sub.indices,
-                                            sub.data, R.shape[1], K, balanced, seed,
-                                            oversampling, rounds, kmeans_max_iter,
-                                            kmeans_tol, min_size)
-            return assign, nk
+            return _cluster_node(R[labs], R.shape[1], K, balanced,
+                                 _node_seed(random_state, t, v), *params)
 
-        results = list(pool.map(job, split))
+        if cluster_level is None:
+            results = list(pool.map(job, split))
+        else:
+            results = cluster_level(split, trees, (R.shape[1], K, balanced) + params)
         new_frontier = []
         for (t, v), (assign, nk) in zip(split, results):
             tr = trees[t]
@@ -200,6 +226,71 @@ def _ova_tree(L):
                 hi=np.r_[L, np.arange(1, L + 1)], perm=np.arange(L, dtype=np.int64))
 
 
+def _train_plan(trees, label_nnz, n):
+    """The training batches of every tree, costliest first: ``(cost, tree, node,
+    first child, end child)``, at most ``_TASK_CHILDREN`` children each. Also stores each
+    tree's label -> tree position map in ``tree["_pos"]`` (removed by :func:`_assemble`)."""
+    tasks = []
+    for t, tr in enumerate(trees):
+        perm = tr["perm"]
+        L = perm.shape[0]
+        pos = np.empty(L, np.int64)
+        pos[perm] = np.arange(L)
+        tr["_pos"] = pos
+        cum = np.r_[0, np.cumsum(label_nnz[perm])]
+        # seeds depend on (random_state, tree, parent depth, smallest label of the child,
+        # child size): identical problems get identical permutations in any model.
+        for v in np.nonzero(tr["n_children"] > 0)[0]:
+            fc, nc = int(tr["first_child"][v]), int(tr["n_children"][v])
+            reach = n if v == 0 else cum[tr["hi"][v]] - cum[tr["lo"][v]]
+            for j0 in range(0, nc, _TASK_CHILDREN):
+                j1 = min(nc, j0 + _TASK_CHILDREN)
+                tasks.append((float(reach) * (j1 - j0), t, int(v), fc + j0, fc + j1))
+    tasks.sort(key=lambda z: (-z[0], z[1], z[3]))
+    return tasks
+
+
+def _collect(done_iter, n_tasks, progress, p0):
+    """``{(tree, first child): result}`` from ``(task, get_result)`` pairs, reporting
+    progress as they complete."""
+    results = {}
+    done = 0
+    for task, get in done_iter:
+        results[(task[1], task[3])] = get()
+        done += 1
+        if progress is not None and (done == n_tasks or done % max(1, n_tasks // 50) == 0):
+            progress(p0 + (1 - p0) * done / n_tasks,
+                     f"classifiers: {done}/{n_tasks} node batches trained")
+    return results
+
+
+def _assemble(trees, results, d):
+    """The stacked node-major weight matrix, bias weights and node offsets of the trees."""
+    counts, feats, vals, biases = [], [], [], []
+    offsets = [0]
+    for t, tr in enumerate(trees):
+        N = tr["parent"].shape[0]
+        cnt = np.zeros(N, np.int64)
+        bw = np.zeros(N, np.float32)
+        keys = sorted(c0 for (tt, c0) in results if tt == t)
+        for c0 in keys:
+            c, f, vv, b, _ = results[(t, c0)]
+            cnt[c0:c0 + c.shape[0]] = c
+            bw[c0:c0 + c.shape[0]] = b
+            feats.append(f)
+            vals.append(vv)
+        counts.append(cnt)
+        biases.append(bw)
+        offsets.append(offsets[-1] + N)
+        tr.pop("_pos", None)
+    cnt = np.concatenate(counts)
+    indptr = np.r_[0, np.cumsum(cnt)].astype(np.int64)
+    W = sp.csr_matrix((np.concatenate(vals) if vals else np.zeros(0, np.float32),
+                       np.concatenate(feats) if feats else np.zeros(0, np.int32), indptr),
+                      shape=(offsets[-1], d))
+    return W, np.concatenate(biases), np.asarray(offsets, np.int64)
+
+
 # ----------------------------------------------------------------------------- model base
 class _TreeModel(BaseEstimator):
     """Shared storage, training and beam-search prediction of KTXMLC and OneVsAll.
@@ -223,30 +314,11 @@ class _TreeModel(BaseEstimator):
 
     def _train(self, X, Y, trees, C, eps, max_iter, thr, bias, pool, progress, p0=0.3):
         n, d = X.shape
-        L = Y.shape[1]
         Yc = sp.csc_matrix(Y)
         Ycp, Yci = Yc.indptr.astype(np.int64), Yc.indices
         Xp, Xi, Xd = X.indptr.astype(np.int64), X.indices, X.data
         Yp, Yi = Y.indptr.astype(np.int64), Y.indices
-        label_nnz = np.diff(Ycp)
-        tasks = []
-        for t, tr in enumerate(trees):
-            perm = tr["perm"]
-            pos = np.empty(L, np.int64)
-            pos[perm] = np.arange(L)
-            tr["_pos"] = pos
-            cum = np.r_[0, np.cumsum(label_nnz[perm])]
-            # seeds depend on (random_state, tree, parent depth, smallest label of the child,
-            # child size): identical problems get identical permutations in any model.
-            for v in np.nonzero(tr["n_children"] > 0)[0]:
-                fc, nc = int(tr["first_child"][v]), int(tr["n_children"][v])
-                reach = n if v == 0 else cum[tr["hi"][v]] - cum[tr["lo"][v]]
-                for j0 in range(0, nc, _TASK_CHILDREN):
-                    j1 = min(nc, j0 + _TASK_CHILDREN)
-                    tasks.append((float(reach) * (j1 - j0), t, int(v), fc + j0, fc + j1))
-        tasks.sort(key=lambda z: (-z[0], z[1], z[3]))
-        n_tasks = len(tasks)
-        done = [0]
+        tasks = _train_plan(trees, np.diff(Ycp), n)
 
         def job(task):
             _, t, v, c0, c1 = task
@@ -255,47 +327,22 @@ class _TreeModel(BaseEstimator):
                 rows = np.arange(n, dtype=np.int64)
             else:
                 rows = _k.node_rows(Ycp, Yci, tr["perm"], int(tr["lo"][v]), int(tr["hi"][v]), n)
-            lo = tr["lo"][c0:c1]
-            hi = tr["hi"][c0:c1]
-            minlab = np.minimum.reduceat(tr["perm"][:hi[-1]], lo)
-            seeds = _mix(self.random_state, t, tr["depth"][v], minlab, hi - lo)
-            res = _k.train_children(Xp, Xi, Xd, d, Yp, Yi, tr["_pos"], rows,
-                                    lo.astype(np.int64), hi.astype(np.int64), seeds,
-                                    C, eps, max_iter, thr, bias)
-            return res
+            lo, hi, seeds = self._batch_problem(tr, t, v, c0, c1)
+            return _k.train_children(Xp, Xi, Xd, d, Yp, Yi, tr["_pos"], rows, lo, hi, seeds,
+                                     C, eps, max_iter, thr, bias)
 
-        results = {}
         futures = [(task, pool.submit(job, task)) for task in tasks]
-        for task, fut in futures:
-            results[(task[1], task[3])] = fut.result()
-            done[0] += 1
-            if progress is not None and (done[0] == n_tasks or done[0] % max(1, n_tasks // 50) == 0):
-                progress(p0 + (1 - p0) * done[0] / n_tasks,
-                         f"classifiers: {done[0]}/{n_tasks} node batches trained")
-        # assemble the stacked node-major weight matrix
-        counts, feats, vals, biases = [], [], [], []
-        offsets = [0]
-        for t, tr in enumerate(trees):
-            N = tr["parent"].shape[0]
-            cnt = np.zeros(N, np.int64)
-            bw = np.zeros(N, np.float32)
-            keys = sorted(c0 for (tt, c0) in results if tt == t)
-            for c0 in keys:
-                c, f, vv, b, _ = results[(t, c0)]
-                cnt[c0:c0 + c.shape[0]] = c
-                bw[c0:c0 + c.shape[0]] = b
-                feats.append(f)
-                vals.append(vv)
-            counts.append(cnt)
-            biases.append(bw)
-            offsets.append(offsets[-1] + N)
-            del tr["_pos"]
-        cnt = np.concatenate(counts)
-        indptr = np.r_[0, np.cumsum(cnt)].astype(np.int64)
-        W = sp.csr_matrix((np.concatenate(vals) if vals else np.zeros(0, np.float32),
-                           np.concatenate(feats) if feats else np.zeros(0, np.int32), indptr),
-                          shape=(offsets[-1], d))
-        return W, np.concatenate(biases), np.asarray(offsets, np.int64)
+        results = _collect(((task, fut.result) for task, fut in futures), len(tasks),
+                           progress, p0)
+        return _assemble(trees, results, d)
+
+    def _batch_problem(self, tr, t, v, c0, c1):
+        """Label ranges and solver seeds of the children ``c0 .. c1-1`` of node ``v``."""
+        lo = tr["lo"][c0:c1]
+        hi = tr["hi"][c0:c1]
+        minlab = np.minimum.reduceat(tr["perm"][:hi[-1]], lo)
+        seeds = _mix(self.random_state, t, tr["depth"][v], minlab, hi - lo)
+        return lo.astype(np.int64), hi.astype(np.int64), seeds
 
     def _finalise(self, X_shape, L, trees, W, bias_w, offsets, bias):
         self.n_features_in_ = int(X_shape[1])
@@ -505,15 +552,10 @@ class KTXMLC(_TreeModel):
         self.normalize = normalize
         self.n_jobs = n_jobs
 
-    def fit(self, X, Y, progress: Optional[Callable[[float, str], None]] = None):
-        """Grow the label trees and train every node's classifiers.
-
-        Parameters
-        ----------
-        X : sparse n x d features; Y : sparse n x L 0/1 labels.
-        progress : optional ``callable(fraction, message)`` called per tree level and per
-            batch of trained nodes (fraction in [0, 1]).
-        """
+    def _tree_params(self):
+        """Validated tree parameters in :func:`_build_trees`' order (n_trees, K, max_depth,
+        max_leaf, balanced, min_size, oversampling, rounds, kmeans_max_iter, kmeans_tol);
+        also used by the Dask twin."""
         K = _check_int("n_clusters", self.n_clusters, 2)
         n_trees = _check_int("n_trees", self.n_trees, 1)
         max_depth = _check_int("max_depth", self.max_depth, 1)
@@ -527,7 +569,23 @@ class KTXMLC(_TreeModel):
         overs = _check_pos("kmeans_oversampling", self.kmeans_oversampling)
         if self.balanced not in (None, True, False):
             raise ValueError(f"balanced must be True, False or None, got {self.balanced!r}")
+        if self.representation not in ("input", "joint"):
+            raise ValueError(f"representation must be 'input' or 'joint', "
+                             f"got {self.representation!r}")
         balanced = (K == 2) if self.balanced is None else bool(self.balanced)
+        return (n_trees, K, max_depth, max_leaf, balanced, min_size, overs, rounds, km_iter,
+                km_tol)
+
+    def fit(self, X, Y, progress: Optional[Callable[[float, str], None]] = None):
+        """Grow the label trees and train every node's classifiers.
+
+        Parameters
+        ----------
+        X : sparse n x d features; Y : sparse n x L 0/1 labels.
+        progress : optional ``callable(fraction, message)`` called per tree level and per
+            batch of trained nodes (fraction in [0, 1]).
+        """
+        tree_args = self._tree_params()
         C, eps, max_iter, thr, bias, n_jobs = self._solver_params()
         X = _check_X(X)
         Y = _check_Y(Y, X.shape[0])
@@ -539,9 +597,7 @@ class KTXMLC(_TreeModel):
         if progress is not None:
             progress(0.0, "label representations computed")
         with ThreadPoolExecutor(max_workers=n_jobs) as pool:
-            trees = _build_trees(R, n_trees, K, max_depth, max_leaf, balanced, min_size,
-                                 overs, rounds, km_iter, km_tol, self.random_state, pool,
-                                 progress)
+            trees = _build_trees(R, *tree_args, self.random_state, pool, progress)
             W, bw, off = self._train(X, Y, trees, C, eps, max_iter, thr, bias, pool, progress)
         self._finalise(X.shape, Y.shape[1], trees, W, bw, off, bias)
         self.train_time_ = time.perf_counter() - t0

@@ -1,0 +1,105 @@
+"""Sparse products ``AᵀB`` with exactly summed, correctly rounded float32 entries.
+
+Used by the single-machine fits (DEFRAG's ``XᵀY``, KTXMLC's label vectors ``Yᵀ X``) and by
+their Dask twins (:mod:`featagg_core.distributed`), which compute one :class:`Partial`
+per row partition, merge the partials in any order and round once: exact sums make the
+result independent of how the rows were split (see :mod:`featagg_core._kernels.exact`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from ._kernels import exact as _ke
+
+__all__ = ["exact_xt_y", "Partial", "partial_xt_y", "merge", "rounded"]
+
+
+def _n_chunks() -> int:
+    return 4 * max(1, numba.get_num_threads())
+
+
+def _operands(A, B):
+    """``Aᵀ`` as csr (= A in csc) and ``B`` as csr, float32 with sorted indices."""
+    A = sp.csr_matrix(A)
+    B = sp.csr_matrix(B)
+    if A.shape[0] != B.shape[0]:
+        raise ValueError(f"A has {A.shape[0]} rows but B has {B.shape[0]}")
+    At = A.T.tocsr()
+    At.sort_indices()
+    B.sort_indices()
+    return (At.indptr.astype(np.int64), At.indices.astype(np.int32),
+            At.data.astype(np.float32, copy=False), B.indptr.astype(np.int64),
+            B.indices.astype(np.int32), B.data.astype(np.float32, copy=False), B.shape[1])
+
+
+def exact_xt_y(A, B, return_inexact: bool = False):
+    """``AᵀB`` as a float32 csr matrix (sorted indices) whose every entry is the correctly
+    rounded exact sum of its float32 products (A and B are cast to float32 first).
+
+    With ``return_inexact`` also the number of additions that could not be carried out
+    exactly in double-double (0 on any realistic data; see the kernel module)."""
+    ops = _operands(A, B)
+    ptr, ind, dat, bad = _ke.xt_y_rounded(*ops, _n_chunks())
+    M = sp.csr_matrix((dat, ind, ptr), shape=(A.shape[1], B.shape[1]))
+    return (M, int(bad)) if return_inexact else M
+
+
+@dataclass
+class Partial:
+    """An unrounded partial product: csr structure, ``hi`` parts and the rarely non-zero
+    ``lo`` parts stored sparsely (``lo_pos``, ``lo_val``), plus the inexact-addition count.
+    Compact on the wire: float64 ``hi`` + int32 index per entry (12 bytes)."""
+    shape: tuple
+    indptr: np.ndarray
+    indices: np.ndarray
+    hi: np.ndarray
+    lo_pos: np.ndarray
+    lo_val: np.ndarray
+    n_inexact: int = 0
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indices.shape[0])
+
+    def lo_dense(self) -> np.ndarray:
+        lo = np.zeros(self.hi.shape[0], np.float64)
+        lo[self.lo_pos] = self.lo_val
+        return lo
+
+
+def _pack(shape, ptr, ind, hi, lo, bad) -> Partial:
+    pos = np.flatnonzero(lo).astype(np.int64)
+    return Partial(tuple(int(s) for s in shape), ptr, ind, hi, pos, lo[pos].copy(), int(bad))
+
+
+def partial_xt_y(A, B) -> Partial:
+    """The unrounded ``AᵀB`` of one row partition (A and B hold the same rows)."""
+    ops = _operands(A, B)
+    ptr, ind, hi, lo, bad = _ke.xt_y_partial(*ops, _n_chunks())
+    return _pack((A.shape[1], B.shape[1]), ptr, ind, hi, lo, bad)
+
+
+def merge(a: Partial, b: Partial) -> Partial:
+    """Exact sum of two partials of the same shape (any order gives the same value)."""
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"partials of different shapes: {a.shape} and {b.shape}")
+    ptr, ind, hi, lo, bad = _ke.merge_partials(a.indptr, a.indices, a.hi, a.lo_dense(),
+                                               b.indptr, b.indices, b.hi, b.lo_dense())
+    return _pack(a.shape, ptr, ind, hi, lo, a.n_inexact + b.n_inexact + bad)
+
+
+def rounded(p: Partial) -> sp.csr_matrix:
+    """The float32 csr matrix of a (fully reduced) partial: each entry rounded once."""
+    dat = _ke.round_partial(p.hi, p.lo_dense())
+    return sp.csr_matrix((dat, p.indices, p.indptr), shape=p.shape)
+
+
+def warmup() -> None:
+    """Compile the kernels on a tiny input."""
+    A = sp.csr_matrix(np.array([[1.0, 0.0], [0.5, 2.0]], np.float32))
+    exact_xt_y(A, A)
+    rounded(merge(partial_xt_y(A[:1], A[:1]), partial_xt_y(A[1:], A[1:])))
