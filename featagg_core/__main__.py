@@ -8,6 +8,10 @@
     python -m featagg_core select-features GRAPH --d 64 --out bmgufs.fgz
     python -m featagg_core compress TABLE --label income --budget 100 --out mapping.json
 
+``--scheduler ADDRESS`` (agglomerate, train, compress) runs the fits on an existing Dask
+cluster (``featagg_core.distributed``; same results), ``--scheduler serial`` the same code
+path in this process.
+
 Every command prints one JSON document (its summary and metrics) on stdout and its
 progress on stderr. Bad input exits with status 2 and a one-line message on stderr.
 Seeds (``--seed``) make runs reproducible.
@@ -134,19 +138,22 @@ def cmd_info(args) -> Dict[str, Any]:
     return out
 
 
-def _fit_defrag(X, Y, d0: int, representation: str, seed: int):
-    from .defrag import Defrag
-    _progress(f"DEFRAG: agglomerating {X.shape[1]} features, d0={d0}, representation={representation}")
+def _fit_defrag(X, Y, d0: int, representation: str, seed: int, scheduler=None):
+    from .distributed import fit_defrag
+    where = f" on the Dask scheduler {scheduler}" if scheduler else ""
+    _progress(f"DEFRAG: agglomerating {X.shape[1]} features, d0={d0}, "
+              f"representation={representation}{where}")
     t0 = time.perf_counter()
-    model = Defrag(d0=d0, representation=representation, random_state=seed)
-    model.fit(X, Y if representation == "XY" else None)
+    model = fit_defrag(X, Y if representation == "XY" else None, scheduler=scheduler, d0=d0,
+                       representation=representation, random_state=seed)
     return model, time.perf_counter() - t0
 
 
 def cmd_agglomerate(args) -> Dict[str, Any]:
     from .artifacts import save_artifact
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
-    model, seconds = _fit_defrag(data.X, data.Y, args.d0, args.representation, args.seed)
+    model, seconds = _fit_defrag(data.X, data.Y, args.d0, args.representation, args.seed,
+                                 args.scheduler)
     out = {"method": "DEFRAG", "d": int(data.X.shape[1]), "d0": args.d0,
            "representation": args.representation, "n_clusters": int(model.n_clusters_),
            "clustering_error": float(model.clustering_error_), "fit_seconds": round(seconds, 3)}
@@ -206,12 +213,15 @@ def cmd_train(args) -> Dict[str, Any]:
     objects: Dict[str, Any] = {}
     timings: Dict[str, float] = {}
     if args.defrag:
-        defrag, timings["defrag_s"] = _fit_defrag(X, Y, args.defrag, args.representation, args.seed)
+        defrag, timings["defrag_s"] = _fit_defrag(X, Y, args.defrag, args.representation,
+                                                  args.seed, args.scheduler)
         objects["defrag"] = defrag
         Xm = defrag.transform(X)
     else:
         Xm = X
     from .ktxmlc import KTXMLC, OneVsAll
+    if args.scheduler and args.method == "ova":
+        raise CliError("--scheduler: one-vs-all has no distributed twin; use --method ktxmlc")
     if args.method == "ova":
         model = OneVsAll(C=args.C, random_state=args.seed)
     else:
@@ -224,7 +234,11 @@ def cmd_train(args) -> Dict[str, Any]:
     _progress(f"training {type(model).__name__} on {Xm.shape[0]} points, {Xm.shape[1]} features, "
               f"{Y.shape[1]} labels")
     t0 = time.perf_counter()
-    model.fit(Xm, Y)
+    if args.scheduler:
+        from .distributed import fit_ktxmlc
+        model = fit_ktxmlc(Xm, Y, scheduler=args.scheduler, **model.get_params())
+    else:
+        model.fit(Xm, Y)
     timings["train_s"] = time.perf_counter() - t0
     objects["model"] = model
     if args.refrag:
@@ -232,7 +246,8 @@ def cmd_train(args) -> Dict[str, Any]:
         if "defrag" in objects:
             rdefrag = objects["defrag"]
         else:
-            rdefrag, timings["defrag_s"] = _fit_defrag(X, Y, 8, args.representation, args.seed)
+            rdefrag, timings["defrag_s"] = _fit_defrag(X, Y, 8, args.representation, args.seed,
+                                                       args.scheduler)
             objects["refrag_defrag"] = rdefrag
         _progress("REFRAG: building label prototypes")
         t0 = time.perf_counter()
@@ -333,13 +348,21 @@ def cmd_compress(args) -> Dict[str, Any]:
     if missing:
         raise CliError(f"{args.table}: no column(s) {', '.join(missing)}; "
                        f"columns are {', '.join(map(str, data.table.columns))}")
+    if args.scheduler and args.method != "threshold":
+        raise CliError("--scheduler: only --method threshold has a distributed twin "
+                       "(Bateni et al.'s distributed thresholding); pass --method threshold")
     results, mappings = [], {}
     for col in columns:
         values = data.table[col].astype(str).to_numpy()
         _progress(f"compressing column {col} ({len(set(values))} values) to {args.budget} buckets")
         t0 = time.perf_counter()
-        vc = VocabularyCompressor(args.budget, method=args.method, random_state=args.seed)
-        vc.fit(values, data.labels)
+        if args.scheduler:
+            from .distributed import vocabulary_distributed
+            vc = vocabulary_distributed(args.scheduler, values, data.labels, args.budget,
+                                        epsilon=0.05)
+        else:
+            vc = VocabularyCompressor(args.budget, method=args.method, random_state=args.seed)
+            vc.fit(values, data.labels)
         results.append({"column": col, "vocabulary": int(len(vc.mapping_)),
                         "I(X;C)": float(vc.mutual_information_full_),
                         "I(Z;C)": float(vc.mutual_information_),
@@ -371,6 +394,11 @@ def build_parser() -> argparse.ArgumentParser:
         if seed:
             sp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
+    def scheduler(sp):
+        sp.add_argument("--scheduler", metavar="ADDRESS",
+                        help="fit on the Dask cluster at ADDRESS (tcp://host:8786), or "
+                             "'serial' for the distributed code path in this process")
+
     s = sub.add_parser("info", help="statistics of a dataset, graph or table")
     s.add_argument("data", help="dataset file or sample:NAME")
     s.add_argument("--kind", choices=["multilabel", "graph", "table"],
@@ -390,6 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write the fitted Defrag artifact here")
     s.add_argument("--clusters-csv", help="write feature,cluster CSV here")
     common(s)
+    scheduler(s)
     s.set_defaults(func=cmd_agglomerate)
 
     s = sub.add_parser("train", help="train KTXMLC or one-vs-all (optionally on DEFRAG features, "
@@ -415,6 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--k", type=_ks, default=[1, 3, 5], help="cut-offs, e.g. 1,3,5")
     s.add_argument("--out", help="write the trained bundle here")
     common(s)
+    scheduler(s)
     s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("predict", help="top-k labels of each point with a trained model or bundle")
@@ -455,6 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compression method (default submodular)")
     s.add_argument("--out", help="write the value→bucket mappings as JSON here")
     common(s)
+    scheduler(s)
     s.set_defaults(func=cmd_compress)
     return p
 
@@ -473,6 +504,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     except OSError as exc:
         print(f"featagg: error: {exc.filename or ''} {exc.strerror or exc}".strip(), file=sys.stderr)
         return EXIT_BAD_INPUT
+    except RuntimeError as exc:  # distributed.ClusterError: the cluster lost work
+        from .distributed import ClusterError
+        if not isinstance(exc, ClusterError):
+            raise
+        print(f"featagg: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
     json.dump(result, sys.stdout, indent=1, default=lambda o: o.item() if hasattr(o, "item") else str(o))
     sys.stdout.write("\n")
     return 0

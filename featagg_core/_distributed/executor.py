@@ -1,0 +1,287 @@
+"""One small executor in front of a Dask client, or of this process (``client="serial"``).
+
+The twins only use ``scatter``, ``submit``, ``gather`` and ``as_completed``; with
+``"serial"`` every call runs at once in this process (the same functions, the same
+arguments), so a serial run is the distributed algorithm without the cluster.
+
+Contract kept here for every twin:
+
+* **cancel**: the executor is a context manager; any exception leaving the block (a
+  progress callback raising :class:`featagg_core._cancel.Cancelled`, a bad input, a
+  failed task) cancels every future it submitted that is still pending, then propagates;
+* **lost work**: a task whose worker dies is re-run by the scheduler on another worker
+  (results equal: every task is deterministic). Input blocks scattered from this process
+  cannot be recomputed; if their only copy is lost the call raises :class:`ClusterError`
+  saying so (no model is produced). Blocks read by :func:`load_xc_shards` are tasks and are
+  simply re-read;
+* **accounting**: bytes sent to the cluster (scattered data and task arguments, by
+  ``dask.sizeof``) and bytes gathered back, for the benchmark.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+__all__ = ["Executor", "ClusterError", "resolve_client"]
+
+
+class ClusterError(RuntimeError):
+    """The cluster lost work it cannot redo (a worker holding input data died, or a task
+    killed too many workers); the fit stopped and produced no model."""
+
+
+class Done:
+    """A finished 'future' of the serial executor."""
+
+    __slots__ = ("value", "__weakref__")
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+def _resolve(obj):
+    if isinstance(obj, Done):
+        return obj.value
+    if isinstance(obj, list):
+        return [_resolve(o) for o in obj]
+    if isinstance(obj, tuple):
+        return tuple(_resolve(o) for o in obj)
+    return obj
+
+
+def _in_worker(fn, *args, **kwargs):
+    """Run ``fn`` in a Dask worker with numba limited to the worker's own threads (a
+    worker with ``threads_per_worker=1`` must not spread its kernels over every core)."""
+    try:
+        import numba
+        from distributed import get_worker
+
+        n = max(1, int(get_worker().state.nthreads))
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    except (ImportError, ValueError):  # not in a worker: leave numba alone
+        pass
+    return fn(*args, **kwargs)
+
+
+def resolve_client(client):
+    """``(client_or_None, owned)`` from ``"serial"``, a ``distributed.Client`` or an address."""
+    if isinstance(client, str):
+        if client.strip().lower() == "serial":
+            return None, False
+        from distributed import Client
+
+        address = client.strip()
+        try:
+            return Client(address, timeout="10s", set_as_default=False), True
+        except (OSError, TimeoutError) as exc:
+            raise ClusterError(f"client: cannot reach the Dask scheduler at {address!r} "
+                               f"({exc}); start it or check the address") from None
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover - dask is in requirements.txt
+        Client = ()
+    if Client and isinstance(client, Client):
+        return client, False
+    raise ValueError("client: expected 'serial', a dask.distributed.Client or a scheduler "
+                     f"address such as 'tcp://host:8786', got {client!r}")
+
+
+class Executor:
+    """See the module docstring. ``Executor(client)`` with ``client`` as the twins take it."""
+
+    def __init__(self, client):
+        self.client, self._owned = resolve_client(client)
+        self._live: "weakref.WeakSet" = weakref.WeakSet()
+        self.bytes_to_cluster = 0
+        self.bytes_from_cluster = 0
+        self.n_tasks = 0
+        self._cancelling = False
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def serial(self) -> bool:
+        return self.client is None
+
+    def workers(self) -> List[str]:
+        """Worker addresses, sorted (``["serial"]`` in serial mode)."""
+        if self.serial:
+            return ["serial"]
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        return sorted(info)
+
+    def total_threads(self) -> int:
+        if self.serial:
+            return 1
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        return max(1, sum(int(w.get("nthreads", 1)) for w in info.values()))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is not None:
+                self.cancel()
+        finally:
+            if self._owned:
+                self.client.close()
+        return False
+
+    def cancel(self) -> None:
+        """Cancel every future this executor submitted that has not finished."""
+        if self.serial:
+            return
+        pending = [f for f in list(self._live) if not f.done()]
+        if pending:
+            self._cancelling = True
+            try:
+                self.client.cancel(pending, force=True)
+            except Exception:  # noqa: BLE001 - best effort while unwinding another error
+                pass
+
+    # ------------------------------------------------------------------ work
+    def scatter(self, values: Sequence[Any]) -> list:
+        """Send values to the workers once (spread over them); returns futures."""
+        values = list(values)
+        if self.serial:
+            return [Done(v) for v in values]
+        from dask.sizeof import sizeof
+
+        self.bytes_to_cluster += int(sum(sizeof(v) for v in values))
+        futures = self.client.scatter(values, hash=False)
+        for f in futures:
+            self._live.add(f)
+        return futures
+
+    def broadcast(self, value: Any):
+        """Send one (small) value to every worker; returns its future."""
+        if self.serial:
+            return Done(value)
+        from dask.sizeof import sizeof
+
+        self.bytes_to_cluster += int(sizeof(value)) * max(1, len(self.workers()))
+        fut = self.client.scatter(value, broadcast=True, hash=False)
+        self._live.add(fut)
+        return fut
+
+    def submit(self, fn: Callable, *args, workers: Optional[Sequence[str]] = None,
+               priority: int = 0):
+        """``fn(*args)`` as a task; futures among ``args`` (also inside lists/tuples) are
+        replaced by their values. ``workers`` is a preference (another worker may run it
+        if the preferred one is gone)."""
+        self.n_tasks += 1
+        if self.serial:
+            return Done(fn(*_resolve(args)))
+        from dask.sizeof import sizeof
+        from distributed import Future
+
+        self.bytes_to_cluster += int(sum(sizeof(a) for a in args if not isinstance(a, Future)))
+        kw = {}
+        if workers:
+            kw = {"workers": list(workers), "allow_other_workers": True}
+        fut = self.client.submit(_in_worker, fn, *args, pure=False, priority=priority, **kw)
+        self._live.add(fut)
+        return fut
+
+    def gather(self, futures: Sequence[Any]) -> list:
+        futures = list(futures)
+        if self.serial:
+            return [f.value for f in futures]
+        out = self._translate(lambda: self.client.gather(futures))
+        self._count_back(out)
+        return out
+
+    def as_completed(self, futures: Iterable[Any]) -> Iterator[Tuple[Any, Any]]:
+        """``(future, result)`` pairs in completion order (serial: submission order)."""
+        futures = list(futures)
+        if self.serial:
+            for f in futures:
+                yield f, f.value
+            return
+        from distributed import as_completed
+
+        it = as_completed(futures, with_results=False)
+        for f in it:
+            res = self._translate(f.result)
+            self._count_back([res])
+            yield f, res
+
+    def completion_queue(self) -> "Completions":
+        """A queue to which futures are added and from which ``(future, result)`` pairs
+        come out as they finish (serial: in the order added)."""
+        return Completions(self)
+
+    def release(self, futures: Iterable[Any]) -> None:
+        """Drop futures early (the scheduler frees their data once nothing needs it)."""
+        if self.serial:
+            return
+        for f in futures:
+            if f is not None and hasattr(f, "release"):
+                self._live.discard(f)
+                f.release()
+
+    # ------------------------------------------------------------------ helpers
+    def _count_back(self, values) -> None:
+        from dask.sizeof import sizeof
+
+        self.bytes_from_cluster += int(sum(sizeof(v) for v in values))
+
+    def _translate(self, get: Callable[[], Any]):
+        from concurrent.futures import CancelledError
+
+        from distributed.scheduler import KilledWorker
+
+        try:
+            return get()
+        except KilledWorker as exc:
+            raise ClusterError(f"a task died with its worker on every retry ({exc}); the fit "
+                               "stopped and produced no model") from None
+        except CancelledError as exc:
+            if self._cancelling:
+                raise
+            raise ClusterError(
+                "the Dask cluster lost part of the input data (a worker holding data "
+                "scattered from this process died, and scattered data cannot be "
+                f"recomputed: {exc}); the fit stopped and produced no model. Run it "
+                "again, or read the data with featagg_core.distributed.load_xc_shards so "
+                "that lost parts are re-read from disk") from None
+
+
+class Completions:
+    """See :meth:`Executor.completion_queue`."""
+
+    def __init__(self, ex: Executor):
+        self.ex = ex
+        self._serial: list = []
+        self._ac = None
+        self._n = 0
+        if not ex.serial:
+            from distributed import as_completed
+
+            self._ac = as_completed([], with_results=False)
+
+    def add(self, future) -> None:
+        self._n += 1
+        if self._ac is None:
+            self._serial.append(future)
+        else:
+            self._ac.add(future)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def next(self):
+        """The next finished ``(future, result)``; ``StopIteration`` when none is left."""
+        if self._n == 0:
+            raise StopIteration
+        self._n -= 1
+        if self._ac is None:
+            f = self._serial.pop(0)
+            return f, f.value
+        f = next(self._ac)
+        res = self.ex._translate(f.result)
+        self.ex._count_back([res])
+        return f, res

@@ -1,0 +1,294 @@
+"""``ktxmlc_distributed``: KTXMLC on a Dask cluster, equal to ``KTXMLC(...).fit``.
+
+1. Row blocks of X, Y on the workers; each block is row-normalised there (as ``fit``).
+2. Label vectors: a tree reduction of each block's exact partial ``Y_kᵀ normalize(X_k)``
+   (and ``Y_kᵀ Y_k`` for ``"joint"``), rounded once, then KTXMLC's ``_label_vectors``;
+   label frequencies are summed from per-block counts.
+3. Trees: KTXMLC's own ``_build_trees`` with a ``cluster_level`` hook running each
+   level's nodes of *all* trees as tasks on the groups of :mod:`.groups` (trees start on
+   different workers and grow in parallel; ``_cluster_node`` is the node kernel).
+4. Classifiers: KTXMLC's ``_train_plan`` batches. For a node, every block selects its
+   rows reaching the node on its own worker (``node_rows`` on the block's labels); the
+   pieces are concatenated in row order where the node's batches run, and
+   ``train_children`` runs on exactly the rows (same order, same features) the single
+   machine uses. At most ``2 x threads`` nodes are in flight, so memory stays bounded.
+   The biggest task is a root's: its classifiers see every point (as on one machine).
+5. ``_assemble`` and ``_finalise`` build the model: predictions equal the single fit's.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import _products
+from .blocks import add_counts, by_worker, label_counts, row_blocks, tree_reduce
+from .executor import Executor
+from .groups import RowGroups
+
+__all__ = ["ktxmlc_distributed"]
+
+
+# ---------------------------------------------------------------------------- tasks
+def _normalized(block, normalize):
+    from ..ktxmlc import _normalize_rows
+
+    X, Y = block
+    return (_normalize_rows(X) if normalize else X), Y
+
+
+def _partials(block, joint):
+    from ..ktxmlc import _normalize_rows
+
+    X, Y = block
+    p = _products.partial_xt_y(Y, _normalize_rows(X))
+    return (p, _products.partial_xt_y(Y, Y) if joint else None)
+
+
+def _merge_pair(a, b):
+    return (_products.merge(a[0], b[0]),
+            None if a[1] is None else _products.merge(a[1], b[1]))
+
+
+def _label_vectors(reduced, representation, joint_weight):
+    from ..ktxmlc import _label_vectors as vectors
+
+    YtXn = _products.rounded(reduced[0])
+    YtY = None if reduced[1] is None else _products.rounded(reduced[1])
+    R = vectors(YtXn, YtY, representation, joint_weight)
+    R.indptr = R.indptr.astype(np.int64)
+    bad = reduced[0].n_inexact + (0 if reduced[1] is None else reduced[1].n_inexact)
+    return R, int(bad)
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _meta(pair):
+    R, bad = pair
+    return int(R.shape[1]), int(R.nnz), bad
+
+
+def _cluster_group(block, positions, seeds, params):
+    from ..ktxmlc import _cluster_node
+
+    n_cols, K, balanced = params[:3]
+    rest = params[3:]
+    return [_cluster_node(block[np.asarray(pos, np.int64)], n_cols, K, balanced, int(s), *rest)
+            for pos, s in zip(positions, seeds)]
+
+
+def _label_index(block):
+    Yc = sp.csc_matrix(block[1])
+    return Yc.indptr.astype(np.int64), Yc.indices
+
+
+def _node_piece(block, index, perm, lo, hi):
+    """The rows of this block reaching a node (any of the labels ``perm[lo:hi]``)."""
+    from ..ktxmlc import _k
+
+    X, Y = block
+    rows = _k.node_rows(index[0], index[1], perm, int(lo), int(hi), X.shape[0])
+    return X[rows], Y[rows]
+
+
+def _concat(*pieces):
+    X = sp.vstack([p[0] for p in pieces], format="csr")
+    Y = sp.vstack([p[1] for p in pieces], format="csr")
+    return X, Y
+
+
+def _train_batch(node_block, pos, lo, hi, seeds, d, solver):
+    from ..ktxmlc import _k
+
+    X, Y = node_block
+    C, eps, max_iter, thr, bias = solver
+    rows = np.arange(X.shape[0], dtype=np.int64)
+    return _k.train_children(X.indptr.astype(np.int64), X.indices, X.data, d,
+                             Y.indptr.astype(np.int64), Y.indices, pos, rows, lo, hi, seeds,
+                             C, eps, max_iter, thr, bias)
+
+
+# ---------------------------------------------------------------------------- hooks
+class _Shape:
+    """What ``_build_trees`` needs of R when the rows live on the cluster."""
+
+    def __init__(self, n_rows, n_cols):
+        self.shape = (int(n_rows), int(n_cols))
+
+
+class _ClusterLevels:
+    def __init__(self, ex, groups, random_state):
+        self.ex, self.groups, self.random_state = ex, groups, random_state
+        self.level_bytes = []
+        self.level_seconds = []
+
+    def __call__(self, split, trees, params):
+        from ..ktxmlc import _node_seed
+
+        t0 = time.perf_counter()
+        b0 = self.ex.bytes_to_cluster + self.ex.bytes_from_cluster
+        nodes = [(t, int(trees[t]["lo"][v]), int(trees[t]["hi"][v])) for t, v in split]
+        plan = self.groups.plan(nodes, lambda t: trees[t]["perm"])
+        subs = []
+        for g, idx in plan:
+            perm = trees[g.tree]["perm"]
+            positions = [self.groups.positions(g, perm[nodes[i][1]:nodes[i][2]]) for i in idx]
+            seeds = [_node_seed(self.random_state, split[i][0], split[i][1]) for i in idx]
+            subs.append((idx, self.ex.submit(_cluster_group, g.block, positions, seeds, params,
+                                             workers=self.groups.workers_of(g))))
+        results = [None] * len(split)
+        for (idx, _), res in zip(subs, self.ex.gather([f for _, f in subs])):
+            for i, r in zip(idx, res):
+                results[i] = r
+        self.level_bytes.append(self.ex.bytes_to_cluster + self.ex.bytes_from_cluster - b0)
+        self.level_seconds.append(time.perf_counter() - t0)
+        return results
+
+
+def _train(ex, est, blocks, trees, label_nnz, n, d, solver, progress, window):
+    """KTXMLC's training batches as tasks (see the module docstring, step 4)."""
+    from ..ktxmlc import _assemble, _collect, _train_plan
+
+    tasks = _train_plan(trees, label_nnz, n)
+    perms = [ex.broadcast(tr["perm"]) for tr in trees]
+    poss = [ex.broadcast(tr["_pos"]) for tr in trees]
+    index = [ex.submit(_label_index, b) for b in blocks]
+    by_node = {}
+    for task in tasks:  # costliest nodes first, as the single machine orders them
+        by_node.setdefault((task[1], task[2]), []).append(task)
+    node_queue = deque(by_node)
+    all_rows = [None]
+
+    def node_block(t, v):
+        if v == 0:  # a root's classifiers see every point
+            if all_rows[0] is None:
+                all_rows[0] = ex.submit(_concat, *blocks)
+            return all_rows[0]
+        tr = trees[t]
+        pieces = [ex.submit(_node_piece, b, ix, perms[t], int(tr["lo"][v]), int(tr["hi"][v]))
+                  for b, ix in zip(blocks, index)]
+        return ex.submit(_concat, *pieces)
+
+    queue = ex.completion_queue()
+    pending = {}      # future key -> (task, node)
+    left = {}         # node -> batches not finished
+    held = {}         # node -> its row block future
+
+    def start_next():
+        t, v = node_queue.popleft()
+        nb = node_block(t, v)
+        held[(t, v)] = nb
+        left[(t, v)] = len(by_node[(t, v)])
+        for task in by_node[(t, v)]:
+            _, _, _, c0, c1 = task
+            lo, hi, seeds = est._batch_problem(trees[t], t, v, c0, c1)
+            f = ex.submit(_train_batch, nb, poss[t], lo, hi, seeds, d, solver,
+                          priority=int(min(task[0], 2.0 ** 40) // 1024))
+            pending[getattr(f, "key", id(f))] = (task, (t, v))
+            queue.add(f)
+
+    for _ in range(min(window, len(node_queue))):
+        start_next()
+
+    def completed():
+        while len(queue):
+            f, res = queue.next()
+            task, node = pending.pop(getattr(f, "key", id(f)))
+            left[node] -= 1
+            if left[node] == 0:
+                nb = held.pop(node)
+                if nb is not all_rows[0]:
+                    ex.release([nb])
+                if node_queue:
+                    start_next()
+            yield task, (lambda r=res: r)
+
+    results = _collect(completed(), len(tasks), progress, 0.3)
+    ex.release([all_rows[0]])
+    return _assemble(trees, results, d)
+
+
+# ---------------------------------------------------------------------------- twin
+def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxmlc_params):
+    """KTXMLC on a Dask cluster: a fitted :class:`~featagg_core.ktxmlc.KTXMLC` whose trees,
+    weights and so predictions equal ``KTXMLC(**ktxmlc_params).fit(X, Y)``'s.
+
+    Parameters
+    ----------
+    client : ``"serial"``, a ``dask.distributed.Client`` or a scheduler address.
+    X, Y : as for ``KTXMLC.fit`` (cut into ``n_parts`` row blocks, scattered once), or
+        ``X`` a :class:`ShardedMultiLabel` and ``Y=None``.
+    progress : ``progress(fraction, message)`` as ``KTXMLC.fit`` takes it; raising
+        :class:`~featagg_core._cancel.Cancelled` from it cancels the outstanding tasks.
+    n_parts : int, row blocks for in-memory input (default: one per worker thread, >= 2).
+    **ktxmlc_params : ``KTXMLC``'s parameters (``n_jobs`` is ignored: the cluster's
+        threads decide).
+
+    Returns
+    -------
+    KTXMLC, with ``distributed_info_`` (workers, blocks, groups, seconds per phase, bytes,
+    per-level bytes of the tree growth, ``n_inexact``).
+    """
+    from ..ktxmlc import KTXMLC, _build_trees, _check_X, _check_Y
+
+    try:
+        est = KTXMLC(**ktxmlc_params)
+    except TypeError as exc:
+        raise ValueError(f"ktxmlc_distributed: {exc}") from None
+    tree_args = est._tree_params()
+    C, eps, max_iter, thr, bias, _ = est._solver_params()
+    times = {}
+    t0 = time.perf_counter()
+    with Executor(client) as ex:
+        def validate(X_, Y_):
+            X_ = _check_X(X_)
+            if Y_ is None:
+                raise ValueError("Y: KTXMLC needs the label matrix Y (n x L, 0/1)")
+            return X_, _check_Y(Y_, X_.shape[0])
+
+        blocks = row_blocks(ex, X, Y, n_parts, validate)
+        n, d, L = blocks.n_samples, blocks.n_features, blocks.n_labels
+        futs = [ex.submit(_normalized, b, bool(est.normalize)) for b in blocks.futures]
+        times["blocks_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        joint = est.representation == "joint"
+        parts = by_worker(ex, [ex.submit(_partials, b, joint) for b in futs])
+        vec = ex.submit(_label_vectors, tree_reduce(ex, parts, _merge_pair),
+                        est.representation, est.joint_weight)
+        R = ex.submit(_first, vec)
+        counts = tree_reduce(ex, [ex.submit(label_counts, b, L) for b in futs], add_counts)
+        (n_cols, nnz_R, n_inexact), label_nnz = ex.gather([ex.submit(_meta, vec), counts])
+        del vec, parts
+        times["representation_s"] = time.perf_counter() - t1
+        if progress is not None:
+            progress(0.0, "label representations computed")
+        t2 = time.perf_counter()
+        groups = RowGroups(ex, R, L, n_trees=tree_args[0])
+        del R
+        levels = _ClusterLevels(ex, groups, est.random_state)
+        trees = _build_trees(_Shape(L, n_cols), *tree_args, est.random_state, None, progress,
+                             cluster_level=levels)
+        del groups
+        times["trees_s"] = time.perf_counter() - t2
+        t3 = time.perf_counter()
+        W, bw, off = _train(ex, est, futs, trees, np.asarray(label_nnz, np.int64), n, d,
+                            (C, eps, max_iter, thr, bias), progress,
+                            window=2 * ex.total_threads())
+        times["train_s"] = time.perf_counter() - t3
+        est._finalise((n, d), L, trees, W, bw, off, bias)
+        est.train_time_ = time.perf_counter() - t0
+        est.distributed_info_ = {
+            "workers": 1 if ex.serial else len(ex.workers()), "blocks": len(futs),
+            "n_inexact": int(n_inexact), "nnz_R": int(nnz_R),
+            "bytes_to_cluster": int(ex.bytes_to_cluster),
+            "bytes_from_cluster": int(ex.bytes_from_cluster),
+            "level_bytes": [int(b) for b in levels.level_bytes],
+            "level_seconds": [float(s) for s in levels.level_seconds],
+            "tasks": int(ex.n_tasks), **times, "seconds": est.train_time_}
+    if progress is not None:
+        progress(1.0, "done")
+    return est
