@@ -361,3 +361,29 @@ def _kill(c, address):
         c.run(os._exit, 1, workers=[address])
     except Exception:  # the worker dies before answering
         pass
+
+
+def _sleep_then(x, seconds):
+    time.sleep(seconds)
+    return x
+
+
+def test_a_cancel_is_seen_while_a_long_task_runs(client):
+    from featagg_core._distributed.executor import Executor
+    calls = []
+
+    def poll():
+        calls.append(time.monotonic())
+        if len(calls) == 2:
+            raise Cancelled("stop")
+
+    t0 = time.monotonic()
+    with pytest.raises(Cancelled):
+        with Executor(client) as ex:
+            fut = ex.submit(_sleep_then, 1, 3.0)
+            ex.gather([fut], poll=poll, every=0.2)
+    assert time.monotonic() - t0 < 2.0  # not the task's 3 s
+    deadline = time.time() + 5
+    while time.time() < deadline and fut.status != "cancelled":
+        time.sleep(0.05)
+    assert fut.status == "cancelled"

@@ -119,14 +119,17 @@ def _group_sse(block, seg, starts, sizes):
 class _Levels:
     """The ``split_level`` DEFRAG's level loop calls: one task per group."""
 
-    def __init__(self, ex, groups, seed, eps, max_iter):
+    def __init__(self, ex, groups, seed, eps, max_iter, progress=None, n_levels=0):
         self.ex, self.groups = ex, groups
+        self.progress, self.n_levels = progress, n_levels
         self.seed, self.eps, self.max_iter = seed, eps, max_iter
         self.level_bytes = []
         self.level_seconds = []
+        self.level_epochs = []
 
     def __call__(self, order, s_start, s_size, s_ids):
         t0 = time.perf_counter()
+        e0 = time.time()
         b0 = self.ex.bytes_to_cluster + self.ex.bytes_from_cluster
         nodes = [(0, int(a), int(a + n)) for a, n in zip(s_start, s_size)]
         plan = self.groups.plan(nodes, lambda t: order)
@@ -138,13 +141,18 @@ class _Levels:
                                  s_ids[idx], self.seed, self.eps, self.max_iter,
                                  workers=self.groups.workers_of(g))
             subs.append((g, idx, fut))
-        res = self.ex.gather([f for _, _, f in subs])
+        poll = None
+        if self.progress is not None:  # repeat the last report: lets a cancel through
+            def poll(done=len(self.level_seconds)):
+                self.progress(done, self.n_levels)
+        res = self.ex.gather([f for _, _, f in subs], poll=poll)
         iters = np.zeros(len(s_ids), np.int32)
         for (g, idx, _), (seg, it) in zip(subs, res):
             order[g.lo:g.hi] = g.rows[seg]
             iters[idx] = it
         self.level_bytes.append(self.ex.bytes_to_cluster + self.ex.bytes_from_cluster - b0)
         self.level_seconds.append(time.perf_counter() - t0)
+        self.level_epochs.append((e0, time.time()))
         return iters
 
 
@@ -163,8 +171,9 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
         ``Y=None``.
     d0, representation, random_state, **params : ``Defrag``'s parameters.
     progress : ``progress(level, n_levels)`` as ``Defrag.fit`` takes it (also called once
-        with level 0 when the representation is ready); raising
-        :class:`~featagg_core._cancel.Cancelled` from it cancels the outstanding tasks.
+        with level 0 when the representation is ready, and repeated about every 0.5 s
+        while a level runs); raising :class:`~featagg_core._cancel.Cancelled` from it
+        cancels the outstanding tasks.
     n_parts : int, row blocks for in-memory input (default: one per worker thread, >= 2).
 
     Returns
@@ -183,7 +192,8 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
     est._check_params()
     need_y = representation == "XY"
     times = {}
-    t0 = time.perf_counter()
+    phases = []  # (name, epoch start, epoch end): the benchmark buckets transfers by them
+    t0, e0 = time.perf_counter(), time.time()
     with Executor(client) as ex:
         blocks = row_blocks(ex, X, Y, n_parts, est._check_fit_input)
         if need_y and blocks.n_labels is None:
@@ -207,7 +217,8 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
             cols = _top_fraction(counts, float(est.sample_labels))
             futs = [ex.submit(select_labels, b, cols) for b in futs]
         times["blocks_s"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
+        t1, e1 = time.perf_counter(), time.time()
+        phases.append(("blocks", e0, e1))
         if need_y:
             parts = by_worker(ex, [ex.submit(_partial_xy, b) for b in futs])
             reduced = tree_reduce(ex, parts, _products.merge)
@@ -219,6 +230,7 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
         zero, n_inexact, nnz_R, _ = ex.gather([ex.submit(_finished_meta, finished)])[0]
         del finished, reduced, parts
         times["representation_s"] = time.perf_counter() - t1
+        phases.append(("representation", e1, time.time()))
         cap = balanced_depth_cap(d, int(est.d0))
         if progress is not None:
             progress(0, cap)
@@ -226,10 +238,11 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
         groups = RowGroups(ex, R, d)
         del R
         levels = _Levels(ex, groups, int(est.random_state) & 0xFFFFFFFFFFFFFFFF,
-                         float(est.eps), int(est.max_iter))
+                         float(est.eps), int(est.max_iter), progress, cap)
         tree = _grow_tree(d, int(est.d0), levels, progress)
         times["tree_s"] = time.perf_counter() - t2
-        t3 = time.perf_counter()
+        phases += [(f"level {i + 1}", a, b) for i, (a, b) in enumerate(levels.level_epochs)]
+        t3, e3 = time.perf_counter(), time.time()
         leaves = tree.leaves()
         l_start, l_size = tree.start[leaves], tree.n_members[leaves]
         subs = []
@@ -240,6 +253,7 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
                                   l_size[inside], workers=groups.workers_of(g)))
         sse = np.concatenate(ex.gather(subs))
         times["sse_s"] = time.perf_counter() - t3
+        phases.append(("leaf SSE", e3, time.time()))
         est._set_fitted(tree, sse, zero)
         est.distributed_info_ = {
             "workers": 1 if ex.serial else len(ex.workers()), "blocks": len(futs),
@@ -248,5 +262,6 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
             "bytes_from_cluster": int(ex.bytes_from_cluster),
             "level_bytes": [int(b) for b in levels.level_bytes],
             "level_seconds": [float(s) for s in levels.level_seconds],
-            "tasks": int(ex.n_tasks), **times, "seconds": time.perf_counter() - t0}
+            "tasks": int(ex.n_tasks), **times, "seconds": time.perf_counter() - t0,
+            "phases": phases}
     return est

@@ -8,7 +8,8 @@ Contract kept here for every twin:
 
 * **cancel**: the executor is a context manager; any exception leaving the block (a
   progress callback raising :class:`featagg_core._cancel.Cancelled`, a bad input, a
-  failed task) cancels every future it submitted that is still pending, then propagates;
+  failed task) cancels every future it created (pending tasks stop, held results are
+  freed), then propagates;
 * **lost work**: a task whose worker dies is re-run by the scheduler on another worker
   (results equal: every task is deterministic). Input blocks scattered from this process
   cannot be recomputed; if their only copy is lost the call raises :class:`ClusterError`
@@ -19,6 +20,7 @@ Contract kept here for every twin:
 """
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -131,14 +133,16 @@ class Executor:
         return False
 
     def cancel(self) -> None:
-        """Cancel every future this executor submitted that has not finished."""
+        """Cancel every future this executor created: pending tasks stop, and finished
+        results (blocks, partial products) are freed although the traceback of the
+        exception being raised still references their futures."""
         if self.serial:
             return
-        pending = [f for f in list(self._live) if not f.done()]
-        if pending:
+        live = list(self._live)
+        if live:
             self._cancelling = True
             try:
-                self.client.cancel(pending, force=True)
+                self.client.cancel(live, force=True)
             except Exception:  # noqa: BLE001 - best effort while unwinding another error
                 pass
 
@@ -186,10 +190,23 @@ class Executor:
         self._live.add(fut)
         return fut
 
-    def gather(self, futures: Sequence[Any]) -> list:
+    def gather(self, futures: Sequence[Any], poll: Optional[Callable[[], None]] = None,
+               every: float = 0.5) -> list:
+        """Results of ``futures``. While waiting, ``poll()`` is called every ``every``
+        seconds (a progress callback that may raise ``Cancelled``: a long level is then
+        abandoned within about a second, not when it ends)."""
         futures = list(futures)
         if self.serial:
             return [f.value for f in futures]
+        if poll is not None:
+            from distributed import wait
+
+            while True:
+                try:
+                    wait(futures, timeout=every)
+                    break
+                except TimeoutError:
+                    poll()
         out = self._translate(lambda: self.client.gather(futures))
         self._count_back(out)
         return out
@@ -258,6 +275,7 @@ class Completions:
         self._serial: list = []
         self._ac = None
         self._n = 0
+        self._last_poll = time.monotonic()
         if not ex.serial:
             from distributed import as_completed
 
@@ -273,14 +291,20 @@ class Completions:
     def __len__(self) -> int:
         return self._n
 
-    def next(self):
-        """The next finished ``(future, result)``; ``StopIteration`` when none is left."""
+    def next(self, poll: Optional[Callable[[], None]] = None, every: float = 0.5):
+        """The next finished ``(future, result)``; ``StopIteration`` when none is left.
+        ``poll()`` is called every ``every`` seconds while waiting (see ``gather``)."""
         if self._n == 0:
             raise StopIteration
         self._n -= 1
         if self._ac is None:
             f = self._serial.pop(0)
             return f, f.value
+        while poll is not None and not self._ac.has_ready():
+            time.sleep(min(every, 0.05))
+            if time.monotonic() - self._last_poll >= every:
+                self._last_poll = time.monotonic()
+                poll()
         f = next(self._ac)
         res = self.ex._translate(f.result)
         self.ex._count_back([res])

@@ -120,9 +120,26 @@ class _Shape:
         self.shape = (int(n_rows), int(n_cols))
 
 
+class _LastReport:
+    """A progress callback that remembers its last report, so that a long wait can repeat
+    it (letting a cancel through) without inventing progress."""
+
+    def __init__(self, progress):
+        self.progress = progress
+        self.last = (0.0, "label representations computed")
+
+    def __call__(self, fraction, message):
+        self.last = (fraction, message)
+        self.progress(fraction, message)
+
+    def repeat(self):
+        self.progress(*self.last)
+
+
 class _ClusterLevels:
-    def __init__(self, ex, groups, random_state):
+    def __init__(self, ex, groups, random_state, report=None):
         self.ex, self.groups, self.random_state = ex, groups, random_state
+        self.report = report
         self.level_bytes = []
         self.level_seconds = []
 
@@ -141,7 +158,8 @@ class _ClusterLevels:
             subs.append((idx, self.ex.submit(_cluster_group, g.block, positions, seeds, params,
                                              workers=self.groups.workers_of(g))))
         results = [None] * len(split)
-        for (idx, _), res in zip(subs, self.ex.gather([f for _, f in subs])):
+        poll = None if self.report is None else self.report.repeat
+        for (idx, _), res in zip(subs, self.ex.gather([f for _, f in subs], poll=poll)):
             for i, r in zip(idx, res):
                 results[i] = r
         self.level_bytes.append(self.ex.bytes_to_cluster + self.ex.bytes_from_cluster - b0)
@@ -149,7 +167,7 @@ class _ClusterLevels:
         return results
 
 
-def _train(ex, est, blocks, trees, label_nnz, n, d, solver, progress, window):
+def _train(ex, est, blocks, trees, label_nnz, n, d, solver, report, window):
     """KTXMLC's training batches as tasks (see the module docstring, step 4)."""
     from ..ktxmlc import _assemble, _collect, _train_plan
 
@@ -194,9 +212,11 @@ def _train(ex, est, blocks, trees, label_nnz, n, d, solver, progress, window):
     for _ in range(min(window, len(node_queue))):
         start_next()
 
+    poll = None if report is None else report.repeat
+
     def completed():
         while len(queue):
-            f, res = queue.next()
+            f, res = queue.next(poll)
             task, node = pending.pop(getattr(f, "key", id(f)))
             left[node] -= 1
             if left[node] == 0:
@@ -207,7 +227,7 @@ def _train(ex, est, blocks, trees, label_nnz, n, d, solver, progress, window):
                     start_next()
             yield task, (lambda r=res: r)
 
-    results = _collect(completed(), len(tasks), progress, 0.3)
+    results = _collect(completed(), len(tasks), report, 0.3)
     ex.release([all_rows[0]])
     return _assemble(trees, results, d)
 
@@ -222,7 +242,8 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxm
     client : ``"serial"``, a ``dask.distributed.Client`` or a scheduler address.
     X, Y : as for ``KTXMLC.fit`` (cut into ``n_parts`` row blocks, scattered once), or
         ``X`` a :class:`ShardedMultiLabel` and ``Y=None``.
-    progress : ``progress(fraction, message)`` as ``KTXMLC.fit`` takes it; raising
+    progress : ``progress(fraction, message)`` as ``KTXMLC.fit`` takes it (the last report
+        is repeated about every 0.5 s while tasks run); raising
         :class:`~featagg_core._cancel.Cancelled` from it cancels the outstanding tasks.
     n_parts : int, row blocks for in-memory input (default: one per worker thread, >= 2).
     **ktxmlc_params : ``KTXMLC``'s parameters (``n_jobs`` is ignored: the cluster's
@@ -242,7 +263,8 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxm
     tree_args = est._tree_params()
     C, eps, max_iter, thr, bias, _ = est._solver_params()
     times = {}
-    t0 = time.perf_counter()
+    phases = []  # (name, epoch start, epoch end)
+    t0, e0 = time.perf_counter(), time.time()
     with Executor(client) as ex:
         def validate(X_, Y_):
             X_ = _check_X(X_)
@@ -254,7 +276,8 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxm
         n, d, L = blocks.n_samples, blocks.n_features, blocks.n_labels
         futs = [ex.submit(_normalized, b, bool(est.normalize)) for b in blocks.futures]
         times["blocks_s"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
+        t1, e1 = time.perf_counter(), time.time()
+        phases.append(("blocks", e0, e1))
         joint = est.representation == "joint"
         parts = by_worker(ex, [ex.submit(_partials, b, joint) for b in futs])
         vec = ex.submit(_label_vectors, tree_reduce(ex, parts, _merge_pair),
@@ -264,31 +287,38 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxm
         (n_cols, nnz_R, n_inexact), label_nnz = ex.gather([ex.submit(_meta, vec), counts])
         del vec, parts
         times["representation_s"] = time.perf_counter() - t1
-        if progress is not None:
-            progress(0.0, "label representations computed")
+        e2 = time.time()
+        phases.append(("representation", e1, e2))
+        report = None if progress is None else _LastReport(progress)
+        if report is not None:
+            report(0.0, "label representations computed")
         t2 = time.perf_counter()
         groups = RowGroups(ex, R, L, n_trees=tree_args[0])
         del R
-        levels = _ClusterLevels(ex, groups, est.random_state)
-        trees = _build_trees(_Shape(L, n_cols), *tree_args, est.random_state, None, progress,
+        levels = _ClusterLevels(ex, groups, est.random_state, report)
+        trees = _build_trees(_Shape(L, n_cols), *tree_args, est.random_state, None, report,
                              cluster_level=levels)
+        n_groups = groups.n_groups()
         del groups
         times["trees_s"] = time.perf_counter() - t2
-        t3 = time.perf_counter()
+        e3 = time.time()
+        phases.append(("trees", e2, e3))
         W, bw, off = _train(ex, est, futs, trees, np.asarray(label_nnz, np.int64), n, d,
-                            (C, eps, max_iter, thr, bias), progress,
+                            (C, eps, max_iter, thr, bias), report,
                             window=2 * ex.total_threads())
-        times["train_s"] = time.perf_counter() - t3
+        times["train_s"] = time.time() - e3
+        phases.append(("classifiers", e3, time.time()))
         est._finalise((n, d), L, trees, W, bw, off, bias)
         est.train_time_ = time.perf_counter() - t0
         est.distributed_info_ = {
             "workers": 1 if ex.serial else len(ex.workers()), "blocks": len(futs),
-            "n_inexact": int(n_inexact), "nnz_R": int(nnz_R),
+            "groups": n_groups, "n_inexact": int(n_inexact), "nnz_R": int(nnz_R),
             "bytes_to_cluster": int(ex.bytes_to_cluster),
             "bytes_from_cluster": int(ex.bytes_from_cluster),
             "level_bytes": [int(b) for b in levels.level_bytes],
             "level_seconds": [float(s) for s in levels.level_seconds],
-            "tasks": int(ex.n_tasks), **times, "seconds": est.train_time_}
+            "tasks": int(ex.n_tasks), **times, "seconds": est.train_time_,
+            "phases": phases}
     if progress is not None:
         progress(1.0, "done")
     return est

@@ -1,0 +1,312 @@
+"""Dask twins vs the single-machine fits on one synthetic data set, 1 vs 2 workers.
+
+    nice -n 10 .venv/bin/python benchmarks/distributed_bench.py            # 1e6 x 1e5 x 1e4
+    .venv/bin/python benchmarks/distributed_bench.py --quick                # 2e4 x 1e4 x 1e3
+
+Data: ``make_powerlaw_multilabel(n, d, L, random_state=0)``, written once as XC shards to
+``--data-dir`` (default /tmp/featagg_dist_bench) and reused. Every configuration runs in
+a fresh process (so peak memory is its own):
+
+* ``single``: the single-machine fit, numba on 1 and on 2 threads (the peer);
+* ``dask-W``: ``LocalCluster(n_workers=W, threads_per_worker=1, processes=True)``, data
+  read on the workers by ``load_xc_shards``, then the twin.
+
+Measured: wall and CPU seconds (driver + workers), bytes driver -> cluster and back
+(serialized sizes, the executor's accounting), bytes between workers (the workers'
+transfer logs), peak RSS of every worker process, per-phase and per-level time and
+traffic, and whether the model equals the single-machine one (labels/tree; KTXMLC
+predictions on 2000 rows). Writes ``benchmarks/results/distributed.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+# ---------------------------------------------------------------------------- data
+def data_dir(args) -> str:
+    return os.path.join(args.data_dir, f"n{args.n}_d{args.d}_L{args.L}_s{args.shards}")
+
+
+def ensure_data(args) -> str:
+    from featagg_core.data import save_xc
+    from featagg_core.synthetic import make_powerlaw_multilabel
+
+    path = data_dir(args)
+    done = os.path.join(path, "DONE.json")
+    if os.path.exists(done):
+        return path
+    os.makedirs(path, exist_ok=True)
+    t0 = time.perf_counter()
+    data = make_powerlaw_multilabel(args.n, args.d, args.L, random_state=0)
+    cuts = np.round(np.linspace(0, args.n, args.shards + 1)).astype(int)
+    for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        save_xc((data.X[a:b], data.Y[a:b]), os.path.join(path, f"part-{k:03d}.txt"))
+    with open(done, "w") as fh:
+        json.dump({"n": args.n, "d": args.d, "L": args.L, "nnz_X": int(data.X.nnz),
+                   "nnz_Y": int(data.Y.nnz), "seconds": time.perf_counter() - t0}, fh)
+    return path
+
+
+def load_whole(path):
+    """All shards through featagg's reader, stacked (what a single machine would hold)."""
+    import scipy.sparse as sp
+
+    from featagg_core.data import load_xc
+
+    files = sorted(f for f in os.listdir(path) if f.startswith("part-"))
+    parts = [load_xc(os.path.join(path, f)) for f in files]
+    return (sp.vstack([p.X for p in parts], format="csr"),
+            sp.vstack([p.Y for p in parts], format="csr"))
+
+
+# ---------------------------------------------------------------------------- one run
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _fingerprint_model(method, model, X):
+    if method == "defrag":
+        return {"labels_sha": _sha(model.labels_), "order_sha": _sha(model.tree_.order),
+                "n_iter_sha": _sha(model.tree_.n_iter),
+                "clustering_error": model.clustering_error_}
+    S = model.predict_scores(X[:2000], k=5)
+    return {"W_sha": _sha(model.W_.data), "pred_sha": _sha(S.data) + _sha(S.indices)}
+
+
+def _sha(a) -> str:
+    import hashlib
+
+    return hashlib.sha1(np.ascontiguousarray(a).tobytes()).hexdigest()[:12]
+
+
+def _warmup():
+    """Load every kernel from numba's cache (or compile it) before anything is timed."""
+    from featagg_core import _products, defrag, ktxmlc
+
+    defrag.warmup()
+    ktxmlc.warmup()
+    _products.warmup()
+
+
+def run_one(args) -> dict:
+    """One configuration in this (fresh) process; returns its measurements."""
+    method, config = args.method, args.config
+    path = data_dir(args)
+    params = json.loads(args.params)
+    out = {"method": method, "config": config, "load": os.getloadavg()[0]}
+    if config.startswith("single"):
+        import numba
+
+        threads = int(config.split("-")[1])
+        numba.set_num_threads(threads)
+        t = time.perf_counter()
+        X, Y = load_whole(path)
+        out["read_s"] = time.perf_counter() - t
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        from featagg_core.defrag import Defrag
+        from featagg_core.ktxmlc import KTXMLC
+
+        _warmup()
+        est = Defrag(**params) if method == "defrag" else KTXMLC(n_jobs=threads, **params)
+        c0, t0 = _cpu(), time.perf_counter()
+        est.fit(X, Y)
+        out["fit_s"] = time.perf_counter() - t0
+        out["cpu_s"] = _cpu() - c0
+        out["peak_rss_mb"] = [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]
+        out["rss_before_fit_mb"] = rss0 / 1024
+        out["model"] = _fingerprint_model(method, est, X)
+        return out
+    import dask
+    from distributed import Client, LocalCluster
+
+    from featagg_core.distributed import defrag_distributed, ktxmlc_distributed, load_xc_shards
+
+    W = int(config.split("-")[1])
+    dask.config.set({"distributed.admin.low-level-log-length": 1_000_000,
+                     "distributed.worker.memory.target": False,
+                     "distributed.worker.memory.spill": False,
+                     "distributed.worker.memory.pause": False,
+                     "distributed.worker.memory.terminate": False})
+    with LocalCluster(n_workers=W, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      memory_limit=0) as lc, Client(lc) as c:
+        c.run(_warmup)  # imports and kernel loading outside the timings (as for single)
+        t = time.perf_counter()
+        h = load_xc_shards(c, os.path.join(path, "part-*.txt"))
+        out["read_s"] = time.perf_counter() - t
+
+        def wcpu():
+            return sum(c.run(_cpu).values())
+
+        def incoming():
+            return c.run(lambda dask_worker: [(e["start"], e["stop"], e["total"])
+                                              for e in dask_worker.transfer_incoming_log])
+
+        before = sum(t for log in incoming().values() for (_, _, t) in log)
+        c0, w0, t0, e0 = _cpu(), wcpu(), time.perf_counter(), time.time()
+        twin = defrag_distributed if method == "defrag" else ktxmlc_distributed
+        est = twin(c, h, **params)
+        out["fit_s"] = time.perf_counter() - t0
+        e1 = time.time()
+        out["cpu_s"] = _cpu() - c0 + wcpu() - w0
+        logs = incoming()
+        entries = [e for log in logs.values() for e in log if e0 - 1 <= e[0] <= e1 + 1]
+        out["worker_to_worker_bytes"] = int(sum(e[2] for e in entries))
+        out["worker_to_worker_bytes_all"] = int(sum(t for log in logs.values()
+                                                    for (_, _, t) in log) - before)
+        out["transfers"] = len(entries)
+        out["phases"] = est.distributed_info_.get("phases", [])
+        out["phase_transfer_bytes"] = {
+            name: int(sum(e[2] for e in entries if a <= e[0] < b))
+            for name, a, b in out["phases"]}
+        out["peak_rss_mb"] = sorted(v / 1024 for v in c.run(
+            lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
+        out["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        info = {k: v for k, v in est.distributed_info_.items() if k != "phases"}
+        out["info"] = info
+        X, _ = load_whole(path) if method == "ktxmlc" else (None, None)
+        out["model"] = _fingerprint_model(method, est, X)
+    return out
+
+
+# ---------------------------------------------------------------------------- driver
+def spawn(args, method, config, params) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--run", "--method", method,
+           "--config", config, "--params", json.dumps(params), "--n", str(args.n),
+           "--d", str(args.d), "--L", str(args.L), "--shards", str(args.shards),
+           "--data-dir", args.data_dir]
+    print(f"[bench] {method} {config} ...", file=sys.stderr, flush=True)
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        print(res.stderr[-3000:], file=sys.stderr)
+        raise SystemExit(f"{method} {config} failed")
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("{")][-1]
+    out = json.loads(line)
+    print(f"[bench]   fit {out['fit_s']:.1f} s, cpu {out['cpu_s']:.1f} s, load "
+          f"{out['load']:.1f}", file=sys.stderr, flush=True)
+    return out
+
+
+def mb(b) -> str:
+    return f"{b / 2**20:,.1f}"
+
+
+def write_report(args, meta, results, out_path):
+    lines = [f"# Dask twins vs single machine (`benchmarks/distributed_bench.py"
+             f"{' --quick' if args.quick else ''}`)", ""]
+    lines.append(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
+                 f"{platform.node()} ({os.cpu_count()} cores, shared with other people's "
+                 "jobs, every run under `nice -n 10`; `load` = 1-minute load average when the "
+                 "run started; CPU seconds are the robust comparison). Data: "
+                 f"`make_powerlaw_multilabel({args.n}, {args.d}, {args.L}, random_state=0)`, "
+                 f"nnz(X) = {meta['nnz_X']:,}, nnz(Y) = {meta['nnz_Y']:,}, written as "
+                 f"{args.shards} XC shards to {data_dir(args)} and read by featagg's reader "
+                 "(single: in the driver; dask: on the workers by `load_xc_shards`).")
+    lines.append("")
+    lines.append("`dask-W` = `LocalCluster(n_workers=W, threads_per_worker=1, processes=True)` "
+                 "on this machine; `single-T` = the single-machine fit with T numba threads. "
+                 "Bytes: `to/from cluster` = serialized sizes the driver sent / gathered; "
+                 "`between workers` = the workers' transfer logs during the fit. `peak RSS` = "
+                 "max resident memory of each worker process (dask) or of the process "
+                 "(single), data included.")
+    for method in dict.fromkeys(r["method"] for r in results):
+        rows = [r for r in results if r["method"] == method]
+        base = {r["config"]: r for r in rows}
+        ref = rows[0]["model"]
+        lines += ["", f"## {method.upper()} {json.dumps(rows[0]['params'])}", "",
+                  "| config | load | fit s | CPU s | vs single-1 (wall) | read s | to cluster MB |"
+                  " from cluster MB | between workers MB | peak RSS MB (per process) |"
+                  " equal to single |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            info = r.get("info", {})
+            ratio = base["single-1"]["fit_s"] / r["fit_s"] if "single-1" in base else float("nan")
+            lines.append(
+                f"| {r['config']} | {r['load']:.1f} | {r['fit_s']:.1f} | {r['cpu_s']:.1f} | "
+                f"{ratio:.2f}x | {r.get('read_s', 0):.1f} | "
+                f"{mb(info.get('bytes_to_cluster', 0)) if info else '-'} | "
+                f"{mb(info.get('bytes_from_cluster', 0)) if info else '-'} | "
+                f"{mb(r.get('worker_to_worker_bytes', 0)) if info else '-'} | "
+                f"{', '.join(f'{m:,.0f}' for m in r['peak_rss_mb'])} | "
+                f"{'yes' if r['model'] == ref else 'NO'} |")
+        for r in rows:
+            if "info" not in r:
+                continue
+            info = r["info"]
+            lines += ["", f"{r['config']}: phases (s, bytes between workers): " + ", ".join(
+                f"{name} {b - a:.1f} s / {mb(r['phase_transfer_bytes'].get(name, 0))} MB"
+                for name, a, b in r["phases"]) + f"; {info.get('tasks', 0)} tasks, "
+                f"{info.get('groups', '-')} groups, n_inexact = {info.get('n_inexact')}."]
+            if info.get("level_seconds"):
+                lines.append("")
+                lines.append(f"{r['config']} per level (s / driver<->cluster KB): " + ", ".join(
+                    f"{s:.2f}/{b / 1024:.0f}" for s, b in zip(info["level_seconds"],
+                                                                 info["level_bytes"])))
+    lines += ["", "## Notes", "", args.notes or "(none)"]
+    with open(out_path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="2e4 x 1e4 x 1e3 smoke run")
+    p.add_argument("--n", type=int, default=1_000_000)
+    p.add_argument("--d", type=int, default=100_000)
+    p.add_argument("--L", type=int, default=10_000)
+    p.add_argument("--shards", type=int, default=8)
+    p.add_argument("--data-dir", default="/tmp/featagg_dist_bench")
+    p.add_argument("--methods", default="defrag,ktxmlc")
+    p.add_argument("--configs", default="single-1,single-2,dask-1,dask-2")
+    p.add_argument("--defrag-params", default='{"d0": 8, "representation": "XY"}')
+    p.add_argument("--ktxmlc-params", default='{"n_trees": 3, "max_leaf_labels": 100}')
+    p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "distributed.md"))
+    p.add_argument("--json", help="also write every measurement here")
+    p.add_argument("--merge", nargs="*", default=[], help="JSON files of earlier runs to include")
+    p.add_argument("--notes-file", help="markdown appended under Notes")
+    # internal: one configuration in a fresh process
+    p.add_argument("--run", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--method", help=argparse.SUPPRESS)
+    p.add_argument("--config", help=argparse.SUPPRESS)
+    p.add_argument("--params", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.n, args.d, args.L, args.shards = 20_000, 10_000, 1_000, 4
+    if args.run:
+        print(json.dumps(run_one(args)))
+        return 0
+    path = ensure_data(args)
+    with open(os.path.join(path, "DONE.json")) as fh:
+        meta = json.load(fh)
+    results = []
+    for f in args.merge:
+        with open(f) as fh:
+            results += json.load(fh)
+    for method in args.methods.split(","):
+        params = json.loads(args.defrag_params if method == "defrag" else args.ktxmlc_params)
+        for config in args.configs.split(","):
+            r = spawn(args, method, config, params)
+            r["params"] = params
+            results.append(r)
+            if args.json:
+                with open(args.json, "w") as fh:
+                    json.dump(results, fh)
+    args.notes = open(args.notes_file).read() if args.notes_file else ""
+    write_report(args, meta, results, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
