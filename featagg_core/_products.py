@@ -66,6 +66,9 @@ class Partial:
         return int(self.indices.shape[0])
 
     def lo_dense(self) -> np.ndarray:
+        """The ``lo`` parts as a dense array (empty when they are all zero)."""
+        if self.lo_pos.shape[0] == 0:
+            return np.zeros(0, np.float64)
         lo = np.zeros(self.hi.shape[0], np.float64)
         lo[self.lo_pos] = self.lo_val
         return lo
@@ -77,7 +80,11 @@ def _pack(shape, ptr, ind, hi, lo, bad) -> Partial:
 
 
 def partial_xt_y(A, B) -> Partial:
-    """The unrounded ``AᵀB`` of one row partition (A and B hold the same rows)."""
+    """The unrounded ``AᵀB`` of one row partition (A and B hold the same rows; they may be
+    lists of row blocks, stacked here)."""
+    if isinstance(A, (list, tuple)):
+        A = sp.vstack(A, format="csr") if len(A) > 1 else A[0]
+        B = sp.vstack(B, format="csr") if len(B) > 1 else B[0]
     ops = _operands(A, B)
     ptr, ind, hi, lo, bad = _ke.xt_y_partial(*ops, _n_chunks())
     return _pack((A.shape[1], B.shape[1]), ptr, ind, hi, lo, bad)
@@ -94,7 +101,8 @@ def merge(a: Partial, b: Partial) -> Partial:
 
 def rounded(p: Partial) -> sp.csr_matrix:
     """The float32 csr matrix of a (fully reduced) partial: each entry rounded once."""
-    dat = _ke.round_partial(p.hi, p.lo_dense())
+    lo = p.lo_dense()
+    dat = _ke.round_partial(p.hi, lo if lo.shape[0] else np.zeros(p.hi.shape[0], np.float64))
     return sp.csr_matrix((dat, p.indices, p.indptr), shape=p.shape)
 
 

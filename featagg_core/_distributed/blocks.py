@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from .executor import Done, Executor
 
 __all__ = ["ShardedMultiLabel", "load_xc_shards", "row_blocks", "tree_reduce",
-           "by_worker"]
+           "local_groups"]
 
 
 # ---------------------------------------------------------------------------- handle
@@ -135,7 +135,10 @@ def load_xc_shards(client, pattern, **reader_kwargs) -> ShardedMultiLabel:
     if owned:  # the handle keeps the client: the blocks live as long as it does
         ex._owned = False
     with ex:
-        shards = [ex.submit(_read_shard, p, dict(reader_kwargs)) for p in paths]
+        workers = ex.workers()  # spread the reads: block k starts on worker k mod W
+        shards = [ex.submit(_read_shard, p, dict(reader_kwargs),
+                            workers=None if ex.serial else [workers[k % len(workers)]])
+                  for k, p in enumerate(paths)]
         meta = ex.gather([ex.submit(_shard_meta, s) for s in shards])
         blocks = [ex.submit(_shard_block, s) for s in shards]
         del shards
@@ -224,19 +227,22 @@ def tree_reduce(ex: Executor, futures: Sequence[Any], merge: Callable[[Any, Any]
     return futures[0]
 
 
-def by_worker(ex: Executor, futures: Sequence[Any]) -> list:
-    """``futures`` reordered so that those held by the same worker are adjacent (stable):
-    an order-free (exact) merge then reduces each worker's blocks locally first."""
+def local_groups(ex: Executor, futures: Sequence[Any]):
+    """``(worker, futures)`` pairs: the blocks each worker holds, in row order (serial:
+    one group). An order-free (exact) reduction computes one partial per group there,
+    then merges across workers: log2(workers) rounds instead of log2(blocks)."""
     futures = list(futures)
-    if ex.serial or len(futures) < 3:
-        return futures
+    if ex.serial:
+        return [(None, futures)]
     from distributed import wait
 
     wait(futures)
     who = ex.client.who_has(futures)
-    key = [min(who.get(f.key, ()) or ("~",)) for f in futures]
-    order = sorted(range(len(futures)), key=lambda i: (key[i], i))
-    return [futures[i] for i in order]
+    groups = {}
+    for f in futures:
+        w = min(who.get(f.key, ()) or ("~",))
+        groups.setdefault(w, []).append(f)
+    return [(None if w == "~" else w, fs) for w, fs in sorted(groups.items())]
 
 
 def is_future(obj) -> bool:

@@ -3,8 +3,8 @@
 1. Rows of X (and Y) are row blocks on the workers (scattered once, or read there by
    ``load_xc_shards``).
 2. The feature representation is a tree reduction of per-block partial products: for
-   ``"XY"`` each block's exact partial ``X_kᵀ Y_k`` (double-double, see
-   :mod:`featagg_core._products`), merged pairwise (blocks on the same worker first),
+   ``"XY"`` one exact partial ``X_wᵀ Y_w`` per worker over the blocks it holds
+   (double-double, see :mod:`featagg_core._products`), merged pairwise across workers,
    rounded once; for ``"X"`` each block's ``X_kᵀ`` (its columns of R), concatenated in row
    order. Then the single machine's ``normalize_prune`` on the result. Sampling options
    (``sample_points``, ``sample_labels``) pick the same rows / labels from gathered row
@@ -26,8 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _products
-from .blocks import (add_counts, by_worker, label_counts, row_blocks, row_nnz, select_labels,
-                     select_rows, tree_reduce)
+from .blocks import (add_counts, label_counts, local_groups, row_blocks, row_nnz,
+                     select_labels, select_rows, tree_reduce)
 from .executor import Executor
 from .groups import RowGroups
 
@@ -35,9 +35,9 @@ __all__ = ["defrag_distributed"]
 
 
 # ---------------------------------------------------------------------------- tasks
-def _partial_xy(block):
-    X, Y = block
-    return _products.partial_xt_y(X, Y)
+def _partial_xy(*blocks):
+    """The exact partial ``XᵀY`` of the row blocks one worker holds."""
+    return _products.partial_xt_y([b[0] for b in blocks], [b[1] for b in blocks])
 
 
 def _partial_x(block, start, n_rows):
@@ -99,8 +99,9 @@ def _split_group(block, seg, starts, sizes, ids, seed, eps, max_iter):
     from ..defrag import _k, _n_chunks
 
     seg = np.array(seg, np.int64)
-    it = _k.split_level(block.indptr.astype(np.int64), block.indices.astype(np.int32),
-                        block.data.astype(np.float32), block.shape[1], seg,
+    it = _k.split_level(block.indptr.astype(np.int64, copy=False),
+                        block.indices.astype(np.int32, copy=False),
+                        block.data.astype(np.float32, copy=False), block.shape[1], seg,
                         np.asarray(starts, np.int64), np.asarray(sizes, np.int64),
                         np.asarray(ids, np.int64), seed, eps, max_iter, _n_chunks())
     return seg, it
@@ -109,8 +110,9 @@ def _split_group(block, seg, starts, sizes, ids, seed, eps, max_iter):
 def _group_sse(block, seg, starts, sizes):
     from ..defrag import _k, _n_chunks
 
-    return _k.cluster_sse(block.indptr.astype(np.int64), block.indices.astype(np.int32),
-                          block.data.astype(np.float32), block.shape[1],
+    return _k.cluster_sse(block.indptr.astype(np.int64, copy=False),
+                          block.indices.astype(np.int32, copy=False),
+                          block.data.astype(np.float32, copy=False), block.shape[1],
                           np.asarray(seg, np.int64), np.asarray(starts, np.int64),
                           np.asarray(sizes, np.int64), _n_chunks())
 
@@ -220,7 +222,8 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
         t1, e1 = time.perf_counter(), time.time()
         phases.append(("blocks", e0, e1))
         if need_y:
-            parts = by_worker(ex, [ex.submit(_partial_xy, b) for b in futs])
+            parts = [ex.submit(_partial_xy, *fs, workers=None if w is None else [w])
+                     for w, fs in local_groups(ex, futs)]
             reduced = tree_reduce(ex, parts, _products.merge)
         else:
             parts = [ex.submit(_partial_x, b, int(a), n_rows) for b, a in zip(futs, starts[:-1])]

@@ -1,8 +1,8 @@
 """``ktxmlc_distributed``: KTXMLC on a Dask cluster, equal to ``KTXMLC(...).fit``.
 
 1. Row blocks of X, Y on the workers; each block is row-normalised there (as ``fit``).
-2. Label vectors: a tree reduction of each block's exact partial ``Y_kᵀ normalize(X_k)``
-   (and ``Y_kᵀ Y_k`` for ``"joint"``), rounded once, then KTXMLC's ``_label_vectors``;
+2. Label vectors: a tree reduction of one exact partial ``Y_wᵀ normalize(X_w)`` per
+   worker over its blocks (and ``Y_wᵀ Y_w`` for ``"joint"``), rounded once, then KTXMLC's ``_label_vectors``;
    label frequencies are summed from per-block counts.
 3. Trees: KTXMLC's own ``_build_trees`` with a ``cluster_level`` hook running each
    level's nodes of *all* trees as tasks on the groups of :mod:`.groups` (trees start on
@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _products
-from .blocks import add_counts, by_worker, label_counts, row_blocks, tree_reduce
+from .blocks import add_counts, label_counts, local_groups, row_blocks, tree_reduce
 from .executor import Executor
 from .groups import RowGroups
 
@@ -39,12 +39,13 @@ def _normalized(block, normalize):
     return (_normalize_rows(X) if normalize else X), Y
 
 
-def _partials(block, joint):
+def _partials(joint, *blocks):
+    """The exact partials ``Yᵀ normalize(X)`` (and ``YᵀY``) of one worker's blocks."""
     from ..ktxmlc import _normalize_rows
 
-    X, Y = block
-    p = _products.partial_xt_y(Y, _normalize_rows(X))
-    return (p, _products.partial_xt_y(Y, Y) if joint else None)
+    Ys = [b[1] for b in blocks]
+    p = _products.partial_xt_y(Ys, [_normalize_rows(b[0]) for b in blocks])
+    return (p, _products.partial_xt_y(Ys, Ys) if joint else None)
 
 
 def _merge_pair(a, b):
@@ -279,7 +280,8 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxm
         t1, e1 = time.perf_counter(), time.time()
         phases.append(("blocks", e0, e1))
         joint = est.representation == "joint"
-        parts = by_worker(ex, [ex.submit(_partials, b, joint) for b in futs])
+        parts = [ex.submit(_partials, joint, *fs, workers=None if w is None else [w])
+                 for w, fs in local_groups(ex, futs)]
         vec = ex.submit(_label_vectors, tree_reduce(ex, parts, _merge_pair),
                         est.representation, est.joint_weight)
         R = ex.submit(_first, vec)

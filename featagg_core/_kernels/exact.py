@@ -181,13 +181,16 @@ def xt_y_partial(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks):
 @njit(cache=True, nogil=True)
 def merge_partials(a_ptr, a_ind, a_hi, a_lo, b_ptr, b_ind, b_hi, b_lo):
     """Exact entry-wise sum of two partial products of the same shape (sorted csr rows of
-    renormalised pairs). Returns ``(indptr, indices, hi, lo, n_inexact)``."""
+    renormalised pairs; an empty ``lo`` array means all zeros). Returns
+    ``(indptr, indices, hi, lo, n_inexact)``."""
     n = a_ptr.shape[0] - 1
     cap = a_ind.shape[0] + b_ind.shape[0]
     out_ptr = np.zeros(n + 1, np.int64)
     out_ind = np.empty(cap, np.int32)
     out_hi = np.empty(cap, np.float64)
     out_lo = np.empty(cap, np.float64)
+    a_has = a_lo.shape[0] > 0
+    b_has = b_lo.shape[0] > 0
     q = 0
     bad = 0
     for r in range(n):
@@ -197,16 +200,16 @@ def merge_partials(a_ptr, a_ind, a_hi, a_lo, b_ptr, b_ind, b_hi, b_lo):
             if s >= se or (p < pe and a_ind[p] < b_ind[s]):
                 out_ind[q] = a_ind[p]
                 out_hi[q] = a_hi[p]
-                out_lo[q] = a_lo[p]
+                out_lo[q] = a_lo[p] if a_has else 0.0
                 p += 1
             elif p >= pe or b_ind[s] < a_ind[p]:
                 out_ind[q] = b_ind[s]
                 out_hi[q] = b_hi[s]
-                out_lo[q] = b_lo[s]
+                out_lo[q] = b_lo[s] if b_has else 0.0
                 s += 1
             else:
                 h, e = _two_sum(a_hi[p], b_hi[s])
-                t, f1 = _two_sum(a_lo[p], b_lo[s])
+                t, f1 = _two_sum(a_lo[p] if a_has else 0.0, b_lo[s] if b_has else 0.0)
                 u, f2 = _two_sum(t, e)
                 if f1 != 0.0 or f2 != 0.0:
                     bad += 1
