@@ -139,7 +139,8 @@ def run_one(args) -> dict:
                      "distributed.worker.memory.target": False,
                      "distributed.worker.memory.spill": False,
                      "distributed.worker.memory.pause": False,
-                     "distributed.worker.memory.terminate": False})
+                     "distributed.worker.memory.terminate": False,
+                     "featagg.task-events": True})
     with LocalCluster(n_workers=W, threads_per_worker=1, processes=True, dashboard_address=":0",
                       memory_limit=0) as lc, Client(lc) as c:
         c.run(_warmup)  # imports and kernel loading outside the timings (as for single)
@@ -171,6 +172,18 @@ def run_one(args) -> dict:
         out["phase_transfer_bytes"] = {
             name: int(sum(e[2] for e in entries if a <= e[0] < b))
             for name, a, b in out["phases"]}
+        events = [m for _, m in c.get_events("featagg") if e0 - 1 <= m["start"] <= e1 + 1]
+        out["task_cpu_s"] = float(sum(m["cpu"] for m in events))
+        crit = {}
+        for name, a, b in out["phases"]:
+            per_worker = {}
+            for m in events:
+                mid = (m["start"] + m["stop"]) / 2
+                if a <= mid < b:
+                    per_worker[m["worker"]] = per_worker.get(m["worker"], 0.0) + m["cpu"]
+            crit[name] = max(per_worker.values()) if per_worker else 0.0
+        out["phase_critical_cpu_s"] = crit
+        out["critical_cpu_s"] = float(sum(crit.values()))
         out["peak_rss_mb"] = sorted(v / 1024 for v in c.run(
             lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
         out["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

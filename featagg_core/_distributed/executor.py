@@ -56,16 +56,32 @@ def _resolve(obj):
 
 def _in_worker(fn, *args, **kwargs):
     """Run ``fn`` in a Dask worker with numba limited to the worker's own threads (a
-    worker with ``threads_per_worker=1`` must not spread its kernels over every core)."""
+    worker with ``threads_per_worker=1`` must not spread its kernels over every core).
+
+    With the Dask config key ``featagg.task-events`` true (the benchmark sets it), each
+    task also logs an event ``"featagg"`` with its name, thread CPU seconds and wall
+    times (``client.get_events("featagg")``): per-worker CPU per phase, which a shared
+    machine's load does not inflate."""
+    worker = None
     try:
         import numba
         from distributed import get_worker
 
-        n = max(1, int(get_worker().state.nthreads))
+        worker = get_worker()
+        n = max(1, int(worker.state.nthreads))
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     except (ImportError, ValueError):  # not in a worker: leave numba alone
         pass
-    return fn(*args, **kwargs)
+    import dask
+
+    if worker is None or not dask.config.get("featagg.task-events", False):
+        return fn(*args, **kwargs)
+    c0, w0 = time.thread_time(), time.time()
+    out = fn(*args, **kwargs)
+    worker.log_event("featagg", {"fn": getattr(fn, "__name__", "?"), "worker": worker.address,
+                                 "cpu": time.thread_time() - c0, "start": w0,
+                                 "stop": time.time()})
+    return out
 
 
 def resolve_client(client):

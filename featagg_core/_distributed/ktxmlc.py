@@ -143,11 +143,14 @@ class _ClusterLevels:
         self.report = report
         self.level_bytes = []
         self.level_seconds = []
+        self.level_epochs = []
 
     def __call__(self, split, trees, params):
         from ..ktxmlc import _node_seed
 
-        t0 = time.perf_counter()
+        if not split:
+            return []
+        t0, e0 = time.perf_counter(), time.time()
         b0 = self.ex.bytes_to_cluster + self.ex.bytes_from_cluster
         nodes = [(t, int(trees[t]["lo"][v]), int(trees[t]["hi"][v])) for t, v in split]
         plan = self.groups.plan(nodes, lambda t: trees[t]["perm"])
@@ -165,6 +168,7 @@ class _ClusterLevels:
                 results[i] = r
         self.level_bytes.append(self.ex.bytes_to_cluster + self.ex.bytes_from_cluster - b0)
         self.level_seconds.append(time.perf_counter() - t0)
+        self.level_epochs.append((e0, time.time()))
         return results
 
 
@@ -304,7 +308,7 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxm
         del groups
         times["trees_s"] = time.perf_counter() - t2
         e3 = time.time()
-        phases.append(("trees", e2, e3))
+        phases += [(f"level {i + 1}", a, b) for i, (a, b) in enumerate(levels.level_epochs)]
         W, bw, off = _train(ex, est, futs, trees, np.asarray(label_nnz, np.int64), n, d,
                             (C, eps, max_iter, thr, bias), report,
                             window=2 * ex.total_threads())
