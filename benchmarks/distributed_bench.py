@@ -174,14 +174,19 @@ def run_one(args) -> dict:
             for name, a, b in out["phases"]}
         events = [m for _, m in c.get_events("featagg") if e0 - 1 <= m["start"] <= e1 + 1]
         out["task_cpu_s"] = float(sum(m["cpu"] for m in events))
-        crit = {}
+        crit, by_fn, biggest = {}, {}, {}
         for name, a, b in out["phases"]:
-            per_worker = {}
+            per_worker, fns, top = {}, {}, 0.0
             for m in events:
                 mid = (m["start"] + m["stop"]) / 2
                 if a <= mid < b:
                     per_worker[m["worker"]] = per_worker.get(m["worker"], 0.0) + m["cpu"]
+                    fns[m["fn"]] = fns.get(m["fn"], 0.0) + m["cpu"]
+                    top = max(top, m["cpu"])
             crit[name] = max(per_worker.values()) if per_worker else 0.0
+            by_fn[name], biggest[name] = fns, top
+        out["phase_cpu_by_fn"] = by_fn
+        out["phase_biggest_task_cpu_s"] = biggest
         out["phase_critical_cpu_s"] = crit
         out["critical_cpu_s"] = float(sum(crit.values()))
         out["peak_rss_mb"] = sorted(v / 1024 for v in c.run(
@@ -239,16 +244,21 @@ def write_report(args, meta, results, out_path):
         base = {r["config"]: r for r in rows}
         ref = rows[0]["model"]
         lines += ["", f"## {method.upper()} {json.dumps(rows[0]['params'])}", "",
-                  "| config | load | fit s | CPU s | vs single-1 (wall) | read s | to cluster MB |"
+                  "| config | load | fit s | CPU s (all processes) | task CPU s | critical-path "
+                  "CPU s | single-1 CPU / critical | read s | to cluster MB |"
                   " from cluster MB | between workers MB | peak RSS MB (per process) |"
                   " equal to single |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        s1 = base.get("single-1")
         for r in rows:
             info = r.get("info", {})
-            ratio = base["single-1"]["fit_s"] / r["fit_s"] if "single-1" in base else float("nan")
+            crit = r.get("critical_cpu_s", r["cpu_s"] if r["config"] == "single-1" else None)
+            ratio = f"{s1['cpu_s'] / crit:.2f}x" if (s1 and crit) else "-"
             lines.append(
                 f"| {r['config']} | {r['load']:.1f} | {r['fit_s']:.1f} | {r['cpu_s']:.1f} | "
-                f"{ratio:.2f}x | {r.get('read_s', 0):.1f} | "
+                f"{r.get('task_cpu_s', r['cpu_s'] if not info else 0):.1f} | "
+                f"{crit if crit is None else round(crit, 1)} | {ratio} | "
+                f"{r.get('read_s', 0):.1f} | "
                 f"{mb(info.get('bytes_to_cluster', 0)) if info else '-'} | "
                 f"{mb(info.get('bytes_from_cluster', 0)) if info else '-'} | "
                 f"{mb(r.get('worker_to_worker_bytes', 0)) if info else '-'} | "
@@ -258,19 +268,110 @@ def write_report(args, meta, results, out_path):
             if "info" not in r:
                 continue
             info = r["info"]
-            lines += ["", f"{r['config']}: phases (s, bytes between workers): " + ", ".join(
-                f"{name} {b - a:.1f} s / {mb(r['phase_transfer_bytes'].get(name, 0))} MB"
-                for name, a, b in r["phases"]) + f"; {info.get('tasks', 0)} tasks, "
+            crit = r.get("phase_critical_cpu_s", {})
+            lines += ["", f"{r['config']}: phases (wall s / critical-path CPU s / MB between "
+                      "workers): " + ", ".join(
+                          f"{name} {b - a:.1f} / {crit.get(name, 0):.1f} / "
+                          f"{mb(r['phase_transfer_bytes'].get(name, 0))}"
+                          for name, a, b in r["phases"]) + f"; {info.get('tasks', 0)} tasks, "
                 f"{info.get('groups', '-')} groups, n_inexact = {info.get('n_inexact')}."]
             if info.get("level_seconds"):
                 lines.append("")
                 lines.append(f"{r['config']} per level (s / driver<->cluster KB): " + ", ".join(
                     f"{s:.2f}/{b / 1024:.0f}" for s, b in zip(info["level_seconds"],
                                                                  info["level_bytes"])))
+    lines += scaling_lines(results)
     lines += ["", "## Notes", "", args.notes or "(none)"]
     with open(out_path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+# ---------------------------------------------------------------------------- model
+SPLIT_FNS = ("_split_group", "_cluster_group")
+
+
+def scaling_estimate(rows, bandwidth=1.25e9, rtt=0.002, workers=(1, 2, 8, 32, 100)):
+    """Predicted fit seconds on W dedicated single-core workers, from the dask-1 run's
+    per-phase task CPU (the work) and the dask-2 run's measured merge cost and traffic.
+
+    Model (per phase; the assumptions are printed with the table):
+    * blocks (normalisation) and per-worker partial products: work / W;
+    * merges: ceil(log2 W) rounds, each one merge of two partials (dask-2's merge CPU,
+      an upper bound as partials grow towards nnz(R)) plus sending one partial
+      (12 bytes per entry of R) over one link;
+    * finishing R (rounding, normalising): serial, as measured;
+    * tree level l with m_l nodes of equal size: work_l / min(m_l, W), plus one round
+      trip and the level's driver<->cluster assignment bytes; while groups double (the
+      first ceil(log2 W) levels with enough nodes) the half-blocks handed to new workers,
+      |R| / 2^l bytes per link;
+    * leaf SSE: work / W; KTXMLC classifiers: max(work / W, the biggest task), plus the
+      node row blocks: dask-2's between-worker bytes x 2 x (W-1)/W spread over W links.
+    """
+    import math
+
+    one = {r["method"]: r for r in rows if r["config"] == "dask-1" and "phase_cpu_by_fn" in r}
+    two = {r["method"]: r for r in rows if r["config"] == "dask-2" and "phase_cpu_by_fn" in r}
+    out = {}
+    for method, r1 in one.items():
+        r2 = two.get(method)
+        fn1, info1 = r1["phase_cpu_by_fn"], r1["info"]
+        rep1 = fn1.get("representation", {})
+        merge_names = ("merge", "_merge_pair")
+        partial = sum(v for k, v in rep1.items() if k.startswith("_partial"))
+        finish = sum(v for k, v in rep1.items() if k in ("_finish", "_label_vectors",
+                                                          "_finished_meta", "_meta"))
+        blocks = sum(fn1.get("blocks", {}).values()) + sum(
+            v for k, v in rep1.items() if k in ("_normalized", "label_counts", "add_counts"))
+        merge = 0.0
+        if r2 is not None:
+            merge = sum(v for k, v in r2["phase_cpu_by_fn"].get("representation", {}).items()
+                        if k in merge_names)
+        r_bytes = 12.0 * info1.get("nnz_R", 0)
+        levels = [(name, sum(v for k, v in fn1.get(name, {}).items() if k in SPLIT_FNS))
+                  for name, _, _ in r1["phases"] if name.startswith("level ")]
+        nodes = info1.get("level_nodes", [1] * len(levels))
+        lbytes = info1.get("level_bytes", [0] * len(levels))
+        sse = sum(fn1.get("leaf SSE", {}).values())
+        train = sum(fn1.get("classifiers", {}).values())
+        biggest = r1.get("phase_biggest_task_cpu_s", {}).get("classifiers", 0.0)
+        moved = 0.0
+        if r2 is not None:
+            moved = 2.0 * r2.get("phase_transfer_bytes", {}).get("classifiers", 0)
+        table = []
+        for W in workers:
+            rounds = math.ceil(math.log2(W)) if W > 1 else 0
+            t_rep = (blocks + partial) / W + rounds * (merge + r_bytes / bandwidth) + finish
+            t_tree = 0.0
+            for i, ((_, work), m, b) in enumerate(zip(levels, nodes, lbytes)):
+                t_tree += work / max(1, min(m, W)) + rtt + b / bandwidth
+                if W > 1 and i < rounds:
+                    t_tree += r_bytes / 2 ** (i + 1) / bandwidth
+            t_rest = sse / W
+            if train:
+                t_rest += max(train / W, biggest) + moved * (W - 1) / W / W / bandwidth
+            table.append((W, t_rep, t_tree, t_rest, t_rep + t_tree + t_rest))
+        out[method] = table
+    return out
+
+
+def scaling_lines(rows):
+    est = scaling_estimate(rows)
+    if not est:
+        return []
+    lines = ["", "## Scaling estimate to 100 workers", "",
+             "From the measured work of every phase (dask-1 task CPU seconds), the measured "
+             "merge cost and traffic (dask-2), and assumed dedicated single-core workers on "
+             "a 10 Gb/s network (1.25 GB/s per link, 2 ms per round trip); see "
+             "`scaling_estimate` in the script for the model. Seconds:", "",
+             "| method | W | representation | tree levels | rest (SSE / classifiers) | total |"
+             " speed-up vs W=1 |", "|---|---|---|---|---|---|---|"]
+    for method, table in est.items():
+        t1 = table[0][4]
+        for W, a, b, c, t in table:
+            lines.append(f"| {method} | {W} | {a:.1f} | {b:.1f} | {c:.1f} | {t:.1f} | "
+                         f"{t1 / t:.1f}x |")
+    return lines
 
 
 def main(argv=None):
@@ -289,6 +390,8 @@ def main(argv=None):
     p.add_argument("--json", help="also write every measurement here")
     p.add_argument("--merge", nargs="*", default=[], help="JSON files of earlier runs to include")
     p.add_argument("--notes-file", help="markdown appended under Notes")
+    p.add_argument("--report-only", action="store_true",
+                   help="write the report from --merge files without running anything")
     # internal: one configuration in a fresh process
     p.add_argument("--run", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--method", help=argparse.SUPPRESS)
@@ -307,7 +410,7 @@ def main(argv=None):
     for f in args.merge:
         with open(f) as fh:
             results += json.load(fh)
-    for method in args.methods.split(","):
+    for method in ([] if args.report_only else args.methods.split(",")):
         params = json.loads(args.defrag_params if method == "defrag" else args.ktxmlc_params)
         for config in args.configs.split(","):
             r = spawn(args, method, config, params)

@@ -128,6 +128,7 @@ class _Levels:
         self.level_bytes = []
         self.level_seconds = []
         self.level_epochs = []
+        self.level_nodes = []
 
     def __call__(self, order, s_start, s_size, s_ids):
         t0 = time.perf_counter()
@@ -155,6 +156,7 @@ class _Levels:
         self.level_bytes.append(self.ex.bytes_to_cluster + self.ex.bytes_from_cluster - b0)
         self.level_seconds.append(time.perf_counter() - t0)
         self.level_epochs.append((e0, time.time()))
+        self.level_nodes.append(int(len(s_ids)))
         return iters
 
 
@@ -265,6 +267,7 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
             "bytes_from_cluster": int(ex.bytes_from_cluster),
             "level_bytes": [int(b) for b in levels.level_bytes],
             "level_seconds": [float(s) for s in levels.level_seconds],
+            "level_nodes": levels.level_nodes,
             "tasks": int(ex.n_tasks), **times, "seconds": time.perf_counter() - t0,
             "phases": phases}
     return est

@@ -144,6 +144,7 @@ class _ClusterLevels:
         self.level_bytes = []
         self.level_seconds = []
         self.level_epochs = []
+        self.level_nodes = []
 
     def __call__(self, split, trees, params):
         from ..ktxmlc import _node_seed
@@ -169,6 +170,7 @@ class _ClusterLevels:
         self.level_bytes.append(self.ex.bytes_to_cluster + self.ex.bytes_from_cluster - b0)
         self.level_seconds.append(time.perf_counter() - t0)
         self.level_epochs.append((e0, time.time()))
+        self.level_nodes.append(len(split))
         return results
 
 
@@ -323,6 +325,7 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxm
             "bytes_from_cluster": int(ex.bytes_from_cluster),
             "level_bytes": [int(b) for b in levels.level_bytes],
             "level_seconds": [float(s) for s in levels.level_seconds],
+            "level_nodes": levels.level_nodes,
             "tasks": int(ex.n_tasks), **times, "seconds": est.train_time_,
             "phases": phases}
     if progress is not None:
