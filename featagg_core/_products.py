@@ -65,6 +65,16 @@ class Partial:
     def nnz(self) -> int:
         return int(self.indices.shape[0])
 
+    def rows(self, lo: int, hi: int, keep_count: bool = True) -> "Partial":
+        """Rows ``lo:hi`` (a partial of shape ``(hi - lo, n_cols)``); the inexact count
+        stays with the slice only if ``keep_count`` (so slices do not count it twice)."""
+        a, b = int(self.indptr[lo]), int(self.indptr[hi])
+        keep = (self.lo_pos >= a) & (self.lo_pos < b)
+        return Partial((hi - lo, self.shape[1]), self.indptr[lo:hi + 1] - a,
+                       self.indices[a:b].copy(), self.hi[a:b].copy(),
+                       self.lo_pos[keep] - a, self.lo_val[keep].copy(),
+                       self.n_inexact if keep_count else 0)
+
     def lo_dense(self) -> np.ndarray:
         """The ``lo`` parts as a dense array (empty when they are all zero)."""
         if self.lo_pos.shape[0] == 0:

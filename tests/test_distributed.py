@@ -316,9 +316,10 @@ def test_scheduler_from_env_and_description(client):
 
 # ---------------------------------------------------------------------------- processes
 def test_processes_cluster_data_travels_and_a_killed_worker_is_survived(tmp_path, xmlc_data):
-    """Real worker processes: shards are re-read after a worker is killed mid-fit and the
-    result still equals the single machine's; with scattered input the fit either equals
-    it too or stops with ClusterError (never a wrong model)."""
+    """Real worker processes: a worker killed mid-fit costs re-run tasks, re-read shards or
+    (when the scheduler cannot recompute a result) a re-run of the fit, and the model
+    still equals the single machine's; with scattered input the fit may also stop with
+    ClusterError after its retries (never a wrong model)."""
     from distributed import Client, LocalCluster
     X, Y = xmlc_data
     _write_shards(tmp_path, X, Y, [0, 500, 1000, 1500])
@@ -350,8 +351,8 @@ def test_processes_cluster_data_travels_and_a_killed_worker_is_survived(tmp_path
 
         try:
             res = defrag_distributed(c, X, Y, d0=2, progress=killer2)
-        except ClusterError as exc:
-            assert "lost part of the input data" in str(exc)
+        except ClusterError as exc:  # allowed: no model rather than a wrong one
+            assert "no model was produced" in str(exc)
         else:
             assert_same_defrag(single, res)
 

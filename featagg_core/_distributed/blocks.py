@@ -90,24 +90,34 @@ def _shard_paths(pattern) -> List[str]:
     return paths
 
 
+class _ShardBlock(tuple):
+    """An ``(X, Y)`` row block read from a file, remembering the file's format and
+    fingerprint (a tuple, so ``X, Y = block`` works as for any block)."""
+
+    def __new__(cls, X, Y, fmt, fingerprint):
+        obj = super().__new__(cls, (X, Y))
+        obj.fmt, obj.fingerprint = fmt, fingerprint
+        return obj
+
+    def __reduce__(self):
+        return _ShardBlock, (self[0], self[1], self.fmt, self.fingerprint)
+
+
 def _read_shard(path, reader_kwargs):
-    """Read one shard on a worker with featagg's own reader (nothing else escapes it)."""
+    """Read one shard on a worker with featagg's own reader (nothing else escapes it).
+    The task depends on nothing, so a block lost with its worker is simply read again."""
     from ..data import load_dataset
 
     data = load_dataset(path, **reader_kwargs)
-    fmt = data.source.split(":", 1)[0]
-    return (sp.csr_matrix(data.X, dtype=np.float32), sp.csr_matrix(data.Y, dtype=np.float32),
-            fmt, data.fingerprint)
+    return _ShardBlock(sp.csr_matrix(data.X, dtype=np.float32),
+                       sp.csr_matrix(data.Y, dtype=np.float32),
+                       data.source.split(":", 1)[0], data.fingerprint)
 
 
-def _shard_block(shard):
-    return shard[0], shard[1]
-
-
-def _shard_meta(shard):
-    X, Y, fmt, fp = shard
-    return (int(X.shape[0]), int(X.shape[1]), int(Y.shape[1]), int(X.nnz), int(Y.nnz), fmt,
-            fp)
+def _shard_meta(block):
+    X, Y = block
+    return (int(X.shape[0]), int(X.shape[1]), int(Y.shape[1]), int(X.nnz), int(Y.nnz),
+            block.fmt, block.fingerprint)
 
 
 def load_xc_shards(client, pattern, **reader_kwargs) -> ShardedMultiLabel:
@@ -136,12 +146,10 @@ def load_xc_shards(client, pattern, **reader_kwargs) -> ShardedMultiLabel:
         ex._owned = False
     with ex:
         workers = ex.workers()  # spread the reads: block k starts on worker k mod W
-        shards = [ex.submit(_read_shard, p, dict(reader_kwargs),
+        blocks = [ex.submit(_read_shard, p, dict(reader_kwargs),
                             workers=None if ex.serial else [workers[k % len(workers)]])
                   for k, p in enumerate(paths)]
-        meta = ex.gather([ex.submit(_shard_meta, s) for s in shards])
-        blocks = [ex.submit(_shard_block, s) for s in shards]
-        del shards
+        meta = ex.gather([ex.submit(_shard_meta, b) for b in blocks])
         fmts = {m[5] for m in meta}
         if "svmlight" in fmts:
             if reader_kwargs.get("zero_based", "auto") == "auto":
@@ -197,6 +205,11 @@ def row_blocks(ex: Executor, X, Y, n_parts: Optional[int],
         if not same:
             raise ValueError(f"{name}: these shards were read through another Dask client; "
                              "pass the client given to load_xc_shards")
+        if not ex.serial and any(f.status in ("cancelled", "error") for f in X.blocks):
+            from .executor import ClusterError
+
+            raise ClusterError(f"{name}: some shard blocks are gone from the cluster; read "
+                               "them again with load_xc_shards")
         return Blocks(list(X.blocks), X.starts.copy(), X.n_features, X.n_labels)
     X, Y = validate(X, Y)
     n = X.shape[0]
@@ -225,6 +238,42 @@ def tree_reduce(ex: Executor, futures: Sequence[Any], merge: Callable[[Any, Any]
             nxt.append(futures[-1])
         futures = nxt
     return futures[0]
+
+
+def _pick(pieces, r):
+    return pieces[r]
+
+
+def reduce_scatter(ex: Executor, partials: Sequence[Any], n_rows: int,
+                   slice_rows: Callable[[Any, int, int], Any], merge: Callable[[Any, Any], Any],
+                   finish: Callable[..., Any], concat: Callable[..., Any],
+                   max_ranges: int = 16, finish_args: tuple = ()):
+    """Sum partial results (one per worker) exactly, by row ranges: each partial is cut
+    into ``S = min(len(partials), max_ranges)`` ranges of rows; range ``r`` of every
+    partial is merged (pairwise, any order: the sums are exact) and finished
+    (``finish(merged, lo, *finish_args)``: rounding and row-local normalising) where the
+    first of them lives, and ``concat(*finished)`` puts the ranges together. Every
+    worker merges about ``1/S`` of the entries, instead of one worker merging them all
+    at the top of a reduction tree. Returns the future of ``concat``'s result."""
+    partials = list(partials)
+    S = max(1, min(len(partials), int(max_ranges), int(n_rows)))
+    bounds = np.round(np.linspace(0, n_rows, S + 1)).astype(np.int64)
+    if S == 1:
+        return ex.submit(concat, ex.submit(finish, tree_reduce(ex, partials, merge), 0,
+                                           *finish_args))
+    pieces = [ex.submit(_slice_all, p, bounds, slice_rows) for p in partials]
+    finished = []
+    for r in range(S):
+        col = [ex.submit(_pick, pc, r) for pc in pieces]
+        # rotate which partial's worker merges range r, so the ranges spread out
+        col = col[r % len(col):] + col[:r % len(col)]
+        finished.append(ex.submit(finish, tree_reduce(ex, col, merge), int(bounds[r]),
+                                  *finish_args))
+    return ex.submit(concat, *finished)
+
+
+def _slice_all(partial, bounds, slice_rows):
+    return [slice_rows(partial, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def local_groups(ex: Executor, futures: Sequence[Any]):

@@ -4,8 +4,8 @@
    ``load_xc_shards``).
 2. The feature representation is a tree reduction of per-block partial products: for
    ``"XY"`` one exact partial ``X_wᵀ Y_w`` per worker over the blocks it holds
-   (double-double, see :mod:`featagg_core._products`), merged pairwise across workers,
-   rounded once; for ``"X"`` each block's ``X_kᵀ`` (its columns of R), concatenated in row
+   (double-double, see :mod:`featagg_core._products`), summed by row ranges on
+   different workers (``reduce_scatter``), rounded once and normalised per range; for ``"X"`` each block's ``X_kᵀ`` (its columns of R), concatenated in row
    order. Then the single machine's ``normalize_prune`` on the result. Sampling options
    (``sample_points``, ``sample_labels``) pick the same rows / labels from gathered row
    and label counts.
@@ -26,9 +26,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _products
-from .blocks import (add_counts, label_counts, local_groups, row_blocks, row_nnz,
-                     select_labels, select_rows, tree_reduce)
-from .executor import Executor
+from .blocks import (add_counts, label_counts, local_groups, reduce_scatter, row_blocks,
+                     row_nnz, select_labels, select_rows, tree_reduce)
+from .blocks import ShardedMultiLabel  # noqa: E402 (kept apart: the input type)
+from .executor import Executor, with_retries
 from .groups import RowGroups
 
 __all__ = ["defrag_distributed"]
@@ -64,6 +65,22 @@ def _add_disjoint(a, b):
     ind[pos_a], dat[pos_a] = a.indices, a.data
     ind[pos_b], dat[pos_b] = b.indices, b.data
     return sp.csr_matrix((dat, ind, ptr), shape=a.shape)
+
+
+def _slice_partial(p, lo, hi):
+    return p.rows(lo, hi, keep_count=lo == 0)
+
+
+def _finish_range(R, lo, prune_threshold):
+    """``_finish`` of the rows ``lo:`` of the representation (normalising is row-local)."""
+    out, zero, n_inexact = _finish(R, prune_threshold)
+    return out, zero + int(lo), n_inexact
+
+
+def _concat_finished(*ranges):
+    R = sp.vstack([r[0] for r in ranges], format="csr")
+    return (R, np.concatenate([r[1] for r in ranges]).astype(np.int64),
+            int(sum(r[2] for r in ranges)))
 
 
 def _finish(R, prune_threshold):
@@ -162,7 +179,7 @@ class _Levels:
 
 # ---------------------------------------------------------------------------- twin
 def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_state=0, *,
-                       progress=None, n_parts=None, **params):
+                       progress=None, n_parts=None, retries=2, **params):
     """DEFRAG on a Dask cluster: a fitted :class:`~featagg_core.defrag.Defrag` equal to
     ``Defrag(d0, representation, random_state, **params).fit(X, Y)`` (same ``labels_``,
     ``tree_``, ``clustering_error_``).
@@ -179,6 +196,8 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
         while a level runs); raising :class:`~featagg_core._cancel.Cancelled` from it
         cancels the outstanding tasks.
     n_parts : int, row blocks for in-memory input (default: one per worker thread, >= 2).
+    retries : int, times the fit is run again from its inputs when workers die with
+        results the scheduler cannot recompute (then :class:`ClusterError`).
 
     Returns
     -------
@@ -186,7 +205,7 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
     sent to / gathered from the cluster, per-level bytes, ``n_inexact`` (additions that
     could not be kept exact; 0 means the representation is bit-identical).
     """
-    from ..defrag import Defrag, _grow_tree, _top_fraction, balanced_depth_cap
+    from ..defrag import Defrag
 
     try:
         est = Defrag(d0=d0, representation=representation, random_state=random_state,
@@ -194,12 +213,22 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
     except TypeError as exc:
         raise ValueError(f"defrag_distributed: {exc}") from None
     est._check_params()
-    need_y = representation == "XY"
+    if not isinstance(X, ShardedMultiLabel):  # validated once, scattered per attempt
+        X, Y = est._check_fit_input(X, Y)
+    return with_retries(lambda attempt: _fit_once(client, X, Y, est, progress, n_parts,
+                                                  attempt), retries)
+
+
+def _fit_once(client, X, Y, est, progress, n_parts, attempt):
+    """One attempt of :func:`defrag_distributed` (a fresh executor: see ``with_retries``)."""
+    from ..defrag import _grow_tree, _top_fraction, balanced_depth_cap
+
+    need_y = est.representation == "XY"
     times = {}
     phases = []  # (name, epoch start, epoch end): the benchmark buckets transfers by them
     t0, e0 = time.perf_counter(), time.time()
     with Executor(client) as ex:
-        blocks = row_blocks(ex, X, Y, n_parts, est._check_fit_input)
+        blocks = row_blocks(ex, X, Y, n_parts, lambda X_, Y_: (X_, Y_))
         if need_y and blocks.n_labels is None:
             raise ValueError("representation='XY' needs the label matrix Y; pass Y or use "
                              "representation='X'")
@@ -226,14 +255,17 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
         if need_y:
             parts = [ex.submit(_partial_xy, *fs, workers=None if w is None else [w])
                      for w, fs in local_groups(ex, futs)]
-            reduced = tree_reduce(ex, parts, _products.merge)
+            finished = reduce_scatter(ex, parts, d, _slice_partial, _products.merge,
+                                      _finish_range, _concat_finished,
+                                      finish_args=(float(est.prune_threshold),))
         else:
             parts = [ex.submit(_partial_x, b, int(a), n_rows) for b, a in zip(futs, starts[:-1])]
             reduced = tree_reduce(ex, parts, _add_disjoint)
-        finished = ex.submit(_finish, reduced, float(est.prune_threshold))
+            finished = ex.submit(_finish, reduced, float(est.prune_threshold))
+            del reduced
         R = ex.submit(_finished_matrix, finished)
         zero, n_inexact, nnz_R, _ = ex.gather([ex.submit(_finished_meta, finished)])[0]
-        del finished, reduced, parts
+        del finished, parts
         times["representation_s"] = time.perf_counter() - t1
         phases.append(("representation", e1, time.time()))
         cap = balanced_depth_cap(d, int(est.d0))
@@ -269,5 +301,5 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
             "level_seconds": [float(s) for s in levels.level_seconds],
             "level_nodes": levels.level_nodes,
             "tasks": int(ex.n_tasks), **times, "seconds": time.perf_counter() - t0,
-            "phases": phases}
+            "phases": phases, "attempts": attempt + 1}
     return est

@@ -11,10 +11,12 @@ Contract kept here for every twin:
   failed task) cancels every future it created (pending tasks stop, held results are
   freed), then propagates;
 * **lost work**: a task whose worker dies is re-run by the scheduler on another worker
-  (results equal: every task is deterministic). Input blocks scattered from this process
-  cannot be recomputed; if their only copy is lost the call raises :class:`ClusterError`
-  saying so (no model is produced). Blocks read by :func:`load_xc_shards` are tasks and are
-  simply re-read;
+  when its inputs still exist (results equal: every task is deterministic). When they do
+  not (data scattered from this process, or intermediate results whose own inputs were
+  already freed), the wait raises :class:`LostWork`, and :func:`with_retries` runs the
+  whole fit again from its inputs (in-memory input is scattered again; shard blocks are
+  re-read from their files), at most ``retries`` times; after that, or when shard blocks
+  themselves cannot be re-read, :class:`ClusterError` (no model is produced);
 * **accounting**: bytes sent to the cluster (scattered data and task arguments, by
   ``dask.sizeof``) and bytes gathered back, for the benchmark.
 """
@@ -24,12 +26,29 @@ import time
 import weakref
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-__all__ = ["Executor", "ClusterError", "resolve_client"]
+__all__ = ["Executor", "ClusterError", "LostWork", "resolve_client", "with_retries"]
 
 
 class ClusterError(RuntimeError):
     """The cluster lost work it cannot redo (a worker holding input data died, or a task
     killed too many workers); the fit stopped and produced no model."""
+
+
+class LostWork(ClusterError):
+    """A worker died with results the scheduler cannot recompute; the fit can be run again
+    from its inputs (see :func:`with_retries`)."""
+
+
+def with_retries(attempt: Callable[[int], Any], retries: int = 2):
+    """``attempt(i)`` for i = 0, 1, ... until one does not raise :class:`LostWork` (each
+    attempt opens its own executor, so the failed one's futures are cancelled first)."""
+    for i in range(retries + 1):
+        try:
+            return attempt(i)
+        except LostWork as exc:
+            if i == retries:
+                raise ClusterError(f"workers died during {retries + 1} attempts of the fit "
+                                   f"(last: {exc}); no model was produced") from None
 
 
 class Done:
@@ -219,7 +238,7 @@ class Executor:
 
             while True:
                 try:
-                    wait(futures, timeout=every)
+                    self._translate(lambda: wait(futures, timeout=every))
                     break
                 except TimeoutError:
                     poll()
@@ -275,12 +294,8 @@ class Executor:
         except CancelledError as exc:
             if self._cancelling:
                 raise
-            raise ClusterError(
-                "the Dask cluster lost part of the input data (a worker holding data "
-                "scattered from this process died, and scattered data cannot be "
-                f"recomputed: {exc}); the fit stopped and produced no model. Run it "
-                "again, or read the data with featagg_core.distributed.load_xc_shards so "
-                "that lost parts are re-read from disk") from None
+            raise LostWork(f"a Dask worker died with results that cannot be recomputed "
+                           f"({' '.join(str(exc).split())})") from None
 
 
 class Completions:

@@ -12,8 +12,9 @@ one block (the result of the tree reduction) and is handed down the tree:
   assignments come back;
 * while there are fewer groups than ``target`` (2 per worker thread), a group with
   several nodes to split is cut in two at the node boundary nearest its middle; the
-  half's block is taken from the parent's block on the parent's worker and moves to the
-  least loaded worker (each row moves about once per doubling: log2(workers) times).
+  right half's rows are taken from the parent's block on the parent's worker and move to
+  the least loaded worker (each row moves at most once per doubling: log2(workers)
+  times); the left half keeps using the parent's block (no copy).
 
 So after the first few levels every worker holds only its part of the representation
 (the root level needs it whole on one worker, as a single machine does: its split is one
@@ -42,7 +43,8 @@ class Group:
     lo: int
     hi: int
     block: object          # future of the csr rows of ``rows``
-    rows: np.ndarray       # global item ids of the block's rows, in block order
+    rows: np.ndarray       # global item ids of the block's rows, in block order (a left
+    #                        half shares its parent's block, so this can be a superset)
     worker: Optional[str]
 
     @property
@@ -122,19 +124,18 @@ class RowGroups:
         load = self._load()
         load[g.worker] = load.get(g.worker, 0) - g.size
         right_worker = g.worker if self.ex.serial else min(self.workers, key=lambda w: (load.get(w, 0), w))
-        kids = []
-        for lo, hi, w in ((g.lo, c, g.worker), (c, g.hi, right_worker)):
-            items = np.asarray(order[lo:hi], np.int64).copy()
-            block = self.ex.submit(take_rows, g.block, self.positions(g, items))
-            kids.append(Group(g.tree, lo, hi, block, items, w))
-        for k in kids:
-            self.local[g.tree][k.rows] = np.arange(k.rows.shape[0], dtype=np.int64)
+        # the left half keeps using the parent's block (its rows are a subset: no copy);
+        # the right half's rows are taken from it where it lives, then move with the tasks
+        left = Group(g.tree, g.lo, c, g.block, g.rows, g.worker)
+        items = np.asarray(order[c:g.hi], np.int64).copy()
+        block = self.ex.submit(take_rows, g.block, self.positions(g, items))
+        right = Group(g.tree, c, g.hi, block, items, right_worker)
+        self.local[g.tree][items] = np.arange(items.shape[0], dtype=np.int64)
         gs = self.groups[g.tree]
         i = gs.index(g)
-        gs[i:i + 1] = kids
+        gs[i:i + 1] = [left, right]
         if right_worker != g.worker:
-            self.bytes_moved_estimate += kids[1].size  # rows handed to another worker
-        g.block = None  # the parent block is freed once both halves are taken
+            self.bytes_moved_estimate += right.size  # rows handed to another worker
 
     def workers_of(self, g: Group):
         return None if g.worker is None else [g.worker]

@@ -1,8 +1,9 @@
 """``ktxmlc_distributed``: KTXMLC on a Dask cluster, equal to ``KTXMLC(...).fit``.
 
 1. Row blocks of X, Y on the workers; each block is row-normalised there (as ``fit``).
-2. Label vectors: a tree reduction of one exact partial ``Y_wᵀ normalize(X_w)`` per
-   worker over its blocks (and ``Y_wᵀ Y_w`` for ``"joint"``), rounded once, then KTXMLC's ``_label_vectors``;
+2. Label vectors: one exact partial ``Y_wᵀ normalize(X_w)`` per worker over its blocks
+   (and ``Y_wᵀ Y_w`` for ``"joint"``), summed by label ranges on different workers
+   (``reduce_scatter``), rounded once, then KTXMLC's ``_label_vectors``;
    label frequencies are summed from per-block counts.
 3. Trees: KTXMLC's own ``_build_trees`` with a ``cluster_level`` hook running each
    level's nodes of *all* trees as tasks on the groups of :mod:`.groups` (trees start on
@@ -24,8 +25,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _products
-from .blocks import add_counts, label_counts, local_groups, row_blocks, tree_reduce
-from .executor import Executor
+from .blocks import (add_counts, label_counts, local_groups, reduce_scatter, row_blocks,
+                     tree_reduce)
+from .blocks import ShardedMultiLabel  # noqa: E402 (kept apart: the input type)
+from .executor import Executor, with_retries
 from .groups import RowGroups
 
 __all__ = ["ktxmlc_distributed"]
@@ -53,15 +56,25 @@ def _merge_pair(a, b):
             None if a[1] is None else _products.merge(a[1], b[1]))
 
 
-def _label_vectors(reduced, representation, joint_weight):
+def _slice_pair(pair, lo, hi):
+    return tuple(None if p is None else p.rows(lo, hi, keep_count=lo == 0) for p in pair)
+
+
+def _label_vectors(reduced, lo, representation, joint_weight):
+    """KTXMLC's label vectors of the labels ``lo:`` (every step is row-local)."""
     from ..ktxmlc import _label_vectors as vectors
 
     YtXn = _products.rounded(reduced[0])
     YtY = None if reduced[1] is None else _products.rounded(reduced[1])
     R = vectors(YtXn, YtY, representation, joint_weight)
-    R.indptr = R.indptr.astype(np.int64)
     bad = reduced[0].n_inexact + (0 if reduced[1] is None else reduced[1].n_inexact)
     return R, int(bad)
+
+
+def _concat_vectors(*ranges):
+    R = sp.vstack([r[0] for r in ranges], format="csr")
+    R.indptr = R.indptr.astype(np.int64)
+    return R, int(sum(r[1] for r in ranges))
 
 
 def _first(pair):
@@ -240,7 +253,8 @@ def _train(ex, est, blocks, trees, label_nnz, n, d, solver, report, window):
 
 
 # ---------------------------------------------------------------------------- twin
-def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxmlc_params):
+def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, retries=2,
+                       **ktxmlc_params):
     """KTXMLC on a Dask cluster: a fitted :class:`~featagg_core.ktxmlc.KTXMLC` whose trees,
     weights and so predictions equal ``KTXMLC(**ktxmlc_params).fit(X, Y)``'s.
 
@@ -253,6 +267,8 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxm
         is repeated about every 0.5 s while tasks run); raising
         :class:`~featagg_core._cancel.Cancelled` from it cancels the outstanding tasks.
     n_parts : int, row blocks for in-memory input (default: one per worker thread, >= 2).
+    retries : int, times the fit is run again from its inputs when workers die with
+        results the scheduler cannot recompute (then :class:`ClusterError`).
     **ktxmlc_params : ``KTXMLC``'s parameters (``n_jobs`` is ignored: the cluster's
         threads decide).
 
@@ -261,25 +277,37 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxm
     KTXMLC, with ``distributed_info_`` (workers, blocks, groups, seconds per phase, bytes,
     per-level bytes of the tree growth, ``n_inexact``).
     """
-    from ..ktxmlc import KTXMLC, _build_trees, _check_X, _check_Y
+    from ..ktxmlc import KTXMLC, _check_X, _check_Y
 
     try:
         est = KTXMLC(**ktxmlc_params)
     except TypeError as exc:
         raise ValueError(f"ktxmlc_distributed: {exc}") from None
+    est._tree_params()
+    est._solver_params()
+    if not isinstance(X, ShardedMultiLabel):  # validated once, scattered per attempt
+        X = _check_X(X)
+        if Y is None:
+            raise ValueError("Y: KTXMLC needs the label matrix Y (n x L, 0/1)")
+        Y = _check_Y(Y, X.shape[0])
+    fitted = with_retries(lambda attempt: _fit_once(client, X, Y, est, progress, n_parts,
+                                                    attempt), retries)
+    if progress is not None:
+        progress(1.0, "done")
+    return fitted
+
+
+def _fit_once(client, X, Y, est, progress, n_parts, attempt):
+    """One attempt of :func:`ktxmlc_distributed` (a fresh executor: see ``with_retries``)."""
+    from ..ktxmlc import _build_trees
+
     tree_args = est._tree_params()
     C, eps, max_iter, thr, bias, _ = est._solver_params()
     times = {}
     phases = []  # (name, epoch start, epoch end)
     t0, e0 = time.perf_counter(), time.time()
     with Executor(client) as ex:
-        def validate(X_, Y_):
-            X_ = _check_X(X_)
-            if Y_ is None:
-                raise ValueError("Y: KTXMLC needs the label matrix Y (n x L, 0/1)")
-            return X_, _check_Y(Y_, X_.shape[0])
-
-        blocks = row_blocks(ex, X, Y, n_parts, validate)
+        blocks = row_blocks(ex, X, Y, n_parts, lambda X_, Y_: (X_, Y_))
         n, d, L = blocks.n_samples, blocks.n_features, blocks.n_labels
         futs = [ex.submit(_normalized, b, bool(est.normalize)) for b in blocks.futures]
         times["blocks_s"] = time.perf_counter() - t0
@@ -288,8 +316,9 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxm
         joint = est.representation == "joint"
         parts = [ex.submit(_partials, joint, *fs, workers=None if w is None else [w])
                  for w, fs in local_groups(ex, futs)]
-        vec = ex.submit(_label_vectors, tree_reduce(ex, parts, _merge_pair),
-                        est.representation, est.joint_weight)
+        vec = reduce_scatter(ex, parts, L, _slice_pair, _merge_pair, _label_vectors,
+                             _concat_vectors, finish_args=(est.representation,
+                                                           est.joint_weight))
         R = ex.submit(_first, vec)
         counts = tree_reduce(ex, [ex.submit(label_counts, b, L) for b in futs], add_counts)
         (n_cols, nnz_R, n_inexact), label_nnz = ex.gather([ex.submit(_meta, vec), counts])
@@ -327,7 +356,5 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, **ktxm
             "level_seconds": [float(s) for s in levels.level_seconds],
             "level_nodes": levels.level_nodes,
             "tasks": int(ex.n_tasks), **times, "seconds": est.train_time_,
-            "phases": phases}
-    if progress is not None:
-        progress(1.0, "done")
+            "phases": phases, "attempts": attempt + 1}
     return est

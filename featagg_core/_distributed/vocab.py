@@ -17,7 +17,7 @@ import pandas as pd
 
 from .._kernels import vocab as _kv
 from .blocks import is_future, tree_reduce
-from .executor import Executor
+from .executor import Executor, with_retries
 
 __all__ = ["vocabulary_distributed"]
 
@@ -131,7 +131,7 @@ def vocabulary_distributed(client, values=None, labels=None, budget=100, *, coun
         Fitted (``method="threshold"``), with ``distributed_info_`` = dict of ``n_chunks``,
         ``n_parts``, ``forced``, ``d``, ``rounds``, ``seconds``, ``count_parts``.
     """
-    from ..vocab import VocabularyCompressor, _Prepared, _as_1d, _check_labels, check_counts
+    from ..vocab import VocabularyCompressor
 
     t0 = time.perf_counter()
     vc = VocabularyCompressor(budget=budget, method="threshold", epsilon=epsilon, refine=refine,
@@ -146,6 +146,15 @@ def vocabulary_distributed(client, values=None, labels=None, budget=100, *, coun
     if given != 1:
         raise ValueError("values/labels: give values and labels, or parts=[(values, labels), "
                          "...], or counts=(vocabulary, counts0, counts1)")
+    return with_retries(lambda attempt: _fit_once(
+        client, vc, values, labels, budget, counts, parts, epsilon, ff, n_parts, progress, t0))
+
+
+def _fit_once(client, vc, values, labels, budget, counts, parts, epsilon, ff, n_parts,
+              progress, t0):
+    """One attempt of :func:`vocabulary_distributed` (a fresh executor)."""
+    from ..vocab import _Prepared, _as_1d, _check_labels, check_counts
+
     with Executor(client) as ex:
         n_w = 1 if ex.serial else len(ex.workers())
         count_parts = 0
