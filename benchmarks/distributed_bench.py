@@ -59,14 +59,19 @@ def ensure_data(args) -> str:
     return path
 
 
-def load_whole(path):
-    """All shards through featagg's reader, stacked (what a single machine would hold)."""
+def shard_files(path, use_shards=0):
+    """The shard files (the first ``use_shards`` of them when > 0)."""
+    files = sorted(os.path.join(path, f) for f in os.listdir(path) if f.startswith("part-"))
+    return files[:use_shards] if use_shards else files
+
+
+def load_whole(path, use_shards=0):
+    """The shards through featagg's reader, stacked (what a single machine would hold)."""
     import scipy.sparse as sp
 
     from featagg_core.data import load_xc
 
-    files = sorted(f for f in os.listdir(path) if f.startswith("part-"))
-    parts = [load_xc(os.path.join(path, f)) for f in files]
+    parts = [load_xc(f) for f in shard_files(path, use_shards)]
     return (sp.vstack([p.X for p in parts], format="csr"),
             sp.vstack([p.Y for p in parts], format="csr"))
 
@@ -113,8 +118,9 @@ def run_one(args) -> dict:
         threads = int(config.split("-")[1])
         numba.set_num_threads(threads)
         t = time.perf_counter()
-        X, Y = load_whole(path)
+        X, Y = load_whole(path, args.use_shards)
         out["read_s"] = time.perf_counter() - t
+        out["n_rows"] = int(X.shape[0])
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         from featagg_core.defrag import Defrag
         from featagg_core.ktxmlc import KTXMLC
@@ -145,8 +151,9 @@ def run_one(args) -> dict:
                       memory_limit=0) as lc, Client(lc) as c:
         c.run(_warmup)  # imports and kernel loading outside the timings (as for single)
         t = time.perf_counter()
-        h = load_xc_shards(c, os.path.join(path, "part-*.txt"))
+        h = load_xc_shards(c, shard_files(path, args.use_shards))
         out["read_s"] = time.perf_counter() - t
+        out["n_rows"] = int(h.n_samples)
 
         def wcpu():
             return sum(c.run(_cpu).values())
@@ -194,7 +201,7 @@ def run_one(args) -> dict:
         out["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         info = {k: v for k, v in est.distributed_info_.items() if k != "phases"}
         out["info"] = info
-        X, _ = load_whole(path) if method == "ktxmlc" else (None, None)
+        X, _ = load_whole(path, args.use_shards) if method == "ktxmlc" else (None, None)
         out["model"] = _fingerprint_model(method, est, X)
     return out
 
@@ -204,7 +211,8 @@ def spawn(args, method, config, params) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--run", "--method", method,
            "--config", config, "--params", json.dumps(params), "--n", str(args.n),
            "--d", str(args.d), "--L", str(args.L), "--shards", str(args.shards),
-           "--data-dir", args.data_dir]
+           "--data-dir", args.data_dir, "--use-shards",
+           str(args.ktxmlc_shards if method == "ktxmlc" else 0)]
     print(f"[bench] {method} {config} ...", file=sys.stderr, flush=True)
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
@@ -243,7 +251,8 @@ def write_report(args, meta, results, out_path):
         rows = [r for r in results if r["method"] == method]
         base = {r["config"]: r for r in rows}
         ref = rows[0]["model"]
-        lines += ["", f"## {method.upper()} {json.dumps(rows[0]['params'])}", "",
+        lines += ["", f"## {method.upper()} {json.dumps(rows[0]['params'])}, "
+                  f"{rows[0].get('n_rows', args.n):,} rows", "",
                   "| config | load | fit s | CPU s (all processes) | task CPU s | critical-path "
                   "CPU s | single-1 CPU / critical | read s | to cluster MB |"
                   " from cluster MB | between workers MB | peak RSS MB (per process) |"
@@ -386,6 +395,8 @@ def main(argv=None):
     p.add_argument("--configs", default="single-1,single-2,dask-1,dask-2")
     p.add_argument("--defrag-params", default='{"d0": 8, "representation": "XY"}')
     p.add_argument("--ktxmlc-params", default='{"n_trees": 3, "max_leaf_labels": 100}')
+    p.add_argument("--ktxmlc-shards", type=int, default=0,
+                   help="KTXMLC runs use only the first K shards (0: all)")
     p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "distributed.md"))
     p.add_argument("--json", help="also write every measurement here")
     p.add_argument("--merge", nargs="*", default=[], help="JSON files of earlier runs to include")
@@ -397,6 +408,7 @@ def main(argv=None):
     p.add_argument("--method", help=argparse.SUPPRESS)
     p.add_argument("--config", help=argparse.SUPPRESS)
     p.add_argument("--params", help=argparse.SUPPRESS)
+    p.add_argument("--use-shards", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
         args.n, args.d, args.L, args.shards = 20_000, 10_000, 1_000, 4
