@@ -302,40 +302,45 @@ SPLIT_FNS = ("_split_group", "_cluster_group")
 
 def scaling_estimate(rows, bandwidth=1.25e9, rtt=0.002, workers=(1, 2, 8, 32, 100)):
     """Predicted fit seconds on W dedicated single-core workers, from the dask-1 run's
-    per-phase task CPU (the work) and the dask-2 run's measured merge cost and traffic.
+    per-phase task CPU (the work) and the dask-2 run's measured reduce-scatter costs.
 
     Model (per phase; the assumptions are printed with the table):
-    * blocks (normalisation) and per-worker partial products: work / W;
-    * merges: ceil(log2 W) rounds, each one merge of two partials (dask-2's merge CPU,
-      an upper bound as partials grow towards nnz(R)) plus sending one partial
-      (12 bytes per entry of R) over one link;
-    * finishing R (rounding, normalising): serial, as measured;
+    * blocks (normalisation) and the per-worker partial products: work / W;
+    * reduce-scatter into S = min(W, 16) row ranges: ceil(log2 W) merge rounds per range,
+      each costing at most one of dask-2's range merges scaled by 2/S (dask-2's pieces
+      hold half the data each, an upper bound for a worker's 1/W share) plus sending one
+      piece (12 bytes per entry of R, / S) over one link; finishing (rounding and
+      normalising) the ranges in parallel: dask-2's finishing CPU x 2/S; putting the ranges
+      together on one worker: dask-2's concat CPU plus |R| bytes over one link;
     * tree level l with m_l nodes of equal size: work_l / min(m_l, W), plus one round
       trip and the level's driver<->cluster assignment bytes; while groups double (the
-      first ceil(log2 W) levels with enough nodes) the half-blocks handed to new workers,
-      |R| / 2^l bytes per link;
+      first ceil(log2 W) levels) the half-blocks handed to new workers, |R| / 2^l bytes;
     * leaf SSE: work / W; KTXMLC classifiers: max(work / W, the biggest task), plus the
       node row blocks: dask-2's between-worker bytes x 2 x (W-1)/W spread over W links.
+    Not modelled: Dask's scheduling overhead (~1 ms per task) and work stealing.
     """
     import math
 
     one = {r["method"]: r for r in rows if r["config"] == "dask-1" and "phase_cpu_by_fn" in r}
     two = {r["method"]: r for r in rows if r["config"] == "dask-2" and "phase_cpu_by_fn" in r}
+
+    def fns(phase, names):
+        return sum(v for k, v in phase.items() if k in names)
+
     out = {}
     for method, r1 in one.items():
         r2 = two.get(method)
         fn1, info1 = r1["phase_cpu_by_fn"], r1["info"]
         rep1 = fn1.get("representation", {})
-        merge_names = ("merge", "_merge_pair")
-        partial = sum(v for k, v in rep1.items() if k.startswith("_partial"))
-        finish = sum(v for k, v in rep1.items() if k in ("_finish", "_label_vectors",
-                                                          "_finished_meta", "_meta"))
-        blocks = sum(fn1.get("blocks", {}).values()) + sum(
-            v for k, v in rep1.items() if k in ("_normalized", "label_counts", "add_counts"))
-        merge = 0.0
-        if r2 is not None:
-            merge = sum(v for k, v in r2["phase_cpu_by_fn"].get("representation", {}).items()
-                        if k in merge_names)
+        rep2 = r2["phase_cpu_by_fn"].get("representation", {}) if r2 else rep1
+        partial = fns(rep1, ("_partial_xy", "_partials", "_partial_x"))
+        blocks = sum(fn1.get("blocks", {}).values()) + fns(rep1, ("_normalized", "label_counts",
+                                                                  "add_counts"))
+        merge2 = fns(rep2, ("merge", "_merge_pair", "_add_disjoint"))
+        finish1 = fns(rep1, ("_finish_range", "_label_vectors", "_finish"))
+        finish2 = fns(rep2, ("_finish_range", "_label_vectors", "_finish"))
+        concat2 = fns(rep2, ("_concat_finished", "_concat_vectors", "_finished_matrix",
+                             "_first"))
         r_bytes = 12.0 * info1.get("nnz_R", 0)
         levels = [(name, sum(v for k, v in fn1.get(name, {}).items() if k in SPLIT_FNS))
                   for name, _, _ in r1["phases"] if name.startswith("level ")]
@@ -344,13 +349,17 @@ def scaling_estimate(rows, bandwidth=1.25e9, rtt=0.002, workers=(1, 2, 8, 32, 10
         sse = sum(fn1.get("leaf SSE", {}).values())
         train = sum(fn1.get("classifiers", {}).values())
         biggest = r1.get("phase_biggest_task_cpu_s", {}).get("classifiers", 0.0)
-        moved = 0.0
-        if r2 is not None:
-            moved = 2.0 * r2.get("phase_transfer_bytes", {}).get("classifiers", 0)
+        moved = 2.0 * r2.get("phase_transfer_bytes", {}).get("classifiers", 0) if r2 else 0.0
         table = []
         for W in workers:
             rounds = math.ceil(math.log2(W)) if W > 1 else 0
-            t_rep = (blocks + partial) / W + rounds * (merge + r_bytes / bandwidth) + finish
+            S = min(W, 16)
+            if W == 1:
+                t_rep = blocks + partial + finish1
+            else:
+                per_range_merge = merge2 / 2 * 2 / S  # dask-2 ran 2 range merges
+                t_rep = ((blocks + partial) / W + rounds * (per_range_merge + r_bytes / S / bandwidth)
+                         + finish2 * 2 / S / 2 + concat2 + r_bytes / bandwidth)
             t_tree = 0.0
             for i, ((_, work), m, b) in enumerate(zip(levels, nodes, lbytes)):
                 t_tree += work / max(1, min(m, W)) + rtt + b / bandwidth
