@@ -120,6 +120,27 @@ def test_exact_products_equal_rational_arithmetic_for_any_partition():
         assert np.array_equal(_products.rounded(P).toarray(), ref)
 
 
+@pytest.mark.parametrize("max_ranges", [1, 3, 16])
+def test_reduce_scatter_by_row_ranges_equals_one_product(client, max_ranges):
+    from featagg_core._distributed.blocks import reduce_scatter
+    from featagg_core._distributed.defrag import (_concat_finished, _finish_range,
+                                                  _slice_partial)
+    from featagg_core._distributed.executor import Executor
+    X, Y = near_tie_data(seed=9, copies=2)
+    cuts = [0, 50, 51, 300, 420, 600]
+    for cl in ("serial", client):
+        with Executor(cl) as ex:
+            parts = [ex.submit(_products.partial_xt_y, X[a:b], Y[a:b])
+                     for a, b in zip(cuts[:-1], cuts[1:])]
+            fut = reduce_scatter(ex, parts, X.shape[1], _slice_partial, _products.merge,
+                                 _finish_range, _concat_finished, max_ranges=max_ranges,
+                                 finish_args=(0.0,))
+            R, zero, bad = ex.gather([fut])[0]
+        ref, _ = feature_representation(X, Y, "XY")
+        assert bad == 0 and (R != ref).nnz == 0 and R.shape == ref.shape
+        assert np.array_equal(zero, np.flatnonzero(np.diff(ref.indptr) == 0))
+
+
 def test_inexact_additions_are_counted():
     X = sp.csr_matrix(np.array([[2.0 ** 100], [2.0 ** -100], [-(2.0 ** 100)]], np.float32))
     Y = sp.csr_matrix(np.ones((3, 1), np.float32))
