@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._kernels import exact as _ke
+from ._polling import call_polled, new_stop
 
 __all__ = ["exact_xt_y", "Partial", "partial_xt_y", "merge", "rounded"]
 
@@ -36,14 +37,17 @@ def _operands(A, B):
             B.indices.astype(np.int32), B.data.astype(np.float32, copy=False), B.shape[1])
 
 
-def exact_xt_y(A, B, return_inexact: bool = False):
+def exact_xt_y(A, B, return_inexact: bool = False, tick=None):
     """``AᵀB`` as a float32 csr matrix (sorted indices) whose every entry is the correctly
     rounded exact sum of its float32 products (A and B are cast to float32 first).
 
     With ``return_inexact`` also the number of additions that could not be carried out
-    exactly in double-double (0 on any realistic data; see the kernel module)."""
+    exactly in double-double (0 on any realistic data; see the kernel module). ``tick``,
+    if given, is called about every 0.1 s while the kernel runs and may raise to stop it
+    (:func:`featagg_core._polling.call_polled`)."""
     ops = _operands(A, B)
-    ptr, ind, dat, bad = _ke.xt_y_rounded(*ops, _n_chunks())
+    stop = new_stop()
+    ptr, ind, dat, bad = call_polled(_ke.xt_y_rounded, (*ops, _n_chunks(), stop), stop, tick)
     M = sp.csr_matrix((dat, ind, ptr), shape=(A.shape[1], B.shape[1]))
     return (M, int(bad)) if return_inexact else M
 
@@ -96,7 +100,7 @@ def partial_xt_y(A, B) -> Partial:
         A = sp.vstack(A, format="csr") if len(A) > 1 else A[0]
         B = sp.vstack(B, format="csr") if len(B) > 1 else B[0]
     ops = _operands(A, B)
-    ptr, ind, hi, lo, bad = _ke.xt_y_partial(*ops, _n_chunks())
+    ptr, ind, hi, lo, bad = _ke.xt_y_partial(*ops, _n_chunks(), new_stop())
     return _pack((A.shape[1], B.shape[1]), ptr, ind, hi, lo, bad)
 
 

@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 
 from ._kernels import defrag as _k
+from ._polling import call_polled, new_stop
 from ._products import exact_xt_y
 from ._validation import as_csr
 
@@ -174,7 +175,8 @@ def _top_fraction(counts: np.ndarray, fraction: float) -> np.ndarray:
 
 
 def feature_representation(X, Y=None, representation: str = "XY", sample_points: float = 1.0,
-                           sample_labels: float = 1.0, prune_threshold: float = 0.0):
+                           sample_labels: float = 1.0, prune_threshold: float = 0.0,
+                           progress=None):
     """The L2-normalised sparse representation of every feature (one csr row per feature).
 
     ``"X"``: feature j is column j of X (over the data points); ``"XY"``: feature j is row j
@@ -182,7 +184,17 @@ def feature_representation(X, Y=None, representation: str = "XY", sample_points:
     the points with the most non-zeros is used; with ``sample_labels < 1`` (XY only) only
     that fraction of the most frequent labels. Entries with ``|v| <= prune_threshold`` are
     dropped after normalising. Returns ``(R, sq_norms)``.
+
+    ``progress``, if given, is called as ``progress(fraction, message)`` at the start and
+    about every 0.1 s while ``Xᵀ Y`` is built; it may raise
+    :class:`featagg_core._cancel.Cancelled` to stop.
     """
+    tick = None
+    if progress is not None:
+        progress(0.0, "feature representation")
+
+        def tick():
+            progress(0.0, "feature representation")
     X = _as_csr(X, "X")
     if sample_points < 1.0:
         rows = _top_fraction(np.diff(X.indptr), sample_points)
@@ -197,7 +209,7 @@ def feature_representation(X, Y=None, representation: str = "XY", sample_points:
             Y = Y[:, cols]
         # exactly summed, correctly rounded entries: the same R for any split of the rows
         # (threads here, partitions in featagg_core.distributed.defrag_distributed)
-        R = exact_xt_y(X, Y)
+        R = exact_xt_y(X, Y, tick=tick)
     R.sort_indices()
     indptr, indices, data, sq = _k.normalize_prune(
         R.indptr.astype(np.int64), R.indices.astype(np.int32), R.data.astype(np.float32),
@@ -237,22 +249,29 @@ def balanced_depth_cap(d: int, d0: int) -> int:
 
 def _build_tree(R: sp.csr_matrix, d0: int, seed: int, eps: float, max_iter: int,
                 progress=None) -> DefragTree:
+    """Grow the tree level by level. ``progress(levels_done, n_levels)`` is called after
+    every level and, while a level's kernel runs, about every 0.1 s with the same values
+    (a heartbeat: that is where a cancel is raised; the kernel then stops after its
+    current 2-means round)."""
     indptr = R.indptr.astype(np.int64)
     indices = R.indices.astype(np.int32)
     data = R.data.astype(np.float32)
 
-    def split_level(order, s_start, s_size, s_ids):
-        return _k.split_level(indptr, indices, data, R.shape[1], order, s_start, s_size,
-                              s_ids, seed, eps, max_iter, _n_chunks())
+    def split_level(order, s_start, s_size, s_ids, tick):
+        stop = new_stop()
+        return call_polled(_k.split_level,
+                           (indptr, indices, data, R.shape[1], order, s_start, s_size,
+                            s_ids, seed, eps, max_iter, _n_chunks(), stop), stop, tick)
 
     return _grow_tree(R.shape[0], d0, split_level, progress)
 
 
 def _grow_tree(d: int, d0: int, split_level, progress=None) -> DefragTree:
-    """The level loop of the tree build: ``split_level(order, starts, sizes, node_ids)``
-    splits the given nodes of one level (rewriting their ranges of ``order``) and returns
-    their rounds of 2-means. The Dask twin passes a ``split_level`` that runs the nodes on
-    workers (:func:`featagg_core.distributed.defrag_distributed`)."""
+    """The level loop of the tree build: ``split_level(order, starts, sizes, node_ids,
+    tick)`` splits the given nodes of one level (rewriting their ranges of ``order``),
+    calling ``tick()`` (None without progress) about every 0.1 s while it runs, and
+    returns their rounds of 2-means. The Dask twin passes a ``split_level`` that runs the
+    nodes on workers (:func:`featagg_core.distributed.defrag_distributed`)."""
     order = np.arange(d, dtype=np.int64)
     cap = balanced_depth_cap(d, d0)
     # level-by-level growth; node ids are given in creation order (deterministic)
@@ -277,7 +296,8 @@ def _grow_tree(d: int, d0: int, split_level, progress=None) -> DefragTree:
         s_ids = level_ids[splits]
         s_start = level_start[splits]
         s_size = level_size[splits]
-        it[splits] = split_level(order, s_start, s_size, s_ids)
+        tick = None if progress is None else (lambda lv=lev: progress(lv, cap))
+        it[splits] = split_level(order, s_start, s_size, s_ids, tick)
         n_iter.append(it)
         m = s_ids.shape[0]
         half = s_size // 2
@@ -433,7 +453,7 @@ class Defrag(TransformerMixin, BaseEstimator):
 
     def _check_fit_input(self, X, Y):
         """Validated ``(X, Y)`` for :meth:`fit` (``Y`` is None unless ``"XY"``); also applied
-        by the Dask twin to every row block."""
+        by the Dask twin to in-memory input."""
         X = _as_csr(X, "X")
         if self.representation == "XY":
             if Y is None:
@@ -453,12 +473,26 @@ class Defrag(TransformerMixin, BaseEstimator):
     def fit(self, X, Y=None, progress=None):
         """Build the tree on X (n x d, sparse or dense) and, for ``"XY"``, labels Y (n x L).
 
-        ``progress``, if given, is called as ``progress(level, n_levels)`` after each level.
+        ``progress``, if given, is called as ``progress(level, n_levels)``: ``(0, n)`` at the
+        start, after each level, and about every 0.1 s in between while a kernel runs
+        (repeating the last values). It may raise (e.g.
+        :class:`featagg_core._cancel.Cancelled`): the running kernel then stops after its
+        current 2-means round, no thread is left running, and the exception propagates
+        (the estimator keeps its previous state).
         """
         self._check_params()
         X, Y = self._check_fit_input(X, Y)
+        d = X.shape[1]
+        cap = balanced_depth_cap(d, int(self.d0))
+        rep_progress = None
+        if progress is not None:
+            progress(0, cap)
+
+            def rep_progress(fraction, message):
+                progress(0, cap)
         R, sq = feature_representation(X, Y, self.representation, float(self.sample_points),
-                                       float(self.sample_labels), float(self.prune_threshold))
+                                       float(self.sample_labels), float(self.prune_threshold),
+                                       progress=rep_progress)
         seed = int(self.random_state) & 0xFFFFFFFFFFFFFFFF
         tree = _build_tree(R, int(self.d0), seed, float(self.eps), int(self.max_iter),
                            progress)
@@ -559,3 +593,6 @@ def warmup() -> None:
     m.transform(X)
     m.transform(X, aggregation="avg")
     clustering_error(feature_representation(X, representation="X")[0], m.labels_)
+    Xt = X.T.tocsr()
+    _k.xt_y_nnz(Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32),
+                Y.indptr.astype(np.int64), Y.indices.astype(np.int32), Y.shape[1])

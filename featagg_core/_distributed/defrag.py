@@ -115,12 +115,15 @@ def _split_group(block, seg, starts, sizes, ids, seed, eps, max_iter):
     segment ``seg``, which indexes the block's rows). Returns (new seg, rounds)."""
     from ..defrag import _k, _n_chunks
 
+    from .._polling import new_stop
+
     seg = np.array(seg, np.int64)
     it = _k.split_level(block.indptr.astype(np.int64, copy=False),
                         block.indices.astype(np.int32, copy=False),
                         block.data.astype(np.float32, copy=False), block.shape[1], seg,
                         np.asarray(starts, np.int64), np.asarray(sizes, np.int64),
-                        np.asarray(ids, np.int64), seed, eps, max_iter, _n_chunks())
+                        np.asarray(ids, np.int64), seed, eps, max_iter, _n_chunks(),
+                        new_stop())
     return seg, it
 
 
@@ -138,16 +141,15 @@ def _group_sse(block, seg, starts, sizes):
 class _Levels:
     """The ``split_level`` DEFRAG's level loop calls: one task per group."""
 
-    def __init__(self, ex, groups, seed, eps, max_iter, progress=None, n_levels=0):
+    def __init__(self, ex, groups, seed, eps, max_iter):
         self.ex, self.groups = ex, groups
-        self.progress, self.n_levels = progress, n_levels
         self.seed, self.eps, self.max_iter = seed, eps, max_iter
         self.level_bytes = []
         self.level_seconds = []
         self.level_epochs = []
         self.level_nodes = []
 
-    def __call__(self, order, s_start, s_size, s_ids):
+    def __call__(self, order, s_start, s_size, s_ids, tick=None):
         t0 = time.perf_counter()
         e0 = time.time()
         b0 = self.ex.bytes_to_cluster + self.ex.bytes_from_cluster
@@ -161,11 +163,8 @@ class _Levels:
                                  s_ids[idx], self.seed, self.eps, self.max_iter,
                                  workers=self.groups.workers_of(g))
             subs.append((g, idx, fut))
-        poll = None
-        if self.progress is not None:  # repeat the last report: lets a cancel through
-            def poll(done=len(self.level_seconds)):
-                self.progress(done, self.n_levels)
-        res = self.ex.gather([f for _, _, f in subs], poll=poll)
+        # tick: DEFRAG's heartbeat (repeats the last report; that is where a cancel comes)
+        res = self.ex.gather([f for _, _, f in subs], poll=tick, every=0.2)
         iters = np.zeros(len(s_ids), np.int32)
         for (g, idx, _), (seg, it) in zip(subs, res):
             order[g.lo:g.hi] = g.rows[seg]
@@ -191,10 +190,10 @@ def defrag_distributed(client, X, Y=None, d0=8, representation="XY", random_stat
         once), or ``X`` a :class:`ShardedMultiLabel` from :func:`load_xc_shards` and
         ``Y=None``.
     d0, representation, random_state, **params : ``Defrag``'s parameters.
-    progress : ``progress(level, n_levels)`` as ``Defrag.fit`` takes it (also called once
-        with level 0 when the representation is ready, and repeated about every 0.5 s
-        while a level runs); raising :class:`~featagg_core._cancel.Cancelled` from it
-        cancels the outstanding tasks.
+    progress : ``progress(level, n_levels)`` as ``Defrag.fit`` calls it: ``(0, n)`` at the
+        start, after each level, and repeated while tasks run (about every 0.2-0.5 s);
+        raising :class:`~featagg_core._cancel.Cancelled` from it cancels the outstanding
+        tasks and re-raises.
     n_parts : int, row blocks for in-memory input (default: one per worker thread, >= 2).
     retries : int, times the fit is run again from its inputs when workers die with
         results the scheduler cannot recompute (then :class:`ClusterError`).
@@ -237,8 +236,15 @@ def _fit_once(client, X, Y, est, progress, n_parts, attempt):
         if d < 1:
             raise ValueError("X has no features (0 columns)")
         n_rows = blocks.n_samples
+        cap = balanced_depth_cap(d, int(est.d0))
+        poll = None  # as Defrag.fit: (0, n_levels) at the start and while R is built
+        if progress is not None:
+            progress(0, cap)
+
+            def poll():
+                progress(0, cap)
         if float(est.sample_points) < 1.0:
-            nnz = np.concatenate(ex.gather([ex.submit(row_nnz, b) for b in futs]))
+            nnz = np.concatenate(ex.gather([ex.submit(row_nnz, b) for b in futs], poll=poll))
             rows = _top_fraction(nnz, float(est.sample_points))
             sel = [rows[(rows >= a) & (rows < b)] - a for a, b in zip(starts[:-1], starts[1:])]
             futs = [ex.submit(select_rows, b, s) for b, s in zip(futs, sel)]
@@ -246,7 +252,7 @@ def _fit_once(client, X, Y, est, progress, n_parts, attempt):
             n_rows = int(starts[-1])
         if need_y and float(est.sample_labels) < 1.0:
             counts = ex.gather([tree_reduce(ex, [ex.submit(label_counts, b, blocks.n_labels)
-                                                 for b in futs], add_counts)])[0]
+                                                 for b in futs], add_counts)], poll=poll)[0]
             cols = _top_fraction(counts, float(est.sample_labels))
             futs = [ex.submit(select_labels, b, cols) for b in futs]
         times["blocks_s"] = time.perf_counter() - t0
@@ -264,18 +270,16 @@ def _fit_once(client, X, Y, est, progress, n_parts, attempt):
             finished = ex.submit(_finish, reduced, float(est.prune_threshold))
             del reduced
         R = ex.submit(_finished_matrix, finished)
-        zero, n_inexact, nnz_R, _ = ex.gather([ex.submit(_finished_meta, finished)])[0]
+        zero, n_inexact, nnz_R, _ = ex.gather([ex.submit(_finished_meta, finished)],
+                                              poll=poll)[0]
         del finished, parts
         times["representation_s"] = time.perf_counter() - t1
         phases.append(("representation", e1, time.time()))
-        cap = balanced_depth_cap(d, int(est.d0))
-        if progress is not None:
-            progress(0, cap)
         t2 = time.perf_counter()
         groups = RowGroups(ex, R, d)
         del R
         levels = _Levels(ex, groups, int(est.random_state) & 0xFFFFFFFFFFFFFFFF,
-                         float(est.eps), int(est.max_iter), progress, cap)
+                         float(est.eps), int(est.max_iter))
         tree = _grow_tree(d, int(est.d0), levels, progress)
         times["tree_s"] = time.perf_counter() - t2
         phases += [(f"level {i + 1}", a, b) for i, (a, b) in enumerate(levels.level_epochs)]

@@ -25,6 +25,8 @@ and normalised rows: their sums need far fewer bits).
 import numpy as np
 from numba import njit, prange
 
+from .stopflag import stop_requested
+
 
 @njit(cache=True, inline="always")
 def _two_sum(a, b):
@@ -97,7 +99,7 @@ def _accumulate_row(j, xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, out_ind, q0,
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _row_counts(xt_ptr, xt_ind, y_ptr, y_ind, n_cols, n_chunks):
+def _row_counts(xt_ptr, xt_ind, y_ptr, y_ind, n_cols, n_chunks, stop):
     d = xt_ptr.shape[0] - 1
     counts = np.zeros(d + 1, np.int64)
     n_chunks = max(1, min(n_chunks, max(d, 1)))
@@ -106,19 +108,22 @@ def _row_counts(xt_ptr, xt_ind, y_ptr, y_ind, n_cols, n_chunks):
         hi = (ch + 1) * d // n_chunks
         stamp = np.full(max(n_cols, 1), -1, np.int64)
         for j in range(lo, hi):
+            if stop_requested(stop):
+                break
             counts[j + 1] = _count_row(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp)
     return np.cumsum(counts)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def xt_y_rounded(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks):
+def xt_y_rounded(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks, stop):
     """Rows of ``AᵀB`` (csr, sorted indices, float32, each entry the correctly rounded exact
     sum) from ``Aᵀ`` in csr (= A in csc) and ``B`` in csr, both float32.
 
     Returns ``(indptr, indices, data, n_inexact)``. Parallel over chunks of rows of AᵀB;
-    the result does not depend on ``n_chunks``."""
+    the result does not depend on ``n_chunks``. ``stop[0] == 1`` (set by another thread,
+    read once per row) ends the work early; the caller then discards the output."""
     d = xt_ptr.shape[0] - 1
-    out_ptr = _row_counts(xt_ptr, xt_ind, y_ptr, y_ind, n_cols, n_chunks)
+    out_ptr = _row_counts(xt_ptr, xt_ind, y_ptr, y_ind, n_cols, n_chunks, stop)
     out_ind = np.empty(out_ptr[d], np.int32)
     out_dat = np.empty(out_ptr[d], np.float32)
     n_chunks = max(1, min(n_chunks, max(d, 1)))
@@ -130,6 +135,8 @@ def xt_y_rounded(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks):
         acc_lo = np.zeros(max(n_cols, 1), np.float64)
         seen = np.zeros(max(n_cols, 1), np.bool_)
         for j in range(lo, hi):
+            if stop_requested(stop):
+                break
             q0 = out_ptr[j]
             k, b = _accumulate_row(j, xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, out_ind,
                                    q0, acc_hi, acc_lo, seen)
@@ -145,14 +152,14 @@ def xt_y_rounded(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def xt_y_partial(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks):
+def xt_y_partial(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks, stop):
     """As :func:`xt_y_rounded`, but each entry is kept as its exact renormalised pair
     ``(hi, lo)`` (float64 arrays) so that partial products over disjoint row sets can be
     merged exactly (:func:`merge_partials`) and rounded once (:func:`round_partial`).
 
     Returns ``(indptr, indices, hi, lo, n_inexact)``."""
     d = xt_ptr.shape[0] - 1
-    out_ptr = _row_counts(xt_ptr, xt_ind, y_ptr, y_ind, n_cols, n_chunks)
+    out_ptr = _row_counts(xt_ptr, xt_ind, y_ptr, y_ind, n_cols, n_chunks, stop)
     out_ind = np.empty(out_ptr[d], np.int32)
     out_hi = np.empty(out_ptr[d], np.float64)
     out_lo = np.empty(out_ptr[d], np.float64)
@@ -165,6 +172,8 @@ def xt_y_partial(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks):
         acc_lo = np.zeros(max(n_cols, 1), np.float64)
         seen = np.zeros(max(n_cols, 1), np.bool_)
         for j in range(lo, hi):
+            if stop_requested(stop):
+                break
             q0 = out_ptr[j]
             k, b = _accumulate_row(j, xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, out_ind,
                                    q0, acc_hi, acc_lo, seen)
