@@ -90,3 +90,21 @@ def test_compress_on_serial_scheduler_runs_the_distributed_thresholding(capsys, 
     assert 0 <= out["metrics"]["test"]["MI loss"] <= 1
     code, _, err = run_cli(capsys, "compress", path, "--label", "y", "--scheduler", "serial")
     assert code == 2 and "only --method threshold" in err
+
+
+def test_dashboard_sidebar_says_where_fits_run(monkeypatch):
+    """With FEATAGG_DASK_SCHEDULER set the sidebar says where fits run; unset, nothing."""
+    import os
+    from pathlib import Path
+    from streamlit.testing.v1 import AppTest
+    os.environ.setdefault("FEATAGG_WARMUP", "0")
+    app = str(Path(__file__).resolve().parents[1] / "app.py")
+    monkeypatch.delenv("FEATAGG_DASK_SCHEDULER", raising=False)
+    at = AppTest.from_file(app, default_timeout=120).run()
+    assert not any("Dask" in c.value for c in at.sidebar.caption)
+    monkeypatch.setenv("FEATAGG_DASK_SCHEDULER", "serial")
+    at = AppTest.from_file(app, default_timeout=120).run()
+    assert any("Dask code path in this process" in c.value for c in at.sidebar.caption)
+    monkeypatch.setenv("FEATAGG_DASK_SCHEDULER", "tcp://127.0.0.1:9")
+    at = AppTest.from_file(app, default_timeout=120).run()
+    assert any("cannot be reached" in w.value for w in at.sidebar.warning)
