@@ -232,7 +232,7 @@ def mb(b) -> str:
 def write_report(args, meta, results, out_path):
     lines = [f"# Dask twins vs single machine (`benchmarks/distributed_bench.py"
              f"{' --quick' if args.quick else ''}`)", ""]
-    lines.append(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
+    lines.append(f"Report of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
                  f"{platform.node()} ({os.cpu_count()} cores, shared with other people's "
                  "jobs, every run under `nice -n 10`; `load` = 1-minute load average when the "
                  "run started; CPU seconds are the robust comparison). Data: "
@@ -266,7 +266,7 @@ def write_report(args, meta, results, out_path):
             lines.append(
                 f"| {r['config']} | {r['load']:.1f} | {r['fit_s']:.1f} | {r['cpu_s']:.1f} | "
                 f"{r.get('task_cpu_s', r['cpu_s'] if not info else 0):.1f} | "
-                f"{crit if crit is None else round(crit, 1)} | {ratio} | "
+                f"{'-' if crit is None else round(crit, 1)} | {ratio} | "
                 f"{r.get('read_s', 0):.1f} | "
                 f"{mb(info.get('bytes_to_cluster', 0)) if info else '-'} | "
                 f"{mb(info.get('bytes_from_cluster', 0)) if info else '-'} | "
