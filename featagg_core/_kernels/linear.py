@@ -67,6 +67,23 @@ def l2svc_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed
         weight).
     n_iter : outer iterations run.
     """
+    alpha = np.zeros(indptr.shape[0] - 1, data.dtype)
+    w, it = l2svc_dual_cd_stoppable(indptr, indices, data, y, n_cols, C, eps, max_iter,
+                                    bias, seed, alpha, np.zeros(1, np.uint8))
+    return w, it
+
+
+@njit(cache=True, nogil=True)
+def l2svc_dual_cd_stoppable(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed,
+                            alpha, stop):
+    """:func:`l2svc_dual_cd` that also returns the dual variables and can be stopped.
+
+    ``alpha`` (length l, the data's dtype, zero on entry) receives the dual solution (used
+    for leave-one-out margins: removing point i moves its margin by at most
+    ``alpha_i * (||x_i||^2 + bias^2)``). ``stop`` is a one-element uint8 array looked at once
+    per outer iteration: when another thread sets it to 1 the solver returns at once
+    (the weights are then those of the last finished pass). Returns ``(w, n_iter)``.
+    """
     l = indptr.shape[0] - 1
     # working precision = the data's (float32 in training: half the memory traffic;
     # float64 when a caller wants a tight optimum)
@@ -82,7 +99,6 @@ def l2svc_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed
             s += data[p] * data[p]
         qd[i] = s + diag
         yf[i] = y[i]
-    alpha = np.zeros(l, data.dtype)
     index = np.arange(l).astype(np.uint32)
     active = l
     pgmax_old = np.inf
@@ -90,6 +106,8 @@ def l2svc_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed
     state = np.uint64(seed_state(seed)) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
     it = 0
     while it < max_iter:
+        if stop[0] != 0:
+            break
         pgmax_new = -np.inf
         pgmin_new = np.inf
         state = shuffle_prefix(index, active, state)
