@@ -32,7 +32,9 @@ Methods: ``ktxmlc`` (``KTXMLC()`` defaults, seed = random_state), ``ktxmlc_defra
 split of the training rows, then Defrag(d0) + KTXMLC refitted on all training rows, or
 raw KTXMLC when it chooses None; the choice's own cost is reported separately),
 ``ktxmlc_d8`` (Defrag(d0=8) + KTXMLC, the DEFRAG paper's setting, for reference),
-``onevsall`` (sets with <= 1000 labels) and the four peers.
+``onevsall`` (sets with <= 1000 labels), ``ktxmlc_t1`` (one tree instead of three),
+the four peers, and ``cancel_probe`` (how long ``KTXMLC.fit`` takes to stop once a cancel
+event is set at several points of a fit).
 
 Accuracy is computed here, in one place, from each worker's top-5 predictions with
 :mod:`featagg_core.metrics` (propensities from the training labels, A=0.55, B=1.5).
@@ -63,7 +65,9 @@ PEER_VENV = os.path.join(ROOT, ".bench-venv-peers")
 PEER_PY = os.path.join(PEER_VENV, "bin", "python")
 PEER_PINS = ["numpy<2", "scipy<1.14", "scikit-learn", "omikuji==0.5.2", "napkinxc==0.7.2"]
 PEER_WORKER = os.path.join(ROOT, "benchmarks", "xmlc_peer_worker.py")
-OURS = ("ktxmlc", "ktxmlc_defrag", "ktxmlc_d8", "onevsall")
+OURS = ("ktxmlc", "ktxmlc_t1", "ktxmlc_defrag", "ktxmlc_d8", "onevsall")
+#: KTXMLC with other than default settings, for the record (not the defaults' verdict)
+VARIANTS = {"ktxmlc_t1": {"n_trees": 1}}
 PEERS = ("pecos_xrlinear", "omikuji_parabel", "omikuji_bonsai", "napkinxc_plt")
 REAL = ("bibtex", "delicious", "corel16k", "yeast", "scene")
 SYNTH = {"syn5e4": (50000, 50000, 5000), "syn1e5": (100000, 100000, 10000),
@@ -205,6 +209,9 @@ def our_worker(method, data_path, out_path, seed):
     if hasattr(_defrag, "warmup"):
         _defrag.warmup()
     info = {}
+    if method == "cancel_probe":
+        print("RESULT " + json.dumps(cancel_probe(Xtr, Ytr, base)), flush=True)
+        return
     if method == "ktxmlc_defrag":
         # choose d0 on an 80/20 split of the training rows (never the test rows)
         n = Xtr.shape[0]
@@ -225,6 +232,8 @@ def our_worker(method, data_path, out_path, seed):
         model = kt.OneVsAll(random_state=seed)
     elif method == "ktxmlc":
         model = kt.KTXMLC(random_state=seed)
+    elif method in VARIANTS:
+        model = kt.KTXMLC(random_state=seed, **VARIANTS[method])
     else:
         raise SystemExit(f"unknown method {method}")
     t0, c0 = time.perf_counter(), _cpu_s()
@@ -246,6 +255,46 @@ def our_worker(method, data_path, out_path, seed):
                model_mb=model.model_size_bytes_ / 2 ** 20, base_mb=base, n_test=int(Xte.shape[0]),
                peak_mb=_vm("VmHWM"), **info)
     print("RESULT " + json.dumps(res), flush=True)
+
+
+def cancel_probe(Xtr, Ytr, base, delays=(0.5, 3.0, 10.0, 30.0, 60.0)):
+    """Seconds from setting a cancel event to ``KTXMLC.fit`` raising ``Cancelled``, with
+    the event set ``delay`` s into a fit (the progress callback is
+    ``cancelling_progress(None, event)``, as ``run_pipeline`` builds it), plus the
+    threads left behind. One fit per delay; a fit that ends first reports no latency."""
+    import threading
+
+    from featagg_core._cancel import Cancelled, cancelling_progress
+    from featagg_core.ktxmlc import KTXMLC
+
+    out = dict(latencies={}, phases={}, train_s=0.0, train_cpu_s=0.0, predict_s=0.0,
+               predict_cpu_s=0.0, model_mb=0.0, base_mb=base, n_test=1)
+    for delay in delays:
+        ev = threading.Event()
+        state = {}
+        last = {}
+
+        def progress(f, msg, ev=ev, last=last):
+            last["msg"] = msg
+            cancelling_progress(None, ev)(f, msg)
+
+        def fire(ev=ev, state=state):
+            state["t"] = time.perf_counter()
+            ev.set()
+
+        timer = threading.Timer(delay, fire)
+        timer.start()
+        try:
+            KTXMLC().fit(Xtr, Ytr, progress=progress)
+            out["latencies"][str(delay)] = None  # finished before the cancel
+        except Cancelled:
+            out["latencies"][str(delay)] = time.perf_counter() - state["t"]
+            out["phases"][str(delay)] = last.get("msg", "")
+        timer.cancel()
+        out[f"threads_after_{delay}"] = [t.name for t in threading.enumerate()
+                                         if t.name.startswith("ktxmlc")]
+    out["peak_mb"] = _vm("VmHWM")
+    return out
 
 
 # ----------------------------------------------------------------------------- runner
@@ -275,18 +324,24 @@ def run_one(method, dataset, seed, data_path, threads, mem_gb, peer_py, workdir)
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, data_path, out,
                "--seed", str(seed)]
     t0 = time.time()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
-    peak_seen, killed = 0.0, False
-    while proc.poll() is None:
-        rss = _rss_mb(proc.pid)
-        peak_seen = max(peak_seen, rss)
-        if rss > mem_gb * 1024:
-            os.killpg(proc.pid, signal.SIGKILL)
-            killed = True
-            break
-        time.sleep(0.5)
-    stdout, stderr = proc.communicate()
+    # output to files, not pipes: a chatty peer (omikuji logs to stderr) would block on a
+    # full pipe while we only poll its memory
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True, env=env,
+                                start_new_session=True)
+        peak_seen, killed = 0.0, False
+        while proc.poll() is None:
+            rss = _rss_mb(proc.pid)
+            peak_seen = max(peak_seen, rss)
+            if rss > mem_gb * 1024:
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed = True
+                break
+            time.sleep(0.5)
+        proc.wait()
+        fo.seek(0)
+        fe.seek(0)
+        stdout, stderr = fo.read(), fe.read()
     if killed:
         return dict(error=f"does not fit: resident memory passed {mem_gb} GB", peak_mb=peak_seen)
     line = [ln for ln in stdout.splitlines() if ln.startswith("RESULT ")]
@@ -294,6 +349,8 @@ def run_one(method, dataset, seed, data_path, threads, mem_gb, peer_py, workdir)
         return dict(error=f"failed (rc={proc.returncode}): {stderr.strip()[-600:]}")
     res = json.loads(line[-1][7:])
     res["wall_total_s"] = time.time() - t0
+    if method == "cancel_probe":
+        return res
     z = np.load(out)
     res.update(score(data_path, z["idx"], z["val"]))
     os.remove(out)
@@ -484,6 +541,14 @@ def table(records, datasets, notes, infos):
             out.append("\nGoals (KTXMLC defaults):\n")
             out.extend(gl)
             summary.append((ds, verdict))
+        for r in runs:
+            if r["method"] == "cancel_probe" and "latencies" in r:
+                lat = {k: v for k, v in r["latencies"].items() if v is not None}
+                out.append("\nCancel (event set d s into `KTXMLC().fit`, seconds until it "
+                           "raised; the phase it was in; pool threads left): " + "; ".join(
+                               f"d={k}: {v:.2f} s ({r['phases'].get(k, '')}; "
+                               f"{len(r.get(f'threads_after_{float(k)}', []))} threads)"
+                               for k, v in lat.items()))
         dl = defrag_lines(ds, runs)
         if dl:
             out.append("\nDEFRAG, data-chosen d0 (`choose_d0`) vs raw features:\n")
@@ -581,6 +646,9 @@ def main():
                            if (r["method"], r["dataset"], r["seed"]) != (m, ds, s)] + [res]
                 if "error" in res:
                     print(f"[fail] {ds} {m} seed {s}: {res['error']}", flush=True)
+                elif m == "cancel_probe":
+                    print(f"{ds:9s} cancel latencies {res['latencies']} phases {res['phases']}",
+                          flush=True)
                 else:
                     print(f"{ds:9s} {m:16s} s{s} P@1 {res['P@1']:.2f} P@5 {res['P@5']:.2f} "
                           f"PSP@5 {res['PSP@5']:.2f} train {res['train_s']:.2f}s (cpu "

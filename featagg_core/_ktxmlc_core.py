@@ -27,7 +27,7 @@ must predict exactly as the single-machine fit). A fit is::
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple, Optional, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,12 +37,9 @@ from ._kernels import ktxmlc_cluster as _kc
 
 _POLL_S = 0.2          # seconds between progress calls while waiting for a job
 _TASK_CHILDREN = 64    # classifiers per training job (bounds a job's label matrix)
-CALIB_BINS = 256       # histogram of leave-one-out decision values in [-Z, Z]
+CALIB_BINS = 256       # histogram of training decision values in [-Z, Z]
 CALIB_Z = 4.0
 _NO_CLASSIFIER_B = 30.0  # calibration of a node trained on nothing: log sigmoid(30) ~ 0
-
-_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
-
 
 def mix_seeds(*parts) -> np.ndarray:
     """Deterministic 31-bit seeds from integer arrays/scalars (splitmix64 rounds)."""
@@ -406,7 +403,7 @@ def fit_sigmoid(neg: np.ndarray, pos: np.ndarray, n_iter: int = 100):
 
 def calibration(trees: Sequence[dict], tasks: Sequence[TrainTask], results: Sequence,
                 offsets: np.ndarray):
-    """Per-node sigmoid parameters (a, b) from the leave-one-out histograms: one Platt fit
+    """Per-node sigmoid parameters (a, b) from the decision-value histograms: one Platt fit
     per calibration group (label classifiers; internal nodes of each depth), summed over
     the tasks in task order. Nodes with no classifier (every row positive) and roots get
     (0, 30): log-probability ~ 0. Returns (cal_a, cal_b, groups) with groups a dict

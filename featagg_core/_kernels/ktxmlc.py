@@ -272,11 +272,9 @@ def build_feature_major(first_child, n_children, Wp, Wi, Wd):
 
 
 @njit(cache=True)
-def _child_logscores(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr,
-                     fm_child, fm_val, bias_w, bias, cal_a, cal_b, score_power, out):
-    """Log-score of every child c of node p, written to out[:nc]: with ``score_power`` 0
-    the calibrated log-probability log sigmoid(a_c z + b_c) of the decision value
-    z = w_c^T x (+ bias), else the lp-hinge -max(0, 1 - z)^score_power."""
+def _child_decisions(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr,
+                     fm_child, fm_val, bias_w, bias, out):
+    """Decision value z = w_c^T x (+ bias) of every child c of node p, written to out[:nc]."""
     nc = n_children[p]
     fc = first_child[p]
     for j in range(nc):
@@ -304,6 +302,18 @@ def _child_logscores(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_ept
             lo = s + 1
         else:
             lo = s
+
+
+@njit(cache=True)
+def _child_logscores(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr,
+                     fm_child, fm_val, bias_w, bias, cal_a, cal_b, score_power, out):
+    """Log-score of every child c of node p, written to out[:nc]: with ``score_power`` 0
+    the calibrated log-probability log sigmoid(a_c z + b_c) of the decision value
+    z = w_c^T x (+ bias), else the lp-hinge -max(0, 1 - z)^score_power."""
+    _child_decisions(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr,
+                     fm_child, fm_val, bias_w, bias, out)
+    nc = n_children[p]
+    fc = first_child[p]
     if score_power == 0:
         for j in range(nc):
             t = cal_a[fc + j] * out[j] + cal_b[fc + j]
@@ -313,6 +323,24 @@ def _child_logscores(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_ept
         for j in range(nc):
             mgn = 1.0 - out[j]
             out[j] = -(mgn ** score_power) if mgn > 0.0 else 0.0
+
+
+@njit(cache=True)
+def _child_probs(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr, fm_child,
+                 fm_val, bias_w, bias, cal_a, cal_b, score_power, out):
+    """exp of :func:`_child_logscores` with one exp per child: sigmoid(a z + b), or
+    exp(-max(0, 1 - z)^p)."""
+    _child_decisions(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr,
+                     fm_child, fm_val, bias_w, bias, out)
+    nc = n_children[p]
+    fc = first_child[p]
+    if score_power == 0:
+        for j in range(nc):
+            out[j] = 1.0 / (1.0 + math.exp(-(cal_a[fc + j] * out[j] + cal_b[fc + j])))
+    else:
+        for j in range(nc):
+            mgn = 1.0 - out[j]
+            out[j] = math.exp(-(mgn ** score_power)) if mgn > 0.0 else 1.0
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -390,9 +418,10 @@ def beam_predict(Xp, Xi, Xd, roots, first_child, n_children, node_label, leafc,
                         cur_s = nxt_s
                 for b in range(cur_n.shape[0]):
                     p = cur_n[b]
-                    _child_logscores(p, xi, xv, first_child, n_children, fm_ptr, fm_feat,
-                                     fm_eptr, fm_child, fm_val, bias_w, bias, cal_a, cal_b,
-                                     score_power, scores)
+                    _child_probs(p, xi, xv, first_child, n_children, fm_ptr, fm_feat,
+                                 fm_eptr, fm_child, fm_val, bias_w, bias, cal_a, cal_b,
+                                 score_power, scores)
+                    path = math.exp(cur_s[b])
                     fc = first_child[p]
                     for j in range(n_children[p]):
                         lab = node_label[fc + j]
@@ -400,7 +429,7 @@ def beam_predict(Xp, Xi, Xd, roots, first_child, n_children, node_label, leafc,
                             seen[lab] = True
                             touched[nt] = lab
                             nt += 1
-                        acc[lab] += math.exp(cur_s[b] + scores[j])
+                        acc[lab] += path * scores[j]
             # top-k by (score desc, label asc): insertion into a k-slot buffer, O(nt k)
             cnt = 0
             for r in range(nt):
