@@ -33,8 +33,9 @@ split of the training rows, then Defrag(d0) + KTXMLC refitted on all training ro
 raw KTXMLC when it chooses None; the choice's own cost is reported separately),
 ``ktxmlc_d8`` (Defrag(d0=8) + KTXMLC, the DEFRAG paper's setting, for reference),
 ``onevsall`` (sets with <= 1000 labels), ``ktxmlc_t1`` (one tree instead of three),
-the four peers, and ``cancel_probe`` (how long ``KTXMLC.fit`` takes to stop once a cancel
-event is set at several points of a fit).
+the four peers, ``cancel_probe`` (how long ``KTXMLC.fit`` takes to stop once a cancel
+event is set at several points of a fit) and ``refrag_probe`` (the size of REFRAG's
+label prototypes, pruned or not).
 
 Accuracy is computed here, in one place, from each worker's top-5 predictions with
 :mod:`featagg_core.metrics` (propensities from the training labels, A=0.55, B=1.5).
@@ -212,6 +213,9 @@ def our_worker(method, data_path, out_path, seed):
     if method == "cancel_probe":
         print("RESULT " + json.dumps(cancel_probe(Xtr, Ytr, base)), flush=True)
         return
+    if method == "refrag_probe":
+        print("RESULT " + json.dumps(refrag_probe(Xtr, Ytr, base)), flush=True)
+        return
     if method == "ktxmlc_defrag":
         # choose d0 on an 80/20 split of the training rows (never the test rows)
         n = Xtr.shape[0]
@@ -297,6 +301,32 @@ def cancel_probe(Xtr, Ytr, base, delays=(0.5, 3.0, 10.0, 30.0, 60.0)):
     return out
 
 
+def refrag_probe(Xtr, Ytr, base, thresholds=(0.0, 0.01, 0.05)):
+    """Size of REFRAG's label prototypes (``Refrag.fit`` on Defrag(d0=8) clusters) with
+    the default ``prune_threshold=0`` and with pruning: stored entries, bytes of the
+    prototypes and their transpose, fit seconds and the resident-memory rise of the fit."""
+    from featagg_core.defrag import Defrag
+    from featagg_core.refrag import Refrag
+
+    t0 = time.perf_counter()
+    df = Defrag(d0=8, representation="XY", random_state=0).fit(Xtr, Ytr)
+    out = dict(defrag_s=time.perf_counter() - t0, prototypes={}, train_s=0.0,
+               train_cpu_s=0.0, predict_s=0.0, predict_cpu_s=0.0, model_mb=0.0,
+               base_mb=base, n_test=1)
+    for thr in thresholds:
+        before = _vm("VmRSS")
+        t0 = time.perf_counter()
+        rf = Refrag(prune_threshold=thr).fit(Xtr, Ytr, df)
+        P, PT = rf.prototypes_, rf._prototypes_T
+        out["prototypes"][str(thr)] = dict(
+            nnz=int(P.nnz), mb=(P.data.nbytes + P.indices.nbytes + P.indptr.nbytes
+                                + PT.data.nbytes + PT.indices.nbytes + PT.indptr.nbytes) / 2 ** 20,
+            fit_s=time.perf_counter() - t0, rss_rise_mb=_vm("VmRSS") - before)
+        del rf, P, PT
+    out["peak_mb"] = _vm("VmHWM")
+    return out
+
+
 # ----------------------------------------------------------------------------- runner
 def _rss_mb(pid):
     try:
@@ -349,7 +379,7 @@ def run_one(method, dataset, seed, data_path, threads, mem_gb, peer_py, workdir)
         return dict(error=f"failed (rc={proc.returncode}): {stderr.strip()[-600:]}")
     res = json.loads(line[-1][7:])
     res["wall_total_s"] = time.time() - t0
-    if method == "cancel_probe":
+    if method in ("cancel_probe", "refrag_probe"):
         return res
     z = np.load(out)
     res.update(score(data_path, z["idx"], z["val"]))
@@ -549,6 +579,14 @@ def table(records, datasets, notes, infos):
                                f"d={k}: {v:.2f} s ({r['phases'].get(k, '')}; "
                                f"{len(r.get(f'threads_after_{float(k)}', []))} threads)"
                                for k, v in lat.items()))
+        for r in runs:
+            if r["method"] == "refrag_probe" and "prototypes" in r:
+                out.append("\nREFRAG prototypes on Defrag(d0=8) clusters (`Refrag.fit`, not "
+                           "part of KTXMLC; its default is `prune_threshold=0`): " + "; ".join(
+                               f"prune_threshold={k}: {v['nnz']:,} entries, {v['mb']:.0f} MB "
+                               f"(with the transpose), fit {v['fit_s']:.1f} s, resident +"
+                               f"{v['rss_rise_mb']:.0f} MB" for k, v in r["prototypes"].items())
+                           + f"; peak {r['peak_mb']:.0f} MB.")
         dl = defrag_lines(ds, runs)
         if dl:
             out.append("\nDEFRAG, data-chosen d0 (`choose_d0`) vs raw features:\n")
@@ -606,6 +644,8 @@ def main():
     if args.quick:
         datasets, methods, seeds = ["bibtex"], ["ktxmlc", "pecos_xrlinear"], [0]
     records = [] if args.quick else _load_runs(args.runs)
+    if args.table_only:
+        datasets, methods = [], []
     notes = [f"Last run: `{' '.join(sys.argv)}` on {os.cpu_count()} CPU(s), {args.threads} "
              f"thread(s) for every method, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
              f"load average at start {os.getloadavg()[0]:.1f}. Accuracy in %, mean over seeds "
@@ -649,6 +689,9 @@ def main():
                 elif m == "cancel_probe":
                     print(f"{ds:9s} cancel latencies {res['latencies']} phases {res['phases']}",
                           flush=True)
+                elif m == "refrag_probe":
+                    print(f"{ds:9s} REFRAG prototypes {res['prototypes']} peak "
+                          f"{res['peak_mb']:.0f} MB", flush=True)
                 else:
                     print(f"{ds:9s} {m:16s} s{s} P@1 {res['P@1']:.2f} P@5 {res['P@5']:.2f} "
                           f"PSP@5 {res['PSP@5']:.2f} train {res['train_s']:.2f}s (cpu "

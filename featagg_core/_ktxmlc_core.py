@@ -78,6 +78,9 @@ class SolverSpec(NamedTuple):
     bias: float
     calib_rows: int         # per classifier: positives and negatives sampled for calibration
     random_state: int
+    loss: int = 0           # 0 squared hinge (L2R_L2LOSS_SVC_DUAL), 1 logistic (L2R_LR_DUAL),
+                            # -1 alternate by tree (even trees squared hinge, odd logistic)
+    C_log: float = 10.0     # C of the logistic trees (napkinXC's default)
 
 
 # ----------------------------------------------------------------------------- jobs
@@ -302,6 +305,7 @@ def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict
     :func:`featagg_core._kernels.ktxmlc.train_children`) and the solver work: non-zeros of
     the training rows times the classifiers (one solver pass over them)."""
     rows = task_rows(Yc, tree, task.node)
+    loss = solver.loss if solver.loss >= 0 else task.tree % 2
     lo = tree["lo"][task.c0:task.c1]
     hi = tree["hi"][task.c0:task.c1]
     # seeds depend on (random_state, tree, parent depth, smallest label of the child,
@@ -310,9 +314,10 @@ def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict
     seeds = mix_seeds(solver.random_state, task.tree, tree["depth"][task.node], minlab, hi - lo)
     res = _k.train_children(X.indptr.astype(np.int64), X.indices, X.data, X.shape[1],
                             Y.indptr.astype(np.int64), Y.indices, pos, rows,
-                            lo.astype(np.int64), hi.astype(np.int64), seeds, solver.C,
+                            lo.astype(np.int64), hi.astype(np.int64), seeds,
+                            solver.C_log if loss == 1 else solver.C,
                             solver.eps, solver.max_iter, solver.threshold, solver.bias,
-                            CALIB_BINS, CALIB_Z, solver.calib_rows, stop)
+                            CALIB_BINS, CALIB_Z, solver.calib_rows, loss, stop)
     work = int((X.indptr[rows + 1] - X.indptr[rows]).sum()) * (task.c1 - task.c0)
     return res + (work,)
 
@@ -342,9 +347,13 @@ def assemble_weights(trees: Sequence[dict], tasks: Sequence[TrainTask], results:
     return W, bias_w, offsets
 
 
-def calibration_group(tree: dict, task: TrainTask) -> int:
-    """0 for label classifiers (pooled over depths), else the depth of the children."""
-    return 0 if tree["label"][task.c0] >= 0 else int(tree["depth"][task.c0])
+def calibration_group(tree: dict, task: TrainTask, solver: SolverSpec = None) -> int:
+    """0 for label classifiers (pooled over depths), else the depth of the children;
+    plus 1000 for the trees trained with the logistic loss (their decision values live on
+    another scale)."""
+    g = 0 if tree["label"][task.c0] >= 0 else int(tree["depth"][task.c0])
+    loss = 0 if solver is None else (solver.loss if solver.loss >= 0 else task.tree % 2)
+    return g + 1000 * loss
 
 
 def fit_sigmoid(neg: np.ndarray, pos: np.ndarray, n_iter: int = 100):
@@ -402,7 +411,7 @@ def fit_sigmoid(neg: np.ndarray, pos: np.ndarray, n_iter: int = 100):
 
 
 def calibration(trees: Sequence[dict], tasks: Sequence[TrainTask], results: Sequence,
-                offsets: np.ndarray):
+                offsets: np.ndarray, solver: SolverSpec = None):
     """Per-node sigmoid parameters (a, b) from the decision-value histograms: one Platt fit
     per calibration group (label classifiers; internal nodes of each depth), summed over
     the tasks in task order. Nodes with no classifier (every row positive) and roots get
@@ -410,7 +419,7 @@ def calibration(trees: Sequence[dict], tasks: Sequence[TrainTask], results: Sequ
     {group: (a, b, n_neg, n_pos)} for diagnostics."""
     hists = {}
     for task, res in zip(tasks, results):
-        g = calibration_group(trees[task.tree], task)
+        g = calibration_group(trees[task.tree], task, solver)
         hists[g] = hists.get(g, 0) + res[5]
     fitted = {}
     for g in sorted(hists):
@@ -421,7 +430,7 @@ def calibration(trees: Sequence[dict], tasks: Sequence[TrainTask], results: Sequ
     cal_a = np.zeros(N, np.float32)
     cal_b = np.full(N, _NO_CLASSIFIER_B, np.float32)
     for task, res in zip(tasks, results):
-        a, b = fitted[calibration_group(trees[task.tree], task)][:2]
+        a, b = fitted[calibration_group(trees[task.tree], task, solver)][:2]
         g0 = offsets[task.tree] + task.c0
         trained = (res[0] > 0) | (res[4] > 0)
         sl = slice(g0, g0 + res[0].shape[0])

@@ -49,6 +49,7 @@ __all__ = ["KTXMLC", "OneVsAll", "DefragKTXMLC", "elbow_curve", "label_represent
 #: trees); older artifacts are refused with a message instead of being mis-read.
 STATE_VERSION = 2
 _SCORES = {"calibrated": 0, "l2-hinge": 2, "l3-hinge": 3}
+_LOSSES = {"squared_hinge": 0, "log": 1, "mixed": -1}
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -157,7 +158,7 @@ def _fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progre
                                 progress=progress, lo=0.12, hi=0.99,
                                 message="classifiers: node batches trained", stop=stop)
     W, bias_w, offsets = core.assemble_weights(trees, tasks, results, X.shape[1])
-    cal_a, cal_b, groups = core.calibration(trees, tasks, results, offsets)
+    cal_a, cal_b, groups = core.calibration(trees, tasks, results, offsets, solver)
     work = int(sum(r[6] for r in results))
     return trees, W, bias_w, offsets, cal_a, cal_b, groups, work
 
@@ -184,7 +185,9 @@ class _TreeModel(BaseEstimator):
         thr = _check_pos("weight_threshold", self.weight_threshold, strict=False)
         bias = _check_pos("bias", self.bias, strict=False)
         rs = _check_int("random_state", self.random_state, 0)
-        return core.SolverSpec(C, eps, max_iter, thr, bias, calib, rs)
+        loss = _check_choice("loss", getattr(self, "loss", "squared_hinge"), tuple(_LOSSES))
+        C_log = C if loss == "log" else _check_pos("C_log", getattr(self, "C_log", 10.0))
+        return core.SolverSpec(C, eps, max_iter, thr, bias, calib, rs, _LOSSES[loss], C_log)
 
     def _n_jobs(self):
         n_jobs = _check_int("n_jobs", self.n_jobs, 1, allow_none=True)
@@ -404,6 +407,8 @@ class KTXMLC(_TreeModel):
     weight_threshold : weights with ``|w| <= weight_threshold`` are pruned (bias excepted).
     bias : value of the constant bias feature.
     normalize : bool, L2-normalise rows of X before training and prediction.
+    loss : "squared_hinge" (liblinear's L2R_L2LOSS_SVC_DUAL, Parabel/PECOS) or "log"
+        (L2R_LR_DUAL, logistic regression, as napkinXC).
     calibration_rows : int, per classifier, at most this many positives and negatives
         (sampled deterministically) feed the calibration histogram; 0 = no calibration
         data (then ``score="calibrated"`` is a plain sigmoid of the decision value).
@@ -459,7 +464,7 @@ class KTXMLC(_TreeModel):
                  min_cluster_size=2, kmeans_oversampling=2.0, kmeans_rounds=None,
                  kmeans_max_iter=20, kmeans_tol=1e-4, eps=0.1, max_iter=20,
                  weight_threshold=0.1, bias=1.0, normalize=True, calibration_rows=64,
-                 n_jobs=None):
+                 loss="squared_hinge", C_log=10.0, n_jobs=None):
         self.n_clusters = n_clusters
         self.n_trees = n_trees
         self.max_depth = max_depth
@@ -483,6 +488,8 @@ class KTXMLC(_TreeModel):
         self.bias = bias
         self.normalize = normalize
         self.calibration_rows = calibration_rows
+        self.loss = loss
+        self.C_log = C_log
         self.n_jobs = n_jobs
 
     def _tree_spec(self):

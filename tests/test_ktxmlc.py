@@ -486,3 +486,14 @@ def test_defrag_choice_with_all_candidates_is_loose_enough(small):
     ch = choose_d0(X[:400], Y[:400], X[400:], Y[400:], candidates=(4,), tolerance=1.0,
                    min_speedup=1e-9, min_features=0, n_clusters=4, n_trees=1)
     assert ch.d0 == 4 and ch.table[1]["ok"]
+
+
+def test_logistic_and_mixed_trees_are_calibrated_per_loss(small):
+    X, Y = small
+    m = KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2, loss="mixed").fit(X, Y)
+    groups = set(m.calibration_)
+    assert 0 in groups and 1000 in groups  # label classifiers of each loss apart
+    S = m.predict_scores(X[:40], k=Y.shape[1], beam_width=10 ** 6).toarray()
+    np.testing.assert_allclose(S, _brute_force_scores(m, X[:40], 0), rtol=2e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="loss"):
+        KTXMLC(loss="hinge").fit(X, Y)

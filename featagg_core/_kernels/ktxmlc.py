@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .linear import l2svc_dual_cd_stoppable
+from .linear import l2svc_dual_cd_stoppable, lr_dual_cd
 
 
 @njit(cache=True)
@@ -114,12 +114,13 @@ def calibration_bin(z, n_bins, z_max):
 @njit(cache=True, nogil=True)
 def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi,
                    child_seed, C, eps, max_iter, threshold, bias, n_bins, z_max,
-                   calib_rows, stop):
+                   calib_rows, loss, stop):
     """Train the classifiers of consecutive children of one tree node.
 
     Child ``j`` owns tree-ordered label positions ``[child_lo[j], child_hi[j])`` (``pos``
     maps a label to its position); its positives are the ``rows`` having one of them.
-    Every classifier is trained on exactly ``rows`` (the points reaching the parent).
+    Every classifier is trained on exactly ``rows`` (the points reaching the parent), by
+    the squared-hinge SVM (``loss`` 0) or logistic regression (``loss`` 1) dual solver.
 
     Calibration data: for each classifier, the decision values ``z_i = w^T x_i`` (+ bias,
     pruned weights, as at prediction)
@@ -171,8 +172,12 @@ def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi
             continue
         y = ymat[j].copy()
         alpha[:] = 0.0
-        w, it = l2svc_dual_cd_stoppable(lp, li, ld, y, dl, C, eps, max_iter, bias,
-                                        child_seed[j], alpha, stop)
+        if loss == 1:
+            w, it = lr_dual_cd(lp, li, ld, y, dl, C, eps, max_iter, bias, child_seed[j],
+                               stop)
+        else:
+            w, it = l2svc_dual_cd_stoppable(lp, li, ld, y, dl, C, eps, max_iter, bias,
+                                            child_seed[j], alpha, stop)
         iters[j] = it
         bias_w[j] = w[dl]
         for f in range(dl):
