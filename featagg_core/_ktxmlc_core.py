@@ -130,10 +130,26 @@ def run_jobs(executor, fn: Callable, items: Sequence, *, costs=None, progress=No
 
 
 # ----------------------------------------------------------------------------- trees
-def label_representation(Xn: sp.csr_matrix, Y: sp.csr_matrix) -> sp.csr_matrix:
+def label_representation(Xn: sp.csr_matrix, Y: sp.csr_matrix, progress=None,
+                         block_nnz: int = 1 << 21) -> sp.csr_matrix:
     """PIFA (PECOS) = Parabel's label vectors: the normalised sum of the (already
-    L2-normalised) rows of each label's positives; csr L x d, float32, int64 indptr."""
-    R = sp.csr_matrix(Y.T @ Xn, dtype=np.float32)
+    L2-normalised) rows of each label's positives; csr L x d, float32, int64 indptr.
+
+    Computed in blocks of labels holding about ``block_nnz`` positives (each block's rows
+    of YᵀX are exactly those of the whole product), calling ``progress(fraction, text)``
+    between blocks so a cancel lands while it runs."""
+    Yc = sp.csc_matrix(Y, dtype=np.float32)
+    cum = Yc.indptr.astype(np.int64)
+    bounds = [0]
+    while bounds[-1] < Y.shape[1]:
+        nxt = int(np.searchsorted(cum, cum[bounds[-1]] + block_nnz, side="right")) - 1
+        bounds.append(min(Y.shape[1], max(nxt, bounds[-1] + 1)))
+    parts = []
+    for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        parts.append(sp.csr_matrix(Yc[:, a:b].T @ Xn, dtype=np.float32))
+        if progress is not None:
+            progress(j + 1, len(bounds) - 1)
+    R = sp.csr_matrix(sp.vstack(parts, format="csr"), dtype=np.float32)
     sq = np.asarray(R.multiply(R).sum(axis=1)).ravel()
     inv = np.zeros_like(sq)
     inv[sq > 0] = 1.0 / np.sqrt(sq[sq > 0])
@@ -153,19 +169,20 @@ def n_children_for(m: int, spec: TreeSpec) -> int:
 
 
 def partition_node(R: sp.csr_matrix, labels: np.ndarray, n_groups: int, seed: int,
-                   spec: TreeSpec):
+                   spec: TreeSpec, stop=None):
     """Cluster the label vectors ``R[labels]`` into at most ``n_groups`` groups.
-    Returns (assign, n_groups_made) with group ids 0..n-1."""
+    Returns (assign, n_groups_made) with group ids 0..n-1. ``stop``: see run_jobs."""
+    stop = np.zeros(1, np.uint8) if stop is None else stop
     sub = R[labels]
     Rp = sub.indptr.astype(np.int64)
     if spec.partition == "bisect":
         assign, _ = _kc.bisect_rows(Rp, sub.indices, sub.data, R.shape[1], int(n_groups),
-                                    int(seed), spec.kmeans_max_iter, spec.kmeans_tol)
+                                    int(seed), spec.kmeans_max_iter, spec.kmeans_tol, stop)
     else:
         assign, _ = _kc.cluster_rows(Rp, sub.indices, sub.data, R.shape[1], int(n_groups),
                                      spec.balanced, int(seed), spec.oversampling,
                                      spec.rounds, spec.kmeans_max_iter, spec.kmeans_tol,
-                                     spec.min_size)
+                                     spec.min_size, stop)
     ids, assign = np.unique(assign, return_inverse=True)  # compact, order kept
     return assign.astype(np.int64), int(ids.size)
 
@@ -223,7 +240,7 @@ def build_trees(R: sp.csr_matrix, spec: TreeSpec, n_trees: int, executor, *,
             items.append((tr["perm"][tr["lo"][v]:tr["hi"][v]].copy(), n_children_for(m, spec),
                           int(mix_seeds(spec.random_state, t, v, 7))))
         frac = lo + (hi - lo) * (1 - 0.5 ** level)
-        results = run_jobs(executor, lambda it: partition_node(R, it[0], it[1], it[2], spec),
+        results = run_jobs(executor, lambda it: partition_node(R, it[0], it[1], it[2], spec, stop),
                            items, costs=[len(it[0]) for it in items], progress=progress,
                            lo=frac, hi=lo + (hi - lo) * (1 - 0.5 ** (level + 1)),
                            message=f"label trees, level {level + 1}", stop=stop)

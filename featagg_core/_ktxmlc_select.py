@@ -56,7 +56,7 @@ def elbow_curve(X, Y, ks=(2, 4, 8, 16, 32, 64), representation="input", random_s
             assign, nk = _kc.cluster_rows(R.indptr.astype(np.int64), R.indices, R.data,
                                           R.shape[1], int(K), False,
                                           int(_mix(random_state, K)), 2.0, 0,
-                                          kmeans_max_iter, 1e-4, 1)
+                                          kmeans_max_iter, 1e-4, 1, np.zeros(1, np.uint8))
         M = sp.csr_matrix((np.ones(L, np.float32), (assign, np.arange(L))), shape=(nk, L))
         S = M @ R
         sizes = np.asarray(M.sum(axis=1)).ravel()

@@ -101,7 +101,7 @@ def _check_choice(name, value, choices):
     return value
 
 
-def label_representation(X, Y, representation="input", joint_weight=1.0):
+def label_representation(X, Y, representation="input", joint_weight=1.0, progress=None):
     """Label vectors used to cluster labels (rows L2-normalised, csr L x d').
 
     ``"input"``: the normalised sum of the normalised feature vectors of the label's
@@ -112,7 +112,11 @@ def label_representation(X, Y, representation="input", joint_weight=1.0):
     X = _check_X(X)
     Y = _check_Y(Y, X.shape[0])
     _check_choice("representation", representation, ("input", "joint"))
-    R = core.label_representation(_normalize_rows(X), Y)
+    report = None
+    if progress is not None:
+        def report(j, n):
+            progress(0.02 * j / n, f"label representations: block {j}/{n}")
+    R = core.label_representation(_normalize_rows(X), Y, report)
     if representation == "joint":
         w = _check_pos("joint_weight", joint_weight, strict=False)
         Yc = sp.csc_matrix(Y)
@@ -243,7 +247,7 @@ class _TreeModel(BaseEstimator):
         R = None
         if isinstance(trees_or_n, int):
             R = label_representation(X, Y, getattr(self, "representation", "input"),
-                                     getattr(self, "joint_weight", 1.0))
+                                     getattr(self, "joint_weight", 1.0), progress)
             if progress is not None:
                 progress(0.02, "label representations computed")
         else:

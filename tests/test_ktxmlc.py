@@ -105,7 +105,7 @@ def test_cluster_kernel_recovers_planted_groups():
     R, truth = _planted_rows()
     for balanced in (False, True):
         assign, nk = cluster_rows(R.indptr.astype(np.int64), R.indices, R.data, 40, 5,
-                                  balanced, 11, 2.0, 0, 20, 1e-4, 2)
+                                  balanced, 11, 2.0, 0, 20, 1e-4, 2, np.zeros(1, np.uint8))
         assert nk == 5
         assert adjusted_rand_score(truth, assign) == 1.0
 
@@ -122,13 +122,14 @@ def test_bisect_kernel_recovers_planted_pairs_and_numbers_halves_consecutively()
         base[g, 20 + 5 * g:25 + 5 * g] = 2
     truth = np.repeat(np.arange(4), 25)
     R = _normalize_rows(sp.csr_matrix(base[truth] + rng.random((100, d)) * 0.3))
-    assign, ng = bisect_rows(R.indptr.astype(np.int64), R.indices, R.data, d, 4, 5, 20, 1e-4)
+    go = np.zeros(1, np.uint8)
+    assign, ng = bisect_rows(R.indptr.astype(np.int64), R.indices, R.data, d, 4, 5, 20, 1e-4, go)
     assert ng == 4 and adjusted_rand_score(truth, assign) == 1.0
     assert np.all(np.bincount(assign) == 25)
     sup = assign[truth < 2]
     assert set(sup.tolist()) in ({0, 1}, {2, 3})
     # 3 groups of 100 rows: sizes proportional (34/33/33 give or take one)
-    a3, n3 = bisect_rows(R.indptr.astype(np.int64), R.indices, R.data, d, 3, 5, 20, 1e-4)
+    a3, n3 = bisect_rows(R.indptr.astype(np.int64), R.indices, R.data, d, 3, 5, 20, 1e-4, go)
     assert n3 == 3 and np.abs(np.bincount(a3) - 100 / 3).max() <= 1.5
 
 
@@ -406,6 +407,17 @@ def test_validation_and_sklearn_protocol(small):
     m.fit(X, Y)
     with pytest.raises(ValueError, match="features"):
         m.predict_scores(X[:, :10])
+
+
+def test_label_representation_in_label_blocks_equals_the_whole_product(small):
+    X, Y = small
+    Xn = _normalize_rows(X)
+    calls = []
+    R = core.label_representation(Xn, Y, progress=lambda j, n: calls.append((j, n)),
+                                  block_nnz=50)
+    ref = _normalize_rows(sp.csr_matrix(Y.T @ Xn))
+    assert len(calls) > 5 and calls[-1][0] == calls[-1][1]
+    assert abs(R - ref).max() < 1e-6 and R.shape == ref.shape
 
 
 def test_elbow_finds_planted_number_of_label_groups():

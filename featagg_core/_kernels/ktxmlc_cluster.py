@@ -33,12 +33,12 @@ def _uniform(state):
 
 # --------------------------------------------------------------------------- 2-means
 @njit(cache=True)
-def _two_means_balanced(lp, li, ld, dl, n_first, seed, max_iter, tol):
+def _two_means_balanced(lp, li, ld, dl, n_first, seed, max_iter, tol, stop):
     """Balanced spherical 2-means of the (unit) rows of a local csr, as Parabel/omikuji:
     two distinct random rows as centroids; each pass sorts rows by s1 - s0 and gives the
     first ``n_first`` (Parabel: floor(m/2)) to cluster 0, the rest to cluster 1;
     centroids = normalised sums; stop when the mean similarity improves by less than
-    ``tol`` or after ``max_iter`` passes."""
+    ``tol`` or after ``max_iter`` passes (or once ``stop[0]`` is set)."""
     m = lp.shape[0] - 1
     assign = np.zeros(m, np.int64)
     if m < 2:
@@ -60,6 +60,8 @@ def _two_means_balanced(lp, li, ld, dl, n_first, seed, max_iter, tol):
     s1 = np.empty(m, np.float64)
     prev = -np.inf
     for it in range(max(1, max_iter)):
+        if it > 0 and stop[0] != 0:
+            break
         for i in range(m):
             a = 0.0
             b = 0.0
@@ -100,13 +102,15 @@ def _two_means_balanced(lp, li, ld, dl, n_first, seed, max_iter, tol):
 
 
 @njit(cache=True, nogil=True)
-def bisect_rows(Rp, Ri, Rd, n_features, n_groups, seed, max_iter, tol):
+def bisect_rows(Rp, Ri, Rd, n_features, n_groups, seed, max_iter, tol, stop):
     """Split the (L2-normalised) rows of a csr matrix into ``n_groups`` balanced groups by
     recursive balanced spherical 2-means: a part meant to become g groups is split into
     parts of ceil(g/2) and floor(g/2) groups with sizes in that proportion, so final
     group sizes differ by at most a few rows. For a power of two this is PECOS's
     hierarchical k-means (Parabel's split applied log2(g) times); groups are numbered in
-    order, so the two halves of every split hold consecutive group ids.
+    order, so the two halves of every split hold consecutive group ids. ``stop``
+    (one-element uint8) is polled per 2-means pass: once set, the call returns quickly
+    with a partition the caller must discard.
     Returns (assign, n_groups) (fewer groups only if there are fewer rows)."""
     m = Rp.shape[0] - 1
     n_groups = max(1, min(n_groups, m))
@@ -141,7 +145,7 @@ def bisect_rows(Rp, Ri, Rd, n_features, n_groups, seed, max_iter, tol):
         rows = order[lo:hi].copy()
         lp, li, ld, feats = _local_csr(Rp, Ri, Rd, rows, n_features)
         a = _two_means_balanced(lp, li, ld, feats.shape[0], n_first,
-                                seed * 1000003 + n_split, max_iter, tol)
+                                seed * 1000003 + n_split, max_iter, tol, stop)
         n_split += 1
         t = lo
         for r in range(rows.shape[0]):
@@ -422,7 +426,7 @@ def _kmeans_parallel_seeds(lp, li, ld, dl, K, state, oversampling, rounds):
 
 @njit(cache=True, nogil=True)
 def cluster_rows(Rp, Ri, Rd, n_features, K, balanced, seed, oversampling, rounds,
-                 max_iter, tol, min_size):
+                 max_iter, tol, min_size, stop):
     """Partition the (L2-normalised) rows of a csr matrix into at most K clusters.
 
     k-means|| seeding (:func:`_kmeans_parallel_seeds`), then spherical k-means (cosine
@@ -433,6 +437,8 @@ def cluster_rows(Rp, Ri, Rd, n_features, K, balanced, seed, oversampling, rounds
     With K >= m every row is its own cluster; if everything collapses into one cluster the
     rows are split into two halves in the order given. Balanced K = 2 is
     :func:`_two_means_balanced`'s rule.
+
+    ``stop`` (one-element uint8) is polled per k-means pass.
 
     Returns (assign, n_clusters): cluster ids 0..n_clusters-1.
     """
@@ -459,6 +465,8 @@ def cluster_rows(Rp, Ri, Rd, n_features, K, balanced, seed, oversampling, rounds
     assign = np.zeros(m, np.int64)
     prev = -np.inf
     for it in range(max(1, max_iter)):
+        if it > 0 and stop[0] != 0:
+            break
         avg = 0.0
         if balanced and K == 2:
             diff = np.empty(m, np.float64)
