@@ -243,6 +243,8 @@ class _TreeModel(BaseEstimator):
         t0 = time.perf_counter()
         if self.normalize:
             X = _normalize_rows(X)
+        if progress is not None:
+            progress(0.0, "rows normalised")
         stop = np.zeros(1, np.uint8)
         R = None
         if isinstance(trees_or_n, int):
