@@ -175,7 +175,9 @@ def partition_node(R: sp.csr_matrix, labels: np.ndarray, n_groups: int, seed: in
     """Cluster the label vectors ``R[labels]`` into at most ``n_groups`` groups.
     Returns (assign, n_groups_made) with group ids 0..n-1. ``stop``: see run_jobs."""
     stop = np.zeros(1, np.uint8) if stop is None else stop
-    sub = R[labels]
+    # the root's labels are all of them in order: no copy of R (a long GIL-holding gather)
+    sub = R if labels.size == R.shape[0] and np.array_equal(labels, np.arange(labels.size)) \
+        else R[labels]
     Rp = sub.indptr.astype(np.int64)
     if spec.partition == "bisect":
         assign, _ = _kc.bisect_rows(Rp, sub.indices, sub.data, R.shape[1], int(n_groups),
@@ -273,6 +275,19 @@ def ova_tree(L: int) -> dict:
 
 
 # ----------------------------------------------------------------------------- training
+class CsrParts(NamedTuple):
+    """A csr (or csc) matrix's parts with an int64 index pointer, made once per fit so the
+    jobs never convert it again (a per-job copy of a 10^6-row indptr holds the GIL)."""
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    shape: tuple
+
+    @classmethod
+    def of(cls, M):
+        return cls(np.asarray(M.indptr, np.int64), M.indices, M.data, M.shape)
+
+
 class TrainTask(NamedTuple):
     tree: int
     node: int
@@ -291,8 +306,7 @@ def label_positions(tree: dict) -> np.ndarray:
 def training_tasks(trees: Sequence[dict], Y: sp.csr_matrix) -> list:
     """Every node's child classifiers in batches of at most 64, the costliest first
     (ties by tree and child id): a deterministic list for any executor."""
-    Yc = sp.csc_matrix(Y)
-    label_nnz = np.diff(Yc.indptr)
+    label_nnz = np.bincount(np.asarray(Y.indices), minlength=Y.shape[1])
     n = Y.shape[0]
     tasks = []
     for t, tr in enumerate(trees):
@@ -312,7 +326,7 @@ def task_rows(Yc: sp.csc_matrix, tree: dict, node: int) -> np.ndarray:
     at least one of the node's labels (Parabel's / PECOS's "teacher-forced" negatives)."""
     if node == 0:
         return np.arange(Yc.shape[0], dtype=np.int64)
-    return _k.node_rows(Yc.indptr.astype(np.int64), Yc.indices, tree["perm"],
+    return _k.node_rows(np.asarray(Yc.indptr, np.int64), Yc.indices, tree["perm"],
                         int(tree["lo"][node]), int(tree["hi"][node]))
 
 
@@ -331,8 +345,8 @@ def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict
     # child size): identical problems get identical permutations in any model.
     minlab = np.minimum.reduceat(tree["perm"][:hi[-1]], lo)
     seeds = mix_seeds(solver.random_state, task.tree, tree["depth"][task.node], minlab, hi - lo)
-    res = _k.train_children(X.indptr.astype(np.int64), X.indices, X.data, X.shape[1],
-                            Y.indptr.astype(np.int64), Y.indices, pos, rows,
+    res = _k.train_children(np.asarray(X.indptr, np.int64), X.indices, X.data, X.shape[1],
+                            np.asarray(Y.indptr, np.int64), Y.indices, pos, rows,
                             lo.astype(np.int64), hi.astype(np.int64), seeds,
                             solver.C_log if loss == 1 else solver.C,
                             solver.eps, solver.max_iter, solver.threshold, solver.bias,

@@ -144,7 +144,8 @@ class _Pool:
 def _fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progress, stop):
     """The fit pipeline of :mod:`featagg_core._ktxmlc_core` on a thread pool: trees (or the
     given ones), node classifiers, weights, calibration."""
-    Yc = sp.csc_matrix(Y)
+    Yc = core.CsrParts.of(sp.csc_matrix(Y))
+    X, Y = core.CsrParts.of(X), core.CsrParts.of(Y)
     with _Pool(n_jobs) as pool:
         if isinstance(n_trees_or_trees, int):
             trees = core.build_trees(R, spec, n_trees_or_trees, pool, progress=progress,
