@@ -148,16 +148,22 @@ def label_representation(Xn: sp.csr_matrix, Y: sp.csr_matrix, progress=None,
         bounds.append(min(Y.shape[1], max(nxt, bounds[-1] + 1)))
     parts = []
     for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        parts.append(sp.csr_matrix(Yc[:, a:b].T @ Xn, dtype=np.float32))
+        B = sp.csr_matrix(Yc[:, a:b].T @ Xn, dtype=np.float32)
+        B.sort_indices()
+        sq = np.asarray(B.multiply(B).sum(axis=1)).ravel()
+        inv = np.zeros_like(sq)
+        inv[sq > 0] = 1.0 / np.sqrt(sq[sq > 0])
+        B.data *= np.repeat(inv.astype(np.float32), np.diff(B.indptr))  # rows to unit norm
+        parts.append(B)
         if progress is not None:
             progress(j + 1, len(bounds) - 1)
-    R = sp.csr_matrix(sp.vstack(parts, format="csr"), dtype=np.float32)
-    sq = np.asarray(R.multiply(R).sum(axis=1)).ravel()
-    inv = np.zeros_like(sq)
-    inv[sq > 0] = 1.0 / np.sqrt(sq[sq > 0])
-    R = sp.csr_matrix(sp.diags(inv.astype(np.float32)) @ R, dtype=np.float32)
-    R.sort_indices()
-    R.indptr = R.indptr.astype(np.int64)
+    # one concatenation of the parts (no other pass over R)
+    indptr = np.zeros(Y.shape[1] + 1, np.int64)
+    indptr[1:] = np.cumsum(np.concatenate([np.diff(B.indptr) for B in parts]))
+    R = sp.csr_matrix((np.concatenate([B.data for B in parts]),
+                       np.concatenate([B.indices for B in parts]), indptr),
+                      shape=(Y.shape[1], Xn.shape[1]))
+    R.indptr = indptr  # scipy may have narrowed it; the kernels take int64
     return R
 
 

@@ -120,7 +120,7 @@ def bisect_rows(Rp, Ri, Rd, n_features, n_groups, seed, max_iter, tol, stop):
     st_hi = np.empty(2 * n_groups + 2, np.int64)
     st_g = np.empty(2 * n_groups + 2, np.int64)
     st_id = np.empty(2 * n_groups + 2, np.int64)
-    assign = np.empty(m, np.int64)
+    assign = np.zeros(m, np.int64)
     top = 0
     st_lo[0] = 0
     st_hi[0] = m
@@ -129,6 +129,8 @@ def bisect_rows(Rp, Ri, Rd, n_features, n_groups, seed, max_iter, tol, stop):
     top = 1
     n_split = 0
     while top > 0:
+        if stop[0] != 0:
+            break  # the caller discards the partition
         top -= 1
         lo = st_lo[top]
         hi = st_hi[top]
