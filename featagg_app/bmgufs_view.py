@@ -6,7 +6,6 @@ returns a DataFrame or a ``plotly.graph_objects.Figure``, so it can be unit test
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -16,7 +15,6 @@ from plotly.subplots import make_subplots
 
 from featagg_app.charts import PALETTE, style
 
-DEFAULT_DS = (16, 64, 128, 200, 600)
 MAX_NODES_DRAWN = 400
 
 
@@ -146,62 +144,8 @@ def weights_figure(model, top: int = 100) -> go.Figure:
 
 
 # ---------------------------------------------------------------------------
-# comparison with the baselines
+# comparison with the baselines (experiment.feature_selection_comparison's result)
 # ---------------------------------------------------------------------------
-def compare_methods(A, X, y, model, ds: Sequence[int] = DEFAULT_DS, n_seeds: int = 3,
-                    include_ndfs: bool = False,
-                    progress: Optional[Callable[[float, str], None]] = None) -> dict:
-    """k-means ACC/NMI of BMGUFS's selection and of every baseline at each d (the paper's
-    protocol): ``{"ds": [...], "methods": {name: {d: scores}}}``. ``scores`` is
-    :func:`featagg_core.graph_eval.kmeans_scores`' dict plus ``d`` (columns actually used)."""
-    from featagg_core import feature_selection_baselines as fsb
-    from featagg_core.graph_eval import evaluate_selection, known_class_mask
-
-    X = sp.csr_matrix(X, dtype=np.float64)
-    y = np.asarray(y)
-    k = int(np.unique(y[known_class_mask(y)]).size)
-    ds = [int(d) for d in ds if d <= X.shape[1]] or [X.shape[1]]
-    steps = ["knn"] + ["laplacian_graph", "laplacian_knn", "spec_knn", "variance", "random"] \
-        + (["ndfs"] if include_ndfs else [])
-    done = 0
-    total = len(steps) + 2
-
-    def tick(msg):
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(min(done / total, 1.0), msg)
-
-    orders = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        orders["BMGUFS"] = {d: model.select(d) for d in ds}
-    Wk = fsb.knn_graph(X, n_neighbors=5)
-    tick("5-NN feature graph")
-    ranked = {
-        "Laplacian score (graph)": (lambda: fsb.laplacian_score(X, A), False),
-        "Laplacian score (kNN)": (lambda: fsb.laplacian_score(X, Wk), False),
-        "SPEC (kNN)": (lambda: fsb.spec_score(X, Wk, style=max(k, 2)), True),
-        "variance": (lambda: fsb.variance_score(X), True),
-        "random": (lambda: fsb.random_scores(X.shape[1], 0), True),
-    }
-    if include_ndfs:
-        ranked["NDFS (graph)"] = (lambda: fsb.ndfs_score(X, A, n_clusters=k, n_iter=15), True)
-    for name, (fn, larger) in ranked.items():
-        order = fsb.rank_features(fn(), larger)
-        orders[name] = {d: order[:d] for d in ds}
-        tick(name)
-    out = {}
-    for name, per_d in orders.items():
-        out[name] = {d: evaluate_selection(X, y, idx, n_seeds=n_seeds)
-                     for d, idx in per_d.items()}
-    tick("k-means on the selections")
-    allf = evaluate_selection(X, y, np.arange(X.shape[1]), n_seeds=n_seeds)
-    out["all features"] = {d: allf for d in ds}
-    tick("k-means on all features")
-    return {"ds": ds, "methods": out, "n_seeds": n_seeds}
-
-
 def comparison_table(cmp: dict, metric: str = "acc") -> pd.DataFrame:
     """Methods x d table of "mean ± sd" strings for ``metric`` ("acc" or "nmi")."""
     rows = {}

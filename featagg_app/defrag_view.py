@@ -102,32 +102,18 @@ def size_histogram(cluster_sizes, d0: Optional[int] = None, height: int = 320) -
                  ylabel="clusters")
 
 
-# ----------------------------------------------------------------------------- baselines
-def random_balanced_labels(d: int, K: int, seed: int = 0) -> np.ndarray:
-    """A random partition of d features into K clusters whose sizes differ by at most one."""
-    rng = np.random.default_rng(seed)
-    lab = np.empty(int(d), np.int64)
-    lab[rng.permutation(int(d))] = np.arange(int(d)) % int(K)
-    return lab
-
-
-def kmeans_labels(R, K: int, seed: int = 0, max_iter: int = 20) -> np.ndarray:
-    """scikit-learn MiniBatchKMeans with the same K on the same normalised representation
-    (a quick configuration for the page: one initialisation, at most ``max_iter`` passes)."""
-    from sklearn.cluster import MiniBatchKMeans
-    km = MiniBatchKMeans(n_clusters=int(K), n_init=1, max_iter=int(max_iter),
-                         random_state=int(seed), batch_size=1024)
-    return km.fit(sp.csr_matrix(R)).labels_.astype(np.int64)
-
-
-def error_figure(errors: dict, height: int = 260) -> go.Figure:
-    """Horizontal bars of clustering error per method (lower is better); DEFRAG first."""
+# ----------------------------------------------------------------------------- errors
+def error_figure(errors: dict, titles: Optional[dict] = None, height: int = 260) -> go.Figure:
+    """Horizontal bars of clustering error per method (lower is better); DEFRAG first.
+    ``titles`` (method -> run title) is shown on hover."""
     names = list(errors)
     vals = [float(errors[k]) for k in names]
     colors = [PALETTE[0] if "DEFRAG" in k else PALETTE[8] for k in names]
+    hover = [f"{k}: {v:.4f}" + (f"<br>{titles[k]}" if titles and k in titles else "")
+             for k, v in zip(names, vals)]
     fig = go.Figure(go.Bar(x=vals, y=names, orientation="h", marker_color=colors,
                            text=[f"{v:.4f}" for v in vals], textposition="auto",
-                           hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+                           hovertext=hover, hoverinfo="text"))
     fig.update_yaxes(autorange="reversed")
     return style(fig, title="Clustering error (lower is better)", height=height,
                  xlabel="mean squared distance to the cluster mean")
@@ -220,9 +206,11 @@ def short_number(n) -> str:
     return f"{n / 1e9:,.3g}G"
 
 
-def reduction_summary(X, Xa) -> dict:
-    """Dimensions and non-zeros before/after agglomeration."""
-    return {"d": int(X.shape[1]), "K": int(Xa.shape[1]), "nnz_before": int(X.nnz),
-            "nnz_after": int(Xa.nnz),
-            "dim_ratio": X.shape[1] / max(Xa.shape[1], 1),
-            "nnz_ratio": X.nnz / max(Xa.nnz, 1)}
+def reduction_summary(metrics: dict, d: int) -> dict:
+    """Dimensions and non-zeros before/after agglomeration, from an agglomeration run's
+    test metrics (``features_after``, ``nnz_before``, ``nnz_after``) and the feature count
+    ``d``."""
+    K, before, after = (int(metrics["features_after"]), int(metrics["nnz_before"]),
+                        int(metrics["nnz_after"]))
+    return {"d": int(d), "K": K, "nnz_before": before, "nnz_after": after,
+            "dim_ratio": d / max(K, 1), "nnz_ratio": before / max(after, 1)}

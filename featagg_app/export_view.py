@@ -1,196 +1,178 @@
-"""What the Export page offers: artifacts of the session's fitted objects, CSV/JSON
-exports for use outside featagg, and evaluating an imported artifact on a dataset.
+"""What the Export page offers: the session's runs as pipeline artifacts (one per run, or a
+bundle of all of them with the run table), CSV/JSON exports for use outside featagg, and
+turning an imported artifact or bundle into pipelines the page evaluates with
+``experiment.evaluate``.
 
-Pure functions (no streamlit) so they can be unit tested.
+Pure functions (no streamlit) so they can be unit tested. Nothing here scores anything.
 """
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Tuple
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
 
-from featagg_core.artifacts import ARTIFACT_CLASSES
+from featagg_core.experiment import Pipeline, as_pipeline, canonical_spec, run_name
 
-#: the kind of dataset an imported artifact can be evaluated on
-CLASS_KIND = {"Defrag": "multilabel", "KTXMLC": "multilabel", "OneVsAll": "multilabel",
-              "DefragKTXMLC": "multilabel",
-              "Fiat": "multilabel", "Refrag": "multilabel", "BlockModel": "graph",
-              "BMGUFS": "graph", "VocabularyCompressor": "table"}
-
-#: where the other pages look for a fitted object of each class (session.put/get keys)
-CLASS_STORE_KEY = {"Defrag": "defrag", "KTXMLC": "ktxmlc", "OneVsAll": "ova",
-                   "DefragKTXMLC": "defrag_ktxmlc", "Fiat": "fiat",
-                   "Refrag": "refrag", "BlockModel": "block_model", "BMGUFS": "bmgufs",
-                   "VocabularyCompressor": "vocab"}
+#: step classes and what they are called in the page
+STEP_TITLES = {"imputer": "FIAT", "defrag": "DEFRAG", "feature_clustering": "feature clustering",
+               "classifier": "classifier", "reranker": "REFRAG", "selector": "feature selection",
+               "vocabulary": "vocabulary"}
 
 
-def exportable(store: Dict[str, Any]) -> Dict[str, Any]:
-    """The fitted objects of a session store that are featagg artifacts (by store key)."""
-    out = {}
-    for key, obj in store.items():
-        name = type(obj).__name__
-        if ARTIFACT_CLASSES.get(name) == type(obj).__module__ and hasattr(obj, "_artifact_state"):
-            out[key] = obj
+def entry_key(title: str) -> str:
+    """A bundle entry name for a run title ("#3 KTXMLC K=2 T=3 · DEFRAG d0=8" →
+    "run03_ktxmlc_k_2_t_3_defrag_d0_8"): letters, digits and '_' only, at most 100."""
+    m = re.match(r"#(\d+)\s*(.*)", title)
+    num, rest = (int(m.group(1)), m.group(2)) if m else (0, title)
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", rest).strip("_").lower() or "run"
+    return f"run{num:02d}_{slug}"[:100]
+
+
+def bundle_objects(runs: Sequence, titles: Sequence[str]) -> Dict[str, Pipeline]:
+    """``{entry name: pipeline}`` of every finished run (one Pipeline artifact each)."""
+    out: Dict[str, Pipeline] = {}
+    for run, title in zip(runs, titles):
+        if getattr(run, "pipeline", None) is None:
+            continue
+        key = entry_key(title)
+        while key in out:
+            key = key[:97] + "_x"
+        out[key] = run.pipeline
     return out
 
 
-def describe(obj) -> str:
-    """One line about a fitted object, for lists."""
-    name = type(obj).__name__
+def describe_pipeline(pipe) -> str:
+    """One line about a pipeline: its steps with their classes and sizes, e.g. "DEFRAG
+    (Defrag, 256 clusters) → classifier (KTXMLC, 159 labels); raw input: 1,836 features"."""
     bits = []
-    for attr, label in (("n_clusters_", "clusters"), ("n_labels_", "labels"),
-                        ("n_features_in_", "features"), ("n_buckets_", "buckets")):
-        val = getattr(obj, attr, None)
-        if isinstance(val, (int, np.integer)):
-            bits.append(f"{int(val)} {label}")
-    return name + (f" ({', '.join(bits)})" if bits else "")
+    for step in ("imputer", "defrag", "feature_clustering", "classifier", "reranker",
+                 "selector", "vocabulary"):
+        obj = getattr(pipe, step, None)
+        if obj is None or (step == "defrag" and pipe.per_tree):
+            continue
+        extra = []
+        for attr, label in (("n_clusters_", "clusters"), ("n_labels_", "labels")):
+            val = getattr(obj, attr, None)
+            if isinstance(val, (int, np.integer)):
+                extra.append(f"{int(val):,} {label}")
+        if step == "vocabulary":
+            extra.append(f"{len(obj.compressors)} column(s)")
+        bits.append(f"{STEP_TITLES[step]} ({type(obj).__name__}"
+                    + (f", {', '.join(extra)}" if extra else "") + ")")
+    text = " → ".join(bits) or "no fitted step"
+    if pipe.n_features_in_ is not None:
+        text += f"; raw input: {int(pipe.n_features_in_):,} features"
+    return text
 
 
-def plain_exports(key: str, obj, feature_names=None) -> List[Tuple[str, bytes, str]]:
-    """(file name, bytes, mime) of the CSV/JSON files that describe ``obj`` outside featagg:
-    cluster assignments (Defrag), feature weights/ranking (BMGUFS), blocks (BlockModel),
-    value→bucket mappings (VocabularyCompressor)."""
-    name = type(obj).__name__
+def pipeline_exports(key: str, pipe, feature_names=None) -> List[Tuple[str, bytes, str]]:
+    """(file name, bytes, mime) of the CSV/JSON files that describe a pipeline's steps
+    outside featagg: feature clusters (DEFRAG / a baseline clustering), feature weights and
+    ranking (BMGUFS) or the selected features, value → bucket mappings (vocabulary)."""
     files = []
-    if name == "Defrag":
-        labels = np.asarray(obj.labels_)
+    clus = pipe.feature_clustering if pipe.feature_clustering is not None else pipe.defrag
+    if clus is not None:
+        labels = np.asarray(clus.labels_)
         df = pd.DataFrame({"feature": np.arange(labels.size), "cluster": labels})
         if feature_names is not None and len(feature_names) == labels.size:
             df.insert(1, "feature_name", list(feature_names))
         files.append((f"{key}_clusters.csv", df.to_csv(index=False).encode(), "text/csv"))
-    elif name == "BMGUFS":
-        r = np.asarray(obj.scores_)
-        order = np.argsort(-r, kind="stable")
-        df = pd.DataFrame({"rank": np.arange(1, r.size + 1), "feature": order, "weight": r[order]})
+    sel = pipe.selector
+    if sel is not None and hasattr(sel, "scores_"):
+        r = np.asarray(sel.scores_, dtype=float)
+        order = (np.asarray(sel.order_) if hasattr(sel, "order_")
+                 else np.argsort(-r, kind="stable"))
+        df = pd.DataFrame({"rank": np.arange(1, r.size + 1), "feature": order,
+                           "score": r[order]})
         if feature_names is not None and len(feature_names) == r.size:
             df.insert(2, "feature_name", [feature_names[j] for j in order])
-        files.append((f"{key}_feature_ranking.csv", df.to_csv(index=False).encode(), "text/csv"))
-    elif name == "BlockModel":
-        df = pd.DataFrame({"node": np.arange(len(obj.labels_)), "block": obj.labels_})
-        files.append((f"{key}_blocks.csv", df.to_csv(index=False).encode(), "text/csv"))
-    elif name == "VocabularyCompressor":
-        files.append((f"{key}_mapping.csv", obj.to_csv().encode(), "text/csv"))
-        files.append((f"{key}_mapping.json", obj.to_json().encode(), "application/json"))
+        df["selected"] = np.isin(order, np.asarray(pipe.selected_ if pipe.selected_ is not None
+                                                   else [], np.int64))
+        files.append((f"{key}_feature_ranking.csv", df.to_csv(index=False).encode(),
+                      "text/csv"))
+    if pipe.vocabulary is not None:
+        parts = []
+        for col, vc in pipe.vocabulary.compressors.items():
+            f = vc.mapping_frame()
+            f.insert(0, "column", col)
+            parts.append(f)
+        if parts:
+            files.append((f"{key}_mapping.csv",
+                          pd.concat(parts, ignore_index=True).to_csv(index=False).encode(),
+                          "text/csv"))
+        doc = {str(c): json.loads(vc.to_json()) for c, vc in pipe.vocabulary.compressors.items()}
+        files.append((f"{key}_mapping.json", json.dumps(doc).encode(), "application/json"))
     return files
 
 
-def _ranking_metrics(Y_true, scores, inv_prop, ks=(1, 3, 5)) -> Dict[str, float]:
-    from featagg_core.metrics import ranking_metrics
-    flat = ranking_metrics(Y_true, scores, ks, inv_prop, metrics=("P", "nDCG", "PSP", "coverage"))
-    return {key: 100 * v for key, v in flat.items()}
+def _classifier_on(model, defrags: Dict[str, Any]) -> Optional[str]:
+    """The bundled Defrag a classifier of an older bundle was trained on: the one whose
+    cluster count is the classifier's input size (None when none or several fit)."""
+    want = getattr(model, "n_features_in_", None)
+    hits = [k for k, d in defrags.items() if int(getattr(d, "n_clusters_", -1)) == want]
+    return hits[0] if len(hits) == 1 else None
 
 
-def evaluate(obj, data, column: Optional[str] = None) -> Dict[str, Any]:
-    """Evaluate an (imported) fitted object on a dataset of the matching kind.
+def pipelines_from_import(objects: Dict[str, Any], info: Optional[dict] = None
+                          ) -> List[Tuple[str, Optional[Pipeline], str]]:
+    """What an imported artifact or bundle holds, as ``(entry, pipeline or None, note)``.
 
-    Returns a dict of named numbers (percentages for ranking metrics). Raises ValueError
-    with a clear message when the object does not fit the data (kind, feature or label
-    counts, node count).
+    * Pipeline artifacts (this dashboard's Export, ``python -m featagg_core ... --out``)
+      are taken as they are.
+    * A bundle of the old ``train`` command (``defrag``, ``model``, ``refrag`` entries)
+      becomes one pipeline (raw features in).
+    * Older dashboard bundles held one object per kind: a classifier whose input size is
+      a bundled DEFRAG's cluster count is joined to it (so a DEFRAG+KTXMLC pair takes raw
+      features); a Defrag alone is an agglomeration pipeline.
+    * REFRAG, FIAT, a block model or a vocabulary compressor on its own cannot be
+      evaluated: the pipeline is None and the note says why.
     """
-    name = type(obj).__name__
-    kind = CLASS_KIND.get(name)
-    if kind is None:
-        raise ValueError(f"{name} artifacts cannot be evaluated here")
-    if data.kind != kind:
-        raise ValueError(f"a {name} needs a {kind} dataset; the current one is a {data.kind} "
-                         "dataset — pick another in the sidebar")
-    if kind == "multilabel":
-        return _evaluate_multilabel(obj, data)
-    if kind == "graph":
-        return _evaluate_graph(obj, data)
-    return _evaluate_table(obj, data, column)
+    if "model" in objects and not any(isinstance(o, Pipeline) for o in objects.values()):
+        try:
+            return [("model", as_pipeline(dict(objects), info), "the bundle of the train "
+                     "command, as one pipeline")]
+        except ValueError as exc:
+            return [("model", None, str(exc))]
+    defrags = {k: o for k, o in objects.items() if type(o).__name__ == "Defrag"}
+    joins = {}
+    for key, obj in objects.items():
+        if type(obj).__name__ in ("KTXMLC", "OneVsAll"):
+            dk = _classifier_on(obj, defrags)
+            if dk is not None:
+                joins[key] = dk
+    out: List[Tuple[str, Optional[Pipeline], str]] = []
+    for key, obj in objects.items():
+        if isinstance(obj, Pipeline):
+            out.append((key, obj, ""))
+        elif key in joins:
+            out.append((key, as_pipeline({"model": obj, "defrag": defrags[joins[key]]}),
+                        f"joined to the bundled DEFRAG '{joins[key]}' it was trained on"))
+        else:
+            note = "the DEFRAG step on its own" if key in joins.values() else ""
+            try:
+                out.append((key, as_pipeline(obj), note))
+            except ValueError as exc:
+                out.append((key, None, str(exc)))
+    return out
 
 
-def _check_features(obj, n_features: int, what: str) -> None:
-    want = getattr(obj, "n_features_in_", None)
-    if want is not None and int(want) != n_features:
-        raise ValueError(f"this {type(obj).__name__} was fitted on {int(want)} features; "
-                         f"the current {what} has {n_features}")
-
-
-def _evaluate_multilabel(obj, data) -> Dict[str, Any]:
-    from featagg_core.metrics import inverse_propensity
-    name = type(obj).__name__
-    X, Y = (data.X_test, data.Y_test) if data.X_test is not None else (data.X, data.Y)
-    split = "test" if data.X_test is not None else "train"
-    if name in ("KTXMLC", "OneVsAll", "DefragKTXMLC"):
-        _check_features(obj, X.shape[1], "dataset")
-        if int(obj.n_labels_) != Y.shape[1]:
-            raise ValueError(f"this {name} predicts {int(obj.n_labels_)} labels; the current "
-                             f"dataset has {Y.shape[1]}")
-        scores = obj.predict_scores(X, k=5)
-        return {"split": split, **_ranking_metrics(Y, scores, inverse_propensity(data.Y))}
-    if name == "Defrag":
-        from featagg_core.defrag import clustering_error, feature_representation
-        labels = np.asarray(obj.labels_)
-        if labels.size != data.X.shape[1]:
-            raise ValueError(f"this Defrag clusters {labels.size} features; the current "
-                             f"dataset has {data.X.shape[1]}")
-        # the representation exactly as fit() built it (same sampling and pruning)
-        R, _ = feature_representation(data.X, data.Y, obj.representation,
-                                      float(obj.sample_points), float(obj.sample_labels),
-                                      float(obj.prune_threshold))
-        Xt = obj.transform(X)
-        return {"split": split, "clusters": int(obj.n_clusters_),
-                "clustering error": float(clustering_error(R, labels, int(obj.n_clusters_))),
-                "features after": int(Xt.shape[1]), "non-zeros before": int(X.nnz),
-                "non-zeros after": int(Xt.nnz)}
-    if name == "Fiat":
-        Xi = obj.transform(X)
-        return {"split": split, "non-zeros before": int(X.nnz), "non-zeros after": int(Xi.nnz),
-                "imputed per point": float((Xi.nnz - X.nnz) / max(X.shape[0], 1))}
-    if name == "Refrag":
-        return {"note": "REFRAG re-ranks a base classifier's scores: use it on the Rare "
-                        "labels page together with a classifier."}
-    raise ValueError(f"{name} artifacts cannot be evaluated on multi-label data")
-
-
-def _evaluate_graph(obj, data) -> Dict[str, Any]:
-    from featagg_core.metrics import normalized_mutual_info
-    name = type(obj).__name__
-    if name == "BlockModel":
-        labels = np.asarray(obj.labels_)
-        if labels.size != data.A.shape[0]:
-            raise ValueError(f"this BlockModel partitions {labels.size} nodes; the current "
-                             f"graph has {data.A.shape[0]}")
-        out = {"blocks": int(labels.max() + 1) if labels.size else 0, "RRE": float(obj.rre_)}
-        if data.y is not None:
-            known = np.asarray(data.y) >= 0
-            out["NMI(blocks, classes)"] = float(normalized_mutual_info(np.asarray(data.y)[known],
-                                                                       labels[known]))
-        return out
-    if name == "BMGUFS":
-        from featagg_core.graph_eval import evaluate_selection
-        _check_features(obj, data.X.shape[1], "graph's node features")
-        out = {"non-zero weights": int(np.count_nonzero(obj.scores_))}
-        if data.y is None:
-            return out
-        for d in (16, 64):
-            d_eff = min(d, out["non-zero weights"])
-            if d_eff < 1:
-                continue
-            sel = np.argsort(-np.asarray(obj.scores_), kind="stable")[:d_eff]
-            res = evaluate_selection(data.X, data.y, sel, n_seeds=5)
-            out[f"ACC (d={d_eff})"] = 100 * float(res["acc_mean"])
-            out[f"NMI (d={d_eff})"] = 100 * float(res["nmi_mean"])
-        return out
-    raise ValueError(f"{name} artifacts cannot be evaluated on a graph")
-
-
-def _evaluate_table(obj, data, column: Optional[str]) -> Dict[str, Any]:
-    from featagg_core.metrics import mutual_information
-    if column is None or column not in data.table.columns:
-        raise ValueError("choose the table column this vocabulary compressor applies to")
-    values = data.table[column].to_numpy()
-    buckets = obj.transform(values)
-    labels = np.asarray(data.labels)
-    i_x = float(mutual_information(pd.factorize(values)[0], labels))
-    i_z = float(mutual_information(buckets, labels))
-    return {"column": column, "I(X;C)": i_x, "I(Z;C)": i_z,
-            "MI loss": (i_x - i_z) / i_x if i_x > 0 else 0.0,
-            "unseen values": int((~pd.Index(values).isin(obj.vocabulary_)).sum())}
+def pipeline_name(pipe) -> str:
+    """The run name of a pipeline's spec ("KTXMLC K=2 T=3 · DEFRAG d0=8"), or its step
+    classes for an older artifact wrapped by ``as_pipeline`` ("Defrag + KTXMLC (older
+    artifact)")."""
+    if pipe.split_id is not None:
+        try:
+            return run_name(canonical_spec(pipe.spec))
+        except (ValueError, KeyError, TypeError):
+            pass
+    # an older artifact: its spec only names the steps (the defaults would lie about
+    # the parameters), so name it by its fitted classes
+    classes = [type(getattr(pipe, s)).__name__ for s in STEP_TITLES
+               if getattr(pipe, s, None) is not None and not (s == "defrag" and pipe.per_tree)]
+    return " + ".join(classes) + " (older artifact)"
 
 
 def manifest_summary(manifest: Dict[str, Any]) -> pd.DataFrame:
@@ -198,17 +180,32 @@ def manifest_summary(manifest: Dict[str, Any]) -> pd.DataFrame:
     rows = [("class", manifest.get("class")), ("created", manifest.get("created")),
             ("format version", manifest.get("format_version")),
             ("dataset fingerprint", manifest.get("dataset_fingerprint"))]
-    rows += [(f"param: {k}", json.dumps(v)) for k, v in manifest.get("params", {}).items()]
+    meta = manifest.get("meta") or {}
+    if isinstance(meta, dict) and meta.get("split_id"):
+        rows.append(("split id", meta.get("split_id")))
+    params = manifest.get("params", {}) or {}
+    if manifest.get("class") == "Pipeline":
+        rows.append(("spec", json.dumps(params.get("spec", {}), sort_keys=True)))
+    else:
+        rows += [(f"param: {k}", json.dumps(v)) for k, v in params.items()]
     rows += [(f"library: {k}", v) for k, v in manifest.get("library", {}).items()]
     rows += [(f"metric at save: {k}", v) for k, v in (manifest.get("metrics") or {}).items()]
     return pd.DataFrame(rows, columns=["field", "value"]).astype({"value": str})
 
 
-def result_table(result: Dict[str, Any]) -> pd.DataFrame:
-    """An evaluation result as a small two-column table (numbers rounded for reading)."""
-    def fmt(v):
-        if isinstance(v, float):
-            return f"{v:.4g}"
+_PERCENT = re.compile(r"^(base )?(P|nDCG|PSP|PSnDCG|coverage)@\d+$|^(ACC|NMI|MI loss)( sd)?$")
+
+
+def result_table(metrics: Dict[str, Any]) -> pd.DataFrame:
+    """``experiment.evaluate``'s flat result as a small two-column table: rates in %,
+    counts with thousands separators, the rest to 4 significant digits."""
+    def fmt(k, v):
+        if isinstance(v, (bool, np.bool_)):
+            return str(v)
+        if isinstance(v, (int, np.integer)):
+            return f"{int(v):,}"
+        if isinstance(v, (float, np.floating)):
+            return f"{100 * float(v):.2f} %" if _PERCENT.match(k) else f"{float(v):.4g}"
         return str(v)
-    return pd.DataFrame({"measure": list(result), "value": [fmt(v) for v in result.values()]}
-                        ).set_index("measure")
+    return pd.DataFrame({"measure": list(metrics),
+                         "value": [fmt(k, v) for k, v in metrics.items()]}).set_index("measure")

@@ -1,5 +1,7 @@
 """Builders for the "Rare labels and imputation" page (REFRAG and FIAT): tables and plotly
-figures from already computed predictions. No streamlit here, so everything is unit-tested.
+figures from a run's metrics and the core's sweeps (``experiment.bucket_metrics``,
+``refrag_alpha_curve``, ``erasure_curve``, ``predictions``). Nothing here splits or scores;
+no streamlit here, so everything is unit-tested.
 """
 from __future__ import annotations
 
@@ -15,74 +17,33 @@ from featagg_core import metrics as M
 from . import charts
 
 KS = (1, 3, 5)
-BUCKET_NAMES = ("head", "torso-head", "torso", "torso-tail", "tail")
 
 
-def train_test(data, test_size=0.2, random_state=0):
-    """(X, Y, X_test, Y_test, note): the dataset's own split, or a seeded random split."""
-    if getattr(data, "X_test", None) is not None and data.X_test.shape[0] > 0 \
-            and getattr(data, "Y_test", None) is not None:
-        return data.X, data.Y, data.X_test, data.Y_test, "the dataset's own train/test split"
-    n = data.X.shape[0]
-    rng = np.random.default_rng(random_state)
-    perm = rng.permutation(n)
-    n_test = max(1, int(round(test_size * n)))
-    te, tr = np.sort(perm[:n_test]), np.sort(perm[n_test:])
-    return (data.X[tr], data.Y[tr], data.X[te], data.Y[te],
-            f"a random {100 * test_size:.0f} % test split (seed {random_state})")
+def metrics_table(flat: dict, names=("P", "PSP", "coverage"), ks=KS) -> pd.DataFrame:
+    """Two rows, "classifier" and "REFRAG" (or the re-ranked/imputed pipeline), columns
+    ``P@1`` … ``coverage@5`` in %, from a run's flat metrics (its ``base …`` entries are
+    the classifier's own, as ``experiment.evaluate`` reports them)."""
+    cols = [f"{n}@{k}" for n in names for k in ks]
+    rows = {"classifier": {c: 100 * float(flat[f"base {c}"]) for c in cols},
+            "REFRAG": {c: 100 * float(flat[c]) for c in cols}}
+    df = pd.DataFrame.from_dict(rows, orient="index")[cols]
+    df.index.name = "method"
+    return df
 
 
-def metrics_table(Y_test, scores: dict, inv_propensity) -> pd.DataFrame:
-    """One row per method (``scores``: name -> score matrix): P@k, PSP@k, coverage@k in %."""
-    rows = []
-    for name, S in scores.items():
-        flat = M.ranking_metrics(Y_test, S, KS, inv_propensity,
-                                 metrics=("P", "PSP", "coverage"))
-        rows.append({"method": name, **{key: 100 * v for key, v in flat.items()}})
-    return pd.DataFrame(rows).set_index("method")
-
-
-def bucket_table(Y_train, Y_test, scores: dict, k=5, n_buckets=5) -> pd.DataFrame:
-    """Accuracy and coverage per label-frequency bucket (bucket 0 = head).
-
-    Columns: bucket, labels, training examples per label (range), and for every method
-    ``P@k <method>`` (the bucket's share of P@k, in %; the buckets add up to P@k) and
-    ``coverage <method>`` (% of the bucket's labels present in the test set that are a
-    correct top-k prediction for some test point).
-    """
-    b = M.label_frequency_buckets(Y_train, n_buckets)
-    freq = np.asarray((Y_train != 0).sum(axis=0)).ravel()
-    Yt = sp.csr_matrix(Y_test)
-    present = np.asarray((Yt != 0).sum(axis=0)).ravel() > 0
-    names = BUCKET_NAMES if n_buckets == 5 else tuple(f"bucket {i}" for i in range(n_buckets))
-    out = pd.DataFrame({"bucket": list(names),
-                        "labels": np.bincount(b, minlength=n_buckets),
-                        "train examples / label": [
-                            f"{freq[b == i].min()}–{freq[b == i].max()}" if np.any(b == i)
-                            else "–" for i in range(n_buckets)]})
-    for name, S in scores.items():
-        out[f"P@{k} {name}"] = M.precision_by_bucket(Yt, S, b, k, n_buckets) * 100
-        hit = covered_labels(Yt, S, k)
-        cov = []
-        for i in range(n_buckets):
-            m = (b == i) & present
-            cov.append(100.0 * hit[m].sum() / m.sum() if m.sum() else np.nan)
-        out[f"coverage {name}"] = cov
-    return out
-
-
-def covered_labels(Y_test, S, k) -> np.ndarray:
-    """Boolean (L,): labels that are a correct top-k prediction for some test point."""
-    Yt = sp.csr_matrix(Y_test)
-    top = M.top_k(S, k)
-    rows = np.repeat(np.arange(top.shape[0]), top.shape[1])
-    lab = top.ravel()
-    ok = lab >= 0
-    rows, lab = rows[ok], lab[ok]
-    hits = np.asarray(Yt[rows, lab]).ravel() != 0
-    out = np.zeros(Yt.shape[1], dtype=bool)
-    out[lab[hits]] = True
-    return out
+def bucket_table(buckets: pd.DataFrame, k: int = 5) -> pd.DataFrame:
+    """``experiment.bucket_metrics``' frame for the page: bucket, labels, training examples
+    per label (range), ``P@k classifier`` / ``P@k REFRAG`` (the bucket's share of P@k, in %;
+    the buckets add up to P@k) and ``coverage classifier`` / ``coverage REFRAG`` (% of the
+    bucket's labels present in the test rows that some test row predicts correctly)."""
+    out = pd.DataFrame({
+        "bucket": buckets["bucket"], "labels": buckets["labels"],
+        "train examples / label": [f"{lo}–{hi}" for lo, hi in zip(
+            buckets["min train examples"], buckets["max train examples"])]})
+    for name, prefix in (("classifier", "base "), ("REFRAG", "")):
+        out[f"P@{k} {name}"] = 100 * buckets[f"{prefix}P@{k}"].astype(float)
+        out[f"coverage {name}"] = 100 * buckets[f"{prefix}coverage@{k}"].astype(float)
+    return out.reset_index(drop=True)
 
 
 def bucket_figure(table: pd.DataFrame, methods: Sequence[str], k=5) -> go.Figure:
@@ -136,8 +97,10 @@ def rare_examples(Y_train, Y_test, base, reranked, label_names=None, k=5,
 
 
 def sweep_figure(sweep: pd.DataFrame, current_alpha: Optional[float] = None) -> go.Figure:
-    """P@5 against coverage@5 over an alpha sweep (``sweep``: columns alpha, P@5,
-    coverage@5), alpha written at every point; the current alpha highlighted."""
+    """P@5 against coverage@5 over an alpha sweep (``experiment.refrag_alpha_curve``:
+    columns alpha, P@5, coverage@5 as fractions), alpha written at every point; the current
+    alpha highlighted."""
+    sweep = sweep.assign(**{"P@5": 100 * sweep["P@5"], "coverage@5": 100 * sweep["coverage@5"]})
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=sweep["coverage@5"], y=sweep["P@5"], mode="lines+markers+text",
                              text=[f"α={a:g}" if a in (1.0, 0.5, 0.0) else ""

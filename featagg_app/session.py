@@ -1,42 +1,75 @@
-"""Per-browser-session state of the dashboard (the API every page builds on).
+"""Per-browser-session state of the dashboard: the dataset, its shared split, one namespace
+per page, and the run registry (the API every page builds on; see docs/RUN_MODEL.md).
 
 Everything lives in ``st.session_state`` under keys starting with ``featagg.``; this module
 holds no mutable state of its own. Shared read-only things (the bundled samples) are cached
 once per server process with ``st.cache_resource``.
 
-API (see docs/CONVENTIONS.md)::
+API::
 
-    current_dataset() -> data | None
-    set_dataset(data, origin="sample"|"upload") -> None        # used by the sidebar
-    require_dataset(kind) -> data                               # kind: multilabel|graph|table
-    put(key, value) -> None ; get(key, default=None) -> value
-    record_run(page, method, dataset, params, metrics, timings, model_size_bytes=None) -> dict
-    runs() -> list[dict]
-    show_error(exc) -> None
+    session_id() -> str
+    current_dataset() / current_fingerprint() / current_origin() / current_source_id()
+    set_dataset(data, origin="sample"|"upload", source_id=None)      # the sidebar
+    require_dataset(kind) -> data                     # kind: multilabel | graph | table
+    split_settings(data) / set_split_settings(data, ...)               # the sidebar
+    current_split(data) -> experiment.Split           # one per session and dataset
+    page_state(page, data=None) -> dict               # one namespace per page
+    add_run(run) -> run ; runs(kind=None, fingerprint=None, split_id=None) ; get_run(id)
+    run_title(run) -> str ; run_picker(label, kind, split, key, ...) -> Run | None
+    show_error(exc, context=None)
 
-Fitted objects stored with :func:`put` belong to the dataset they were fitted on: when the
-session switches to another dataset (sidebar pick or upload) the ``put`` store is emptied,
-so a page never reuses e.g. a Defrag fitted on Bibtex for Delicious. The run registry
-(:func:`runs`) is kept across dataset switches (the Compare page compares across them).
+**Runs.** Every fit is a :class:`featagg_core.experiment.Run` (its spec, split, metrics
+and fitted :class:`~featagg_core.experiment.Pipeline`). :func:`add_run` appends it to the
+session's registry; nothing is ever overwritten, so two KTXMLC runs (raw, then on DEFRAG
+features) both stay, for Compare and Export. The registry is kept across dataset switches
+(Compare compares across them); a page that reuses an upstream run takes it through
+:func:`run_picker`, which only hands out runs fitted on the current split.
+
+**Page state.** :func:`page_state` is a page's own dict (which run it shows, drill-down
+position, …); all of them are emptied when the session switches dataset, so a page never
+shows Bibtex's results over Delicious.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 import uuid
-from typing import Any, Optional
+from typing import Callable, Optional
 
 import streamlit as st
+
+from featagg_core.samples import list_samples, load_sample
 
 KINDS = ("multilabel", "graph", "table")
 DEFAULT_SAMPLES = {"multilabel": "bibtex", "graph": "cora", "table": "adult"}
 KIND_TITLES = {"multilabel": "multi-label", "graph": "graph", "table": "table"}
 
+#: the split every dataset starts with (the sidebar changes it per dataset)
+DEFAULT_SPLIT = {"test_size": 0.2, "valid_size": 0.0, "random_state": 0, "how": None}
+
 _DATASET = "featagg.dataset"        # dict(data=..., fingerprint=..., origin=..., name=...)
-_STORE = "featagg.store"            # dict key -> value (per-dataset fitted objects)
-_RUNS = "featagg.runs"              # list of run dicts
+_PAGES = "featagg.pages"            # page -> dict (that page's namespace)
+_RUNS = "featagg.runs"              # list of experiment.Run, oldest first
+_SPLITS = "featagg.splits"          # fingerprint -> (settings tuple, Split)
+_SPLIT_SETTINGS = "featagg.split_settings"   # fingerprint -> dict like DEFAULT_SPLIT
+_SESSION_ID = "featagg.session_id"
+_PICKED = "featagg.picker_auto"     # picker key -> the run id it picked by itself
+_ESTIMATES = "featagg.estimates"    # (dataset, split, spec) -> estimated seconds
+#: seconds between two redraws of a running job's panel (each is a fragment rerun that every
+#: other session pays for in GIL hand-offs while a job computes: once a second is enough)
+PANEL_REFRESH_S = 1.0
 
 _log = logging.getLogger("featagg_app")
+
+
+def session_id() -> str:
+    """A stable id of this browser session (the job runner's fairness and cancel key):
+    Streamlit's own session id when running under Streamlit, else one made up once."""
+    sid = st.session_state.get(_SESSION_ID)
+    if sid is None:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+        sid = str(getattr(get_script_run_ctx(), "session_id", None) or uuid.uuid4().hex)
+        st.session_state[_SESSION_ID] = sid
+    return sid
 
 
 # ---------------------------------------------------------------------------
@@ -47,17 +80,7 @@ _log = logging.getLogger("featagg_app")
 def load_sample_cached(name: str):
     """The bundled sample ``name`` (``featagg_core.samples.load_sample``), shared read-only
     by every session of this server process. Do not modify the returned object."""
-    from featagg_core.samples import load_sample
     return load_sample(name)
-
-
-def list_samples_safe(kind: Optional[str] = None) -> list:
-    """``featagg_core.samples.list_samples(kind)``, or [] if the module is not there yet."""
-    try:
-        from featagg_core.samples import list_samples
-    except ImportError:
-        return []
-    return list(list_samples(kind))
 
 
 # ---------------------------------------------------------------------------
@@ -94,12 +117,14 @@ def current_source_id() -> Optional[str]:
 
 def set_dataset(data, origin: str = "sample", source_id: Optional[str] = None) -> None:
     """Make ``data`` the session's dataset (``origin``: "sample" or "upload";
-    ``source_id``: the sample name for samples). Empties the :func:`put` store when the
-    dataset changes (fitted objects belong to the dataset they were fitted on)."""
+    ``source_id``: the sample name for samples). Empties every page's namespace when the
+    dataset changes (what a page shows belongs to the dataset it was computed on); the run
+    registry is kept."""
     fp = data.fingerprint
     old = _entry()
     if old is None or old["fingerprint"] != fp:
-        st.session_state[_STORE] = {}
+        cancel_page_jobs()
+        st.session_state[_PAGES] = {}
     st.session_state[_DATASET] = {"data": data, "fingerprint": fp, "origin": origin,
                                   "source_id": source_id,
                                   "name": getattr(data, "name", "") or "dataset"}
@@ -109,15 +134,9 @@ def display_name(data) -> str:
     """The sample's title (e.g. "Bibtex (tag suggestion)") for a bundled sample, else the
     dataset's ``name`` (e.g. an uploaded file's name)."""
     name = getattr(data, "name", "") or "dataset"
-    for info in list_samples_safe():
+    for info in list_samples():
         if info.name == name:
-            try:
-                from featagg_core.samples import load_sample
-                if load_sample(name) is data:
-                    return info.title
-            except Exception:  # noqa: BLE001 - a label must never fail
-                pass
-            break
+            return info.title if load_sample(name) is data else name
     return name
 
 
@@ -169,60 +188,410 @@ def require_dataset(kind: str):
 
 
 # ---------------------------------------------------------------------------
-# per-session fitted objects
+# the shared split (one per session and dataset)
 # ---------------------------------------------------------------------------
 
-def put(key: str, value: Any) -> None:
-    """Keep ``value`` for this browser session under ``key`` (e.g. ``"defrag"``).
-    Emptied when the session switches dataset (see module docstring)."""
-    st.session_state.setdefault(_STORE, {})[key] = value
+def has_own_test(data) -> bool:
+    """True when ``data`` is multi-label data with its own test part (``X_test``)."""
+    xt = getattr(data, "X_test", None)
+    return (getattr(data, "kind", None) == "multilabel" and xt is not None
+            and xt.shape[0] > 0 and getattr(data, "Y_test", None) is not None)
 
 
-def get(key: str, default: Any = None) -> Any:
-    """The value :func:`put` under ``key`` in this session, or ``default``."""
-    return st.session_state.get(_STORE, {}).get(key, default)
+def split_settings(data) -> dict:
+    """This session's split settings for ``data``: ``test_size`` (ignored when the dataset's
+    own test part is used), ``valid_size``, ``random_state`` and ``how`` (None: the
+    dataset's own test part when it has one; "random": a random split even then)."""
+    saved = st.session_state.get(_SPLIT_SETTINGS, {}).get(data.fingerprint)
+    return dict(DEFAULT_SPLIT, **(saved or {}))
 
 
-# ---------------------------------------------------------------------------
-# run registry (the Compare page reads it)
-# ---------------------------------------------------------------------------
+def set_split_settings(data, test_size: float, valid_size: float, random_state: int,
+                       how: Optional[str] = None) -> None:
+    """Change this session's split of ``data`` (the sidebar's split widget). Runs fitted on
+    the old split stay in the registry; pages no longer reuse them (see
+    :func:`run_picker`)."""
+    st.session_state.setdefault(_SPLIT_SETTINGS, {})[data.fingerprint] = {
+        "test_size": float(test_size), "valid_size": float(valid_size),
+        "random_state": int(random_state), "how": how}
 
-def record_run(page: str, method: str, dataset, params: dict, metrics: dict, timings: dict,
-               model_size_bytes: Optional[int] = None) -> dict:
-    """Append one run to this session's registry and return the stored dict.
 
-    ``dataset`` is the data object the run used (its ``name`` and ``fingerprint`` are
-    stored, not the data) or a plain name string. ``params``/``metrics``/``timings``
-    (seconds) are copied into plain dicts. The stored dict has keys ``run_id`` (short
-    hex), ``timestamp`` (ISO 8601, UTC), ``page``, ``method``, ``dataset``,
-    ``fingerprint``, ``kind``, ``params``, ``metrics``, ``timings``, ``model_size_bytes``.
+def current_split(data):
+    """The session's split of ``data`` (``experiment.make_split`` with
+    :func:`split_settings`), made once and reused by every page until the settings change.
+
+    A multi-label dataset with its own test part uses it (``split.how == "dataset"``).
     """
-    if isinstance(dataset, str):
-        ds_name, fp, kind = dataset, None, None
-    else:
-        ds_name = getattr(dataset, "name", "") or "dataset"
-        fp = getattr(dataset, "fingerprint", None)
-        kind = getattr(dataset, "kind", None)
-    run = {
-        "run_id": uuid.uuid4().hex[:8],
-        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "page": str(page),
-        "method": str(method),
-        "dataset": ds_name,
-        "fingerprint": fp,
-        "kind": kind,
-        "params": dict(params or {}),
-        "metrics": dict(metrics or {}),
-        "timings": dict(timings or {}),
-        "model_size_bytes": None if model_size_bytes is None else int(model_size_bytes),
-    }
-    st.session_state.setdefault(_RUNS, []).append(run)
+    from featagg_core.experiment import make_split
+    settings = split_settings(data)
+    key = (settings["test_size"], settings["valid_size"], settings["random_state"],
+           settings["how"])
+    store = st.session_state.setdefault(_SPLITS, {})
+    hit = store.get(data.fingerprint)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    split = make_split(data, **settings)
+    store[data.fingerprint] = (key, split)
+    return split
+
+
+def split_caption(split) -> str:
+    """The line a page shows under its title: which split it is on."""
+    return f"Split: {md_escape(split.describe())} (change it in the sidebar)"
+
+
+# ---------------------------------------------------------------------------
+# one namespace per page
+# ---------------------------------------------------------------------------
+
+def page_state(page: str, data=None) -> dict:
+    """The namespace (a dict) of ``page`` in this session: what the page shows (e.g. the
+    id of its last run), never a fitted object other pages read. Emptied when the session
+    switches dataset; with ``data`` also when that page last ran on another dataset (a page
+    that fell back to a sample of another kind)."""
+    pages = st.session_state.setdefault(_PAGES, {})
+    ns = pages.get(page)
+    fp = None if data is None else data.fingerprint
+    if ns is None or (fp is not None and ns.get("_fingerprint", fp) != fp):
+        ns = pages[page] = {}
+    if fp is not None:
+        ns["_fingerprint"] = fp
+    return ns
+
+
+# ---------------------------------------------------------------------------
+# the run registry
+# ---------------------------------------------------------------------------
+
+def add_run(run):
+    """Append ``run`` (an ``experiment.Run``) to this session's registry and return it.
+    Runs are never replaced: adding the same run object twice keeps one entry."""
+    reg = st.session_state.setdefault(_RUNS, [])
+    if not any(r is run or r.run_id == run.run_id for r in reg):
+        reg.append(run)
     return run
 
 
-def runs() -> list:
-    """This session's runs, oldest first (a copy of the list; the dicts are the stored ones)."""
-    return list(st.session_state.get(_RUNS, []))
+def runs(kind: Optional[str] = None, fingerprint: Optional[str] = None,
+         split_id: Optional[str] = None, status: Optional[str] = None) -> list:
+    """This session's runs, oldest first, optionally only those of ``kind`` ("classifier",
+    "agglomeration", "feature_clustering", "feature_selection", "vocabulary"), dataset
+    ``fingerprint``, ``split_id`` and ``status`` ("done", …)."""
+    out = []
+    for r in st.session_state.get(_RUNS, []):
+        if kind is not None and r.kind != kind:
+            continue
+        if fingerprint is not None and r.dataset_fingerprint != fingerprint:
+            continue
+        if split_id is not None and r.split_id != split_id:
+            continue
+        if status is not None and r.status != status:
+            continue
+        out.append(r)
+    return out
+
+
+def get_run(run_id: Optional[str]):
+    """The run with ``run_id`` in this session's registry, or None."""
+    if run_id is None:
+        return None
+    for r in st.session_state.get(_RUNS, []):
+        if r.run_id == run_id:
+            return r
+    return None
+
+
+def run_number(run) -> int:
+    """1-based position of ``run`` in this session's registry (0 when not in it)."""
+    for i, r in enumerate(st.session_state.get(_RUNS, []), 1):
+        if r.run_id == run.run_id:
+            return i
+    return 0
+
+
+def run_title(run) -> str:
+    """"#3 KTXMLC K=2 T=3 · DEFRAG d0=8": the run's name (from its spec) and its number in
+    this session, so two runs of one spec stay apart."""
+    n = run_number(run)
+    return f"#{n} {run.name}" if n else str(run.name)
+
+
+def run_record(run) -> dict:
+    """``run.to_record()`` plus ``title`` (:func:`run_title`) and ``split_text`` (the
+    split's description): what Compare and Export's run table show."""
+    rec = dict(run.to_record())
+    rec["title"] = run_title(run)
+    rec["split_text"] = _describe_split(run)
+    return rec
+
+
+def _created_hm(run) -> str:
+    created = str(getattr(run, "created", "") or "")
+    return created[11:16] if len(created) >= 16 else created
+
+
+def run_picker(label: str, kind: str, split, key: str, *, where: Optional[Callable] = None,
+               on_refit: Optional[Callable] = None, help: Optional[str] = None,
+               container=None):
+    """A select box over this session's finished runs of ``kind`` on ``split``'s dataset
+    (latest first, ``where(run)`` filters further), defaulting to the latest run on
+    ``split`` and following new runs until the user picks one. Says which run it uses.
+
+    Returns the picked run when it was fitted on ``split``; a run fitted on another split
+    is never reused: the picker says so, offers ``on_refit(run)`` as a button (e.g. start a
+    job with the run's spec on the current split) and returns None. Returns None when
+    there is no run to pick (the caller says what to do then).
+    """
+    box = st if container is None else container
+    # an imported pipeline scored on this split has a run record but was fitted elsewhere
+    # (its pipeline's split differs): a record for Compare, never a step to reuse
+    cands = [r for r in reversed(runs(kind=kind, fingerprint=split.dataset_fingerprint,
+                                      status="done"))
+             if getattr(r.pipeline, "split_id", None) == r.split_id
+             and (where is None or where(r))]
+    if not cands:
+        return None
+    ids = [r.run_id for r in cands]
+    same = [r for r in cands if r.split_id == split.split_id]
+    default = (same[0] if same else cands[0]).run_id
+    auto = st.session_state.setdefault(_PICKED, {})
+    cur = st.session_state.get(key)
+    if cur not in ids or cur == auto.get(key):
+        # not chosen by the user (or gone): follow the latest run on this split
+        st.session_state[key] = default
+        auto[key] = default
+    by_id = {r.run_id: r for r in cands}
+    # labels made now: format_func must not read the session state (AppTest calls it
+    # outside the script run)
+    labels = {r.run_id: f"{run_title(r)} · {_created_hm(r)}"
+                        + ("" if r.split_id == split.split_id else " (another split)")
+              for r in cands}
+    rid = box.selectbox(label, ids, key=key, format_func=labels.__getitem__, help=help)
+    run = by_id[rid]
+    if run.split_id != split.split_id:
+        box.warning(f"**{md_escape(run_title(run))}** was fitted on another split "
+                    f"({md_escape(_describe_split(run))}); the current split is "
+                    f"{md_escape(split.describe())}. Its fitted steps are not reused here "
+                    "(some of the current test rows may have been its training rows).",
+                    icon=":material/call_split:")
+        if on_refit is not None and box.button(f"Refit {run.name} on the current split",
+                                               key=f"{key}__refit"):
+            on_refit(run)
+        return None
+    box.caption(f"Using **{md_escape(run_title(run))}** (run {run.run_id[:8]}, "
+                f"{_created_hm(run)} UTC).")
+    return run
+
+
+def _describe_split(run) -> str:
+    s = getattr(run, "split", None)
+    if s is not None and hasattr(s, "describe"):
+        return s.describe()
+    if isinstance(s, dict) and s.get("description"):
+        return str(s["description"])
+    return f"split {run.split_id}"
+
+
+# ---------------------------------------------------------------------------
+# jobs: every fit goes through the server's job runner
+# ---------------------------------------------------------------------------
+
+def _jobs_of(page: str) -> dict:
+    return page_state(page).setdefault("_jobs", {})
+
+
+def _outcomes_of(page: str) -> dict:
+    return page_state(page).setdefault("_outcomes", {})
+
+
+def fmt_seconds(seconds: Optional[float]) -> str:
+    """"under a second", "12 s", "4 min", "1.5 h" (estimates and elapsed times)."""
+    if seconds is None:
+        return "unknown"
+    s = float(seconds)
+    if s < 1:
+        return "under a second"
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def _spec_text(spec) -> str:
+    import json
+    return json.dumps(spec, sort_keys=True, default=str)
+
+
+def estimate(data, split, spec) -> Optional[float]:
+    """``featagg_core.estimate.estimate_seconds`` for ``spec`` on ``split`` (None when the
+    spec is not one it can estimate: the page then says "unknown"). Kept per session for
+    (dataset, split, spec): the data's statistics behind it cost a pass over the rows,
+    which a page must not pay on every rerun."""
+    from featagg_core.estimate import estimate_seconds
+    cache = st.session_state.setdefault(_ESTIMATES, {})
+    key = (data.fingerprint, split.split_id, _spec_text(spec))
+    if key not in cache:
+        if len(cache) > 200:
+            cache.clear()
+        try:
+            cache[key] = float(estimate_seconds(data, split, spec))
+        except ValueError:
+            cache[key] = None
+    return cache[key]
+
+
+def sampling_plan(data, split, spec, budget_s: float) -> dict:
+    """``featagg_core.feature_clustering.sampling_plan`` (what a baseline would cost, and
+    the sample it should use instead), kept per session like :func:`estimate`."""
+    from featagg_core.feature_clustering import sampling_plan as plan
+    cache = st.session_state.setdefault(_ESTIMATES, {})
+    key = ("plan", data.fingerprint, split.split_id, _spec_text(spec), float(budget_s))
+    if key not in cache:
+        cache[key] = plan(data, split, spec, budget_s=budget_s)
+    return cache[key]
+
+
+def submit_job(page: str, slot: str, label: str, fn: Callable, *,
+               estimate_s: Optional[float] = None, kind: str = ""):
+    """Queue ``fn(progress, cancel)`` on the server's job runner for this session and
+    remember the job in ``page``'s namespace under ``slot`` (one job per slot; a new
+    submit replaces a finished one, never a running one). Returns the Job, or None when this session's queue is full (the page says so)."""
+    from featagg_app import jobs
+    slots = _jobs_of(page)
+    old = slots.get(slot)
+    if old is not None and old.status in ("queued", "running"):
+        return old
+    try:
+        job = jobs.get_runner().submit(session_id(), label, fn, estimate_s=estimate_s,
+                                       kind=kind)
+    except jobs.JobQueueFull as exc:
+        st.warning(str(exc), icon=":material/hourglass_top:")
+        return None
+    slots[slot] = job
+    _outcomes_of(page).pop(slot, None)
+    return job
+
+
+def submit_run(page: str, data, split, spec: dict, *, slot: str = "run", base=None,
+               label: Optional[str] = None, estimate_s: Optional[float] = None):
+    """Queue ``experiment.run_pipeline(data, split, spec, base=base)`` as a job of this
+    session (see :func:`submit_job`); :func:`follow_run` picks its Run up. The spec is
+    checked first, so a bad spec raises ValueError here, before anything is queued."""
+    from featagg_core.experiment import plan_run, run_pipeline
+    planned = plan_run(data, split, spec)
+    spec_c = planned.spec
+
+    def work(progress, cancel):
+        return run_pipeline(data, split, spec_c, progress=progress, cancel=cancel, base=base)
+
+    if estimate_s is None:
+        estimate_s = estimate(data, split, spec_c)
+    return submit_job(page, slot, label or planned.name, work, estimate_s=estimate_s,
+                      kind="run")
+
+
+def submit_runs(page: str, data, split, specs: list, *, slot: str, label: str,
+                estimate_s: Optional[float] = None):
+    """Queue several specs as **one** job that fits them one after the other (e.g. every
+    method of the Vocabulary page: one queue slot, one Cancel); :func:`follow_run` returns
+    the list of their Runs. Specs are checked before anything is queued."""
+    from featagg_core._cancel import cancelling_progress
+    from featagg_core.experiment import plan_run, run_pipeline
+    planned = [plan_run(data, split, spec).spec for spec in specs]
+
+    def work(progress, cancel):
+        out = []
+        for i, spec in enumerate(planned):
+            report = cancelling_progress(progress, None, i / len(planned),
+                                         (i + 1) / len(planned))
+            run = run_pipeline(data, split, spec, progress=report, cancel=cancel)
+            if run.status == "cancelled":
+                return run                  # the runner marks the whole job cancelled
+            out.append(run)
+        return out
+
+    if estimate_s is None:
+        estimate_s = sum(estimate(data, split, spec) or 0.0 for spec in planned)
+    return submit_job(page, slot, label, work, estimate_s=estimate_s, kind="run")
+
+
+def running_job(page: str, slot: str):
+    """The job of ``page``/``slot`` while it is queued or running, else None."""
+    job = _jobs_of(page).get(slot)
+    return job if job is not None and job.status in ("queued", "running") else None
+
+
+def follow_job(page: str, slot: str, draw: bool = True):
+    """While the job of ``page``/``slot`` is queued or running, draw its panel (queue
+    position, progress, elapsed time, estimate, Cancel) and return None. Once it ended,
+    return it (once) and forget it; a cancelled or failed job's outcome stays shown under
+    the slot until the next submit. ``draw=False`` only collects a finished job (call it
+    again with ``draw=True`` where the panel belongs)."""
+    from featagg_app import jobs
+    slots = _jobs_of(page)
+    job = slots.get(slot)
+    if job is None:
+        if draw:
+            _show_outcome(page, slot)
+        return None
+    if job.status in ("queued", "running"):
+        if draw:
+            jobs.job_panel(job, key=f"job:{page}:{slot}", run_every=PANEL_REFRESH_S)
+        return None
+    del slots[slot]
+    if job.status == "cancelled":
+        _outcomes_of(page)[slot] = ("warning", f"{job.label}: cancelled.")
+    elif job.status == "failed":
+        # the runner logged the traceback; job.error is the line a person can read
+        _outcomes_of(page)[slot] = ("error", f"{job.label} failed: {job.error or job.message}")
+    if draw:
+        _show_outcome(page, slot)
+    return job
+
+
+def cancel_page_jobs() -> int:
+    """Cancel every queued or running job the session's pages started (the dataset is
+    changing: their results would belong to the old one). Returns how many."""
+    n = 0
+    for ns in st.session_state.get(_PAGES, {}).values():
+        for job in ns.get("_jobs", {}).values():
+            if job.status in ("queued", "running"):
+                job.cancel()
+                n += 1
+    return n
+
+
+def _show_outcome(page: str, slot: str) -> None:
+    out = _outcomes_of(page).get(slot)
+    if out is None:
+        return
+    level, text = out
+    (st.warning if level == "warning" else st.error)(md_escape(text), icon="⚠️")
+
+
+def follow_run(page: str, slot: str = "run", draw: bool = True):
+    """:func:`follow_job` for a :func:`submit_run` job: returns the finished Run once (it
+    is added to the registry), None while it runs or when it was cancelled or failed (the
+    page then says so). For a :func:`submit_runs` job: the list of its finished Runs."""
+    job = follow_job(page, slot, draw)
+    if job is None or job.status != "done":
+        return None
+    several = isinstance(job.result, list)
+    done, failed = [], []
+    for run in (job.result if several else [job.result]):
+        (done if run.status == "done" else failed).append(run)
+    for run in done:
+        add_run(run)
+    if failed:
+        _outcomes_of(page)[slot] = ("error", "; ".join(
+            f"{r.name}: cancelled." if r.status == "cancelled" else f"{r.name} failed: {r.message}"
+            for r in failed))
+        if draw:
+            _show_outcome(page, slot)
+    if several:
+        return done
+    return done[0] if done else None
 
 
 # ---------------------------------------------------------------------------
@@ -257,7 +626,3 @@ def show_error(exc: BaseException, context: Optional[str] = None) -> None:
     msg = md_escape(error_message(exc))
     st.error(f"{md_escape(context)}: {msg}" if context else msg, icon="⚠️")
 
-
-def stored() -> dict:
-    """A copy of this session's ``put`` store: key -> fitted object (the Export page lists it)."""
-    return dict(st.session_state.get(_STORE, {}))

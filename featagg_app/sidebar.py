@@ -1,14 +1,20 @@
-"""The sidebar dataset picker shown on every page (``app.py`` calls :func:`dataset_picker`).
+"""The sidebar shown on every page (``app.py`` calls :func:`dataset_picker`): the dataset
+picker and the session's split of that dataset.
 
 Pick a bundled sample (grouped by kind) or upload a file. The chosen dataset is kept per
 browser session through :mod:`featagg_app.session`. An upload is parsed once per new file
 (or new options); its error, if any, stays shown under the uploader until the file changes.
+
+Below it, :func:`split_picker` sets the one split every page uses for this dataset (test
+fraction, validation fraction, seed; a dataset with its own test part uses that part), made
+by ``featagg_core.experiment.make_split`` through :func:`featagg_app.session.current_split`.
 """
 from __future__ import annotations
 
 import streamlit as st
 
 from featagg_app import session
+from featagg_core.samples import list_samples
 from featagg_app.uploads import (EXTRA_FILES, FORMAT_HELP, MAX_UPLOAD_MB, UPLOAD_TYPES,
                                  parse_upload)
 
@@ -28,16 +34,13 @@ _UPLOAD_DATA = "featagg.upload_data"        # last successfully parsed upload
 
 
 def _sample_options() -> tuple[list, dict]:
-    infos = sorted(session.list_samples_safe(),
+    infos = sorted(list_samples(),
                    key=lambda s: KIND_ORDER.get(s.kind, 99))  # stable: real samples, then synthetic
     return [s.name for s in infos], {s.name: s for s in infos}
 
 
 def _sample_picker() -> None:
     names, info = _sample_options()
-    if not names:
-        st.warning("No bundled samples are available (featagg_core.samples is missing).")
-        return
     if K_SAMPLE not in st.session_state:      # first run, or back from "Upload a file"
         cur, default = session.current_source_id(), session.DEFAULT_SAMPLES["multilabel"]
         st.session_state[K_SAMPLE] = (cur if cur in info else
@@ -135,6 +138,48 @@ def dataset_picker():
         data = session.current_dataset()
         if data is not None:
             st.caption(f"In use: **{session.md_escape(session.dataset_label(data))}**")
+            split_picker(data)
         else:
             st.caption("No dataset in use yet.")
     return data
+
+
+def split_picker(data) -> None:
+    """The split widget: test fraction (when the dataset has no test part of its own),
+    validation fraction and seed of this session's split of ``data``. The widgets are new
+    for every dataset, so each dataset keeps its own settings."""
+    st.subheader("Split")
+    settings = session.split_settings(data)
+    tag = data.fingerprint[:12]
+    own = session.has_own_test(data)
+    with st.expander("Test / validation rows", expanded=False):
+        how = None
+        if own:
+            use_own = st.checkbox(f"Use its own test part ({data.X_test.shape[0]:,} rows)",
+                                  value=settings["how"] is None, key=f"featagg_split_own_{tag}",
+                                  help="the dataset came with a test part; untick to split its "
+                                       "training part at random instead")
+            how = None if use_own else "random"
+        test = settings["test_size"]
+        if how == "random" or not own:
+            test = st.slider("Test fraction", 0.05, 0.5, float(settings["test_size"]), 0.05,
+                             key=f"featagg_split_test_{tag}",
+                             help="share of the rows held out for the test metrics; no "
+                                  "fitted step ever sees them")
+        valid = st.slider("Validation fraction", 0.0, 0.4, float(settings["valid_size"]), 0.05,
+                          key=f"featagg_split_valid_{tag}",
+                          help="share of the rows held out from training for validation "
+                               "metrics (0 = none)")
+        seed = st.number_input("Seed", 0, 1_000_000, int(settings["random_state"]), 1,
+                               key=f"featagg_split_seed_{tag}",
+                               help="which rows go where (the same seed gives the same rows)")
+    if (float(test), float(valid), int(seed), how) != (
+            settings["test_size"], settings["valid_size"], settings["random_state"],
+            settings["how"]):
+        session.set_split_settings(data, test, valid, seed, how)
+    try:
+        split = session.current_split(data)
+    except ValueError as exc:
+        session.show_error(exc, context="This split cannot be made")
+        return
+    st.caption(session.md_escape(split.describe()) + f" · id `{split.split_id[:8]}`")

@@ -1,18 +1,19 @@
 """Table and figure builders of the Vocabulary compression page (no streamlit here, so
-they are unit-testable): runs of the methods over the columns of a table, the MI-loss
-versus budget curves, timings, the sorted P(C=0|x) curve with the split points, the
-per-column budget allocation, and the mapping files."""
+they are unit-testable): the summary of the methods' runs, the MI-loss versus budget curves
+(``experiment.vocabulary_budget_curve``), timings, the sorted P(C=0|x) curve with the split
+points, the per-column budget allocation, and the mapping files. Every number comes from a
+run's metrics or the core's sweeps; nothing here fits or scores."""
 from __future__ import annotations
 
 import json
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from featagg_app import charts
-from featagg_core.vocab import ColumnCompression, _Prepared, compress_columns, factorize
+from featagg_core.vocab import ColumnCompression, _Prepared, factorize
 
 METHOD_TITLES = {
     "submodular": "Submodular (stochastic greedy)",
@@ -59,78 +60,30 @@ def atoms_per_column(table: pd.DataFrame, labels, columns: Sequence[str], min_co
     return out
 
 
-def allocation_for(method: str, scheme: str) -> str:
-    """Allocation of a global budget: the paper's greedy merge for the greedy methods,
-    uniform (or MI-proportional) for the others."""
-    if scheme == "per column":
-        return "uniform"
-    if method in ("submodular", "threshold"):
-        return "greedy"
-    return "mi" if scheme == "global (MI-proportional for baselines)" else "uniform"
-
-
-def run_methods(table, labels, columns, methods, m, scheme, params,
-                progress: Optional[Callable[[float, str], None]] = None) -> Dict[str, ColumnCompression]:
-    """Compress ``columns`` with every method at ``m`` buckets per column (total budget
-    ``m * len(columns)``; ``scheme`` decides how the total is shared out)."""
-    out = {}
-    for i, meth in enumerate(methods):
-        if progress:
-            progress(i / max(len(methods), 1), f"{METHOD_TITLES.get(meth, meth)}…")
-        out[meth] = compress_columns(table, labels, int(m) * len(columns), method=meth,
-                                     allocation=allocation_for(meth, scheme), columns=list(columns),
-                                     **method_params(meth, params))
-    if progress:
-        progress(1.0, "done")
-    return out
-
-
-def method_params(method: str, params: dict) -> dict:
-    """The estimator parameters that apply to ``method``."""
-    p = {"min_count": int(params.get("min_count", 1))}
-    if method == "submodular":
-        p.update(random_state=int(params.get("random_state", 0)),
-                 epsilon=params.get("epsilon_sg"), refine=bool(params.get("refine", True)))
-    elif method == "threshold":
-        p.update(epsilon=params.get("epsilon_thr"), refine=bool(params.get("refine", True)))
-    elif method == "dp":
-        p.update(max_dp_values=DP_PAGE_LIMIT)
-    return p
-
-
-def summary_table(results: Dict[str, ColumnCompression]) -> pd.DataFrame:
-    """One row per method: MI loss, I(X;C), I(Z;C) (sums over columns), buckets, seconds."""
+def summary_table(runs: dict) -> pd.DataFrame:
+    """One row per method (``runs``: method -> vocabulary Run): MI loss, I(X;C), I(Z;C)
+    (sums over the columns, nats, on the test rows), buckets, and the seconds of the fit
+    on the training rows and of the whole run."""
     rows = []
-    for meth, cc in results.items():
+    for meth, run in runs.items():
+        t = run.metrics["test"]
         rows.append({"method": METHOD_TITLES.get(meth, meth),
-                     "MI loss": float(cc.mi_loss),
-                     "I(X;C) nats": float(cc.report["I(X;C)"].sum()),
-                     "I(Z;C) nats": float(cc.report["I(Z;C)"].sum()),
-                     "buckets": int(sum(cc.allocation.values())),
-                     "optimisation s": float(cc.fit_seconds),
-                     "total s": float(cc.seconds)})
+                     "MI loss": float(t["MI loss"]),
+                     "I(X;C) nats": float(t["I(X;C)"]),
+                     "I(Z;C) nats": float(t["I(Z;C)"]),
+                     "buckets": int(t["buckets"]),
+                     "optimisation s": float(run.timings.get("vocabulary_s", 0.0)),
+                     "total s": float(run.timings.get("total_s", 0.0))})
     return pd.DataFrame(rows)
 
 
-def loss_curves(table, labels, columns, methods, budgets, scheme, params,
-                progress: Optional[Callable[[float, str], None]] = None) -> pd.DataFrame:
-    """MI loss of every method at every per-column budget: long table (method, m, loss, s)."""
-    rows = []
-    total = max(len(methods) * len(budgets), 1)
-    k = 0
-    for meth in methods:
-        for m in budgets:
-            if progress:
-                progress(k / total, f"{METHOD_TITLES.get(meth, meth)}, m = {m}")
-            k += 1
-            cc = compress_columns(table, labels, int(m) * len(columns), method=meth,
-                                  allocation=allocation_for(meth, scheme), columns=list(columns),
-                                  **method_params(meth, params))
-            rows.append({"method": meth, "m": int(m), "MI loss": float(cc.mi_loss),
-                         "seconds": float(cc.fit_seconds)})
-    if progress:
-        progress(1.0, "done")
-    return pd.DataFrame(rows)
+def curves_frame(curves: dict) -> pd.DataFrame:
+    """``experiment.vocabulary_budget_curve`` frames (method -> frame) as one long table:
+    method, m, MI loss, seconds."""
+    parts = [pd.DataFrame({"method": meth, "m": c["m"].astype(int), "MI loss": c["MI loss"],
+                           "seconds": c["fit_s"]}) for meth, c in curves.items()]
+    return pd.concat(parts, ignore_index=True) if parts else \
+        pd.DataFrame(columns=["method", "m", "MI loss", "seconds"])
 
 
 def loss_curve_figure(curves: pd.DataFrame) -> go.Figure:

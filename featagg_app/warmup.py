@@ -1,6 +1,6 @@
 """Compile featagg's numba kernels once per server process, before a student clicks.
 
-``warm_up()`` imports every ``featagg_core`` module that exists and calls its ``warmup()``
+``warm_up()`` imports every ``featagg_core`` module of :data:`MODULES` and calls its ``warmup()``
 (each module compiles its kernels on tiny inputs). ``app.py`` calls
 :func:`start_background` under ``st.cache_resource``, so it happens once per server
 process, in a daemon thread, and the first page renders without waiting.
@@ -23,20 +23,20 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-#: modules warmed, in order (missing ones are skipped: pages land at different times)
+#: modules warmed, in order
 MODULES = ("featagg_core.data", "featagg_core.metrics", "featagg_core.samples",
            "featagg_core.synthetic", "featagg_core.defrag", "featagg_core.fiat",
            "featagg_core.refrag", "featagg_core.ktxmlc", "featagg_core.bmgufs",
-           "featagg_core.vocab", "featagg_core.artifacts")
+           "featagg_core.vocab", "featagg_core.artifacts", "featagg_core.experiment",
+           "featagg_core.feature_clustering", "featagg_core.estimate")
 
 _log = logging.getLogger("featagg_app")
 
 
 @dataclass
 class WarmupReport:
-    """What :func:`warm_up` did: seconds per module, modules missing, errors by module."""
+    """What :func:`warm_up` did: seconds per module, errors by module."""
     timings: dict = field(default_factory=dict)
-    missing: list = field(default_factory=list)
     errors: dict = field(default_factory=dict)
     seconds: float = 0.0
     done: threading.Event = field(default_factory=threading.Event)
@@ -52,8 +52,8 @@ class WarmupReport:
 def warm_up(modules=MODULES, report: WarmupReport | None = None) -> WarmupReport:
     """Import each module of ``modules`` and call its ``warmup()`` if it has one.
 
-    A module that does not exist yet is listed in ``report.missing``; an exception in a
-    module's warm-up is logged and kept in ``report.errors`` (it never stops the app).
+    An exception while importing a module or in its warm-up is logged and kept in
+    ``report.errors`` (it never stops the app).
     """
     report = report or WarmupReport()
     t_all = time.perf_counter()
@@ -61,13 +61,6 @@ def warm_up(modules=MODULES, report: WarmupReport | None = None) -> WarmupReport
         t0 = time.perf_counter()
         try:
             mod = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # the module itself is not written yet
-                report.missing.append(name)
-                continue
-            report.errors[name] = f"{type(exc).__name__}: {exc}"
-            _log.error("featagg warm-up: importing %s failed", name, exc_info=exc)
-            continue
         except Exception as exc:  # noqa: BLE001
             report.errors[name] = f"{type(exc).__name__}: {exc}"
             _log.error("featagg warm-up: importing %s failed", name, exc_info=exc)
@@ -81,6 +74,16 @@ def warm_up(modules=MODULES, report: WarmupReport | None = None) -> WarmupReport
                 _log.error("featagg warm-up: %s.warmup() failed", name, exc_info=exc)
                 continue
         report.timings[name] = time.perf_counter() - t0
+    if "featagg_core.estimate" in modules:
+        # the machine's speed for the estimates pages show before a job starts: measured
+        # now, so no first visitor waits for it (it is re-measured every few minutes)
+        t0 = time.perf_counter()
+        try:
+            importlib.import_module("featagg_core.estimate").default_speed()
+            report.timings["featagg_core.estimate (calibration)"] = time.perf_counter() - t0
+        except Exception as exc:  # noqa: BLE001
+            report.errors["featagg_core.estimate"] = f"{type(exc).__name__}: {exc}"
+            _log.error("featagg warm-up: the speed calibration failed", exc_info=exc)
     report.seconds = time.perf_counter() - t_all
     report.done.set()
     return report
@@ -98,7 +101,5 @@ def start_background(modules=MODULES) -> WarmupReport:
 if __name__ == "__main__":  # python -m featagg_app.warmup: fill numba's on-disk cache
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     rep = warm_up()
-    print(f"[featagg] {rep.summary()}"
-          + (f"; not there yet: {', '.join(rep.missing)}" if rep.missing else ""),
-          file=sys.stderr)
+    print(f"[featagg] {rep.summary()}", file=sys.stderr)
     sys.exit(0)

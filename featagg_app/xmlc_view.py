@@ -1,4 +1,7 @@
-"""Tables and plotly figures of the Extreme classification page (unit-testable, no widgets)."""
+"""Tables and plotly figures of the Extreme classification page (unit-testable, no widgets).
+
+Every number comes from a run (``run.metrics``) or ``experiment.bucket_metrics`` /
+``experiment.predictions``: nothing here scores or splits."""
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -13,50 +16,28 @@ from featagg_core import metrics
 KS = (1, 3, 5)
 
 
-def random_split(n: int, test_fraction: float, seed: int = 0):
-    """(train_rows, test_rows): a seeded random split of ``range(n)``, both sorted."""
-    if not 0 < test_fraction < 1:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
-    if n < 2:
-        raise ValueError("need at least 2 points to split")
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(n)
-    n_test = min(n - 1, max(1, int(round(test_fraction * n))))
-    return np.sort(perm[n_test:]), np.sort(perm[:n_test])
-
-
-def metrics_table(Y_true, S, inv_propensity, ks: Sequence[int] = KS) -> pd.DataFrame:
-    """Rows P@k, nDCG@k, PSP@k, PSnDCG@k, coverage@k; columns k (values in %)."""
+def metrics_table(flat: dict, ks: Sequence[int] = KS) -> pd.DataFrame:
+    """Rows P@k, nDCG@k, PSP@k, PSnDCG@k, coverage@k; columns k=1, k=3, k=5 (values in %),
+    from a run's flat metrics (``run.metrics["test"]``, fractions)."""
     ks = list(ks)
-    flat = metrics.ranking_metrics(Y_true, S, ks, inv_propensity)
-    rows = {f"{name}@k": [100 * flat[f"{name}@{k}"] for k in ks]
-            for name in metrics.RANKING_METRICS}
+    rows = {f"{name}@k": [100 * float(flat[f"{name}@{k}"]) for k in ks]
+            for name in metrics.RANKING_METRICS if all(f"{name}@{k}" in flat for k in ks)}
     return pd.DataFrame(rows, index=[f"k={k}" for k in ks], dtype=float).T
 
 
-def flat_metrics(table: pd.DataFrame) -> dict:
-    """{"P@1": 63.2, ...} from :func:`metrics_table` (for the run registry)."""
-    out = {}
-    for name, row in table.iterrows():
-        base = name[:-2]
-        for col, v in row.items():
-            out[f"{base}@{col[2:]}"] = float(v)
-    return out
-
-
-def bucket_figure(Y_train, Y_true, S, n_buckets: int = 5, k: int = 5) -> go.Figure:
-    """P@k split by label-frequency bucket, head (most frequent labels) to tail."""
-    b = metrics.label_frequency_buckets(Y_train, n_buckets)
-    contrib = 100 * np.asarray(metrics.precision_by_bucket(Y_true, S, b, k, n_buckets))
-    freq = np.asarray(Y_train.getnnz(axis=0))
+def bucket_figure(buckets: pd.DataFrame, k: int = 5) -> go.Figure:
+    """P@k split by label-frequency bucket, head (most frequent labels) to tail, from
+    ``experiment.bucket_metrics`` (its ``P@k`` column, fractions that add up to P@k)."""
+    contrib = 100 * buckets[f"P@{k}"].to_numpy(dtype=float)
+    n = len(buckets)
     names = []
-    for j in range(n_buckets):
-        f = freq[b == j]
-        span = f"{f.min()}–{f.max()}" if f.size else "—"
-        tag = "head" if j == 0 else ("tail" if j == n_buckets - 1 else f"bucket {j + 1}")
-        names.append(f"{tag}<br>({span} train pts/label)")
+    for j in range(n):
+        lo = int(buckets["min train examples"].iloc[j])
+        hi = int(buckets["max train examples"].iloc[j])
+        tag = "head" if j == 0 else ("tail" if j == n - 1 else str(buckets["bucket"].iloc[j]))
+        names.append(f"{tag}<br>({lo}–{hi} train pts/label)")
     fig = go.Figure(go.Bar(x=names, y=contrib, marker_color=[
-        f"rgba(214,39,40,{1 - 0.7 * j / max(n_buckets - 1, 1):.2f})" for j in range(n_buckets)],
+        f"rgba(214,39,40,{1 - 0.7 * j / max(n - 1, 1):.2f})" for j in range(n)],
         text=[f"{v:.1f}" for v in contrib], textposition="outside",
         hovertemplate="%{x}<br>contribution to P@" + str(k) + ": %{y:.2f}%<extra></extra>"))
     fig.update_layout(title=f"Accuracy by label frequency (contribution to P@{k}, "

@@ -27,6 +27,7 @@ _EXPORTS = {
     "BlockModel": "featagg_core.bmgufs",
     "BMGUFS": "featagg_core.bmgufs",
     "VocabularyCompressor": "featagg_core.vocab",
+    "Pipeline": "featagg_core.pipeline",
     "save_artifact": "featagg_core.artifacts",
     "load_artifact": "featagg_core.artifacts",
     "ArtifactError": "featagg_core.artifacts",

@@ -2,15 +2,24 @@
 
     python -m featagg_core info DATA
     python -m featagg_core agglomerate DATA --d0 8 --out defrag.fgz
-    python -m featagg_core train TRAIN --test TEST --defrag 8 --refrag --out model.fgb
+    python -m featagg_core train TRAIN --test TEST --defrag 8 --refrag --out model.fgz
     python -m featagg_core predict MODEL DATA --k 5 --out scores.txt
     python -m featagg_core evaluate MODEL DATA
     python -m featagg_core select-features GRAPH --d 64 --out bmgufs.fgz
     python -m featagg_core compress TABLE --label income --budget 100 --out mapping.json
 
+Every command that fits goes through ``featagg_core.experiment``: ``make_split`` (the
+dataset's own test part when it has one, else a random 20 % of the rows / nodes;
+``--test-size``, ``--valid-size``, ``--split-seed`` change it, as the dashboard's sidebar
+does), ``run_pipeline`` (every step fitted on the training rows only) and ``evaluate``
+(the numbers, on the test rows). ``train`` writes one Pipeline artifact; ``evaluate`` and
+``predict`` also read the bundles (.fgb) older versions of ``train`` wrote, and
+``evaluate`` remakes the split the model was trained on unless told otherwise.
+
 Every command prints one JSON document (its summary and metrics) on stdout and its
-progress on stderr. Bad input exits with status 2 and a one-line message on stderr.
-Seeds (``--seed``) make runs reproducible.
+progress on stderr. Bad input exits with status 2 and a one-line message on stderr;
+Ctrl-C stops cleanly with status 130 (no traceback, no half-written file). Seeds
+(``--seed`` for the estimators, ``--split-seed`` for the split) make runs reproducible.
 """
 from __future__ import annotations
 
@@ -18,12 +27,14 @@ import argparse
 import json
 import os
 import sys
-import time
+import signal
+import threading
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
 
 
 class CliError(Exception):
@@ -101,11 +112,80 @@ def _require(data, kind: str, path: str):
     return data
 
 
-def _eval_split(data):
-    """(X, Y, name) of the held-out split when there is one, else of the training data."""
-    if data.X_test is not None and data.Y_test is not None:
-        return data.X_test, data.Y_test, "test"
-    return data.X, data.Y, "train"
+# --------------------------------------------------------------------------- runs
+
+class Interrupted(Exception):
+    """Ctrl-C: the command stopped cleanly (exit status 130, nothing half-written)."""
+
+
+def _split(args, data, settings: Optional[dict] = None):
+    """The split of ``data`` (``experiment.make_split``): ``--test-size`` / ``--valid-size`` /
+    ``--split-seed`` when given, else ``settings`` (a model's own split), else the
+    dashboard's defaults (the dataset's own test part, else a random 20 %)."""
+    from .experiment import make_split
+    settings = dict(settings or {})
+    kw = {"test_size": settings.get("test_size") or 0.2,
+          "valid_size": settings.get("valid_size") or 0.0,
+          "random_state": settings.get("random_state") or 0, "how": settings.get("how")}
+    if getattr(args, "test_size", None) is not None:
+        kw["test_size"] = args.test_size
+        kw["how"] = "random"                  # an explicit test fraction asks for a random split
+    if getattr(args, "valid_size", None) is not None:
+        kw["valid_size"] = args.valid_size
+    if getattr(args, "split_seed", None) is not None:
+        kw["random_state"] = args.split_seed
+    if kw["how"] == "dataset" and data.kind == "multilabel" and \
+            (data.X_test is None or data.X_test.shape[0] == 0):
+        kw["how"] = None                      # the model's data had a test part, this has not
+    try:
+        split = make_split(data, **kw)
+    except ValueError as exc:
+        raise CliError(str(exc))
+    _progress(f"split: {split.describe()}")
+    return split
+
+
+def _run(args, data, split, spec, **kw):
+    """``run_pipeline`` with progress on stderr and Ctrl-C as cancel."""
+    from .experiment import run_pipeline
+    last = {"msg": None}
+
+    def progress(fraction, message):
+        head = message.split(":")[0]
+        if head != last["msg"]:
+            last["msg"] = head
+            _progress(message)
+
+    run = run_pipeline(data, split, spec, progress=progress, cancel=args.cancel, **kw)
+    if run.status == "cancelled":
+        raise Interrupted()
+    if run.status != "done":
+        raise CliError(run.message)
+    return run
+
+
+def _grouped(flat: Dict[str, float], ks) -> Dict[str, float]:
+    """Ranking metrics grouped by k (P@1, nDCG@1, …, P@3, …) as the JSON shows them."""
+    return {key: flat[key] for k in ks for key in flat
+            if key.endswith(f"@{k}") and not key.startswith("base ")}
+
+
+def _ranking_out(flat: Dict[str, float], ks) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"metrics": _grouped(flat, ks)}
+    base = {key[5:]: v for key, v in flat.items() if key.startswith("base ")}
+    if base:
+        out["base_metrics"] = _grouped(base, ks)
+    return out
+
+
+def _split_args(sp, what="rows"):
+    sp.add_argument("--test-size", type=float, default=None,
+                    help=f"fraction of the {what} held out for testing: a random split (default: "
+                         "the dataset's own test part when it has one, else 0.2)")
+    sp.add_argument("--valid-size", type=float, default=None,
+                    help=f"fraction of the {what} held out for validation (default 0)")
+    sp.add_argument("--split-seed", type=int, default=None,
+                    help="seed of the random split (default 0, as the dashboard's)")
 
 
 # --------------------------------------------------------------------------- commands
@@ -134,24 +214,25 @@ def cmd_info(args) -> Dict[str, Any]:
     return out
 
 
-def _fit_defrag(X, Y, d0: int, representation: str, seed: int):
-    from .defrag import Defrag
-    _progress(f"DEFRAG: agglomerating {X.shape[1]} features, d0={d0}, representation={representation}")
-    t0 = time.perf_counter()
-    model = Defrag(d0=d0, representation=representation, random_state=seed)
-    model.fit(X, Y if representation == "XY" else None)
-    return model, time.perf_counter() - t0
-
-
 def cmd_agglomerate(args) -> Dict[str, Any]:
     from .artifacts import save_artifact
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
-    model, seconds = _fit_defrag(data.X, data.Y, args.d0, args.representation, args.seed)
+    split = _split(args, data)
+    _progress(f"DEFRAG: agglomerating {data.X.shape[1]} features, d0={args.d0}, "
+              f"representation={args.representation}")
+    run = _run(args, data, split, {"defrag": {"d0": args.d0,
+                                              "representation": args.representation,
+                                              "random_state": args.seed}})
+    model = run.pipeline.defrag
     out = {"method": "DEFRAG", "d": int(data.X.shape[1]), "d0": args.d0,
            "representation": args.representation, "n_clusters": int(model.n_clusters_),
-           "clustering_error": float(model.clustering_error_), "fit_seconds": round(seconds, 3)}
+           "clustering_error": float(model.clustering_error_),
+           "fit_seconds": round(run.timings["defrag_s"], 3), "name": run.name,
+           "split": run.split.to_record(), "metrics": run.metrics}
     if args.out:
-        save_artifact(model, args.out, dataset_fingerprint=data.fingerprint, metrics=out)
+        save_artifact(model, args.out, dataset_fingerprint=data.fingerprint,
+                      metrics={"clustering_error": out["clustering_error"],
+                               "split_id": split.split_id})
         out["artifact"] = args.out
     if args.clusters_csv:
         from .data import _atomic_write
@@ -161,112 +242,91 @@ def cmd_agglomerate(args) -> Dict[str, Any]:
     return out
 
 
-def _ranking_metrics(Y_true, scores, ks, inv_prop) -> Dict[str, float]:
-    """P@k, nDCG@k, PSP@k, PSnDCG@k and coverage@k, grouped by k as the JSON shows them."""
-    from .metrics import ranking_metrics
-    flat = ranking_metrics(Y_true, scores, ks, inv_prop)
-    return {key: flat[key] for k in ks for key in flat if key.endswith(f"@{k}")}
-
-
-class _Pipeline:
-    """The roles of a trained bundle: optional ``defrag`` → ``model`` → optional ``refrag``."""
-
-    def __init__(self, objects: Dict[str, Any], info: Dict[str, Any]):
-        if "model" not in objects:
-            raise CliError("the bundle holds no 'model' entry")
-        self.defrag = objects.get("defrag")
-        self.model = objects["model"]
-        self.refrag = objects.get("refrag")
-        self.info = info
-
-    def scores(self, X, k: int):
-        shortlist = max(k, int(self.info.get("shortlist", 100))) if self.refrag is not None else k
-        Xm = self.defrag.transform(X) if self.defrag is not None else X
-        scores = self.model.predict_scores(Xm, k=shortlist)
-        if self.refrag is not None:
-            scores = self.refrag.rerank(X, scores, k=k)
-        return scores
-
-
-def _load_pipeline(path: str) -> _Pipeline:
-    from .artifacts import is_bundle, load_artifact, load_bundle
-    if not os.path.exists(path):
-        raise CliError(f"{path}: no such file")
-    if is_bundle(path):
-        objects, info = load_bundle(path)
-        return _Pipeline(objects, info)
-    return _Pipeline({"model": load_artifact(path)}, {})
+def _train_spec(args) -> Dict[str, Any]:
+    spec: Dict[str, Any] = {}
+    if args.defrag:
+        spec["defrag"] = {"d0": args.defrag, "representation": args.representation,
+                          "random_state": args.seed}
+    if args.method == "ova":
+        spec["classifier"] = {"kind": "ova", "C": args.C, "random_state": args.seed}
+    else:
+        spec["classifier"] = {"kind": "ktxmlc", "n_clusters": args.n_clusters,
+                              "n_trees": args.n_trees, "max_leaf_labels": args.max_leaf_labels,
+                              "C": args.C, "beam_width": args.beam_width,
+                              "random_state": args.seed}
+        if args.max_depth is not None:
+            spec["classifier"]["max_depth"] = args.max_depth
+    if args.refrag:
+        rr: Dict[str, Any] = {"kind": "refrag", "shortlist": args.shortlist}
+        if args.alpha is not None:
+            rr["alpha"] = args.alpha
+        if args.gamma is not None:
+            rr["gamma"] = args.gamma
+        if not args.defrag:
+            rr["defrag"] = {"d0": 8, "representation": args.representation,
+                            "random_state": args.seed}
+        spec["rerank"] = rr
+    return spec
 
 
 def cmd_train(args) -> Dict[str, Any]:
-    from .artifacts import save_bundle
-    from .metrics import inverse_propensity
+    from .artifacts import save_artifact
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
-    X, Y = data.X, data.Y
-    objects: Dict[str, Any] = {}
-    timings: Dict[str, float] = {}
-    if args.defrag:
-        defrag, timings["defrag_s"] = _fit_defrag(X, Y, args.defrag, args.representation, args.seed)
-        objects["defrag"] = defrag
-        Xm = defrag.transform(X)
-    else:
-        Xm = X
-    from .ktxmlc import KTXMLC, OneVsAll
-    if args.method == "ova":
-        model = OneVsAll(C=args.C, random_state=args.seed)
-    else:
-        kw = dict(n_clusters=args.n_clusters, n_trees=args.n_trees,
-                  max_leaf_labels=args.max_leaf_labels, C=args.C, beam_width=args.beam_width,
-                  random_state=args.seed)
-        if args.max_depth is not None:
-            kw["max_depth"] = args.max_depth
-        model = KTXMLC(**kw)
-    _progress(f"training {type(model).__name__} on {Xm.shape[0]} points, {Xm.shape[1]} features, "
-              f"{Y.shape[1]} labels")
-    t0 = time.perf_counter()
-    model.fit(Xm, Y)
-    timings["train_s"] = time.perf_counter() - t0
-    objects["model"] = model
-    if args.refrag:
-        from .refrag import Refrag
-        if "defrag" in objects:
-            rdefrag = objects["defrag"]
-        else:
-            rdefrag, timings["defrag_s"] = _fit_defrag(X, Y, 8, args.representation, args.seed)
-            objects["refrag_defrag"] = rdefrag
-        _progress("REFRAG: building label prototypes")
-        t0 = time.perf_counter()
-        kw = {}
-        if args.alpha is not None:
-            kw["alpha"] = args.alpha
-        if args.gamma is not None:
-            kw["gamma"] = args.gamma
-        objects["refrag"] = Refrag(**kw).fit(X, Y, rdefrag)
-        timings["refrag_s"] = time.perf_counter() - t0
-    info = {"method": type(model).__name__, "shortlist": args.shortlist, "k": max(args.k)}
-    out: Dict[str, Any] = {"method": info["method"], "defrag_d0": args.defrag,
-                           "refrag": bool(args.refrag),
-                           **{k: round(v, 3) for k, v in timings.items()}}
-    Xe, Ye, split = _eval_split(data)
-    if split == "test":
-        pipe = _Pipeline(objects, info)
-        t0 = time.perf_counter()
-        scores = pipe.scores(Xe, max(args.k))
-        out["predict_ms_per_point"] = round(1e3 * (time.perf_counter() - t0) / max(Xe.shape[0], 1), 4)
-        out["metrics"] = _ranking_metrics(Ye, scores, args.k, inverse_propensity(Y))
-        out["evaluated_on"] = "test"
+    split = _split(args, data)
+    spec = _train_spec(args)
+    method = "OneVsAll" if args.method == "ova" else "KTXMLC"
+    _progress(f"training {method} on {split.train.size} points, "
+              f"{data.X.shape[1] if not args.defrag else 'DEFRAG-agglomerated'} features, "
+              f"{data.Y.shape[1]} labels")
+    run = _run(args, data, split, spec, ks=tuple(args.k))
+    t = run.timings
+    out: Dict[str, Any] = {"method": method, "name": run.name, "defrag_d0": args.defrag,
+                           "refrag": bool(args.refrag), "run_id": run.run_id,
+                           "split": run.split.to_record()}
+    for key, src in (("defrag_s", "defrag_s"), ("train_s", "classifier_s"),
+                     ("refrag_s", "rerank_s")):
+        if src in t:
+            out[key] = round(t[src], 3)
+    out["predict_ms_per_point"] = round(t["predict_ms_per_point"], 4)
+    out.update(_ranking_out(run.metrics["test"], args.k))
+    out["evaluated_on"] = "test"
+    if "valid" in run.metrics:
+        out["valid_metrics"] = _grouped(run.metrics["valid"], args.k)
     if args.out:
-        save_bundle(objects, args.out, info=info, dataset_fingerprint=data.fingerprint)
+        save_artifact(run.pipeline, args.out, dataset_fingerprint=data.fingerprint,
+                      metrics=run.metrics["test"])
         out["artifact"] = args.out
     return out
 
 
+def _load_pipeline(path: str):
+    """A Pipeline from a Pipeline artifact, an old ``train`` bundle (.fgb) or a single
+    classifier / Defrag artifact."""
+    from .artifacts import is_bundle, load_artifact, load_bundle
+    from .pipeline import as_pipeline
+    if not os.path.exists(path):
+        raise CliError(f"{path}: no such file")
+    try:
+        if is_bundle(path):
+            objects, info = load_bundle(path)
+            return as_pipeline(objects, info)
+        return as_pipeline(load_artifact(path))
+    except ValueError as exc:
+        raise CliError(f"{path}: {exc}")
+
+
 def cmd_predict(args) -> Dict[str, Any]:
     pipe = _load_pipeline(args.model)
+    if pipe.kind != "classifier":
+        raise CliError(f"{args.model}: a {pipe.kind.replace('_', ' ')} model does not predict "
+                       "labels")
     data = _require(_load(args.data, "multilabel"), "multilabel", args.data)
     X = data.X
+    if pipe.n_features_in_ is not None and X.shape[1] != pipe.n_features_in_:
+        raise CliError(f"{args.data}: has {X.shape[1]:,} features; the model was fitted on "
+                       f"{pipe.n_features_in_:,}")
     _progress(f"predicting top-{args.k} for {X.shape[0]} points")
-    scores = pipe.scores(X, args.k).tocsr()
+    scores = pipe.predict_scores(X, args.k).tocsr()
     out: Dict[str, Any] = {"n": int(X.shape[0]), "k": args.k}
     if args.out:
         from .data import _atomic_write
@@ -282,72 +342,86 @@ def cmd_predict(args) -> Dict[str, Any]:
 
 
 def cmd_evaluate(args) -> Dict[str, Any]:
-    from .metrics import inverse_propensity
+    from .experiment import _evaluate
     pipe = _load_pipeline(args.model)
+    if pipe.kind != "classifier":
+        raise CliError(f"{args.model}: evaluate scores classifiers; this is a "
+                       f"{pipe.kind.replace('_', ' ')} model")
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
-    Xe, Ye, split = _eval_split(data)
-    n_labels = int(getattr(pipe.model, "n_labels_", Ye.shape[1]))
-    if Ye.shape[1] != n_labels:
-        raise CliError(f"{args.data}: the data has {Ye.shape[1]} labels, the model {n_labels}")
-    t0 = time.perf_counter()
-    scores = pipe.scores(Xe, max(args.k))
-    ms = 1e3 * (time.perf_counter() - t0) / max(Xe.shape[0], 1)
-    inv = inverse_propensity(data.Y)
-    return {"evaluated_on": split, "n": int(Xe.shape[0]), "predict_ms_per_point": round(ms, 4),
-            "metrics": _ranking_metrics(Ye, scores, args.k, inv)}
+    split = _split(args, data, pipe.split_settings)
+    try:
+        flat, seconds = _evaluate(pipe, data, split, "test", args.k)
+    except ValueError as exc:
+        raise CliError(f"{args.data}: {exc}")
+    out: Dict[str, Any] = {"evaluated_on": "test", "n": int(flat["n_rows"]),
+                           "predict_ms_per_point": round(1e3 * seconds / max(flat["n_rows"], 1), 4),
+                           "split": split.to_record()}
+    out.update(_ranking_out(flat, args.k))
+    return out
 
 
 def cmd_select_features(args) -> Dict[str, Any]:
     from .artifacts import save_artifact
-    from .bmgufs import BMGUFS
     data = _require(_load(args.graph, "graph", features=args.features, classes=args.classes),
                     "graph", args.graph)
-    model = BMGUFS(n_blocks=args.n_blocks, beta_bar=args.beta_bar, gamma=args.gamma,
-                   n_candidates=args.n_candidates, max_iter=args.max_iter, random_state=args.seed)
-    _progress(f"BMGUFS on {data.A.shape[0]} nodes, {data.X.shape[1]} features")
-    t0 = time.perf_counter()
-    # with --n-blocks unset, k defaults to the number of node classes (when the graph has them)
-    model.fit(data.A, data.X, None if data.y is None else data.y)
-    seconds = time.perf_counter() - t0
-    selected = model.select(args.d)
+    split = _split(args, data)
+    # with --n-blocks unset, k is the number of node classes (of the training nodes)
+    spec = {"feature_selection": {"kind": "bmgufs", "d": args.d, "n_blocks": args.n_blocks,
+                                  "beta_bar": args.beta_bar, "gamma": args.gamma,
+                                  "n_candidates": args.n_candidates, "max_iter": args.max_iter,
+                                  "random_state": args.seed}}
+    _progress(f"BMGUFS on the {split.train.size} training nodes of {data.A.shape[0]}, "
+              f"{data.X.shape[1]} features")
+    run = _run(args, data, split, spec)
+    model, selected = run.pipeline.selector, run.pipeline.selected_
     names = data.feature_names
-    out: Dict[str, Any] = {"method": "BMGUFS", "fit_seconds": round(seconds, 3), "d": args.d,
+    out: Dict[str, Any] = {"method": "BMGUFS", "name": run.name,
+                           "fit_seconds": round(run.timings["selection_s"], 3), "d": args.d,
                            "selected": [int(j) for j in selected],
-                           "n_nonzero_weights": int(np.count_nonzero(model.scores_))}
+                           "n_nonzero_weights": int(np.count_nonzero(model.scores_)),
+                           "split": run.split.to_record()}
+    if run.message:
+        out["note"] = run.message
     if names is not None:
         out["selected_names"] = [str(names[j]) for j in selected]
-    if data.y is not None and len(selected):
-        from .graph_eval import evaluate_selection
-        out["clustering"] = evaluate_selection(data.X, data.y, selected, random_state=args.seed)
+    test = run.metrics["test"]
+    if "ACC" in test:
+        out["clustering"] = {"evaluated_on": "test", "n_nodes": test["n_rows"],
+                             **{k: test[k] for k in ("ACC", "ACC sd", "NMI", "NMI sd")}}
     if args.out:
-        save_artifact(model, args.out, dataset_fingerprint=data.fingerprint)
+        save_artifact(model, args.out, dataset_fingerprint=data.fingerprint,
+                      metrics={"split_id": split.split_id, **test})
         out["artifact"] = args.out
     return out
 
 
 def cmd_compress(args) -> Dict[str, Any]:
-    from .vocab import VocabularyCompressor
     data = _require(_load(args.table, "table", label=args.label), "table", args.table)
     columns = args.columns.split(",") if args.columns else list(data.table.columns)
     missing = [c for c in columns if c not in data.table.columns]
     if missing:
         raise CliError(f"{args.table}: no column(s) {', '.join(missing)}; "
                        f"columns are {', '.join(map(str, data.table.columns))}")
+    split = _split(args, data)
+    _progress(f"compressing {len(columns)} column(s) to {args.budget} buckets each, fitted "
+              f"on {split.train.size} training rows")
+    run = _run(args, data, split, {"vocabulary": {
+        "method": args.method, "budget": args.budget, "columns": columns,
+        "allocation": "per_column", "random_state": args.seed}})
+    cc = run.pipeline.vocabulary
     results, mappings = [], {}
     for col in columns:
-        values = data.table[col].astype(str).to_numpy()
-        _progress(f"compressing column {col} ({len(set(values))} values) to {args.budget} buckets")
-        t0 = time.perf_counter()
-        vc = VocabularyCompressor(args.budget, method=args.method, random_state=args.seed)
-        vc.fit(values, data.labels)
-        results.append({"column": col, "vocabulary": int(len(vc.mapping_)),
+        vc = cc.compressors[col]
+        results.append({"column": col, "vocabulary": int(len(vc.vocabulary_)),
                         "I(X;C)": float(vc.mutual_information_full_),
                         "I(Z;C)": float(vc.mutual_information_),
-                        "seconds": round(time.perf_counter() - t0, 4)})
+                        "seconds": round(float(vc.fit_time_), 4)})
         mappings[col] = {str(k): int(v) for k, v in vc.mapping_.items()}
     total_x = sum(r["I(X;C)"] for r in results)
     loss = (total_x - sum(r["I(Z;C)"] for r in results)) / total_x if total_x > 0 else 0.0
-    out = {"method": args.method, "budget": args.budget, "columns": results, "mi_loss": loss}
+    out = {"method": args.method, "budget": args.budget, "columns": results, "mi_loss": loss,
+           "fitted_on": "train", "name": run.name, "split": run.split.to_record(),
+           "metrics": run.metrics}
     if args.out:
         from .data import _atomic_write
         text = json.dumps({"budget": args.budget, "method": args.method, "mappings": mappings})
@@ -381,21 +455,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--classes", help="node-class file of a graph")
     s.set_defaults(func=cmd_info)
 
-    s = sub.add_parser("agglomerate", help="DEFRAG: cluster features into a balanced tree")
+    s = sub.add_parser("agglomerate", help="DEFRAG: cluster features into a balanced tree "
+                                           "(fitted on the training rows of the split)")
     s.add_argument("data", help="multi-label dataset file or sample:NAME")
-    s.add_argument("--test", help="held-out split file (not used for fitting)")
+    s.add_argument("--test", help="held-out test file (the dataset's own test part)")
     s.add_argument("--d0", type=int, default=8, help="largest leaf cluster (default 8)")
     s.add_argument("--representation", choices=["XY", "X"], default="XY",
                    help="feature representation: XY = label-weighted XᵀY rows, X = data columns")
     s.add_argument("--out", help="write the fitted Defrag artifact here")
     s.add_argument("--clusters-csv", help="write feature,cluster CSV here")
+    _split_args(s)
     common(s)
     s.set_defaults(func=cmd_agglomerate)
 
     s = sub.add_parser("train", help="train KTXMLC or one-vs-all (optionally on DEFRAG features, "
-                                     "with REFRAG re-ranking); evaluates on --test")
+                                     "with REFRAG re-ranking) on the training rows; evaluates "
+                                     "on the test rows")
     s.add_argument("data", help="training set file or sample:NAME (a sample's test split is used)")
-    s.add_argument("--test", help="held-out split to evaluate on")
+    s.add_argument("--test", help="held-out test file (the dataset's own test part)")
     s.add_argument("--method", choices=["ktxmlc", "ova"], default="ktxmlc",
                    help="ktxmlc = K-way label trees; ova = one-vs-all baseline")
     s.add_argument("--n-clusters", type=int, default=2, help="K, children per tree node (default 2)")
@@ -413,7 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--gamma", type=float, help="REFRAG affinity bandwidth (default: library's)")
     s.add_argument("--shortlist", type=int, default=100, help="labels re-ranked by REFRAG (default 100)")
     s.add_argument("--k", type=_ks, default=[1, 3, 5], help="cut-offs, e.g. 1,3,5")
-    s.add_argument("--out", help="write the trained bundle here")
+    s.add_argument("--out", help="write the trained pipeline (one artifact) here")
+    _split_args(s)
     common(s)
     s.set_defaults(func=cmd_train)
 
@@ -426,12 +504,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("evaluate", help="P@k, nDCG@k, PSP@k, PSnDCG@k, coverage@k of a model")
     s.add_argument("model", help="artifact or bundle written by train")
-    s.add_argument("data", help="dataset (its test split is used when it has one) or sample:NAME")
-    s.add_argument("--test", help="held-out split file")
+    s.add_argument("data", help="dataset or sample:NAME; scored on the test rows of the split "
+                                "the model was trained on (or of the one given here)")
+    s.add_argument("--test", help="held-out test file (the dataset's own test part)")
     s.add_argument("--k", type=_ks, default=[1, 3, 5], help="cut-offs, e.g. 1,3,5")
+    _split_args(s)
     s.set_defaults(func=cmd_evaluate)
 
-    s = sub.add_parser("select-features", help="BMGUFS: pick node features guided by a block model")
+    s = sub.add_parser("select-features", help="BMGUFS: pick node features guided by a block "
+                                               "model (fitted on the training nodes' subgraph)")
     s.add_argument("graph", help="graph file (edge list, GraphML, GML, .mat, npz) or sample:NAME")
     s.add_argument("--features", help="node-feature file (for an edge list)")
     s.add_argument("--classes", help="node-class file (optional; enables ACC/NMI)")
@@ -442,10 +523,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-iter", type=int, default=200, help="gradient iterations (default 200)")
     s.add_argument("--d", type=int, default=64, help="features to select (default 64)")
     s.add_argument("--out", help="write the fitted BMGUFS artifact here")
+    _split_args(s, "nodes")
     common(s)
     s.set_defaults(func=cmd_select_features)
 
-    s = sub.add_parser("compress", help="compress categorical vocabularies to a budget of buckets")
+    s = sub.add_parser("compress", help="compress categorical vocabularies to a budget of buckets "
+                                        "(counts from the training rows)")
     s.add_argument("table", help="CSV, TSV or parquet table, or sample:NAME")
     s.add_argument("--label", help="binary label column (required for files)")
     s.add_argument("--columns", help="comma-separated columns (default: all but the label)")
@@ -454,9 +537,26 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=["submodular", "threshold", "dp", "frequency", "bucketing", "divisive"],
                    help="compression method (default submodular)")
     s.add_argument("--out", help="write the value→bucket mappings as JSON here")
+    _split_args(s)
     common(s)
     s.set_defaults(func=cmd_compress)
     return p
+
+
+def _install_ctrl_c(cancel: threading.Event):
+    """First Ctrl-C: ask the running fit to stop (it returns at its next progress call);
+    a second one interrupts at once. Returns the previous handler (None off the main
+    thread, where signals cannot be caught)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        if cancel.is_set():
+            raise KeyboardInterrupt()
+        cancel.set()
+        print("featagg: cancelling (Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+
+    return signal.signal(signal.SIGINT, handler)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -464,8 +564,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     from .artifacts import ArtifactError
     from .data import DatasetError
+    args.cancel = threading.Event()
+    previous = _install_ctrl_c(args.cancel)
     try:
         result = args.func(args)
+        if args.cancel.is_set():
+            raise Interrupted()
+    except (Interrupted, KeyboardInterrupt):
+        print("featagg: cancelled", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (CliError, DatasetError, ArtifactError, ValueError) as exc:
         message = " ".join(str(exc).split())
         print(f"featagg: error: {message}", file=sys.stderr)
@@ -473,6 +580,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except OSError as exc:
         print(f"featagg: error: {exc.filename or ''} {exc.strerror or exc}".strip(), file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     json.dump(result, sys.stdout, indent=1, default=lambda o: o.item() if hasattr(o, "item") else str(o))
     sys.stdout.write("\n")
     return 0

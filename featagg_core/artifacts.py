@@ -46,7 +46,7 @@ FORMAT_VERSION = 1
 ARTIFACT_CLASSES: Dict[str, str] = {
     name: _EXPORTS[name]
     for name in ("Defrag", "Fiat", "Refrag", "KTXMLC", "OneVsAll", "DefragKTXMLC", "BlockModel",
-                 "BMGUFS", "VocabularyCompressor")}
+                 "BMGUFS", "VocabularyCompressor", "Pipeline")}
 
 # Refuse archives whose declared content is absurdly large before reading it (zip bombs).
 _MAX_MEMBER_BYTES = 4 << 30

@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 
 from ._kernels import defrag as _k
+from ._polling import call_polled, new_stop
 from ._validation import as_csr
 
 __all__ = ["Defrag", "DefragTree", "feature_representation", "clustering_error",
@@ -173,7 +174,8 @@ def _top_fraction(counts: np.ndarray, fraction: float) -> np.ndarray:
 
 
 def feature_representation(X, Y=None, representation: str = "XY", sample_points: float = 1.0,
-                           sample_labels: float = 1.0, prune_threshold: float = 0.0):
+                           sample_labels: float = 1.0, prune_threshold: float = 0.0,
+                           progress=None):
     """The L2-normalised sparse representation of every feature (one csr row per feature).
 
     ``"X"``: feature j is column j of X (over the data points); ``"XY"``: feature j is row j
@@ -181,7 +183,17 @@ def feature_representation(X, Y=None, representation: str = "XY", sample_points:
     the points with the most non-zeros is used; with ``sample_labels < 1`` (XY only) only
     that fraction of the most frequent labels. Entries with ``|v| <= prune_threshold`` are
     dropped after normalising. Returns ``(R, sq_norms)``.
+
+    ``progress``, if given, is called as ``progress(fraction, message)`` at the start and
+    about every 0.1 s while ``Xᵀ Y`` is built; it may raise
+    :class:`featagg_core._cancel.Cancelled` to stop.
     """
+    tick = None
+    if progress is not None:
+        progress(0.0, "feature representation")
+
+        def tick():
+            progress(0.0, "feature representation")
     X = _as_csr(X, "X")
     if sample_points < 1.0:
         rows = _top_fraction(np.diff(X.indptr), sample_points)
@@ -197,9 +209,11 @@ def feature_representation(X, Y=None, representation: str = "XY", sample_points:
         Xt = X.T.tocsr()
         Y = sp.csr_matrix(Y)
         Y.sort_indices()
-        ptr, ind, dat = _k.xt_y(Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32),
-                                Xt.data, Y.indptr.astype(np.int64), Y.indices.astype(np.int32),
-                                Y.data.astype(np.float32), Y.shape[1], _n_chunks())
+        stop = new_stop()
+        ptr, ind, dat = call_polled(
+            _k.xt_y, (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32), Xt.data,
+                      Y.indptr.astype(np.int64), Y.indices.astype(np.int32),
+                      Y.data.astype(np.float32), Y.shape[1], _n_chunks(), stop), stop, tick)
         R = sp.csr_matrix((dat, ind, ptr), shape=(X.shape[1], Y.shape[1]))
     R.sort_indices()
     indptr, indices, data, sq = _k.normalize_prune(
@@ -240,6 +254,10 @@ def balanced_depth_cap(d: int, d0: int) -> int:
 
 def _build_tree(R: sp.csr_matrix, d0: int, seed: int, eps: float, max_iter: int,
                 progress=None) -> DefragTree:
+    """Grow the tree level by level. ``progress(levels_done, n_levels)`` is called after
+    every level and, while a level's kernel runs, about every 0.1 s with the same values
+    (a heartbeat: that is where a cancel is raised; the kernel then stops after its
+    current 2-means round)."""
     d = R.shape[0]
     indptr = R.indptr.astype(np.int64)
     indices = R.indices.astype(np.int32)
@@ -268,8 +286,11 @@ def _build_tree(R: sp.csr_matrix, d0: int, seed: int, eps: float, max_iter: int,
         s_ids = level_ids[splits]
         s_start = level_start[splits]
         s_size = level_size[splits]
-        it[splits] = _k.split_level(indptr, indices, data, R.shape[1], order, s_start, s_size,
-                                    s_ids, seed, eps, max_iter, _n_chunks())
+        stop = new_stop()
+        tick = None if progress is None else (lambda lv=lev: progress(lv, cap))
+        it[splits] = call_polled(_k.split_level,
+                                 (indptr, indices, data, R.shape[1], order, s_start, s_size,
+                                  s_ids, seed, eps, max_iter, _n_chunks(), stop), stop, tick)
         n_iter.append(it)
         m = s_ids.shape[0]
         half = s_size // 2
@@ -426,7 +447,12 @@ class Defrag(TransformerMixin, BaseEstimator):
     def fit(self, X, Y=None, progress=None):
         """Build the tree on X (n x d, sparse or dense) and, for ``"XY"``, labels Y (n x L).
 
-        ``progress``, if given, is called as ``progress(level, n_levels)`` after each level.
+        ``progress``, if given, is called as ``progress(level, n_levels)``: ``(0, n)`` at the
+        start, after each level, and about every 0.1 s in between while a kernel runs
+        (repeating the last values). It may raise (e.g.
+        :class:`featagg_core._cancel.Cancelled`): the running kernel then stops after its
+        current 2-means round, no thread is left running, and the exception propagates
+        (the estimator keeps its previous state).
         """
         self._check_params()
         X = _as_csr(X, "X")
@@ -442,9 +468,17 @@ class Defrag(TransformerMixin, BaseEstimator):
             raise ValueError("X has no features (0 columns)")
         if X.shape[0] < 1:
             raise ValueError("X has no rows")
+        cap = balanced_depth_cap(d, int(self.d0))
+        rep_progress = None
+        if progress is not None:
+            progress(0, cap)
+
+            def rep_progress(fraction, message):
+                progress(0, cap)
         R, sq = feature_representation(X, Y if self.representation == "XY" else None,
                                        self.representation, float(self.sample_points),
-                                       float(self.sample_labels), float(self.prune_threshold))
+                                       float(self.sample_labels), float(self.prune_threshold),
+                                       progress=rep_progress)
         seed = int(self.random_state) & 0xFFFFFFFFFFFFFFFF
         tree = _build_tree(R, int(self.d0), seed, float(self.eps), int(self.max_iter),
                            progress)
@@ -536,3 +570,6 @@ def warmup() -> None:
     m.transform(X)
     m.transform(X, aggregation="avg")
     clustering_error(feature_representation(X, representation="X")[0], m.labels_)
+    Xt = X.T.tocsr()
+    _k.xt_y_nnz(Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32),
+                Y.indptr.astype(np.int64), Y.indices.astype(np.int32), Y.shape[1])

@@ -1,6 +1,9 @@
-"""Export page: download what this session trained; import an artifact and evaluate it."""
+"""Export page: download every pipeline this session fitted (one artifact each, or all of
+them in one bundle with the run table); import an artifact or bundle and evaluate it on the
+current dataset's split through ``experiment.evaluate``."""
 import functools
 import json
+import uuid
 
 import streamlit as st
 
@@ -8,107 +11,181 @@ from featagg_app import export_view as ev
 from featagg_app import session
 from featagg_core.artifacts import (ArtifactError, artifact_bytes, bundle_bytes, is_bundle,
                                     load_artifact, load_bundle)
+from featagg_core.experiment import Run, as_pipeline, evaluate
 
+PAGE = "Export"
 MAX_IMPORT_MB = 200
 
 st.title("Export and import")
 
 with st.expander("How it works", expanded=False):
     st.markdown(
-        "A **featagg artifact** (`.fgz`) is a zip of plain numeric arrays (`.npy`, read with "
-        "`allow_pickle=False`) and a JSON manifest: the class, its parameters, library "
-        "versions, the fingerprint of the dataset it was trained on, the metrics at save time "
-        "and a checksum of every array. Loading checks all of it, so a damaged or edited file "
-        "is refused with a clear message; nothing in it is ever executed or unpickled.\n\n"
-        "* **Download** one fitted object, or a **bundle** of all of them with the run table.\n"
-        "* **Plain files** (CSV/JSON) — cluster assignments, feature rankings, vocabulary "
+        "Every fit of this session is a **run**, and every run holds one **pipeline**: all "
+        "its fitted steps in order (e.g. FIAT → DEFRAG → KTXMLC → REFRAG), taking *raw* "
+        "features in. A pipeline is saved as one **featagg artifact** (`.fgz`): a zip of "
+        "plain numeric arrays (`.npy`, read with `allow_pickle=False`) and a JSON manifest "
+        "— the spec, the parameters, library versions, the fingerprint of the dataset and "
+        "the id of the split it was fitted on, the metrics at save time and a checksum of "
+        "every array. Loading checks all of it, so a damaged or edited file is refused with "
+        "a clear message; nothing in it is ever executed or unpickled.\n\n"
+        "* **Download** one run's pipeline, or a **bundle** (`.fgb`) of every pipeline of "
+        "the session (both classifier runs, REFRAG and FIAT included) with the run table.\n"
+        "* **Plain files** (CSV/JSON) — feature clusters, feature rankings, vocabulary "
         "mappings — for use outside featagg.\n"
-        "* **Import** an artifact (yours, or from `python -m featagg_core ... --out`) and "
-        "evaluate it on the current dataset.")
+        "* **Import** a pipeline artifact or a bundle (yours, an older one, or one written by "
+        "`python -m featagg_core ... --out`) and evaluate it on the current dataset: on the "
+        "**test rows of the session's split** (sidebar), with the same evaluation as every "
+        "page. A pipeline fitted on this dataset with another split is refused (it could be "
+        "scored on rows it was trained on).")
 
 data = session.current_dataset()
-objects = ev.exportable(session.stored())
+try:
+    split = session.current_split(data) if data is not None else None
+except ValueError as exc:             # e.g. a one-row upload: nothing to evaluate on
+    st.caption(f"The current dataset cannot be split ({session.md_escape(exc)}): imports "
+               "cannot be evaluated on it.")
+    data, split = None, None
+state = session.page_state(PAGE)
 
+# ---------------------------------------------------------------------------
+# download
+# ---------------------------------------------------------------------------
 st.header("Download")
-if not objects:
-    st.info("Nothing trained in this session yet (or the dataset was switched, which clears "
-            "fitted objects). Fit something on another page, then come back.")
+all_runs = [r for r in session.runs(status="done") if r.pipeline is not None]
+if not all_runs:
+    st.info("Nothing trained in this session yet. Fit something on another page, then come "
+            "back: every run's pipeline is listed here.")
 else:
-    fp = session.current_fingerprint()
-    for key, obj in objects.items():
-        with st.container(border=True):
-            st.markdown(f"**{session.md_escape(key)}** — {session.md_escape(ev.describe(obj))}")
-            cols = st.columns(4)
-            # the bytes are built only when the button is clicked (a model can be large)
-            cols[0].download_button("Artifact (.fgz)",
-                                    functools.partial(artifact_bytes, obj, dataset_fingerprint=fp),
-                                    file_name=f"{key}.fgz", mime="application/zip",
-                                    key=f"dl_{key}", on_click="ignore")
-            names = getattr(data, "feature_names", None)
-            for i, (fname, payload, mime) in enumerate(ev.plain_exports(key, obj, names)):
-                cols[1 + i % 3].download_button(fname, payload, file_name=fname, mime=mime,
-                                                key=f"dl_{key}_{i}")
-    st.download_button(f"Bundle of all {len(objects)} fitted objects + run table (.fgb)",
-                       functools.partial(bundle_bytes, objects, info={"runs": session.runs()},
-                                         dataset_fingerprint=fp),
+    titles = [session.run_title(r) for r in all_runs]
+    objects = ev.bundle_objects(all_runs, titles)
+    records = [session.run_record(r) for r in all_runs]
+    fps = {r.dataset_fingerprint for r in all_runs}
+    st.download_button(f"Bundle of all {len(objects)} pipelines + run table (.fgb)",
+                       functools.partial(bundle_bytes, objects, info={"runs": records},
+                                         dataset_fingerprint=fps.pop() if len(fps) == 1
+                                         else None),
                        file_name="featagg_bundle.fgb", mime="application/zip",
                        key="dl_bundle", type="primary", on_click="ignore")
-
-runs = session.runs()
-if runs:
-    st.download_button("Run registry (JSON)", json.dumps(runs, indent=1, default=str).encode(),
+    st.download_button("Run registry (JSON)", json.dumps(records, indent=1).encode(),
                        file_name="featagg_runs.json", mime="application/json", key="dl_runs")
+    by_ds = {}
+    for run, title, key in zip(all_runs, titles, objects):
+        by_ds.setdefault(run.dataset_name or "dataset", []).append((run, title, key))
+    for ds_name, items in by_ds.items():
+        st.subheader(f"{ds_name}: {len(items)} run{'s' if len(items) != 1 else ''}")
+        for run, title, key in reversed(items):
+            with st.container(border=True):
+                st.markdown(f"**{session.md_escape(title)}** — "
+                            f"{session.md_escape(ev.describe_pipeline(run.pipeline))}")
+                st.caption(session.md_escape(session.run_record(run)["split_text"]))
+                cols = st.columns(4)
+                # the bytes are built only when the button is clicked (a model can be large)
+                cols[0].download_button("Artifact (.fgz)",
+                                        functools.partial(artifact_bytes, run.pipeline,
+                                                          dataset_fingerprint=run.dataset_fingerprint,
+                                                          metrics=run.metrics.get("test", {})),
+                                        file_name=f"{key}.fgz", mime="application/zip",
+                                        key=f"dl_{run.run_id}", on_click="ignore")
+                names = (getattr(data, "feature_names", None)
+                         if data is not None and data.fingerprint == run.dataset_fingerprint
+                         else None)
+                for i, (fname, payload, mime) in enumerate(ev.pipeline_exports(key, run.pipeline,
+                                                                               names)):
+                    cols[1 + i % 3].download_button(fname, payload, file_name=fname, mime=mime,
+                                                    key=f"dl_{run.run_id}_{i}")
 
+# ---------------------------------------------------------------------------
+# import
+# ---------------------------------------------------------------------------
 st.header("Import")
-st.caption(f"An artifact (.fgz) or bundle (.fgb) saved by featagg, at most {MAX_IMPORT_MB} MB. "
-           "It is evaluated on the dataset chosen in the sidebar.")
+st.caption(f"A pipeline artifact (.fgz) or bundle (.fgb) saved by featagg, at most "
+           f"{MAX_IMPORT_MB} MB. It is evaluated on the dataset chosen in the sidebar"
+           + (f", on the test rows of {session.md_escape(split.describe())}."
+              if split is not None else "."))
 upload = st.file_uploader("Artifact file", type=["fgz", "fgb", "zip"], key="artifact_upload")
-if upload is not None:
-    size_mb = upload.size / 2**20
-    if size_mb > MAX_IMPORT_MB:
-        st.error(f"{upload.name} is {size_mb:.0f} MB; the limit is {MAX_IMPORT_MB} MB.")
-        st.stop()
+if upload is None:
+    st.stop()
+size_mb = upload.size / 2**20
+if size_mb > MAX_IMPORT_MB:
+    st.error(f"{upload.name} is {size_mb:.0f} MB; the limit is {MAX_IMPORT_MB} MB.")
+    st.stop()
+file_id = getattr(upload, "file_id", None) or f"{upload.name}:{upload.size}"
+if state.get("file_id") != file_id:
     try:
         if is_bundle(upload):
-            imported, _info = load_bundle(upload)
+            imported, info = load_bundle(upload)
         else:
-            imported = {upload.name.rsplit(".", 1)[0]: load_artifact(upload)}
+            imported, info = {upload.name.rsplit(".", 1)[0]: load_artifact(upload)}, {}
     except (ArtifactError, ValueError) as exc:
+        state.pop("file_id", None)
         session.show_error(exc, context=f"{upload.name} was refused")
         st.stop()
-    st.success(f"Loaded {len(imported)} object(s) from {session.md_escape(upload.name)}: "
-               + ", ".join(f"{session.md_escape(k)} ({type(o).__name__})" for k, o in imported.items()))
-    for key, obj in imported.items():
-        with st.container(border=True):
-            st.subheader(f"{key}: {ev.describe(obj)}")
-            manifest = getattr(obj, "artifact_manifest_", {})
-            if data is not None and manifest.get("dataset_fingerprint") not in (None, data.fingerprint):
-                st.caption("Trained on a different dataset than the current one "
-                           "(fingerprints differ).")
+    state.update(file_id=file_id, name=upload.name, objects=imported,
+                 entries=ev.pipelines_from_import(imported, info),
+                 manifests={k: getattr(o, "artifact_manifest_", {}) for k, o in imported.items()},
+                 results={})
+entries, manifests, results = state["entries"], state["manifests"], state["results"]
+st.success(f"Loaded {len(entries)} object(s) from {session.md_escape(state['name'])}: "
+           + ", ".join(session.md_escape(k) for k, _, _ in entries))
+
+
+def _evaluate(pipe, key):
+    """Score ``pipe`` on the current split's test rows (a job) and record it as a run."""
+    name = ev.pipeline_name(pipe)
+
+    def work(progress, cancel):
+        progress(0.1, "scoring the test rows")
+        metrics = evaluate(pipe, data, split, rows="test")
+        return Run(run_id=uuid.uuid4().hex, name=f"{name} (imported)", kind=pipe.kind,
+                   dataset_fingerprint=data.fingerprint,
+                   dataset_name=str(getattr(data, "name", "") or ""),
+                   split_id=split.split_id, split=split, spec=pipe.spec, status="done",
+                   metrics={"test": metrics}, model_sizes=pipe.model_sizes(), pipeline=pipe)
+    session.submit_job(PAGE, f"eval_{key}", f"Evaluate {name}", work)
+
+
+for key, pipe, note in entries:
+    with st.container(border=True):
+        obj = state["objects"].get(key)
+        if pipe is None and type(obj).__name__ == "VocabularyCompressor" \
+                and data is not None and data.kind == "table":
+            # a vocabulary compressor saved on its own: say which column it compresses
+            col = st.selectbox(f"{key}: the column this compressor applies to",
+                               list(data.table.columns), key=f"col_{key}")
+            pipe, note = as_pipeline(obj, column=col), f"compressing column {col!r}"
+        if pipe is None:
+            st.subheader(key)
+            st.warning(f"Cannot be evaluated on its own: {session.md_escape(note)}")
+            continue
+        st.subheader(f"{key}: {ev.pipeline_name(pipe)}")
+        st.caption(session.md_escape(ev.describe_pipeline(pipe))
+                   + (f" · {session.md_escape(note)}" if note else ""))
+        manifest = manifests.get(key, {})
+        if manifest:
             with st.expander("Manifest"):
                 st.dataframe(ev.manifest_summary(manifest), hide_index=True, width="stretch")
-            if data is None:
-                st.info("Pick a dataset in the sidebar to evaluate this artifact on it.")
-                continue
-            column = None
-            if type(obj).__name__ == "VocabularyCompressor" and data.kind == "table":
-                column = st.selectbox("Column to compress", list(data.table.columns),
-                                      key=f"col_{key}")
-            store_key = ev.CLASS_STORE_KEY.get(type(obj).__name__)
-            if store_key and data.kind == ev.CLASS_KIND.get(type(obj).__name__):
-                if st.button(f"Use in this session (as '{store_key}')", key=f"use_{key}",
-                             help="The other pages and the Download section then use it."):
-                    session.put(store_key, obj)
-                    st.success(f"Stored as '{store_key}' for this session.")
-            if st.button("Evaluate on the current dataset", key=f"eval_{key}"):
-                try:
-                    with st.spinner("Evaluating…"):
-                        result = ev.evaluate(obj, data, column=column)
-                except ValueError as exc:
-                    session.show_error(exc, context="Cannot evaluate")
-                else:
-                    st.table(ev.result_table(result))
-                    session.record_run("Export", f"{type(obj).__name__} (imported)", data,
-                                       manifest.get("params", {}),
-                                       {k: v for k, v in result.items()
-                                        if isinstance(v, (int, float))}, {})
+        if data is None:
+            st.info("Pick a dataset in the sidebar to evaluate this pipeline on it.")
+            continue
+        same_data = pipe.dataset_fingerprint == data.fingerprint
+        if pipe.dataset_fingerprint is not None and not same_data:
+            st.caption("Fitted on a different dataset than the current one (fingerprints "
+                       "differ): it is scored on this dataset's test rows if the features "
+                       "and labels fit.")
+        if pipe.split_id is None:
+            st.caption("An older artifact: the rows it was fitted on are unknown. If it was "
+                       "fitted on this dataset, its test numbers may include rows it saw.")
+        if st.button("Evaluate on the current dataset", key=f"eval_{key}",
+                     disabled=session.running_job(PAGE, f"eval_{key}") is not None):
+            _evaluate(pipe, key)
+        job = session.follow_job(PAGE, f"eval_{key}")
+        if job is not None and job.status == "done":
+            run = session.add_run(job.result)
+            results[key] = run.run_id
+        elif job is not None and job.status == "failed":
+            results.pop(key, None)
+        shown = session.get_run(results.get(key))
+        if shown is not None:
+            st.caption(f"Evaluated as **{session.md_escape(session.run_title(shown))}** on "
+                       f"{session.md_escape(split.describe())}.")
+            st.table(ev.result_table(shown.metrics["test"]))

@@ -1,18 +1,18 @@
-"""Extreme classification page: train KTXMLC (or one-vs-all) on raw or DEFRAG features,
-with the elbow plot for K, progress per tree level / node batch, metrics, the label tree."""
-import time
+"""Extreme classification page: train KTXMLC (or one-vs-all) on raw or DEFRAG features of
+the session's split, with the elbow plot for K, progress and Cancel, metrics, the label
+tree — every training a run through the job runner."""
+import functools
 
 import numpy as np
-import scipy.sparse as sp
 import streamlit as st
 
 from featagg_app import session
 from featagg_app import xmlc_view as xv
-from featagg_core import metrics
 from featagg_core.artifacts import artifact_bytes
-from featagg_core.ktxmlc import KTXMLC, OneVsAll, elbow_curve
+from featagg_core.experiment import bucket_metrics, canonical_spec, elbow, predictions
 
 PAGE = "Extreme classification"
+FEATURES = ["raw", "agglomerated (DEFRAG)"]
 st.title(PAGE)
 
 with st.expander("How it works", expanded=False):
@@ -29,76 +29,56 @@ with st.expander("How it works", expanded=False):
         "nodes per level; a label's score multiplies the probabilities along its path, and "
         "the **trees** (different random seeds) are averaged.\n\n"
         "- **K = 2** gives Parabel-like balanced binary trees; a larger K (Bonsai-like) gives "
-        "shallower trees — the **elbow** plot shows where adding clusters stops paying off.\n"
+        "shallower trees — the **elbow** plot (on the training rows) shows where adding "
+        "clusters stops paying off.\n"
         "- **One-vs-all** trains every label against all points: exact but slower for many "
         "labels — what the tree trades away.\n"
-        "- **Agglomerated features** use the DEFRAG clustering from the Feature agglomeration "
-        "page (or one fitted here): fewer features, smaller and faster models.\n"
+        "- **Agglomerated features** put a DEFRAG step before the classifier: a DEFRAG run "
+        "from the Feature agglomeration page **on the same split** is reused as it is (it "
+        "saw the same training rows); without one, the pipeline fits DEFRAG-XY on the "
+        "training rows itself. Either way the test rows' labels never shape the features.\n"
+        "- **Split and runs.** Training uses the training rows of the session's split (set "
+        "in the sidebar); the metrics come from the test rows. Every press of **Train** is a "
+        "new run, kept for Compare, Rare labels and Export.\n"
         "- Metrics: P@k (precision of the top k), nDCG@k, their propensity-scored versions "
-        "PSP@k / PSnDCG@k (rare labels count more), and coverage@k (share of the test set's "
-        "labels predicted correctly at least once).")
+        "PSP@k / PSnDCG@k (rare labels count more; propensities from the training rows), "
+        "and coverage@k (share of the test set's labels predicted correctly at least once).")
 
 data = session.require_dataset("multilabel")
-fp = data.fingerprint
+split = session.current_split(data)
+state = session.page_state(PAGE, data)
 st.caption(f"**{session.md_escape(session.dataset_label(data))}**")
+st.caption(session.split_caption(split))
 
-# ------------------------------------------------------------------ split and features
-has_split = data.X_test is not None and data.Y_test is not None and data.X_test.shape[0] > 0
-c1, c2, c3 = st.columns(3)
-split_options = (["dataset's train/test split"] if has_split else []) + ["random split"]
-split = c1.radio("Split", split_options, key="xmlc_split")
-test_frac = 0.25
-if split == "random split":
-    test_frac = c1.slider("Test fraction", 0.1, 0.5, 0.25, 0.05, key="xmlc_test_frac")
-features = c2.radio("Features", ["raw", "agglomerated (DEFRAG)"], key="xmlc_features")
-model_kind = c3.radio("Model", ["KTXMLC (label trees)", "One-vs-all"], key="xmlc_model")
+# ------------------------------------------------------------------ features and model
+c1, c2 = st.columns(2)
+features = c1.radio("Features", FEATURES, key="xmlc_features")
+model_kind = c2.radio("Model", ["KTXMLC (label trees)", "One-vs-all"], key="xmlc_model")
+is_tree = model_kind.startswith("KTXMLC")
 
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def _split(fingerprint, how, frac, _data):
-    if how == "random split":
-        tr, te = xv.random_split(_data.X.shape[0], frac, seed=0)
-        return (_data.X[tr], _data.Y[tr], _data.X[te], _data.Y[te])
-    return (_data.X, _data.Y, _data.X_test, _data.Y_test)
-
-
-Xtr, Ytr, Xte, Yte = _split(fp, split, test_frac, data)
-Ytr = sp.csr_matrix(Ytr)
-Yte = sp.csr_matrix(Yte)
-
-
-@st.cache_resource(max_entries=4, show_spinner="Fitting DEFRAG on the training split…")
-def _fit_defrag(fingerprint, how, frac, d0, _X, _Y):
-    from featagg_core.defrag import Defrag
-
-    return Defrag(d0=d0, representation="XY", random_state=0).fit(_X, _Y)
-
-
-defrag = None
-if features.startswith("agglomerated"):
-    stored = session.get("defrag")
-    if stored is not None and getattr(stored, "labels_", None) is not None \
-            and len(stored.labels_) == Xtr.shape[1]:
-        defrag = stored
-        st.info(f"Using the DEFRAG clustering from this session: {Xtr.shape[1]:,} features → "
-                f"{int(stored.n_clusters_):,} clusters.")
+defrag_run, defrag_spec = None, None
+if features == FEATURES[1]:
+    session.follow_run(PAGE, "defrag_refit")
+    defrag_run = session.run_picker(
+        "DEFRAG run to agglomerate with", "agglomeration", split, key="xmlc_defrag_run",
+        on_refit=lambda r: session.submit_run(PAGE, data, split, r.spec, slot="defrag_refit"),
+        help="the DEFRAG runs of this session on this dataset, latest first")
+    if defrag_run is not None:
+        defrag_spec = defrag_run.spec["defrag"]
+        st.info(f"Using the DEFRAG clustering of **{session.md_escape(session.run_title(defrag_run))}**"
+                f": {data.X.shape[1]:,} features → "
+                f"{int(defrag_run.pipeline.defrag.n_clusters_):,} clusters, fitted on this "
+                "split's training rows.")
     else:
         d0 = st.number_input("DEFRAG leaf size d0 (features per cluster)", 2, 64, 8,
                              key="xmlc_d0")
-        try:
-            defrag = _fit_defrag(fp, split, test_frac, int(d0), Xtr, Ytr)
-        except Exception as exc:  # noqa: BLE001
-            session.show_error(exc, context="DEFRAG failed")
-            st.stop()
-        st.info(f"No DEFRAG clustering in this session yet (Feature agglomeration page): "
-                f"fitted one here, {Xtr.shape[1]:,} features → {int(defrag.n_clusters_):,}.")
-    Xtr_m, Xte_m = defrag.transform(Xtr), defrag.transform(Xte)
-else:
-    Xtr_m, Xte_m = Xtr, Xte
+        defrag_spec = {"d0": int(d0), "representation": "XY"}
+        st.info(f"No DEFRAG run on this split in this session (Feature agglomeration page): "
+                f"the pipeline fits DEFRAG-XY d0 = {int(d0)} on the training rows as its "
+                "first step.")
 
 # ------------------------------------------------------------------ parameters
-L = Ytr.shape[1]
-is_tree = model_kind.startswith("KTXMLC")
+L = data.Y.shape[1]
 if is_tree:
     p1, p2, p3 = st.columns(3)
     K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), 2, key="xmlc_K")
@@ -108,98 +88,123 @@ if is_tree:
                            key="xmlc_leaf")
     C = p3.number_input("C (SVM cost)", 0.01, 100.0, 1.0, key="xmlc_C", format="%.2f")
     beam = p3.number_input("Beam width", 1, 200, 10, key="xmlc_beam")
-    params = dict(n_clusters=int(K), n_trees=int(n_trees), max_depth=int(depth),
-                  max_leaf_labels=int(leaf), C=float(C), beam_width=int(beam), random_state=0)
+    classifier = dict(kind="ktxmlc", n_clusters=int(K), n_trees=int(n_trees),
+                      max_depth=int(depth), max_leaf_labels=int(leaf), C=float(C),
+                      beam_width=int(beam), random_state=0)
 
     with st.expander("Elbow plot: which K?", expanded=False):
-        st.caption("Within-cluster sum of squares of the label vectors when the root is split "
-                   "into K clusters; the star marks the elbow (largest distance to the chord).")
-
-        @st.cache_data(max_entries=8, show_spinner="Clustering labels for K = 2 … 64…")
-        def _elbow(fingerprint, how, frac, feats, _X, _Y):
-            ks = [k for k in (2, 4, 8, 16, 32, 64) if k < _Y.shape[1]] or [2]
-            return elbow_curve(_X, _Y, ks=ks)
-
+        st.caption("Within-cluster sum of squares of the label vectors of the training rows "
+                   "when the root is split into K clusters; the star marks the elbow "
+                   "(largest distance to the chord).")
+        ks = tuple(k for k in (2, 4, 8, 16, 32, 64) if k < L) or (2,)
+        elbow_key = (split.split_id, None if defrag_run is None else defrag_run.run_id, ks)
         if st.toggle("Compute the elbow curve", key="xmlc_elbow_on"):
-            try:
-                el = _elbow(fp, split, test_frac, features, Xtr_m, Ytr)
+            done = state.setdefault("elbow", {})
+            if elbow_key not in done and session.running_job(PAGE, "elbow") is None \
+                    and state.get("elbow_asked") != elbow_key:
+                state["elbow_asked"] = elbow_key
+                base_pipe = None if defrag_run is None else defrag_run.pipeline
+                session.submit_job(
+                    PAGE, "elbow", f"Elbow K = {', '.join(map(str, ks))}",
+                    lambda progress, cancel: elbow(data, split, ks, pipeline=base_pipe))
+            job = session.follow_job(PAGE, "elbow")
+            if job is not None and job.status == "done":
+                done[state.get("elbow_asked")] = job.result
+            if elbow_key in done:
+                el = done[elbow_key]
                 st.plotly_chart(xv.elbow_figure(el), width="stretch")
-                st.write(f"Elbow at **K = {el.elbow}**.")
-            except Exception as exc:  # noqa: BLE001
-                session.show_error(exc, context="The elbow computation failed")
+                st.write(f"Elbow at **K = {el.elbow}**"
+                         + (" (on the DEFRAG features of that run)." if defrag_run else "."))
 else:
     p1, _ = st.columns([1, 2])
     C = p1.number_input("C (SVM cost)", 0.01, 100.0, 1.0, key="xmlc_C_ova", format="%.2f")
-    params = dict(C=float(C), random_state=0)
+    classifier = dict(kind="ova", C=float(C), random_state=0)
     if L > 5000:
-        st.warning(f"One-vs-all trains {L:,} classifiers on all points: this will be slow.")
+        st.warning(f"One-vs-all trains {L:,} classifiers on all training points: this will "
+                   "be slow.")
 
-# ------------------------------------------------------------------ train
-run_key = (fp, split, test_frac, features, model_kind, tuple(sorted(params.items())),
-           None if defrag is None else id(defrag))
-if st.button("Train", type="primary", key="xmlc_train"):
-    bar = st.progress(0.0, text="Starting…")
-
-    def progress(frac, msg):
-        bar.progress(min(1.0, max(0.0, float(frac))), text=msg)
-
-    model = KTXMLC(**params) if is_tree else OneVsAll(**params)
-    try:
-        t0 = time.perf_counter()
-        model.fit(Xtr_m, Ytr, progress=progress)
-        train_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        S = model.predict_scores(Xte_m, k=5)
-        pred_s = time.perf_counter() - t0
-    except Exception as exc:  # noqa: BLE001
-        session.show_error(exc, context="Training failed")
-        st.stop()
-    bar.progress(1.0, text=f"Trained in {train_s:.1f} s")
-    ip = metrics.inverse_propensity(Ytr)
-    table = xv.metrics_table(Yte, S, ip)
-    session.put("ktxmlc" if is_tree else "ova", model)
-    method = ("KTXMLC" if is_tree else "OneVsAll") + (" + DEFRAG" if defrag is not None else "")
-    session.record_run(PAGE, method, data,
-                       {**params, "features": features, "split": split,
-                        "n_features": int(Xtr_m.shape[1])},
-                       xv.flat_metrics(table),
-                       {"train_s": train_s, "predict_s": pred_s,
-                        "predict_ms_per_point": 1000 * pred_s / max(1, Xte.shape[0])},
-                       model_size_bytes=model.model_size_bytes_)
-    st.session_state["xmlc_result"] = dict(key=run_key, model=model, S=S, table=table,
-                                           train_s=train_s, pred_s=pred_s, is_tree=is_tree)
-
-res = st.session_state.get("xmlc_result")
-if res is None or res["key"] != run_key:
-    st.info("Set the parameters and press **Train**.")
+spec = {"classifier": classifier}
+if defrag_spec is not None:
+    spec = {"defrag": defrag_spec, **spec}
+try:
+    spec = canonical_spec(spec)
+except ValueError as exc:
+    session.show_error(exc)
     st.stop()
 
+# ------------------------------------------------------------------ train
+b1, b2 = st.columns([1, 4])
+train_clicked = b1.button("Train", type="primary", key="xmlc_train",
+                          disabled=session.running_job(PAGE, "train") is not None)
+b2.caption(f"Estimated time: about {session.fmt_seconds(session.estimate(data, split, spec))} "
+           f"on this server ({split.train.size:,} training rows"
+           + (", reusing the picked DEFRAG run" if defrag_run is not None else "") + ").")
+if train_clicked:
+    try:
+        session.submit_run(PAGE, data, split, spec, slot="train", base=defrag_run)
+    except ValueError as exc:
+        session.show_error(exc, context="Training cannot start")
+session.follow_run(PAGE, "train")
+
+
+def _plain_classifier(run):
+    return "rerank" not in run.spec and "impute" not in run.spec
+
+
+run = session.run_picker("Show run", "classifier", split, key="xmlc_show_run",
+                         where=_plain_classifier,
+                         on_refit=lambda r: session.submit_run(PAGE, data, split, r.spec,
+                                                               slot="train"),
+                         help="the classifier runs of this session on this dataset")
+if run is None:
+    st.info("Set the parameters and press **Train**.")
+    st.stop()
+if run.spec != spec:
+    st.info(f"The results below are for **{session.md_escape(session.run_title(run))}**; "
+            "press **Train** to apply the new settings.")
+
 # ------------------------------------------------------------------ results
-model, S, table = res["model"], res["S"], res["table"]
+test = run.metrics["test"]
+table = xv.metrics_table(test)
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("P@1", f"{table.loc['P@k', 'k=1']:.2f}%", border=True)
-m2.metric("Train time", f"{res['train_s']:.2f} s", border=True)
-m3.metric("Predict (per point)", f"{1000 * res['pred_s'] / max(1, Xte.shape[0]):.3f} ms",
+train_s = run.timings.get("classifier_s", 0.0) + run.timings.get("defrag_s", 0.0)
+m1.metric("P@1", f"{100 * test['P@1']:.2f}%", border=True)
+m2.metric("Train time", f"{train_s:.2f} s", border=True,
+          help="fitting the run's steps on the training rows (a reused DEFRAG step counts 0)")
+m3.metric("Predict (per point)", f"{run.timings.get('predict_ms_per_point', 0.0):.3f} ms",
           border=True)
-m4.metric("Model size", f"{model.model_size_bytes_ / 2 ** 20:.2f} MB", border=True)
+m4.metric("Model size", f"{run.model_sizes.get('total', 0) / 2 ** 20:.2f} MB", border=True)
 
 st.subheader("Metrics on the test split")
+st.caption(f"{session.md_escape(session.run_title(run))} · {int(test['n_rows']):,} test rows "
+           f"of {session.md_escape(split.describe())}")
 st.dataframe(table.style.format("{:.2f}"), width="stretch")
-st.plotly_chart(xv.bucket_figure(Ytr, Yte, S), width="stretch")
 
-if res["is_tree"]:
+views = state.setdefault("views", {})
+if views.get("run_id") != run.run_id:
+    views.clear()
+    views["run_id"] = run.run_id
+    views["buckets"] = bucket_metrics(run, data, split, "test", k=5)
+    views["pred"] = predictions(run, data, split, "test", k=5)
+st.plotly_chart(xv.bucket_figure(views["buckets"], k=5), width="stretch")
+
+clf = run.pipeline.classifier
+if hasattr(clf, "tree_nodes"):
     st.subheader("Label tree")
-    t = st.selectbox("Tree", list(range(1, len(model.trees_) + 1)), key="xmlc_tree_pick") - 1
-    st.plotly_chart(xv.tree_sunburst(model, t, data.label_names), width="stretch")
+    t = st.selectbox("Tree", list(range(1, len(clf.trees_) + 1)), key="xmlc_tree_pick") - 1
+    st.plotly_chart(xv.tree_sunburst(clf, t, data.label_names), width="stretch")
 
 st.subheader("A few test points")
-n_show = min(6, Xte.shape[0])
-rows = np.random.default_rng(0).choice(Xte.shape[0], n_show, replace=False)
-st.dataframe(xv.example_predictions(Yte, S, data.label_names, np.sort(rows)),
-             width="stretch", hide_index=True)
+pred = views["pred"]
+n_show = min(6, pred.Y_true.shape[0])
+rows = np.sort(np.random.default_rng(0).choice(pred.Y_true.shape[0], n_show, replace=False))
+ex = xv.example_predictions(pred.Y_true, pred.scores, data.label_names, rows)
+ex.insert(0, "row", pred.rows[rows])
+st.dataframe(ex.drop(columns=["test point"]), width="stretch", hide_index=True)
 
-st.download_button("Download the trained model (.zip artifact)",
-                   data=artifact_bytes(model, dataset_fingerprint=fp,
-                                       metrics=xv.flat_metrics(table)),
-                   file_name=f"{type(model).__name__.lower()}_{data.name or 'model'}.zip",
-                   mime="application/zip", key="xmlc_download")
+st.download_button("Download the trained pipeline (.fgz artifact)",
+                   data=functools.partial(artifact_bytes, run.pipeline,
+                                          dataset_fingerprint=data.fingerprint, metrics=test),
+                   file_name=f"pipeline_{data.name or 'model'}.fgz", mime="application/zip",
+                   key="xmlc_download", on_click="ignore",
+                   help="raw features in, labels out: load with featagg_core.load_artifact")

@@ -1,19 +1,25 @@
-"""Feature agglomeration page: DEFRAG's balanced feature hierarchy, its clusters and error."""
-import time
+"""Feature agglomeration page: DEFRAG's balanced feature hierarchy, its clusters and error,
+against k-means, Ward and random balanced baselines — every fit a run on the session's split."""
+import functools
 
-import numpy as np
 import streamlit as st
 
 from featagg_app import defrag_view as dv
 from featagg_app import session
+from featagg_core.artifacts import artifact_bytes
+from featagg_core.experiment import canonical_spec, split_rows
 
 PAGE = "Feature agglomeration"
-STATE = "featagg.defrag_page"   # this page's view state: {fingerprint, result, root}
+BASELINES = {"random_balanced": "random balanced", "kmeans": "k-means (MiniBatchKMeans)",
+             "ward": "Ward"}
+GUARD_S = 60.0          # a baseline estimated above this runs on a sample unless asked
 
 st.title(PAGE)
 data = session.require_dataset("multilabel")
-fp = data.fingerprint
+split = session.current_split(data)
+state = session.page_state(PAGE, data)
 st.caption(f"**{session.md_escape(session.dataset_label(data))}**")
+st.caption(session.split_caption(split))
 
 with st.expander("How it works", expanded=False):
     st.markdown(
@@ -38,13 +44,19 @@ with st.expander("How it works", expanded=False):
         "information mixed). *Seed*: which features start as centres. *Sampling* (advanced): "
         "the original code builds the representation from only the 20 % of points with "
         "the most non-zeros and 5 % most frequent labels — faster, slightly worse clusters.\n\n"
+        "**Training rows only.** DEFRAG-XY looks at the labels, so it is fitted on the "
+        "*training rows* of the session's split (set in the sidebar): the test rows' labels "
+        "never shape the clusters, and the Extreme classification page can reuse this "
+        "clustering on the same split without a leak. Every press of **Run** is a new "
+        "*run* (kept for this session: Compare and Export list them all).\n\n"
         "**Clustering error** is the mean squared distance of the (normalised) feature "
-        "vectors to their cluster's mean: 0 when every cluster holds identical features. It "
-        "is compared with k-means (same number of clusters, unbalanced) and a random "
-        "balanced partition (the floor any method must beat).")
+        "vectors to their cluster's mean, measured on the representation built from the "
+        "**test rows**: 0 when every cluster holds identical features. It is compared with "
+        "k-means (same number of clusters, unbalanced), Ward's hierarchical clustering and "
+        "a random balanced partition (the floor any method must beat), each fitted on the "
+        "same training rows as its own run.")
 
-X, Y = data.X, data.Y
-d = X.shape[1]
+d = data.X.shape[1]
 names = data.feature_names
 
 # ------------------------------------------------------------------ controls
@@ -56,8 +68,8 @@ seed = c3.number_input("Seed", 0, 10_000, 0, step=1, key="fa_seed")
 with st.expander("Advanced", expanded=False):
     a1, a2, a3, a4 = st.columns(4)
     sp_points = a1.slider("Points used (%)", 5, 100, 100, step=5, key="fa_sp",
-                          help="100 = all points; the original code used the 20 % with the "
-                               "most non-zeros")
+                          help="100 = all training points; the original code used the 20 % "
+                               "with the most non-zeros")
     sp_labels = a2.slider("Labels used (%) (XY)", 1, 100, 100, key="fa_sl",
                           help="100 = all labels; the original code used the 5 % most "
                                "frequent")
@@ -65,110 +77,162 @@ with st.expander("Advanced", expanded=False):
                            help="sum: a cluster's value is the sum of its features; avg: "
                                 "divided by how many of them are non-zero in that point")
     with_kmeans = a4.checkbox("k-means baseline", value=d <= 50_000, key="fa_km",
-                              help="MiniBatchKMeans with the same K (slow on big data)")
+                              help="MiniBatchKMeans with the same K, run after DEFRAG as its "
+                                   "own job (on a sample of features when the full fit would "
+                                   "take over a minute)")
 
-params = {"d0": int(d0), "representation": rep, "random_state": int(seed),
-          "sample_points": sp_points / 100.0, "sample_labels": sp_labels / 100.0,
-          "aggregation": aggregation}
-run = st.button("Run", type="primary", key="fa_run")
+try:
+    spec = canonical_spec({"defrag": {
+        "d0": int(d0), "representation": rep, "random_state": int(seed),
+        "sample_points": sp_points / 100.0, "sample_labels": sp_labels / 100.0,
+        "aggregation": aggregation}})
+except ValueError as exc:
+    session.show_error(exc)
+    st.stop()
 
-
-def _fit(params):
-    from featagg_core.defrag import Defrag, clustering_error, feature_representation
-    timings = {}
-    model = Defrag(**params)
-    with st.status("Clustering the features…", expanded=True) as status:
-        bar = st.progress(0.0, text="building the tree")
-
-        def progress(level, n_levels):
-            bar.progress(min(1.0, level / max(n_levels, 1)),
-                         text=f"level {level} of {n_levels}")
-
-        t0 = time.perf_counter()
-        model.fit(X, Y if rep == "XY" else None, progress=progress)
-        timings["fit_s"] = time.perf_counter() - t0
-        bar.progress(1.0, text=f"tree built: {model.n_clusters_:,} clusters")
-        t0 = time.perf_counter()
-        Xa = model.transform(X)
-        timings["transform_s"] = time.perf_counter() - t0
-        status.update(label="Comparing with baselines…")
-        # errors on the full representation (no sampling), the same for every method
-        R, _ = feature_representation(X, Y if rep == "XY" else None, rep)
-        K = model.n_clusters_
-        errors = {"DEFRAG": clustering_error(R, model.labels_, K)}
-        if with_kmeans and K > 1:
-            t0 = time.perf_counter()
-            errors["k-means (MiniBatchKMeans)"] = clustering_error(
-                R, dv.kmeans_labels(R, min(K, d), seed=int(seed)))
-            timings["kmeans_s"] = time.perf_counter() - t0
-        errors["random balanced"] = float(np.mean(
-            [clustering_error(R, dv.random_balanced_labels(d, K, s)) for s in range(3)]))
-        status.update(label=f"Done: {d:,} features → {K:,} clusters in "
-                            f"{timings['fit_s']:.2f} s", state="complete", expanded=False)
-    return model, Xa, errors, timings
-
-
-state = st.session_state.get(STATE)
-if state is not None and state.get("fingerprint") != fp:
-    state = None
-if run:
+r1, r2 = st.columns([1, 4])
+run_clicked = r1.button("Run", type="primary", key="fa_run",
+                        disabled=session.running_job(PAGE, "defrag") is not None)
+r2.caption(f"Estimated time: about {session.fmt_seconds(session.estimate(data, split, spec))} "
+           "on this server (DEFRAG on the training rows, then scoring the test rows).")
+if run_clicked:
     try:
-        model, Xa, errors, timings = _fit(params)
-    except Exception as exc:  # noqa: BLE001 - never a traceback in the browser
-        session.show_error(exc, context="DEFRAG failed")
-        st.stop()
-    red = dv.reduction_summary(X, Xa)
-    try:
-        from featagg_core.artifacts import artifact_bytes
-        blob = artifact_bytes(model, dataset_fingerprint=fp,
-                              metrics={"clustering_error": errors["DEFRAG"]})
-    except Exception:  # noqa: BLE001 - the artifact module may be missing: CSV/JSON only
-        blob = None
-    session.put("defrag", model)
-    session.record_run(PAGE, f"DEFRAG-{rep}", data, params,
-                       {"clusters": model.n_clusters_, "clustering_error": errors["DEFRAG"],
-                        **{f"error {k}": v for k, v in errors.items() if k != "DEFRAG"},
-                        "features_after": red["K"], "nnz_after": red["nnz_after"]},
-                       timings, model_size_bytes=None if blob is None else len(blob))
-    state = {"fingerprint": fp, "params": params, "errors": errors, "timings": timings,
-             "reduction": red, "artifact": blob, "root": 0,
-             "csv": dv.assignment_csv(model, names), "json": dv.clusters_json(model, names)}
-    st.session_state[STATE] = state
+        session.submit_run(PAGE, data, split, spec, slot="defrag")
+    except ValueError as exc:
+        session.show_error(exc, context="DEFRAG cannot run")
 
-model = session.get("defrag")
-if state is None or model is None or len(model.labels_) != d:
+
+def _baseline_spec(kind, K, representation, max_features=None):
+    inner = {"kind": kind, "n_clusters": int(K), "representation": representation}
+    if kind != "ward":
+        inner["random_state"] = int(seed)
+    if kind != "random_balanced" and max_features is not None:
+        inner["max_features"] = int(max_features)
+    return {"feature_clustering": inner}
+
+
+def _submit_baseline(kind, K, representation, max_features=None):
+    try:
+        session.submit_run(PAGE, data, split, _baseline_spec(kind, K, representation,
+                                                             max_features),
+                           slot=f"base_{kind}")
+    except ValueError as exc:
+        session.show_error(exc, context=f"The {BASELINES[kind]} baseline cannot run")
+
+
+new = session.follow_run(PAGE, "defrag")
+if new is not None:
+    # the baselines are their own jobs, queued behind DEFRAG's: random balanced always
+    # (it costs nothing), k-means when asked for and cheap enough to run in full
+    K_new = int(new.pipeline.defrag.n_clusters_)
+    rep_new = new.spec["defrag"]["representation"]
+    if K_new > 1:
+        _submit_baseline("random_balanced", K_new, rep_new)
+        if with_kmeans:
+            plan = session.sampling_plan(data, split,
+                                         _baseline_spec("kmeans", K_new, rep_new), GUARD_S)
+            if not plan["needs_sampling"]:
+                _submit_baseline("kmeans", K_new, rep_new)
+
+run = session.run_picker("Show run", "agglomeration", split, key="fa_show_run",
+                         on_refit=lambda r: session.submit_run(PAGE, data, split, r.spec,
+                                                               slot="defrag"),
+                         help="every DEFRAG run of this session on this dataset, latest first")
+if run is None:
     st.info("Choose the representation and d0, then press **Run**.")
     st.stop()
 
 # ------------------------------------------------------------------ results
-red, errors, timings = state["reduction"], state["errors"], state["timings"]
-if state["params"] != params:
-    st.caption("The results below are for the last run "
-               f"({session.md_escape(str(state['params']))}); press **Run** to apply the new "
-               "settings.")
+model = run.pipeline.defrag
+K = int(model.n_clusters_)
+test = run.metrics["test"]
+if run.spec != spec:
+    st.caption(f"The results below are for **{session.md_escape(session.run_title(run))}**; "
+               "press **Run** to apply the new settings.")
+red = dv.reduction_summary(test, d)
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Clusters K", f"{model.n_clusters_:,}", border=True,
+m1.metric("Clusters K", f"{K:,}", border=True,
           help=f"leaves of the tree, each ≤ d0 = {model.d0} features")
-m2.metric("Dimensions", f"{red['d']:,} → {red['K']:,}", f"{red['dim_ratio']:.1f}× fewer",
+m2.metric("Dimensions", f"{dv.short_number(red['d'])} → {dv.short_number(red['K'])}",
+          f"{red['dim_ratio']:.1f}× fewer", help=f"{red['d']:,} features → {red['K']:,}",
           delta_color="off", delta_arrow="off", border=True)
-m3.metric("Non-zeros", f"{dv.short_number(red['nnz_before'])} → "
+m3.metric("Non-zeros (test rows)", f"{dv.short_number(red['nnz_before'])} → "
           f"{dv.short_number(red['nnz_after'])}", f"{red['nnz_ratio']:.2f}× fewer",
           delta_color="off", delta_arrow="off", border=True,
-          help=f"stored entries of X: {red['nnz_before']:,} before, {red['nnz_after']:,} after "
-               "agglomeration")
-m4.metric("Fit time", f"{timings['fit_s']:.2f} s", border=True,
-          help="building the representation and the tree")
+          help=f"stored entries of the test rows: {red['nnz_before']:,} before, "
+               f"{red['nnz_after']:,} after agglomeration")
+fit_s = run.timings.get("defrag_s", 0.0)
+m4.metric("Fit time", f"{fit_s:.2f} s", border=True,
+          help="building the representation of the training rows and the tree")
+
+# ------------------------------------------------------------------ baselines
+st.subheader("Against the baselines")
+st.caption(f"Each baseline clusters the same {d:,} features of the training rows into "
+           f"K = {K:,} clusters (representation {run.spec['defrag']['representation']}); all "
+           "errors are measured on the test rows.")
+rep_shown = run.spec["defrag"]["representation"]
+for kind in BASELINES:           # collect finished baselines before listing them
+    session.follow_run(PAGE, f"base_{kind}", draw=False)
+baseline_runs = {}
+for r in session.runs(kind="feature_clustering", fingerprint=data.fingerprint,
+                      split_id=split.split_id, status="done"):
+    fc = r.spec["feature_clustering"]
+    if fc["n_clusters"] == K and fc["representation"] == rep_shown:
+        baseline_runs[fc["kind"]] = r          # the latest of each kind
+bcols = st.columns(len(BASELINES))
+for col, (kind, title) in zip(bcols, BASELINES.items()):
+    with col:
+        st.markdown(f"**{title}**")
+        session.follow_run(PAGE, f"base_{kind}")
+        if K < 2:
+            st.caption("Needs at least two clusters.")
+            continue
+        if session.running_job(PAGE, f"base_{kind}") is not None:
+            continue
+        try:
+            plan = session.sampling_plan(data, split, _baseline_spec(kind, K, rep_shown),
+                                         GUARD_S)
+        except ValueError as exc:          # e.g. Ward cannot make that many clusters
+            st.caption(f"Not offered: {session.md_escape(exc)}.")
+            continue
+        if kind in baseline_runs:
+            st.caption(f"Done: {session.md_escape(session.run_title(baseline_runs[kind]))}.")
+        if not plan["needs_sampling"]:
+            if st.button(f"Run (≈ {session.fmt_seconds(plan['seconds'])})",
+                         key=f"fa_base_{kind}"):
+                _submit_baseline(kind, K, rep_shown)
+                st.rerun()
+            continue
+        st.caption(session.md_escape(plan["message"]))
+        if st.button(f"Run on {plan['max_features_suggested']:,} sampled features",
+                     key=f"fa_base_{kind}_sampled"):
+            _submit_baseline(kind, K, rep_shown, plan["max_features_suggested"])
+            st.rerun()
+        if plan["seconds_full"] is not None and kind == "kmeans":
+            if st.button(f"Run on all {d:,} features (≈ "
+                         f"{session.fmt_seconds(plan['seconds_full'])})",
+                         key=f"fa_base_{kind}_full"):
+                _submit_baseline(kind, K, rep_shown, d)
+                st.rerun()
+
+errors = {"DEFRAG": float(test["clustering_error"])}
+titles = {"DEFRAG": session.run_title(run)}
+for kind, r in baseline_runs.items():
+    errors[BASELINES[kind]] = float(r.metrics["test"]["clustering_error"])
+    titles[BASELINES[kind]] = session.run_title(r)
 e1, e2 = st.columns([1, 1])
 with e1:
-    st.plotly_chart(dv.error_figure(errors), width="stretch")
-    best_other = min((v for k, v in errors.items() if k != "DEFRAG"), default=None)
-    km = errors.get("k-means (MiniBatchKMeans)")
-    st.markdown(
-        f"DEFRAG's error **{errors['DEFRAG']:.4f}** vs random balanced "
-        f"**{errors['random balanced']:.4f}**"
-        + (f" and k-means **{km:.4f}** (k-means took {timings.get('kmeans_s', 0):.1f} s, "
-           f"{timings.get('kmeans_s', 0) / max(timings['fit_s'], 1e-9):.0f}× DEFRAG's time; "
-           "its clusters are unbalanced)" if km is not None else "") + ".")
+    st.plotly_chart(dv.error_figure(errors, titles), width="stretch")
+    parts = [f"DEFRAG's error **{errors['DEFRAG']:.4f}**"]
+    for kind, r in baseline_runs.items():
+        secs = r.timings.get("feature_clustering_s", 0.0)
+        extra = ""
+        if kind != "random_balanced":
+            extra = (f" ({secs:.1f} s, {secs / max(fit_s, 1e-9):.0f}× DEFRAG's time; its "
+                     "clusters are unbalanced)" if kind == "kmeans" else f" ({secs:.1f} s)")
+        parts.append(f"{BASELINES[kind]} **{errors[BASELINES[kind]]:.4f}**{extra}")
+    st.markdown(" vs ".join(parts[:1]) + (" vs " + ", ".join(parts[1:]) if parts[1:] else "")
+                + ".")
 with e2:
     st.plotly_chart(dv.size_histogram(model.cluster_sizes_, d0=model.d0), width="stretch")
 
@@ -183,6 +247,8 @@ if max_lv > 1:
 else:
     levels = 1
     t2.caption("The tree is a single split level or a single cluster.")
+if state.get("root_run") != run.run_id:
+    state["root_run"], state["root"] = run.run_id, 0
 root = int(state.get("root", 0))
 if root >= tree.n_nodes:
     root = 0
@@ -200,6 +266,7 @@ st.caption("Block width = number of features. Click a block to zoom in, click th
 
 # ------------------------------------------------------------------ cluster inspector
 st.subheader("Cluster inspector")
+train = split_rows(data, split, "train")
 i1, i2 = st.columns([1, 2])
 query = i2.text_input("Find the cluster of a feature (name contains…)", key="fa_query")
 hits = dv.find_feature(names, query)
@@ -210,26 +277,30 @@ elif hits:
     i2.caption("Matches: " + ", ".join(
         f"{session.md_escape(str(names[j]))} → cluster {int(model.labels_[j])}"
         for j in hits[:8]) + (" …" if len(hits) > 8 else ""))
-cluster = i1.number_input("Cluster", 0, model.n_clusters_ - 1, default_c, step=1,
+cluster = i1.number_input("Cluster", 0, K - 1, default_c, step=1,
                           key=f"fa_cluster_{default_c}")
 k1, k2 = st.columns([3, 2])
-k1.markdown(f"**Features of cluster {int(cluster)}**")
-k1.dataframe(dv.cluster_table(model, int(cluster), X, names), hide_index=True,
+k1.markdown(f"**Features of cluster {int(cluster)}** (points of the training rows)")
+k1.dataframe(dv.cluster_table(model, int(cluster), train.X, names), hide_index=True,
              width="stretch")
-k2.markdown("**Labels it occurs with most**")
-k2.dataframe(dv.cluster_top_labels(model, int(cluster), X, Y, data.label_names),
+k2.markdown("**Labels it occurs with most** (training rows)")
+k2.dataframe(dv.cluster_top_labels(model, int(cluster), train.X, train.Y, data.label_names),
              hide_index=True, width="stretch")
 
 # ------------------------------------------------------------------ downloads
 st.subheader("Download")
 b1, b2, b3 = st.columns(3)
-b1.download_button("Cluster assignment (CSV)", state["csv"],
-                   file_name="defrag_clusters.csv", mime="text/csv", key="fa_dl_csv")
-b2.download_button("Clusters (JSON)", state["json"],
-                   file_name="defrag_clusters.json", mime="application/json", key="fa_dl_json")
-if state.get("artifact") is not None:
-    b3.download_button("Model (featagg artifact)", state["artifact"],
-                       file_name="defrag.featagg.zip", mime="application/zip", key="fa_dl_model",
-                       help="load with featagg_core.load_artifact")
-st.caption("The fitted clustering is kept for this session: the Extreme classification and "
-           "Rare labels pages use it.")
+b1.download_button("Cluster assignment (CSV)", functools.partial(dv.assignment_csv, model, names),
+                   file_name="defrag_clusters.csv", mime="text/csv", key="fa_dl_csv",
+                   on_click="ignore")
+b2.download_button("Clusters (JSON)", functools.partial(dv.clusters_json, model, names),
+                   file_name="defrag_clusters.json", mime="application/json",
+                   key="fa_dl_json", on_click="ignore")
+b3.download_button("Pipeline (featagg artifact)",
+                   functools.partial(artifact_bytes, run.pipeline,
+                                     dataset_fingerprint=data.fingerprint,
+                                     metrics=run.metrics.get("test", {})),
+                   file_name="defrag.fgz", mime="application/zip", key="fa_dl_model",
+                   on_click="ignore", help="load with featagg_core.load_artifact")
+st.caption("Every DEFRAG run is kept for this session: the Extreme classification page "
+           "offers it as *DEFRAG features* on the same split, Export bundles it.")

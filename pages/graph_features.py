@@ -1,7 +1,7 @@
 """Graph feature selection page: BMGUFS (block models of the graph guide which node features
 to keep), its block models, convergence, the selected features, and ACC/NMI against the
-baselines."""
-import time
+baselines — each fit a run on the training nodes of the session's split."""
+import functools
 
 import numpy as np
 import streamlit as st
@@ -9,8 +9,9 @@ import streamlit as st
 from featagg_app import bmgufs_view as bv
 from featagg_app import session
 from featagg_core.artifacts import artifact_bytes
-from featagg_core.bmgufs import BMGUFS
-from featagg_core.graph_eval import evaluate_selection, known_class_mask
+from featagg_core.experiment import (DEFAULT_DS, SELECTION_BASELINES, canonical_spec,
+                                     feature_selection_comparison, split_rows)
+from featagg_core.graph_eval import known_class_mask
 
 PAGE = "Graph feature selection"
 st.title(PAGE)
@@ -38,30 +39,39 @@ with st.expander("How it works", expanded=False):
         "weights to exactly 0 (larger γ → fewer non-zero weights; if fewer than d stay "
         "non-zero you get a warning and only those). **Iterations**: gradient steps (the "
         "paper uses 200). **d**: how many of the top-weighted features to keep.\n\n"
-        "**Judging it** (when the nodes have classes): k-means on the d selected features, "
-        "scored by clustering accuracy and NMI against the classes, compared with Laplacian "
-        "score, SPEC, variance, random selection and all features — the paper's protocol.")
+        "**Training and test nodes.** The split in the sidebar holds some nodes out: "
+        "BMGUFS and every baseline are fitted on the graph *induced by the training nodes* "
+        "(their features, the edges among them), and judged on the **test nodes** — so no "
+        "score comes from nodes the selection saw (the paper fits and judges on all "
+        "nodes, so its numbers are not directly comparable). Every press of **Run** is a "
+        "new run of this session.\n\n"
+        "**Judging it** (when the nodes have classes): k-means on the d selected features "
+        "of the test nodes, scored by clustering accuracy and NMI against their classes, "
+        "compared with Laplacian score, SPEC, variance, random selection and all features "
+        "— the paper's protocol.")
 
 data = session.require_dataset("graph")
-fp = data.fingerprint
+split = session.current_split(data)
+state = session.page_state(PAGE, data)
 st.caption(f"**{session.md_escape(session.dataset_label(data))}** · upload your own graph "
            "(edge list, GraphML, GML, .mat, npz, with a node-feature file) in the sidebar.")
+st.caption(session.split_caption(split))
 
 X = getattr(data, "X", None)
 if X is None or X.shape[1] == 0:
     st.error("This graph has no node features: BMGUFS selects node features, so upload a "
              "graph with a feature matrix (or a features file next to an edge list).")
     st.stop()
-A = data.A
 y = None if data.y is None else np.asarray(data.y)
 has_classes = y is not None and int(np.unique(y[known_class_mask(y)]).size) >= 2
 n_classes = int(np.unique(y[known_class_mask(y)]).size) if has_classes else None
-n, f = A.shape[0], X.shape[1]
+n, f = data.A.shape[0], X.shape[1]
+n_train = split.train.size
 
 # ------------------------------------------------------------------ parameters
 c1, c2, c3 = st.columns(3)
-k = c1.number_input("Blocks k", 2, max(2, min(50, n - 1)),
-                    int(min(n_classes or 6, max(2, min(50, n - 1)))), key="gf_k",
+k = c1.number_input("Blocks k", 2, max(2, min(50, n_train - 1)),
+                    int(min(n_classes or 6, max(2, min(50, n_train - 1)))), key="gf_k",
                     help="default: the number of node classes")
 n_cand = c1.number_input("Candidate block models", 1, 20, 10, key="gf_cand")
 beta = c2.slider("β̄ (weight of L_m)", 0.0, 1.0, 0.6, 0.05, key="gf_beta")
@@ -76,88 +86,87 @@ with st.expander("More settings", expanded=False):
     eta = m2.number_input("Step size η", 1e-4, 1.0, 1e-2, format="%.4f", key="gf_eta")
     seed = m3.number_input("Random seed", 0, 10_000, 0, key="gf_seed")
 
-params = dict(n_blocks=int(k), beta_bar=float(beta), gamma=float(gamma),
-              n_candidates=int(n_cand), max_iter=int(max_iter), random_state=int(seed),
-              learning_rate=float(eta), block_init=str(init))
-run_key = (fp, tuple(sorted(params.items())))
+
+def _spec(candidate=None):
+    return canonical_spec({"feature_selection": {
+        "kind": "bmgufs", "d": int(d), "n_blocks": int(k), "beta_bar": float(beta),
+        "gamma": float(gamma), "n_candidates": int(n_cand), "max_iter": int(max_iter),
+        "random_state": int(seed), "learning_rate": float(eta), "block_init": str(init),
+        "candidate": candidate}})
 
 
-def _record(model, total_s):
-    idx, _ = bv.select_with_message(model, int(d))
-    met = {"nnz(r)": int(model.n_nonzero_), "RRE": float(model.block_model_.rre_),
-           "L_b": float(model.history_["L_b"][-1]), "L_m": float(model.history_["L_m"][-1]),
-           "d": int(len(idx))}
-    if has_classes and len(idx):
-        ev = evaluate_selection(X, y, idx, n_seeds=3)
-        met["ACC"] = ev["acc_mean"]
-        met["NMI"] = ev["nmi_mean"]
-    blob = artifact_bytes(model, dataset_fingerprint=fp)
-    session.put("bmgufs", model)
-    session.record_run(PAGE, "BMGUFS", data,
-                       {**params, "candidate": int(model.candidate_index_), "d": int(d)},
-                       met, {**{f"{k_}_s": v for k_, v in model.timings_.items()},
-                             "total_s": total_s},
-                       model_size_bytes=len(blob))
-
-
-def _fit(candidates=None, candidate=None):
-    bar = st.progress(0.0, text="Starting…")
-
-    def progress(stage, frac, msg):
-        base, span = (0.0, 0.5) if stage == "block models" else (0.5, 0.5)
-        if candidates is not None:
-            base, span = 0.0, 1.0
-        bar.progress(min(1.0, base + span * float(frac)), text=msg)
-
-    model = BMGUFS(**params, candidate=candidate)
-    t0 = time.perf_counter()
-    model.fit(A, X, y if has_classes else None, candidates=candidates, progress=progress)
-    total = time.perf_counter() - t0
-    bar.progress(1.0, text=f"Done in {total:.1f} s")
-    _record(model, total)
-    return model
-
-
-if st.button("Run BMGUFS", type="primary", key="gf_run"):
-    st.session_state.pop("gf_candidate", None)
+try:
+    spec = _spec()
+except ValueError as exc:
+    session.show_error(exc)
+    st.stop()
+r1, r2 = st.columns([1, 4])
+if r1.button("Run BMGUFS", type="primary", key="gf_run",
+             disabled=session.running_job(PAGE, "bmgufs") is not None):
     try:
-        model = _fit()
-    except Exception as exc:  # noqa: BLE001 - shown in the page, never a traceback
-        session.show_error(exc, context="BMGUFS failed")
-        st.stop()
-    st.session_state["gf_result"] = {"key": run_key, "model": model}
+        session.submit_run(PAGE, data, split, spec, slot="bmgufs")
+    except ValueError as exc:
+        session.show_error(exc, context="BMGUFS cannot run")
+r2.caption(f"Estimated time: about {session.fmt_seconds(session.estimate(data, split, spec))} "
+           f"({n_train:,} training nodes, {f:,} features).")
+session.follow_run(PAGE, "bmgufs")
 
-res = st.session_state.get("gf_result")
-if res is None or res["key"] != run_key:
+
+def _is_bmgufs(run):
+    return run.spec["feature_selection"]["kind"] == "bmgufs"
+
+
+run = session.run_picker("Show run", "feature_selection", split, key="gf_show_run",
+                         where=_is_bmgufs,
+                         on_refit=lambda r: session.submit_run(PAGE, data, split, r.spec,
+                                                               slot="bmgufs"),
+                         help="the BMGUFS runs of this session on this graph")
+if run is None:
     st.info("Set the parameters and press **Run BMGUFS**.")
     st.stop()
-model = res["model"]
+model = run.pipeline.selector
+train = split_rows(data, split, "train")
+test = run.metrics["test"]
+base_spec = dict(run.spec["feature_selection"], candidate=None)
+if base_spec != spec["feature_selection"]:
+    st.caption(f"Shown: **{session.md_escape(session.run_title(run))}**; press **Run BMGUFS** "
+               "to apply the new settings.")
 
 # ------------------------------------------------------------------ block models
 st.subheader("Block models")
 rre = [bm.rre_ for bm in model.candidates_]
 best = int(np.argmin(rre))
 labels = [f"#{c}: RRE {r:.4f}" + (" (lowest)" if c == best else "") for c, r in enumerate(rre)]
+if state.get("candidate_run") != run.run_id:
+    state["candidate_run"] = run.run_id
+    st.session_state["gf_candidate"] = int(model.candidate_index_)
 choice = st.selectbox("Block model guiding the selection", list(range(len(rre))),
-                      index=int(model.candidate_index_), format_func=lambda c: labels[c],
-                      key="gf_candidate")
-if int(choice) != int(model.candidate_index_):
+                      format_func=lambda c: labels[c], key="gf_candidate",
+                      help="another candidate is a new run (the block models are fitted "
+                           "again on the same training nodes, the same seed)")
+if int(choice) != int(model.candidate_index_) and session.running_job(PAGE, "bmgufs") is None \
+        and state.get("candidate_asked") != (run.run_id, int(choice)):
+    state["candidate_asked"] = (run.run_id, int(choice))
     try:
-        model = _fit(candidates=model.candidates_, candidate=int(choice))
-    except Exception as exc:  # noqa: BLE001
-        session.show_error(exc, context="BMGUFS failed")
-        st.stop()
-    st.session_state["gf_result"] = {"key": run_key, "model": model}
+        session.submit_run(PAGE, data, split, canonical_spec(
+            {"feature_selection": dict(run.spec["feature_selection"], candidate=int(choice))}),
+            slot="bmgufs")
+    except ValueError as exc:
+        session.show_error(exc)
+    st.rerun()
 
-idx, warn = bv.select_with_message(model, int(d))
 k1, k2, k3, k4 = st.columns(4)
 k1.metric("RRE of the block model", f"{model.block_model_.rre_:.4f}", border=True)
 k2.metric(f"Non-zero weights (of {f:,})", f"{model.n_nonzero_:,}", border=True,
           help="features whose weight r is not 0 after the last iteration")
 k3.metric("L_b → / L_m →", f"{model.history_['L_b'][-1]:.3f} / {model.history_['L_m'][-1]:.3f}",
           border=True)
-k4.metric("Time", f"{sum(model.timings_.values()):.1f} s", border=True,
+k4.metric("Time", f"{run.timings.get('selection_s', 0.0):.1f} s", border=True,
           help=", ".join(f"{k_}: {v:.2f} s" for k_, v in model.timings_.items()))
+if has_classes and "ACC" in test:
+    st.caption(f"k-means (k = classes) on the {int(test['d'])} selected features of the "
+               f"{int(test['n_rows']):,} test nodes: ACC **{100 * test['ACC']:.1f} %**, "
+               f"NMI **{100 * test['NMI']:.1f} %**.")
 
 left, right = st.columns([3, 2])
 left.plotly_chart(bv.rre_figure(model), width="stretch")
@@ -168,11 +177,12 @@ h2.plotly_chart(bv.similarity_figure(model), width="stretch")
 st.plotly_chart(bv.convergence_figure(model.history_), width="stretch")
 
 # ------------------------------------------------------------------ selected features
+idx = np.asarray(run.pipeline.selected_, np.int64)
 st.subheader(f"Top {len(idx)} features")
-if warn:
-    st.warning(warn)
+if run.message:
+    st.warning(run.message)
 t1, t2 = st.columns([3, 2])
-table = bv.top_features_table(model, idx, data.feature_names, X)
+table = bv.top_features_table(model, idx, data.feature_names, train.X)
 t1.dataframe(table, hide_index=True, width="stretch", height=360)
 t2.plotly_chart(bv.weights_figure(model), width="stretch")
 
@@ -185,50 +195,55 @@ else:
     cc1, cc2, cc3 = st.columns([1, 1, 2])
     n_seeds = cc1.number_input("k-means seeds", 1, 20, 3, key="gf_seeds")
     with_ndfs = cc2.checkbox("include NDFS (slower)", key="gf_ndfs")
-    cmp_key = (run_key, int(model.candidate_index_), int(n_seeds), bool(with_ndfs))
-    if cc3.button("Compare with the baselines", key="gf_compare_btn"):
-        bar = st.progress(0.0, text="Scoring the baselines…")
-        try:
-            cmp = bv.compare_methods(A, X, y, model, bv.DEFAULT_DS, n_seeds=int(n_seeds),
-                                     include_ndfs=bool(with_ndfs),
-                                     progress=lambda fr, msg: bar.progress(fr, text=msg))
-        except Exception as exc:  # noqa: BLE001
-            session.show_error(exc, context="The comparison failed")
-            st.stop()
-        bar.progress(1.0, text="Done")
-        st.session_state["gf_compare"] = {"key": cmp_key, "cmp": cmp}
-    cres = st.session_state.get("gf_compare")
-    if cres is not None and cres["key"] == cmp_key:
-        cmp = cres["cmp"]
+    methods = dict(SELECTION_BASELINES)
+    if with_ndfs:
+        methods["NDFS (graph)"] = {"kind": "ndfs", "affinity": "graph"}
+    cmp_key = (run.run_id, int(n_seeds), bool(with_ndfs))
+    done = state.setdefault("compare", {})
+    if cc3.button("Compare with the baselines", key="gf_compare_btn",
+                  disabled=session.running_job(PAGE, "compare") is not None):
+        state["compare_asked"] = cmp_key
+        session.submit_job(PAGE, "compare", f"Baselines for {run.name}",
+                           lambda progress, cancel: feature_selection_comparison(
+                               data, split, base=run, methods=methods, n_seeds=int(n_seeds),
+                               progress=progress, cancel=cancel))
+    job = session.follow_job(PAGE, "compare")
+    if job is not None and job.status == "done":
+        done[state["compare_asked"]] = job.result
+    if cmp_key in done:
+        cmp = done[cmp_key]
         st.plotly_chart(bv.acc_nmi_figure(cmp), width="stretch")
         tab_acc, tab_nmi = st.tabs(["ACC table", "NMI table"])
         tab_acc.dataframe(bv.comparison_table(cmp, "acc"), width="stretch")
         tab_nmi.dataframe(bv.comparison_table(cmp, "nmi"), width="stretch")
     else:
-        st.caption(f"k-means (k = {n_classes}) on the top d features of each method for "
-                   f"d in {', '.join(str(v) for v in bv.DEFAULT_DS if v <= f)}.")
+        st.caption(f"Every baseline is fitted on the training nodes; k-means (k = "
+                   f"{n_classes}) on the top d features of the test nodes, for d in "
+                   f"{', '.join(str(v) for v in DEFAULT_DS if v <= f)}.")
 
 # ------------------------------------------------------------------ the graph
-st.subheader("The graph, coloured by block")
+st.subheader("The training graph, coloured by block")
 
 
 @st.cache_data(max_entries=8, show_spinner="Drawing a sample of the graph…")
-def _node_fig(fingerprint, run, candidate, _A, _blocks, _y, class_names):
+def _node_fig(fingerprint, split_id, run_id, _A, _blocks, _y, class_names):
     nodes = bv.node_sample(_A, bv.MAX_NODES_DRAWN, seed=0)
     return bv.node_figure(_A, nodes, _blocks, _y, class_names)
 
 
-st.plotly_chart(_node_fig(fp, str(run_key), int(model.candidate_index_), A,
-                          model.block_model_.labels_, y,
+st.plotly_chart(_node_fig(data.fingerprint, split.split_id, run.run_id, train.A,
+                          model.block_model_.labels_, train.y,
                           None if data.class_names is None else tuple(data.class_names)),
                 width="stretch")
+st.caption(f"The {train.A.shape[0]:,} training nodes the block model was fitted on.")
 
 # ------------------------------------------------------------------ downloads
 dl1, dl2 = st.columns(2)
-dl1.download_button("Download the fitted BMGUFS (.zip artifact)",
-                    data=artifact_bytes(model, dataset_fingerprint=fp),
-                    file_name=f"bmgufs_{data.name or 'graph'}.zip", mime="application/zip",
-                    key="gf_download")
+dl1.download_button("Download the fitted pipeline (.fgz artifact)",
+                    data=functools.partial(artifact_bytes, run.pipeline,
+                                           dataset_fingerprint=data.fingerprint, metrics=test),
+                    file_name=f"bmgufs_{data.name or 'graph'}.fgz", mime="application/zip",
+                    key="gf_download", on_click="ignore")
 dl2.download_button("Download the selected features (.csv)",
                     data=table.to_csv(index=False).encode(),
                     file_name=f"bmgufs_features_{data.name or 'graph'}.csv",

@@ -1,16 +1,20 @@
-"""Rare labels and imputation: REFRAG re-ranking and FIAT feature imputation."""
-import time
+"""Rare labels and imputation: REFRAG re-ranking and FIAT feature imputation of a classifier
+run the user picks, each a new run on the session's split (nothing trained unasked)."""
+import functools
 
-import numpy as np
 import streamlit as st
 
 from featagg_app import rare_labels_view as rv
 from featagg_app import session
-from featagg_core import metrics as M
+from featagg_core.artifacts import artifact_bytes
+from featagg_core.experiment import (DEFAULT_ALPHAS, DEFAULT_FRACTIONS, bucket_metrics,
+                                     canonical_spec, erasure_curve, predictions,
+                                     refrag_alpha_curve, split_rows)
+from featagg_core.fiat import erase_features
 
 PAGE = "Rare labels"
-_MEMO = "featagg.rare_labels.memo"
-_RECORDED = "featagg.rare_labels.recorded"
+DEFAULT_CLASSIFIER = {"classifier": {"kind": "ktxmlc", "n_clusters": 2, "n_trees": 1}}
+N_EVAL = 1000                      # test rows of the erasure experiment
 
 st.title("Rare labels and imputation")
 
@@ -18,9 +22,15 @@ with st.expander("How it works", expanded=False):
     st.markdown(
         "Both methods reuse **DEFRAG**'s feature clusters (Jalan & Kar, IJCAI 2019). Inside "
         "each cluster they count how often two features occur together in the training "
-        "data: the *pseudo co-occurrence* C^F. It is block-diagonal — only pairs of "
+        "rows: the *pseudo co-occurrence* C^F. It is block-diagonal — only pairs of "
         "features in the same cluster — so it stays small (at most d × d0 numbers) even "
         "with millions of features.\n\n"
+        "**Which classifier.** Both work on top of a classifier **run** of this session "
+        "(pick it below; the latest one is used to begin with). If that run has a DEFRAG "
+        "step, its clusters are used; if not, REFRAG / FIAT fit their own DEFRAG-XY d0 = 8 "
+        "on the training rows. Every REFRAG / FIAT fit is a new run on the session's split "
+        "(sidebar): the classifier is reused as it is, only the new step is fitted, and "
+        "nothing is ever trained without you pressing a button.\n\n"
         "**REFRAG (re-ranking).** A classifier trained on few examples of a label rarely "
         "ranks it high. REFRAG gives every label a *prototype*: the sum of its training "
         "points, smoothed with C^F so that a rare label's few examples also cover the "
@@ -42,89 +52,60 @@ with st.expander("How it works", expanded=False):
         "and compares the classifier's precision with and without FIAT.")
 
 data = session.require_dataset("multilabel")
-fp = data.fingerprint
-X, Y, Xt, Yt, split_note = rv.train_test(data)
-label_names = data.label_names
-feature_names = data.feature_names
+split = session.current_split(data)
+state = session.page_state(PAGE, data)
+st.caption(f"**{session.md_escape(session.dataset_label(data))}**")
+st.caption(session.split_caption(split))
 
 
-def memo(key, fn):
-    """Per-session memo of results that depend on this session's fitted objects."""
-    store = st.session_state.setdefault(_MEMO, {})
-    if key not in store:
-        if len(store) > 40:
-            store.clear()
-        store[key] = fn()
-    return store[key]
+def _plain_classifier(run):
+    return "rerank" not in run.spec and "impute" not in run.spec
 
 
-def usable_defrag(obj):
-    return obj is not None and hasattr(obj, "labels_") and \
-        np.asarray(obj.labels_).shape[0] == X.shape[1]
+# ---------------------------------------------------------------------------
+# the classifier both methods work on
+# ---------------------------------------------------------------------------
+session.follow_run(PAGE, "base")
+base = session.run_picker(
+    "Classifier run", "classifier", split, key="rl_base", where=_plain_classifier,
+    on_refit=lambda r: session.submit_run(PAGE, data, split, r.spec, slot="base"),
+    help="the classifier runs of this session on this dataset (Extreme classification page)")
+if base is None:
+    if session.running_job(PAGE, "base") is None:
+        default = canonical_spec(DEFAULT_CLASSIFIER)
+        from featagg_core.experiment import run_name
+        st.info("No classifier run on this split yet: REFRAG and FIAT work on top of one. "
+                "Train one on the **Extreme classification** page (your own settings, raw "
+                "or DEFRAG features), or train a small default here.")
+        if st.button(f"Train {run_name(default)} on raw features (≈ "
+                     f"{session.fmt_seconds(session.estimate(data, split, default))})",
+                     key="rl_train_default", type="primary"):
+            session.submit_run(PAGE, data, split, default, slot="base")
+            st.rerun()
+    st.stop()
+
+has_defrag = "defrag" in base.spec
+clusters_note = (f"{int(base.pipeline.defrag.n_clusters_):,} feature clusters of its DEFRAG "
+                 "step" if has_defrag else
+                 "no DEFRAG step: REFRAG / FIAT fit their own DEFRAG-XY d0 = 8 on the "
+                 "training rows")
+st.caption(f"Re-ranking and imputing for **{session.md_escape(session.run_title(base))}** "
+           f"(P@5 {100 * base.metrics['test']['P@5']:.2f} %; {clusters_note}).")
 
 
-def usable_classifier(obj):
-    if obj is None or not hasattr(obj, "predict_scores"):
-        return False
-    try:
-        s = obj.predict_scores(Xt[:1], k=1)
-    except Exception:  # noqa: BLE001 - trained on other data: not usable here
-        return False
-    return s.shape == (1, Y.shape[1])
+def _on_base(run):
+    """Runs made from ``base`` (same classifier sub-spec and split)."""
+    return (run.spec.get("classifier") == base.spec["classifier"]
+            and run.spec.get("defrag") == base.spec.get("defrag"))
 
 
-dfg, clf = session.get("defrag"), session.get("ktxmlc")
-need_d, need_c = not usable_defrag(dfg), not usable_classifier(clf)
-trained_here = []
-if need_d or need_c:
-    own_d, own_c = session.get("rare_labels.defrag"), session.get("rare_labels.ktxmlc")
-    if need_d and usable_defrag(own_d):
-        dfg, need_d = own_d, False
-        trained_here.append("DEFRAG")
-    if need_c and usable_classifier(own_c):
-        clf, need_c = own_c, False
-        trained_here.append("KTXMLC")
-if need_d or need_c:
-    from featagg_core.defrag import Defrag
-    from featagg_core.ktxmlc import KTXMLC
-    with st.status("No fitted DEFRAG / KTXMLC for this dataset yet: training small "
-                   "defaults here…", expanded=True) as status:
-        bar = st.progress(0.0)
-        try:
-            if need_d:
-                status.write("DEFRAG-XY, d0 = 8 …")
-                dfg = Defrag(d0=8, representation="XY", random_state=0).fit(X, Y)
-                session.put("rare_labels.defrag", dfg)
-                trained_here.append("DEFRAG")
-            bar.progress(0.2)
-            if need_c:
-                status.write("KTXMLC, one tree, K = 2 …")
-                clf = KTXMLC(n_trees=1, random_state=0).fit(
-                    X, Y, progress=lambda f, msg: bar.progress(0.2 + 0.8 * min(max(f, 0), 1)))
-                session.put("rare_labels.ktxmlc", clf)
-                trained_here.append("KTXMLC")
-            bar.progress(1.0)
-            status.update(label="Trained small defaults", state="complete", expanded=False)
-        except Exception as exc:  # noqa: BLE001
-            status.update(label="Training failed", state="error")
-            session.show_error(exc)
-            st.stop()
-if trained_here:
-    st.info(f"Using {' and '.join(trained_here)} trained on this page with small defaults "
-            "(DEFRAG-XY d0 = 8; KTXMLC with one tree). Train them on the *Feature "
-            "agglomeration* and *Extreme classification* pages to use your own settings here.")
-st.caption(f"{session.md_escape(session.dataset_label(data))} · evaluated on {split_note} "
-           f"({Xt.shape[0]:,} test points) · {getattr(dfg, 'n_clusters_', '?')} feature "
-           f"clusters")
-
-inv_prop = M.inverse_propensity(Y)
+test_rows = split_rows(data, split, "test")
 tab_r, tab_f = st.tabs(["REFRAG: rare labels", "FIAT: missing features"])
 
 # ---------------------------------------------------------------------------
 # REFRAG
 # ---------------------------------------------------------------------------
 with tab_r:
-    from featagg_core.refrag import Refrag
     c1, c2, c3 = st.columns(3)
     alpha = c1.slider("α — weight of the classifier", 0.0, 1.0, 0.4, 0.05, key="rl_alpha",
                       help="1 keeps the classifier's ranking; lower values listen more to the "
@@ -144,181 +125,197 @@ with tab_r:
         norm = a3.selectbox("C^F normalisation", ["cosine", "conditional", "row", "none"],
                             key="rl_norm",
                             help="'none' is the literal C^F Xᵀ Y of the paper")
+    rerank = {"kind": "refrag", "alpha": float(alpha), "gamma": float(gamma),
+              "propensity_exponent": float(beta), "shortlist": int(shortlist),
+              "n_prototype_candidates": int(n_proto), "normalization": norm}
     try:
-        t0 = time.perf_counter()
-        S = memo(("scores", id(clf), fp, int(shortlist)),
-                 lambda: clf.predict_scores(Xt, k=int(max(shortlist, 5))))
-        t_pred = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        ref = memo(("refrag", id(dfg), fp, norm),
-                   lambda: Refrag(normalization=norm).fit(X, Y, dfg))
-        t_fit = time.perf_counter() - t0
-        ref.set_params(alpha=float(alpha), gamma=float(gamma), propensity_exponent=float(beta),
-                       shortlist_size=int(shortlist), n_prototype_candidates=int(n_proto))
-        t0 = time.perf_counter()
-        R = ref.rerank(Xt, S, k=5)
-        t_rr = time.perf_counter() - t0
-    except Exception as exc:  # noqa: BLE001
+        r_spec = canonical_spec({**base.spec, "rerank": rerank})
+    except ValueError as exc:
         session.show_error(exc)
         st.stop()
-    table = rv.metrics_table(Yt, {"classifier": S, "REFRAG": R}, inv_prop)
-    b, r = table.loc["classifier"], table.loc["REFRAG"]
-    cols = st.columns(4)
-    for col, m in zip(cols, ["P@1", "P@5", "PSP@5", "coverage@5"]):
-        col.metric(f"{m} with REFRAG", f"{r[m]:.2f} %", f"{r[m] - b[m]:+.2f} vs classifier",
-                   border=True)
-    st.dataframe(table.style.format("{:.2f}"), width="stretch")
-    st.caption(f"Re-ranking {Xt.shape[0]:,} points took {t_rr * 1e3:.0f} ms "
-               f"({t_rr / max(Xt.shape[0], 1) * 1e3:.3f} ms per point).")
-
-    run_key = ("refrag", fp, id(clf), id(dfg), float(alpha), float(gamma), float(beta),
-               int(shortlist), int(n_proto), norm)
-    recorded = st.session_state.setdefault(_RECORDED, set())
-    if run_key not in recorded:
-        recorded.add(run_key)
-        session.record_run(PAGE, "REFRAG", data, ref.get_params(),
-                           {**{f"{k} base": float(b[k]) for k in ("P@1", "P@5", "PSP@5",
-                                                                 "coverage@5")},
-                            **{k: float(r[k]) for k in table.columns}},
-                           {"fit_s": t_fit, "rerank_s": t_rr, "base_predict_s": t_pred},
-                           model_size_bytes=int(ref.prototypes_.data.nbytes
-                                                + ref.prototypes_.indices.nbytes))
-
-    st.subheader("Head and tail")
-    kb = st.radio("top k", [1, 3, 5], index=2, horizontal=True, key="rl_bucket_k",
-                  help="coverage@1 separates the methods better when nearly every label is "
-                       "found somewhere in the top 5")
-    bt = rv.bucket_table(Y, Yt, {"classifier": S, "REFRAG": R}, k=int(kb))
-    st.plotly_chart(rv.bucket_figure(bt, ["classifier", "REFRAG"], k=int(kb)),
-                    width="stretch")
-    st.dataframe(bt.style.format({c: "{:.2f}" for c in bt.columns if "@" in c
-                                  or c.startswith("coverage")}), width="stretch",
-                 hide_index=True)
-    st.caption(f"Labels are split into five equal groups by training frequency. "
-               f"'P@{kb} …' is the group's share of P@{kb} (the groups add up to P@{kb}).")
-
-    st.subheader("Rare labels REFRAG found")
-    ex = rv.rare_examples(Y, Yt, S, R, label_names, k=5, max_rows=12)
-    if len(ex):
-        st.dataframe(ex, width="stretch", hide_index=True)
-        st.caption("Correct labels in REFRAG's top 5 that the classifier's top 5 missed, "
-                   "rarest first.")
+    b1, b2 = st.columns([1, 3])
+    if b1.button("Re-rank with REFRAG", type="primary", key="rl_refrag_run",
+                 disabled=session.running_job(PAGE, "refrag") is not None):
+        session.submit_run(PAGE, data, split, r_spec, slot="refrag", base=base)
+    b2.caption(f"Estimated time: about "
+               f"{session.fmt_seconds(session.estimate(data, split, r_spec))} (the classifier "
+               "is reused; REFRAG's prototypes are built from the training rows).")
+    session.follow_run(PAGE, "refrag")
+    ref = session.run_picker("REFRAG run", "classifier", split, key="rl_refrag_show",
+                             where=lambda r: "rerank" in r.spec and _on_base(r))
+    if ref is None:
+        st.info("Set α, γ and β and press **Re-rank with REFRAG**.")
     else:
-        st.write("With these settings REFRAG found no correct label the classifier missed.")
+        if ref.spec != r_spec:
+            st.caption(f"Shown: **{session.md_escape(session.run_title(ref))}**; press "
+                       "**Re-rank with REFRAG** to apply the new settings.")
+        flat = ref.metrics["test"]
+        table = rv.metrics_table(flat)
+        b, r = table.loc["classifier"], table.loc["REFRAG"]
+        cols = st.columns(4)
+        for col, m in zip(cols, ["P@1", "P@5", "PSP@5", "coverage@5"]):
+            col.metric(f"{m} with REFRAG", f"{r[m]:.2f} %", f"{r[m] - b[m]:+.2f} vs classifier",
+                       border=True)
+        st.dataframe(table.style.format("{:.2f}"), width="stretch")
+        st.caption(f"{int(flat['n_rows']):,} test rows; re-ranking took "
+                   f"{ref.timings.get('predict_ms_per_point', 0.0):.3f} ms per point "
+                   f"(classifier included), building the prototypes "
+                   f"{ref.timings.get('rerank_s', 0.0):.2f} s.")
 
-    st.subheader("The α trade-off")
-    alphas = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0]
-    if float(alpha) not in alphas:
-        alphas = sorted(set(alphas) | {float(alpha)}, reverse=True)
+        views = state.setdefault("refrag_views", {})
+        if views.get("run_id") != ref.run_id:
+            views.clear()
+            views["run_id"] = ref.run_id
+            views["pred"] = predictions(ref, data, split, "test", k=5)
 
-    def _sweep():
-        import pandas as pd
-        rows = []
-        for a in alphas:
-            ref.set_params(alpha=a)
-            P = ref.rerank(Xt, S, k=5)
-            rows.append({"alpha": a, "P@5": M.precision_at_k(Yt, P, 5) * 100,
-                         "coverage@5": M.coverage_at_k(Yt, P, 5) * 100})
-        ref.set_params(alpha=float(alpha))
-        return pd.DataFrame(rows)
-    sweep = memo(("sweep", id(ref), id(S), tuple(alphas), float(gamma), float(beta),
-                  int(shortlist), int(n_proto)), _sweep)
-    st.plotly_chart(rv.sweep_figure(sweep, float(alpha)), width="stretch")
-    base_cov = float(sweep.loc[np.isclose(sweep["alpha"], 1.0), "coverage@5"].iloc[0])
-    base_p5 = float(sweep.loc[np.isclose(sweep["alpha"], 1.0), "P@5"].iloc[0])
-    dbl = sweep[sweep["coverage@5"] >= 2 * base_cov]
-    if len(dbl):
-        a0 = dbl.iloc[0]
-        st.write(f"Coverage@5 doubles at α = {a0['alpha']:g} ({base_cov:.1f} → "
-                 f"{a0['coverage@5']:.1f} %), at a P@5 cost of {base_p5 - a0['P@5']:.2f} points.")
-    else:
-        st.write(f"Coverage@5 does not double anywhere on this curve (classifier: "
-                 f"{base_cov:.1f} %, best {sweep['coverage@5'].max():.1f} %).")
+        st.subheader("Head and tail")
+        kb = st.radio("top k", [1, 3, 5], index=2, horizontal=True, key="rl_bucket_k",
+                      help="coverage@1 separates the methods better when nearly every label "
+                           "is found somewhere in the top 5")
+        if int(kb) not in views:
+            views[int(kb)] = rv.bucket_table(bucket_metrics(ref, data, split, "test",
+                                                            k=int(kb)), k=int(kb))
+        bt = views[int(kb)]
+        st.plotly_chart(rv.bucket_figure(bt, ["classifier", "REFRAG"], k=int(kb)),
+                        width="stretch")
+        st.dataframe(bt.style.format({c: "{:.2f}" for c in bt.columns if "@" in c
+                                      or c.startswith("coverage")}), width="stretch",
+                     hide_index=True)
+        st.caption(f"Labels are split into five equal groups by training frequency. "
+                   f"'P@{kb} …' is the group's share of P@{kb} (the groups add up to P@{kb}).")
 
-    from featagg_core.artifacts import artifact_bytes
-    st.download_button("Download the fitted REFRAG (artifact)",
-                       data=artifact_bytes(ref, dataset_fingerprint=fp,
-                                           metrics={k: float(r[k]) for k in table.columns}),
-                       file_name="refrag.fgz", mime="application/zip", key="rl_dl_refrag")
+        st.subheader("Rare labels REFRAG found")
+        pred = views["pred"]
+        ex = rv.rare_examples(pred.Y_train, pred.Y_true, pred.base, pred.scores,
+                              data.label_names, k=5, max_rows=12)
+        if len(ex):
+            ex.insert(0, "row", pred.rows[ex["test point"].to_numpy()])
+            st.dataframe(ex.drop(columns=["test point"]), width="stretch", hide_index=True)
+            st.caption("Correct labels in REFRAG's top 5 that the classifier's top 5 missed, "
+                       "rarest first.")
+        else:
+            st.write("With these settings REFRAG found no correct label the classifier missed.")
+
+        st.subheader("The α trade-off")
+        alphas = tuple(sorted(set(DEFAULT_ALPHAS) | {float(ref.spec["rerank"]["alpha"])},
+                              reverse=True))
+        curves = state.setdefault("alpha_curves", {})
+        ckey = (ref.run_id, alphas)
+        if ckey not in curves:
+            if session.running_job(PAGE, "alpha") is None and state.get("alpha_asked") != ckey:
+                state["alpha_asked"] = ckey
+                session.submit_job(PAGE, "alpha", f"α curve of {ref.name}",
+                                   lambda progress, cancel: refrag_alpha_curve(
+                                       ref, data, split, alphas, ks=(5,)))
+            job = session.follow_job(PAGE, "alpha")
+            if job is not None and job.status == "done":
+                curves[state["alpha_asked"]] = job.result
+        if ckey in curves:
+            sweep = curves[ckey]
+            a_cur = float(ref.spec["rerank"]["alpha"])
+            st.plotly_chart(rv.sweep_figure(sweep, a_cur), width="stretch")
+            at1 = sweep[sweep["alpha"] == 1.0].iloc[0]
+            base_cov, base_p5 = 100 * at1["coverage@5"], 100 * at1["P@5"]
+            dbl = sweep[100 * sweep["coverage@5"] >= 2 * base_cov]
+            if len(dbl):
+                a0 = dbl.iloc[0]
+                st.write(f"Coverage@5 doubles at α = {a0['alpha']:g} ({base_cov:.1f} → "
+                         f"{100 * a0['coverage@5']:.1f} %), at a P@5 cost of "
+                         f"{base_p5 - 100 * a0['P@5']:.2f} points.")
+            else:
+                st.write(f"Coverage@5 does not double anywhere on this curve (classifier: "
+                         f"{base_cov:.1f} %, best {100 * sweep['coverage@5'].max():.1f} %).")
+
+        st.download_button("Download the REFRAG pipeline (artifact)",
+                           data=functools.partial(artifact_bytes, ref.pipeline,
+                                                  dataset_fingerprint=data.fingerprint,
+                                                  metrics=flat),
+                           file_name="refrag_pipeline.fgz", mime="application/zip",
+                           key="rl_dl_refrag", on_click="ignore")
 
 # ---------------------------------------------------------------------------
 # FIAT
 # ---------------------------------------------------------------------------
 with tab_f:
-    from featagg_core.fiat import Fiat, erase_features, erasure_curve
     f1, f2, f3 = st.columns(3)
-    p = f1.slider("fraction of features erased", 0.0, 0.9, 0.5, 0.1, key="rl_p")
+    p = f1.select_slider("fraction of features erased", options=list(DEFAULT_FRACTIONS),
+                         value=0.5, key="rl_p")
     mix = f2.slider("mix — weight of imputed values", 0.0, 1.0, 0.5, 0.05, key="rl_mix")
     fnorm = f3.selectbox("C^F normalisation", ["cosine", "conditional", "row", "none"],
                          key="rl_fnorm")
-    n_eval = min(Xt.shape[0], 1000)
-    Xs, Ys = Xt[:n_eval], Yt[:n_eval]
     try:
-        t0 = time.perf_counter()
-        fiat = memo(("fiat", id(dfg), fp, fnorm),
-                    lambda: Fiat(dfg, normalization=fnorm).fit(X))
-        t_ffit = time.perf_counter() - t0
-        fiat.set_params(mix=float(mix))
-        predict = (lambda Z: clf.predict_scores(Z, k=5))
-        Xe = erase_features(Xs, float(p), random_state=0)
-        t0 = time.perf_counter()
-        Xi = fiat.transform(Xe)
-        t_imp = time.perf_counter() - t0
-        pk = {name: M.precision_at_k(Ys, predict(Z), list(rv.KS)) * 100
-              for name, Z in (("clean", Xs), ("erased", Xe), ("FIAT", Xi))}
-    except Exception as exc:  # noqa: BLE001
+        f_spec = canonical_spec({**base.spec, "impute": {"kind": "fiat", "mix": float(mix),
+                                                         "normalization": fnorm}})
+    except ValueError as exc:
         session.show_error(exc)
         st.stop()
-    cols = st.columns(3)
-    cols[0].metric("P@1 on complete points", f"{pk['clean'][0]:.2f} %", border=True)
-    cols[1].metric(f"P@1 with {p:.0%} erased", f"{pk['erased'][0]:.2f} %",
-                   f"{pk['erased'][0] - pk['clean'][0]:+.2f}", border=True)
-    cols[2].metric("P@1 erased + FIAT", f"{pk['FIAT'][0]:.2f} %",
-                   f"{pk['FIAT'][0] - pk['erased'][0]:+.2f} vs erased", border=True)
-    lost = pk["clean"][0] - pk["erased"][0]
-    if lost > 0:
-        st.write(f"FIAT recovers {100 * (pk['FIAT'][0] - pk['erased'][0]) / lost:.0f} % of the "
-                 f"P@1 lost to erasure (imputation took {t_imp * 1e3:.0f} ms for "
-                 f"{n_eval:,} points).")
-    run_key = ("fiat", fp, id(clf), id(dfg), float(p), float(mix), fnorm)
-    recorded = st.session_state.setdefault(_RECORDED, set())
-    if run_key not in recorded:
-        recorded.add(run_key)
-        mets = {}
-        for name in ("clean", "erased", "FIAT"):
-            for i, k in enumerate(rv.KS):
-                mets[f"P@{k} {name}"] = float(pk[name][i])
-        session.record_run(PAGE, "FIAT", data, {**fiat.get_params(), "erased": float(p)},
-                           mets, {"fit_s": t_ffit, "impute_s": t_imp},
-                           model_size_bytes=int(fiat.operator_.data.nbytes
-                                                + fiat.operator_.indices.nbytes))
+    g1, g2 = st.columns([1, 3])
+    if g1.button("Impute with FIAT", type="primary", key="rl_fiat_run",
+                 disabled=session.running_job(PAGE, "fiat") is not None):
+        session.submit_run(PAGE, data, split, f_spec, slot="fiat", base=base)
+    g2.caption(f"Estimated time: about "
+               f"{session.fmt_seconds(session.estimate(data, split, f_spec))} (FIAT's "
+               "operator from the training rows; the classifier is reused).")
+    session.follow_run(PAGE, "fiat")
+    fr = session.run_picker("FIAT run", "classifier", split, key="rl_fiat_show",
+                            where=lambda r: "impute" in r.spec and _on_base(r))
+    if fr is None:
+        st.info("Choose the mix and press **Impute with FIAT**.")
+    else:
+        if fr.spec != f_spec:
+            st.caption(f"Shown: **{session.md_escape(session.run_title(fr))}**; press "
+                       "**Impute with FIAT** to apply the new settings.")
+        n_eval = min(test_rows.X.shape[0], N_EVAL)
+        curves = state.setdefault("erasure_curves", {})
+        ekey = (fr.run_id, n_eval)
+        if ekey not in curves:
+            if session.running_job(PAGE, "erasure") is None and state.get("erasure_asked") != ekey:
+                state["erasure_asked"] = ekey
+                session.submit_job(PAGE, "erasure", f"Erasure curve of {fr.name}",
+                                   lambda progress, cancel: erasure_curve(
+                                       fr, data, split, DEFAULT_FRACTIONS, ks=rv.KS,
+                                       random_state=0, max_rows=n_eval))
+            job = session.follow_job(PAGE, "erasure")
+            if job is not None and job.status == "done":
+                curves[state["erasure_asked"]] = job.result
+        if ekey in curves:
+            curve = curves[ekey]
+            row0 = curve[curve["fraction"] == 0.0].iloc[0]
+            rowp = curve[curve["fraction"] == float(p)].iloc[0]
+            clean, erased, fiat = 100 * row0["P@1"], 100 * rowp["P@1"], 100 * rowp["P@1 FIAT"]
+            cols = st.columns(3)
+            cols[0].metric("P@1 on complete points", f"{clean:.2f} %", border=True)
+            cols[1].metric(f"P@1 with {p:.0%} erased", f"{erased:.2f} %",
+                           f"{erased - clean:+.2f}", border=True)
+            cols[2].metric("P@1 erased + FIAT", f"{fiat:.2f} %", f"{fiat - erased:+.2f} vs erased",
+                           border=True)
+            lost = clean - erased
+            if lost > 0:
+                st.write(f"FIAT recovers {100 * (fiat - erased) / lost:.0f} % of the P@1 lost "
+                         f"to erasure (on the first {n_eval:,} test rows).")
+            st.subheader("Precision as features are erased")
+            st.plotly_chart(rv.erasure_figure(curve), width="stretch")
+            st.caption(f"On the first {n_eval:,} test rows; the same random erasure (seed 0) "
+                       "for every method, nested across fractions.")
 
-    st.subheader("Precision as features are erased")
-
-    def _curve():
-        bar = st.progress(0.0, text="Erasure curve…")
-        df = erasure_curve(predict, Xs, Ys, fiat=fiat,
-                           fractions=[round(0.1 * i, 1) for i in range(10)], k=rv.KS,
-                           random_state=0, progress=lambda d, t: bar.progress(d / t))
-        bar.empty()
-        return df
-    curve = memo(("curve", id(clf), id(fiat), float(mix), fp, n_eval), _curve)
-    st.plotly_chart(rv.erasure_figure(curve), width="stretch")
-    st.caption(f"On the first {n_eval:,} test points; the same random erasure (seed 0) for "
-               "every method, nested across fractions.")
-
-    st.subheader("One point, before and after")
-    i = st.number_input("test point", 0, max(n_eval - 1, 0), 0, 1, key="rl_point")
-    ex = rv.imputation_example(Xs[i], Xe[i], Xi[i], fiat.labels_, feature_names)
-    counts = rv.status_counts(ex)
-    ex = ex.head(30)
-    st.write(f"Kept {counts['kept']}, erased and restored {counts['erased, restored']}, "
-             f"erased and lost {counts['erased, lost']}, newly imputed "
-             f"{counts['imputed (new)']} (first 30 rows shown). The cluster column says which "
-             "DEFRAG cluster each imputed value came from.")
-    st.dataframe(ex.style.format({"original": "{:.3g}", "after erasure": "{:.3g}",
-                                  "after FIAT": "{:.3g}"}), width="stretch", hide_index=True)
-    from featagg_core.artifacts import artifact_bytes
-    st.download_button("Download the fitted FIAT (artifact)",
-                       data=artifact_bytes(fiat, dataset_fingerprint=fp),
-                       file_name="fiat.fgz", mime="application/zip", key="rl_dl_fiat")
+        st.subheader("One point, before and after")
+        i = st.number_input("test point", 0, max(n_eval - 1, 0), 0, 1, key="rl_point")
+        Xs = test_rows.X[int(i):int(i) + 1]
+        imputer = fr.pipeline.imputer
+        Xe = erase_features(test_rows.X[:n_eval], float(p), random_state=0)[int(i):int(i) + 1]
+        Xi = imputer.transform(Xe)
+        ex = rv.imputation_example(Xs, Xe, Xi, imputer.labels_, data.feature_names)
+        counts = rv.status_counts(ex)
+        st.write(f"Kept {counts['kept']}, erased and restored {counts['erased, restored']}, "
+                 f"erased and lost {counts['erased, lost']}, newly imputed "
+                 f"{counts['imputed (new)']} (first 30 rows shown). The cluster column says "
+                 "which DEFRAG cluster each imputed value came from.")
+        st.dataframe(ex.head(30).style.format({"original": "{:.3g}", "after erasure": "{:.3g}",
+                                               "after FIAT": "{:.3g}"}),
+                     width="stretch", hide_index=True)
+        st.download_button("Download the FIAT pipeline (artifact)",
+                           data=functools.partial(artifact_bytes, fr.pipeline,
+                                                  dataset_fingerprint=data.fingerprint,
+                                                  metrics=fr.metrics.get("test", {})),
+                           file_name="fiat_pipeline.fgz", mime="application/zip",
+                           key="rl_dl_fiat", on_click="ignore")

@@ -1,7 +1,9 @@
 """Vocabulary compression page: shrink every categorical column of a table to a budget of
 buckets while keeping as much information about the binary label as possible (Bateni et
-al., ICML 2019), against the DP optimum and the baselines."""
-import time
+al., ICML 2019), against the DP optimum and the baselines — one run per method, fitted on
+the training rows of the session's split and scored on its test rows."""
+import functools
+import json
 
 import numpy as np
 import streamlit as st
@@ -9,6 +11,8 @@ import streamlit as st
 from featagg_app import session
 from featagg_app import vocab_view as vv
 from featagg_core.artifacts import artifact_bytes
+from featagg_core.data import CategoricalData
+from featagg_core.experiment import canonical_spec, vocabulary_budget_curve
 from featagg_core.vocab import CONTIGUOUS
 
 PAGE = "Vocabulary compression"
@@ -49,48 +53,64 @@ with st.expander("How it works", expanded=False):
         "**Pool values seen fewer than** k times: rare values have noisy P(C|x) (a value seen "
         "once sits at 0 or 1); pooling them into one pseudo-value protects a model trained on "
         "the buckets. Values never seen while fitting go to the bucket whose P(C|z) is closest "
-        "to the overall P(C) (or the pool's bucket).")
+        "to the overall P(C) (or the pool's bucket).\n\n"
+        "**Training and test rows.** Each method is a *run* on the session's split (sidebar): "
+        "the value counts P(C | x) come from the training rows only, and I(Z; C), I(X; C) "
+        "and the MI loss are measured on the test rows — values the training rows never had "
+        "go to the fallback bucket, so a compression that overfits rare values shows it.")
 
 data = session.require_dataset("table")
-fp = data.fingerprint
 st.caption(f"**{session.md_escape(session.dataset_label(data))}** · upload your own table "
            "(CSV / TSV / parquet with a 0/1 label column) in the sidebar.")
 
 table = data.table
 # widgets whose options depend on the dataset are new widgets for each dataset (a browser
 # would otherwise send back the previous dataset's choice, which no longer fits)
-ds_key = fp[:12]
+ds_key = data.fingerprint[:12]
 # ------------------------------------------------------------------ label and columns
 label_opts = [f"{data.label_name} (the table's label)"] + vv.binary_columns(table)
 c1, c2 = st.columns([1, 2])
 label_choice = c1.selectbox("Label column", label_opts, index=0, key=f"vc_label_{ds_key}",
-                            help="the binary label C; another two-valued column can stand in")
-if label_choice == label_opts[0]:
-    labels, label_name, positive = np.asarray(data.labels), data.label_name, "1"
-    feature_cols = list(table.columns)
-else:
-    try:
-        labels, positive = vv.labels_from_column(table[label_choice])
-    except ValueError as exc:
-        session.show_error(exc)
-        st.stop()
-    label_name = label_choice
-    feature_cols = [c for c in table.columns if c != label_choice]
+                            help="the binary label C; another two-valued column can stand in "
+                                 "(it becomes a dataset of its own, split the same way)")
+if label_choice != label_opts[0]:
+    # another column as the label: a derived table (its own fingerprint, hence its own
+    # runs); the split rows depend only on the row count and the seed, so they are the same
+    derived = session.page_state(PAGE + " (derived tables)").setdefault("tables", {})
+    dkey = (data.fingerprint, label_choice)
+    if dkey not in derived:
+        try:
+            labels_, positive = vv.labels_from_column(table[label_choice])
+        except ValueError as exc:
+            session.show_error(exc)
+            st.stop()
+        derived.clear()
+        derived[dkey] = CategoricalData(table=table.drop(columns=[label_choice]),
+                                        labels=labels_, label_name=str(label_choice),
+                                        name=f"{data.name or 'table'} (label: {label_choice})",
+                                        source=data.source)
+    data = derived[dkey]
+    table = data.table
+labels, label_name = np.asarray(data.labels), data.label_name
+feature_cols = list(table.columns)
+split = session.current_split(data)
+state = session.page_state(PAGE, data)
+st.caption(session.split_caption(split))
 if len(np.unique(labels)) < 2:
     st.error(f"The label {label_name!r} has only one class: there is nothing to keep.")
     st.stop()
 columns = c2.multiselect("Columns to compress", feature_cols, default=feature_cols,
-                         key=f"vc_columns_{ds_key}")
+                         key=f"vc_columns_{ds_key}_{label_choice}")
 if not columns:
     st.info("Pick at least one column.")
     st.stop()
 
 # ------------------------------------------------------------------ parameters
+SCHEMES = ["per column", "global (uniform for baselines)",
+           "global (MI-proportional for baselines)"]
 p1, p2, p3 = st.columns(3)
 m = p1.select_slider("Buckets per column m", options=vv.BUDGET_STEPS, value=10, key="vc_m")
-scheme = p2.radio("Budget scheme", ["per column", "global (uniform for baselines)",
-                                    "global (MI-proportional for baselines)"],
-                  index=1, key="vc_scheme")
+scheme = p2.radio("Budget scheme", SCHEMES, index=1, key="vc_scheme")
 with st.expander("More settings", expanded=False):
     a1, a2, a3, a4 = st.columns(4)
     eps_sg = a1.number_input("ε of the stochastic greedy", 1e-4, 0.5, 0.01, format="%.4f",
@@ -102,8 +122,9 @@ with st.expander("More settings", expanded=False):
     seed = a4.number_input("Random seed", 0, 10_000, 0, key="vc_seed")
     refine = st.checkbox("Nudge each greedy cut to its best place between its neighbours",
                          value=True, key="vc_refine")
-    curves_on = st.checkbox("Draw the MI-loss-versus-budget curves (runs every method at "
-                            "every budget up to 1,000)", value=True, key="vc_curves")
+    curves_on = st.checkbox("Draw the MI-loss-versus-budget curves (every method refitted "
+                            "at every budget up to 1,000, as jobs of their own)", value=True,
+                            key="vc_curves")
 
 atoms = vv.atoms_per_column(table, labels, columns, int(min_count))
 dp_ok = max(atoms.values()) <= vv.DP_PAGE_LIMIT
@@ -120,109 +141,157 @@ if not methods:
     st.info("Pick at least one method.")
     st.stop()
 
-params = dict(epsilon_sg=float(eps_sg), epsilon_thr=float(eps_thr), min_count=int(min_count),
-              random_state=int(seed), refine=bool(refine))
-run_key = (fp, label_name, tuple(columns), int(m), scheme, tuple(methods),
-           tuple(sorted(params.items())), bool(curves_on))
+
+def method_spec(meth, budget):
+    """The vocabulary spec of one method: the paper's greedy merge of the columns' gains
+    for the greedy methods under a global budget, equal (or MI-proportional) shares for
+    the baselines, every column on its own under "per column"."""
+    if scheme == SCHEMES[0]:
+        allocation = "per_column"
+    elif meth in ("submodular", "threshold"):
+        allocation = "greedy"
+    else:
+        allocation = "uniform" if scheme == SCHEMES[1] else "mi"
+    inner = {"method": meth, "budget": int(budget), "columns": list(columns),
+             "allocation": allocation, "min_count": int(min_count)}
+    if meth == "submodular":
+        inner.update(random_state=int(seed), epsilon=float(eps_sg), refine=bool(refine))
+    elif meth == "threshold":
+        inner.update(epsilon=float(eps_thr), refine=bool(refine))
+    elif meth == "dp":
+        inner.update(max_dp_values=vv.DP_PAGE_LIMIT)
+    return canonical_spec({"vocabulary": inner})
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _curves(fp_, label_name_, columns_, methods_, budgets_, scheme_, params_, _table, _labels):
-    return vv.loss_curves(_table, _labels, list(columns_), list(methods_), list(budgets_),
-                          scheme_, dict(params_))
+def _key(spec_):
+    return json.dumps(spec_, sort_keys=True)
 
 
-if st.button("Compress", type="primary", key="vc_run"):
-    bar = st.progress(0.0, text="Starting…")
-    t0 = time.perf_counter()
-    try:
-        results = vv.run_methods(table, labels, columns, methods, int(m), scheme, params,
-                                 progress=lambda f, msg: bar.progress(0.5 * f if curves_on else f,
-                                                                      text=msg))
-        curves = None
-        if curves_on:
-            budgets = [b for b in vv.BUDGET_STEPS if b <= min(1000, max(atoms.values()))] or [2]
-            bar.progress(0.5, text="MI loss versus budget…")
-            curves = _curves(fp, label_name, tuple(columns), tuple(methods), tuple(budgets),
-                             scheme, tuple(sorted(params.items())), table, labels)
-    except Exception as exc:  # noqa: BLE001 - shown in the page, never a traceback
-        session.show_error(exc, context="Compression failed")
-        st.stop()
-    total = time.perf_counter() - t0
-    bar.progress(1.0, text=f"Done in {total:.1f} s")
-    main_method = methods[0]
-    session.put("vocab_columns", results[main_method])
-    first_col = columns[0]
-    session.put("vocab", results[main_method].compressors[first_col])
-    for meth, cc in results.items():
-        summ = vv.summary_table({meth: cc}).iloc[0]
-        session.record_run(PAGE, vv.METHOD_TITLES[meth], data,
-                           {"m_per_column": int(m), "budget": int(cc.budget), "scheme": scheme,
-                            "label": label_name, "columns": len(columns),
-                            **vv.method_params(meth, params)},
-                           {"MI loss": float(cc.mi_loss), "I(Z;C)": float(summ["I(Z;C) nats"]),
-                            "I(X;C)": float(summ["I(X;C) nats"]), "buckets": int(summ["buckets"])},
-                           {"fit_s": float(cc.fit_seconds), "total_s": float(cc.seconds)},
-                           model_size_bytes=len(vv.mapping_json(cc)))
-    st.session_state["vc_result"] = {"key": run_key, "results": results, "curves": curves}
-
-res = st.session_state.get("vc_result")
-if res is None or res["key"] != run_key:
-    st.info("Set the parameters and press **Compress**.")
+try:
+    specs = {meth: method_spec(meth, m) for meth in methods}
+except ValueError as exc:
+    session.show_error(exc)
     st.stop()
-results, curves = res["results"], res["curves"]
+budgets = [b for b in vv.BUDGET_STEPS if b <= min(1000, max(atoms.values()))] or [2]
+total_est = sum(session.estimate(data, split, sp_) or 0.0 for sp_ in specs.values())
+b1, b2 = st.columns([1, 4])
+if b1.button("Compress", type="primary", key="vc_run",
+             disabled=session.running_job(PAGE, "compress") is not None):
+    # one job for the methods, one for the curves: one queue place and one Cancel each
+    session.submit_runs(PAGE, data, split, list(specs.values()), slot="compress",
+                        label=f"Compress {len(columns)} column(s), m={m}, "
+                              f"{len(methods)} method(s)")
+    if curves_on:
+        asked = {meth: spec_ for meth, spec_ in specs.items()}
+        state["curve_specs"] = {meth: _key(spec_) for meth, spec_ in asked.items()}
+
+        def curves_job(progress, cancel):
+            from featagg_core._cancel import cancelling_progress
+            out = {}
+            for i, (meth, spec_) in enumerate(asked.items()):
+                out[meth] = vocabulary_budget_curve(
+                    data, split, spec_, budgets, cancel=cancel,
+                    progress=cancelling_progress(progress, None, i / len(asked),
+                                                 (i + 1) / len(asked)))
+            return out
+        session.submit_job(PAGE, "curves", f"MI loss vs budget, {len(asked)} method(s)",
+                           curves_job)
+b2.caption(f"Estimated time: about {session.fmt_seconds(total_est)} for the "
+           f"{len(methods)} method(s) on {split.train.size:,} training rows"
+           + (", then the budget curves" if curves_on else "") + ".")
+
+curves = state.setdefault("curves", {})
+session.follow_run(PAGE, "compress")
+job = session.follow_job(PAGE, "curves")
+if job is not None and job.status == "done":
+    for meth, frame in job.result.items():
+        curves[(split.split_id, state["curve_specs"][meth])] = frame
+
+
+def latest_run(spec_):
+    hits = [r for r in session.runs(kind="vocabulary", fingerprint=data.fingerprint,
+                                    split_id=split.split_id, status="done") if r.spec == spec_]
+    return hits[-1] if hits else None
+
+
+results = {meth: latest_run(spec_) for meth, spec_ in specs.items()}
+if any(r is None for r in results.values()):
+    if session.running_job(PAGE, "compress") is None:
+        st.info("Set the parameters and press **Compress**.")
+    st.stop()
 
 # ------------------------------------------------------------------ results
 summary = vv.summary_table(results)
 main_method = methods[0]
-cc_main = results[main_method]
+run_main = results[main_method]
+cc_main = run_main.pipeline.vocabulary
+st.caption("Runs: " + ", ".join(session.md_escape(session.run_title(r)) for r in results.values())
+           + f" · measured on the {int(run_main.metrics['test']['n_rows']):,} test rows.")
 k1, k2, k3, k4 = st.columns(4)
 k1.metric("I(X;C) of the columns (nats)", f"{summary['I(X;C) nats'].iloc[0]:.4f}")
-k2.metric(f"MI loss — {vv.METHOD_TITLES[main_method]}", f"{cc_main.mi_loss:.2%}")
+k2.metric(f"MI loss — {vv.METHOD_TITLES[main_method]}",
+          f"{run_main.metrics['test']['MI loss']:.2%}")
 k3.metric("Buckets used", f"{sum(cc_main.allocation.values()):,}")
-k4.metric("Optimisation time", f"{cc_main.fit_seconds:.3f} s")
+k4.metric("Optimisation time", f"{run_main.timings.get('vocabulary_s', 0.0):.3f} s")
 st.dataframe(summary.style.format({"MI loss": "{:.3%}", "I(X;C) nats": "{:.5f}",
                                    "I(Z;C) nats": "{:.5f}", "optimisation s": "{:.4f}",
                                    "total s": "{:.3f}"}),
              hide_index=True, width="stretch")
+st.caption("All measured on the test rows. There, I(X;C) of a column with many rare values "
+           "is inflated (a value seen once or twice \"predicts\" its own label), so the "
+           "held-out MI loss of id-like columns is much larger than on the training rows "
+           "the compression was fitted on (see the picture below): it is the information "
+           "that does not carry over to new rows.")
 
 g1, g2 = st.columns([3, 2])
-if curves is not None and len(curves):
-    g1.plotly_chart(vv.loss_curve_figure(curves), width="stretch", key="vc_fig_curves")
+got = {meth: curves.get((split.split_id, _key(specs[meth])))
+       for meth in methods}
+got = {k: v for k, v in got.items() if v is not None}
+if got:
+    g1.plotly_chart(vv.loss_curve_figure(vv.curves_frame(got)), width="stretch",
+                    key="vc_fig_curves")
+    if len(got) < len(methods):
+        g1.caption("Curves of the other methods are still running (or were not asked for).")
 g2.plotly_chart(vv.time_figure(summary), width="stretch", key="vc_fig_time")
 
 st.subheader("Sorted P(C = 0 | x) and the split points")
+st.caption("From the training rows' counts (what the compression was fitted on).")
 pic_methods = [mm for mm in methods if mm in CONTIGUOUS] or methods
 s1, s2 = st.columns(2)
 pic_col = s1.selectbox("Column", columns, key=f"vc_pic_col_{ds_key}",
-                       format_func=lambda c: f"{c} ({len(results[main_method].compressors[c].vocabulary_):,} values)")
+                       format_func=lambda c: f"{c} ({len(cc_main.compressors[c].vocabulary_):,} values)")
 pic_method = s2.selectbox("Method", pic_methods, format_func=lambda k: vv.METHOD_TITLES[k],
                           key="vc_pic_method")
-vc = results[pic_method].compressors[pic_col]
+vc = results[pic_method].pipeline.vocabulary.compressors[pic_col]
 st.plotly_chart(vv.split_curve_figure(vc, str(pic_col)), width="stretch", key="vc_fig_split")
-st.caption(f"{vc.n_buckets_} buckets over {len(vc.vocabulary_):,} values "
-           f"({vc.n_atoms_:,} distinct P(C=0|x) levels); I(Z;C) = {vc.mutual_information_:.5f} "
-           f"of I(X;C) = {vc.mutual_information_full_:.5f} nats.")
+st.caption(f"{vc.n_buckets_} buckets over {len(vc.vocabulary_):,} training values "
+           f"({vc.n_atoms_:,} distinct P(C=0|x) levels); on the training rows I(Z;C) = "
+           f"{vc.mutual_information_:.5f} of I(X;C) = {vc.mutual_information_full_:.5f} nats.")
 
 st.subheader("Per-column budget allocation")
+ccs = {meth: r.pipeline.vocabulary for meth, r in results.items()}
 b1, b2 = st.columns([3, 2])
-b1.plotly_chart(vv.allocation_figure(results), width="stretch", key="vc_fig_alloc")
-b2.dataframe(vv.allocation_table(results), width="stretch")
-if scheme != "per column":
+b1.plotly_chart(vv.allocation_figure(ccs), width="stretch", key="vc_fig_alloc")
+b2.dataframe(vv.allocation_table(ccs), width="stretch")
+if scheme != SCHEMES[0]:
     b2.caption("Greedy methods: the paper's merge of per-column marginal gains; baselines: "
                + ("MI-proportional" if "MI" in scheme else "equal") + " shares.")
 
 st.subheader("Download the mapping")
 dl_method = st.selectbox("Method", methods, format_func=lambda k: vv.METHOD_TITLES[k],
                          key="vc_dl_method")
-cc_dl = results[dl_method]
+run_dl = results[dl_method]
+cc_dl = run_dl.pipeline.vocabulary
 d1, d2, d3 = st.columns(3)
-d1.download_button("Mapping (CSV, all columns)", vv.mapping_csv(cc_dl),
-                   file_name=f"vocab_{dl_method}_m{m}.csv", mime="text/csv", key="vc_dl_csv")
-d2.download_button("Mapping (JSON, all columns)", vv.mapping_json(cc_dl),
+d1.download_button("Mapping (CSV, all columns)", functools.partial(vv.mapping_csv, cc_dl),
+                   file_name=f"vocab_{dl_method}_m{m}.csv", mime="text/csv", key="vc_dl_csv",
+                   on_click="ignore")
+d2.download_button("Mapping (JSON, all columns)", functools.partial(vv.mapping_json, cc_dl),
                    file_name=f"vocab_{dl_method}_m{m}.json", mime="application/json",
-                   key="vc_dl_json")
-d3.download_button(f"Compressor of {pic_col} (featagg artifact)",
-                   artifact_bytes(cc_dl.compressors[pic_col], dataset_fingerprint=fp),
-                   file_name=f"vocab_{dl_method}_{pic_col}.zip", mime="application/zip",
-                   key="vc_dl_artifact")
+                   key="vc_dl_json", on_click="ignore")
+d3.download_button("Pipeline (featagg artifact, all columns)",
+                   functools.partial(artifact_bytes, run_dl.pipeline,
+                                     dataset_fingerprint=data.fingerprint,
+                                     metrics=run_dl.metrics.get("test", {})),
+                   file_name=f"vocab_{dl_method}_m{m}.fgz", mime="application/zip",
+                   key="vc_dl_artifact", on_click="ignore")

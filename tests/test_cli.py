@@ -12,8 +12,10 @@ import pytest
 from featagg_core import KTXMLC, Defrag, VocabularyCompressor, load_artifact, metrics
 from featagg_core.__main__ import build_parser, main
 from featagg_core.data import save_npz
+from featagg_core.experiment import make_split
 from featagg_core.samples import load_sample
-from featagg_core.synthetic import make_attributed_sbm, make_zipf_categorical
+from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
+                                    make_zipf_categorical)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,8 +75,12 @@ def test_compress_matches_library(capsys, tmp_path):
     code, out, err = run_cli(capsys, "compress", path, "--label", "clicked", "--budget", 12,
                              "--out", tmp_path / "map.json")
     assert code == 0, err
+    # the table has no test part: the CLI fits on the training rows of the default split
+    # (a random 20 % held out, rows depending only on the number of rows and the seed)
+    train = make_split(table).train
     for col_out, col in zip(out["columns"], table.table.columns):
-        ref = VocabularyCompressor(12).fit(table.table[col].astype(str).to_numpy(), table.labels)
+        ref = VocabularyCompressor(12).fit(table.table[col].astype(str).to_numpy()[train],
+                                           table.labels[train])
         assert col_out["I(Z;C)"] == pytest.approx(ref.mutual_information_, rel=1e-12)
     mapping = json.loads((tmp_path / "map.json").read_text())["mappings"]
     assert set(mapping) == set(table.table.columns)
@@ -131,3 +137,60 @@ def test_real_process_exit_code_and_help():
         for action in sp._actions:
             if action.option_strings and action.dest != "help":
                 assert action.help, f"{name} {action.option_strings} has no help text"
+
+
+def test_evaluate_reads_old_bundles_and_refuses_other_datasets(capsys, tmp_path):
+    from featagg_core import Refrag
+    from featagg_core.artifacts import save_bundle
+    from featagg_core.experiment import as_pipeline, evaluate
+    data = load_sample("bibtex")
+    # a bundle as the old `train --defrag 8 --refrag` wrote it
+    defrag = Defrag(d0=8).fit(data.X, data.Y)
+    model = KTXMLC(n_trees=1, max_leaf_labels=40, n_clusters=4).fit(defrag.transform(data.X),
+                                                                    data.Y)
+    refrag = Refrag().fit(data.X, data.Y, defrag)
+    save_bundle({"defrag": defrag, "model": model, "refrag": refrag}, tmp_path / "old.fgb",
+                info={"method": "KTXMLC", "shortlist": 50, "k": 5})
+    code, ev, err = run_cli(capsys, "evaluate", tmp_path / "old.fgb", "sample:bibtex")
+    assert code == 0, err
+    pipe = as_pipeline({"defrag": defrag, "model": model, "refrag": refrag}, {"shortlist": 50})
+    S = refrag.rerank(data.X_test, model.predict_scores(defrag.transform(data.X_test), k=50), k=5)
+    assert ev["metrics"]["P@1"] == pytest.approx(metrics.precision_at_k(data.Y_test, S, 1),
+                                                 abs=1e-12)
+    flat = evaluate(pipe, data, make_split(data))
+    assert ev["metrics"]["PSP@5"] == pytest.approx(flat["PSP@5"], abs=1e-12)
+    assert ev["base_metrics"]["P@5"] == pytest.approx(flat["base P@5"], abs=1e-12)
+    # a model of another dataset: one clear line, exit 2
+    small = make_powerlaw_multilabel(120, 40, 10, random_state=0)
+    save_npz(small, tmp_path / "small.npz")
+    code, out, err = run_cli(capsys, "train", tmp_path / "small.npz", "--n-trees", 1,
+                             "--out", tmp_path / "small.fgz")
+    assert code == 0, err
+    assert out["evaluated_on"] == "test" and out["split"]["how"] == "random"
+    assert out["split"]["n_test"] == 24          # no test part: 20 % of the rows, held out
+    code = main(["evaluate", str(tmp_path / "small.fgz"), "sample:bibtex"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("featagg: error:") and "fitted on 40 features" in last
+
+
+def test_ctrl_c_cancels_cleanly(tmp_path):
+    import signal
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = tmp_path / "model.fgz"
+    proc = subprocess.Popen([sys.executable, "-m", "featagg_core", "train", "sample:bibtex",
+                             "--n-trees", "10", "--defrag", "4", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "training KTXMLC" in line:
+            proc.send_signal(signal.SIGINT)
+            break
+    rest_out, rest_err = proc.communicate(timeout=300)
+    err = "".join(seen) + rest_err
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "featagg: cancelled"
+    assert rest_out == "" and not out.exists()
+    assert not [p for p in tmp_path.iterdir()]          # no temporary file left behind

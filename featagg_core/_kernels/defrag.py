@@ -14,6 +14,8 @@ not depend on how the nodes are spread over threads.
 import numpy as np
 from numba import njit, prange
 
+from .stopflag import stop_requested
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -80,7 +82,7 @@ def normalize_prune(indptr, indices, data, threshold):
 
 @njit(cache=True, nogil=True)
 def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_iter, loc,
-               active):
+               active, stop):
     """Balanced 2-means split of the node whose members are ``order[start:start+n]``.
 
     Follows ``balanced_kmeans`` of the DEFRAG/Parabel code: two distinct random members
@@ -97,6 +99,8 @@ def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_i
     On return ``order[start:start+n//2]`` holds the left members and the rest the right
     ones, each in their previous relative order. ``loc`` (all -1) and ``active`` are
     scratch buffers of ``R``'s column count; ``loc`` is all -1 again on exit.
+    ``stop`` (a one-element uint8 array) is read before every round: once another thread
+    sets it to 1 the split ends after the current round (the caller discards the result).
     Returns the number of rounds run.
     """
     # compact copy of the node's rows over its active columns
@@ -141,7 +145,7 @@ def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_i
     old_cos = -10000.0
     new_cos = -1.0
     it = 0
-    while new_cos - old_cos >= eps and it < max_iter:
+    while new_cos - old_cos >= eps and it < max_iter and not stop_requested(stop):
         it += 1
         for i in range(n):
             s0 = 0.0
@@ -208,12 +212,14 @@ def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_i
 
 @njit(cache=True, nogil=True, parallel=True)
 def split_level(indptr, indices, data, n_cols, order, starts, sizes, node_ids, seed, eps,
-                max_iter, n_chunks):
+                max_iter, n_chunks, stop):
     """Split every node of one tree level (nodes given by ``starts``/``sizes``/``node_ids``).
 
     The nodes are cut into ``n_chunks`` contiguous chunks run in parallel; each chunk owns
     its scratch buffers. Nodes own disjoint ranges of ``order``, so the result does not
-    depend on ``n_chunks``. Returns the number of rounds of each node.
+    depend on ``n_chunks``. Returns the number of rounds of each node. ``stop[0] == 1``
+    (set by another thread) ends every chunk before its next node and every node after
+    its current round; ``order`` is then partly split and must be thrown away.
     """
     m = starts.shape[0]
     iters = np.zeros(m, np.int32)
@@ -224,8 +230,10 @@ def split_level(indptr, indices, data, n_cols, order, starts, sizes, node_ids, s
         loc = np.full(max(n_cols, 1), -1, np.int64)
         active = np.empty(max(n_cols, 1), np.int64)
         for k in range(lo, hi):
+            if stop_requested(stop):
+                break
             iters[k] = split_node(indptr, indices, data, order, starts[k], sizes[k], seed,
-                                  node_ids[k], eps, max_iter, loc, active)
+                                  node_ids[k], eps, max_iter, loc, active, stop)
     return iters
 
 
@@ -326,12 +334,31 @@ def agglomerate(indptr, indices, data, labels, n_clusters, average, n_chunks):
     return out_ptr, out_ind, out_dat
 
 
+@njit(cache=True, nogil=True)
+def _distinct_labels(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp):
+    """Distinct labels of the points where feature j is non-zero (row j's non-zeros in
+    ``Xᵀ Y``); ``stamp`` (n_labels entries, never equal to j before) marks seen labels."""
+    cnt = 0
+    for p in range(xt_ptr[j], xt_ptr[j + 1]):
+        i = xt_ind[p]
+        for q in range(y_ptr[i], y_ptr[i + 1]):
+            lab = y_ind[q]
+            if stamp[lab] != j:
+                stamp[lab] = j
+                cnt += 1
+    return cnt
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks):
+def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
     """Rows of ``Xᵀ Y`` (csr, sorted indices) from ``Xᵀ`` in csr (= X in csc) and ``Y`` in
     csr: row j sums the label rows of the points where feature j is non-zero, weighted
     by ``X[i, j]``. Two passes (count, fill), parallel over chunks of features, each with
-    its own dense accumulator of ``n_labels`` entries."""
+    its own dense accumulator of ``n_labels`` entries.
+
+    ``stop[0] == 1`` (set by another thread; read once per feature) ends the work early:
+    after an interrupted count pass empty arrays are returned, after an interrupted fill
+    pass the output is incomplete; either way the caller discards it."""
     d = xt_ptr.shape[0] - 1
     counts = np.zeros(d + 1, np.int64)
     n_chunks = max(1, min(n_chunks, max(d, 1)))
@@ -341,15 +368,12 @@ def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks):
         hi = (ch + 1) * d // n_chunks
         stamp = np.full(L, -1, np.int64)
         for j in range(lo, hi):
-            cnt = 0
-            for p in range(xt_ptr[j], xt_ptr[j + 1]):
-                i = xt_ind[p]
-                for q in range(y_ptr[i], y_ptr[i + 1]):
-                    lab = y_ind[q]
-                    if stamp[lab] != j:
-                        stamp[lab] = j
-                        cnt += 1
-            counts[j + 1] = cnt
+            if stop_requested(stop):
+                break
+            counts[j + 1] = _distinct_labels(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp)
+    if stop_requested(stop):
+        return (np.zeros(d + 1, np.int64), np.empty(0, np.int32),
+                np.empty(0, np.float32))
     out_ptr = np.cumsum(counts)
     out_ind = np.empty(out_ptr[d], np.int32)
     out_dat = np.empty(out_ptr[d], np.float32)
@@ -359,6 +383,8 @@ def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks):
         acc = np.zeros(L, np.float64)
         seen = np.zeros(L, np.bool_)
         for j in range(lo, hi):
+            if stop_requested(stop):
+                break
             q0 = out_ptr[j]
             k = q0
             for p in range(xt_ptr[j], xt_ptr[j + 1]):
@@ -379,3 +405,15 @@ def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks):
                 acc[lab] = 0.0
                 seen[lab] = False
     return out_ptr, out_ind, out_dat
+
+
+@njit(cache=True, nogil=True)
+def xt_y_nnz(xt_ptr, xt_ind, y_ptr, y_ind, n_labels):
+    """The number of non-zeros :func:`xt_y` would return (its count pass alone, serial):
+    the distinct (feature, label) pairs over the rows. Used by the run-time estimate."""
+    d = xt_ptr.shape[0] - 1
+    stamp = np.full(max(n_labels, 1), -1, np.int64)
+    total = 0
+    for j in range(d):
+        total += _distinct_labels(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp)
+    return total

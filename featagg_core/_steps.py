@@ -1,0 +1,235 @@
+"""Fitting one pipeline step on training rows (used by ``experiment.run_pipeline`` and by
+the sweeps that fit, so both fit a step the same way).
+
+Every function takes the *training* arrays only; the caller slices them from the split.
+``progress`` is a ``callback(fraction, message)`` (``featagg_core._cancel.cancelling_progress``
+in a run, so it raises ``Cancelled`` once the user asked to stop); each estimator's own
+callback signature is adapted here.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Callable, Optional, Tuple
+
+import numpy as np
+
+from ._cancel import check_cancel
+
+Progress = Optional[Callable[[float, str], None]]
+
+
+def _call(progress: Progress, fraction: float, message: str) -> None:
+    if progress is not None:
+        progress(fraction, message)
+
+
+def flexible_progress(progress: Progress, what: str):
+    """An estimator callback that accepts ``(fraction, message)``, ``(done, total)``,
+    ``(stage, fraction, message)`` or ``(level, n_levels)`` and reports
+    ``progress(fraction, "<what>: <message>")``."""
+    if progress is None:
+        return None
+
+    def report(*args):
+        if not args:
+            return progress(0.0, what)
+        if isinstance(args[0], str):                      # (stage, fraction, message)
+            frac = float(args[1]) if len(args) > 1 else 0.0
+            msg = str(args[2]) if len(args) > 2 else args[0]
+        elif len(args) > 1 and isinstance(args[1], str):  # (fraction, message)
+            frac, msg = float(args[0]), args[1]
+        elif len(args) > 1:                               # (done, total)
+            total = float(args[1])
+            frac = float(args[0]) / total if total > 0 else 1.0
+            msg = f"{int(args[0])}/{int(args[1])}"
+        else:
+            frac, msg = float(args[0]), ""
+        return progress(min(1.0, max(0.0, frac)), f"{what}: {msg}" if msg else what)
+    return report
+
+
+# ----------------------------------------------------------------------------- multilabel
+def fit_defrag(X, Y, params: dict, progress: Progress = None):
+    """A Defrag (params: Defrag's, no ``per_tree``) fitted on training rows X, Y."""
+    from .defrag import Defrag
+    params = {k: v for k, v in params.items() if k != "per_tree"}
+    model = Defrag(**params)
+
+    def levels(level, n_levels):
+        _call(progress, level / max(n_levels, 1), f"DEFRAG: level {level} of {n_levels}")
+
+    _call(progress, 0.0, f"DEFRAG: agglomerating {X.shape[1]:,} features")
+    model.fit(X, Y if params["representation"] == "XY" else None,
+              progress=levels if progress is not None else None)
+    return model
+
+
+def fit_classifier(X, Y, params: dict, progress: Progress = None):
+    """KTXMLC or OneVsAll (``params["kind"]``) fitted on training rows."""
+    from .ktxmlc import KTXMLC, OneVsAll
+    kw = {k: v for k, v in params.items() if k != "kind"}
+    model = KTXMLC(**kw) if params["kind"] == "ktxmlc" else OneVsAll(**kw)
+    _call(progress, 0.0, f"{type(model).__name__}: training on {X.shape[0]:,} points")
+    model.fit(X, Y, progress=flexible_progress(progress, type(model).__name__))
+    return model
+
+
+def fit_per_tree(X, Y, defrag: dict, classifier: dict, progress: Progress = None):
+    """The DEFRAG paper's ensemble: one Defrag and one single-tree KTXMLC per tree."""
+    from .ktxmlc import DefragKTXMLC
+    model = DefragKTXMLC(d0=defrag["d0"], defrag_representation=defrag["representation"],
+                         per_tree=True, n_clusters=classifier["n_clusters"],
+                         n_trees=classifier["n_trees"], max_depth=classifier["max_depth"],
+                         max_leaf_labels=classifier["max_leaf_labels"], C=classifier["C"],
+                         beam_width=classifier["beam_width"],
+                         random_state=classifier["random_state"])
+    _call(progress, 0.0, "DEFRAG + KTXMLC per tree: training")
+    model.fit(X, Y, progress=flexible_progress(progress, "DEFRAG + KTXMLC per tree"))
+    return model
+
+
+def fit_refrag(X, Y, params: dict, clustering):
+    """REFRAG prototypes from training rows and a fitted feature clustering."""
+    from .refrag import Refrag
+    kw = {k: v for k, v in params.items() if k not in ("kind", "shortlist", "defrag")}
+    return Refrag(shortlist_size=params["shortlist"], **kw).fit(X, Y, clustering)
+
+
+def fit_fiat(X, params: dict, clustering):
+    """FIAT's C^F and imputation operator from training rows and a feature clustering."""
+    from .fiat import Fiat
+    kw = {k: v for k, v in params.items() if k not in ("kind", "defrag")}
+    return Fiat(clustering, **kw).fit(X)
+
+
+def fit_feature_clustering(X, Y, params: dict, progress: Progress = None):
+    """A flat feature clustering (k-means, random balanced, Ward) of the training rows'
+    L2-normalised feature representation (:func:`featagg_core.defrag.feature_representation`,
+    no sampling), as a :class:`featagg_core.pipeline.FeatureClusters`."""
+    from . import feature_clustering as fcl
+    from .defrag import feature_representation
+    from .pipeline import FeatureClusters
+    kind, K = params["kind"], int(params["n_clusters"])
+    d = X.shape[1]
+    cb = flexible_progress(progress, {"kmeans": "k-means", "ward": "Ward",
+                                      "random_balanced": "random balanced"}[kind])
+    _call(progress, 0.0, f"feature clustering: {d:,} features into {K:,} clusters")
+    if kind == "random_balanced":
+        labels = fcl.random_balanced_labels(d, K, random_state=params["random_state"])
+    else:
+        R, _ = feature_representation(X, Y if params["representation"] == "XY" else None,
+                                      params["representation"])
+        if kind == "kmeans":
+            labels = fcl.kmeans_feature_labels(R, K, random_state=params["random_state"],
+                                               max_features=params["max_features"],
+                                               progress=cb)
+        else:
+            labels = fcl.ward_feature_labels(R, K, max_features=params["max_features"],
+                                             progress=cb, random_state=params["random_state"])
+    model = FeatureClusters(**{k: v for k, v in params.items() if k != "kind"}, kind=kind)
+    return model._set(labels, d)
+
+
+# ----------------------------------------------------------------------------- graphs
+def _n_classes(y) -> int:
+    if y is None:
+        return 0
+    from .graph_eval import known_class_mask
+    y = np.asarray(y)
+    return int(np.unique(y[known_class_mask(y)]).size)
+
+
+def fit_selector(A, X, y, params: dict, progress: Progress = None) -> Tuple[object, np.ndarray,
+                                                                            Optional[str]]:
+    """A graph feature selection fitted on the training nodes' induced subgraph ``A``, their
+    features ``X`` and classes ``y`` (BMGUFS uses ``y`` only for the number of blocks when
+    ``n_blocks`` is None). Returns ``(selector, selected columns, warning or None)``."""
+    import scipy.sparse as sp
+
+    from . import feature_selection_baselines as fsb
+    from .pipeline import FeatureRanking
+    kind, d = params["kind"], params["d"]
+    f = X.shape[1]
+    if kind == "bmgufs":
+        from .bmgufs import BMGUFS
+        kw = {k: v for k, v in params.items() if k not in ("kind", "d")}
+        model = BMGUFS(**kw)
+        _call(progress, 0.0, f"BMGUFS: {A.shape[0]:,} training nodes, {f:,} features")
+        model.fit(A, X, y if _n_classes(y) > 0 else None,
+                  progress=_bmgufs_progress(progress))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            selected = model.select(d)
+        note = next((str(w.message) for w in caught if issubclass(w.category, UserWarning)),
+                    None)
+        return model, np.asarray(selected, np.int64), note
+    Xf = sp.csr_matrix(X, dtype=np.float64)
+    k = _n_classes(y)
+
+    def affinity():
+        if params["affinity"] == "graph":
+            return sp.csr_matrix(A, dtype=np.float64)
+        _call(progress, 0.1, f"{kind}: {params['n_neighbors']}-NN feature graph")
+        return fsb.knn_graph(Xf, n_neighbors=params["n_neighbors"])
+
+    _call(progress, 0.0, f"{kind}: scoring {f:,} features on {A.shape[0]:,} training nodes")
+    if kind == "laplacian":
+        scores, larger = fsb.laplacian_score(Xf, affinity()), False
+    elif kind == "spec":
+        style = params["style"] if params["style"] is not None else max(k, 2)
+        scores, larger = fsb.spec_score(Xf, affinity(), style=style), True
+    elif kind == "ndfs":
+        nc = params["n_clusters"] if params["n_clusters"] is not None else k
+        scores = fsb.ndfs_score(Xf, affinity(), n_clusters=nc, alpha=params["alpha"],
+                                beta=params["beta"], gamma=params["gamma"],
+                                n_iter=params["n_iter"], random_state=params["random_state"])
+        larger = True
+    elif kind == "variance":
+        scores, larger = fsb.variance_score(Xf), True
+    elif kind == "random":
+        scores, larger = fsb.random_scores(f, params["random_state"]), True
+    else:                                                   # "all"
+        scores, larger = np.zeros(f), True
+    model = FeatureRanking(kind=kind, params={k_: v for k_, v in params.items()
+                                              if k_ != "kind"})._set(scores, larger)
+    return model, model.select(None if kind == "all" else d), None
+
+
+def _bmgufs_progress(progress: Progress):
+    if progress is None:
+        return None
+
+    def report(stage, fraction, message):
+        lo, hi = (0.0, 0.5) if stage == "block models" else (0.5, 1.0)
+        progress(lo + (hi - lo) * min(1.0, max(0.0, float(fraction))), f"BMGUFS: {message}")
+    return report
+
+
+# ----------------------------------------------------------------------------- tables
+def fit_vocabulary(table, labels, params: dict, cancel=None, progress: Progress = None):
+    """A :class:`featagg_core.vocab.ColumnCompression` of the training rows: ``budget``
+    buckets per column; ``allocation="per_column"`` compresses each column on its own, the
+    others share ``budget * n_columns`` buckets (:func:`featagg_core.vocab.compress_columns`).
+    Returns ``(compression, columns)``."""
+    from .vocab import ColumnCompression, VocabularyCompressor, compress_columns
+    columns = list(params["columns"]) if params["columns"] is not None else list(table.columns)
+    kw = {k: v for k, v in params.items()
+          if k not in ("method", "budget", "columns", "allocation")}
+    t0 = time.perf_counter()
+    if params["allocation"] == "per_column":
+        comps = {}
+        for i, col in enumerate(columns):
+            check_cancel(cancel)
+            _call(progress, i / max(len(columns), 1), f"vocabulary: column {col}")
+            comps[col] = VocabularyCompressor(params["budget"], method=params["method"],
+                                              **kw).fit(table[col].to_numpy(), labels)
+        cc = ColumnCompression(comps, {c: comps[c].n_buckets_ for c in columns},
+                               params["method"], int(params["budget"]) * len(columns),
+                               time.perf_counter() - t0)
+    else:
+        _call(progress, 0.0, f"vocabulary: {len(columns)} columns")
+        cc = compress_columns(table, labels, int(params["budget"]) * len(columns),
+                              method=params["method"], allocation=params["allocation"],
+                              columns=columns, **kw)
+    return cc, columns
