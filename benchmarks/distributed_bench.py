@@ -88,7 +88,8 @@ def _fingerprint_model(method, model, X):
                 "n_iter_sha": _sha(model.tree_.n_iter),
                 "clustering_error": model.clustering_error_}
     S = model.predict_scores(X[:2000], k=5)
-    return {"W_sha": _sha(model.W_.data), "pred_sha": _sha(S.data) + _sha(S.indices)}
+    return {"W_sha": _sha(model.W_.data), "pred_sha": _sha(S.data) + _sha(S.indices),
+            "calibration_sha": _sha(model.calibration_a_) + _sha(model.calibration_b_)}
 
 
 def _sha(a) -> str:
@@ -297,7 +298,7 @@ def write_report(args, meta, results, out_path):
 
 
 # ---------------------------------------------------------------------------- model
-SPLIT_FNS = ("_split_group", "_cluster_group")
+SPLIT_FNS = ("_split_group", "_cluster_group", "_partition_group")
 
 
 def scaling_estimate(rows, bandwidth=1.25e9, rtt=0.002, workers=(1, 2, 8, 32, 100)):

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from ._kernels import exact as _ke
 from ._polling import call_polled, new_stop
 
-__all__ = ["exact_xt_y", "Partial", "partial_xt_y", "merge", "rounded"]
+__all__ = ["exact_xt_y", "ExactRows", "Partial", "partial_xt_y", "merge", "rounded"]
 
 
 def _n_chunks() -> int:
@@ -50,6 +50,37 @@ def exact_xt_y(A, B, return_inexact: bool = False, tick=None):
     ptr, ind, dat, bad = call_polled(_ke.xt_y_rounded, (*ops, _n_chunks(), stop), stop, tick)
     M = sp.csr_matrix((dat, ind, ptr), shape=(A.shape[1], B.shape[1]))
     return (M, int(bad)) if return_inexact else M
+
+
+class ExactRows:
+    """Row ranges of the exact ``AᵀB`` (as :func:`exact_xt_y`), with both operands converted
+    once: ``rows(lo, hi)`` equals ``exact_xt_y(A, B)[lo:hi]`` bit for bit (each entry is
+    the correctly rounded exact sum, so cutting the product by rows changes nothing) and
+    copies nothing of the operands (a row range of ``Aᵀ`` is a view of its index pointer).
+
+    For products too long for one kernel call between two progress reports (KTXMLC's
+    label vectors, computed in label blocks with a cancel check between them)."""
+
+    def __init__(self, A, B):
+        self._ops = _operands(A, B)
+        self.shape = (int(self._ops[0].shape[0] - 1), int(self._ops[6]))
+
+    def cumulative_work(self) -> np.ndarray:
+        """``c[j]``: the ``B`` non-zeros touched by the products of rows ``0 .. j-1`` of
+        ``AᵀB`` (length rows + 1; for sizing blocks of rows by their work)."""
+        xt_ptr, xt_ind, _, y_ptr = self._ops[:4]
+        per_term = np.diff(y_ptr)[xt_ind]
+        return np.r_[0, np.cumsum(per_term)][xt_ptr]
+
+    def rows(self, lo: int, hi: int, tick=None) -> sp.csr_matrix:
+        """Rows ``lo:hi`` of ``AᵀB`` (float32 csr, sorted indices); ``tick`` as in
+        :func:`exact_xt_y`."""
+        xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols = self._ops
+        stop = new_stop()
+        ptr, ind, dat, _ = call_polled(
+            _ke.xt_y_rounded, (xt_ptr[lo:hi + 1], xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols,
+                               _n_chunks(), stop), stop, tick)
+        return sp.csr_matrix((dat, ind, ptr), shape=(int(hi) - int(lo), n_cols))
 
 
 @dataclass

@@ -77,6 +77,10 @@ def assert_same_ktxmlc(a, b, X):
     for k in ("data", "indices", "indptr"):
         assert np.array_equal(getattr(a.W_, k), getattr(b.W_, k)), k
     assert np.array_equal(a.bias_w_, b.bias_w_)
+    assert np.array_equal(a.calibration_a_, b.calibration_a_)
+    assert np.array_equal(a.calibration_b_, b.calibration_b_)
+    assert a.calibration_ == b.calibration_
+    assert a.train_work_ == b.train_work_
     Sa, Sb = a.predict_scores(X, k=5), b.predict_scores(X, k=5)
     assert (Sa != Sb).nnz == 0
 
@@ -211,8 +215,9 @@ def xmlc_data():
 
 
 @pytest.mark.parametrize("params", [dict(n_trees=2, max_leaf_labels=20),
+                                    dict(n_trees=2, max_leaf_labels=20, loss="mixed"),
                                     dict(n_trees=2, n_clusters=3, max_leaf_labels=15,
-                                         representation="joint")])
+                                         representation="joint", partition="kmeans")])
 def test_ktxmlc_twin_equals_single_machine(client, xmlc_data, params):
     X, Y = xmlc_data
     single = KTXMLC(random_state=7, **params).fit(X, Y)
@@ -233,6 +238,53 @@ def test_ktxmlc_serial_twin_and_dispatch(xmlc_data):
     assert_same_ktxmlc(single, dist, X[:300])
     with pytest.raises(ValueError, match="Y"):
         ktxmlc_distributed("serial", X, None)
+
+
+def test_ktxmlc_label_vectors_do_not_depend_on_blocks_or_row_order(xmlc_data):
+    """The label vectors are exact products: label blocks of any size, and the rows in
+    any order, give the same bits (a float32 scipy product does not)."""
+    from featagg_core import _ktxmlc_core as core
+    from featagg_core.ktxmlc import _normalize_rows
+    X, Y = xmlc_data
+    Xn = _normalize_rows(X)
+    whole = core.label_representation(Xn, Y, block_nnz=1 << 30)
+    blocks = core.label_representation(Xn, Y, block_nnz=500)
+    perm = np.random.default_rng(0).permutation(X.shape[0])
+    shuffled = core.label_representation(Xn[perm], Y[perm], block_nnz=2000)
+    for other in (blocks, shuffled):
+        assert (whole != other).nnz == 0
+        assert np.array_equal(whole.indptr, other.indptr)
+    # and they are PIFA: unit rows along the sum of each label's normalised rows
+    dense = (Y.T @ Xn).toarray().astype(np.float64)
+    dense /= np.maximum(np.linalg.norm(dense, axis=1, keepdims=True), 1e-30)
+    assert np.allclose(whole.toarray(), dense, atol=1e-6)
+
+
+def test_ktxmlc_train_tasks_get_only_their_nodes_rows(xmlc_data, monkeypatch):
+    """A training task receives the rows reaching its node (the single machine's
+    ``task_rows``), never the whole X, except at a root."""
+    from featagg_core import _ktxmlc_core as core
+    from featagg_core._distributed import ktxmlc as dk
+    X, Y = xmlc_data
+    seen = []
+    real = dk._train_batch
+
+    def spy(node_block, pos, problem, solver):
+        seen.append((node_block[0].shape[0], problem.lo.copy()))
+        return real(node_block, pos, problem, solver)
+
+    monkeypatch.setattr(dk, "_train_batch", spy)
+    model = ktxmlc_distributed("serial", X, Y, n_parts=3, n_trees=1, max_leaf_labels=20)
+    tree = model.trees_[0]
+    Yc = sp.csc_matrix(Y)
+    by_lo = {}
+    for task in core.training_tasks(model.trees_, Y):
+        by_lo[int(tree["lo"][task.c0]), int(tree["depth"][task.c0])] = \
+            core.task_rows(Yc, tree, task.node).shape[0]
+    assert len(seen) == len(by_lo) > 2
+    sizes = sorted(m for m, _ in seen)
+    assert sizes == sorted(by_lo.values())
+    assert sizes[-1] == X.shape[0] and sizes[-2] < X.shape[0]  # only the root sees all
 
 
 # ---------------------------------------------------------------------------- vocabulary

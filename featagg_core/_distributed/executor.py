@@ -69,7 +69,9 @@ def _resolve(obj):
     if isinstance(obj, list):
         return [_resolve(o) for o in obj]
     if isinstance(obj, tuple):
-        return tuple(_resolve(o) for o in obj)
+        items = [_resolve(o) for o in obj]
+        # a NamedTuple (KTXMLC's TreeSpec, SolverSpec) keeps its type, as Dask keeps it
+        return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
     return obj
 
 

@@ -1,20 +1,32 @@
 """``ktxmlc_distributed``: KTXMLC on a Dask cluster, equal to ``KTXMLC(...).fit``.
 
-1. Row blocks of X, Y on the workers; each block is row-normalised there (as ``fit``).
+The fit is KTXMLC's own pipeline (:mod:`featagg_core._ktxmlc_core`), run where the data
+lives:
+
+1. Row blocks of X, Y on the workers; each block is row-normalised there (as ``fit``:
+   row-local).
 2. Label vectors: one exact partial ``Y_wᵀ normalize(X_w)`` per worker over its blocks
    (and ``Y_wᵀ Y_w`` for ``"joint"``), summed by label ranges on different workers
-   (``reduce_scatter``), rounded once, then KTXMLC's ``_label_vectors``;
-   label frequencies are summed from per-block counts.
-3. Trees: KTXMLC's own ``_build_trees`` with a ``cluster_level`` hook running each
-   level's nodes of *all* trees as tasks on the groups of :mod:`.groups` (trees start on
-   different workers and grow in parallel; ``_cluster_node`` is the node kernel).
-4. Classifiers: KTXMLC's ``_train_plan`` batches. For a node, every block selects its
-   rows reaching the node on its own worker (``node_rows`` on the block's labels); the
-   pieces are concatenated in row order where the node's batches run, and
-   ``train_children`` runs on exactly the rows (same order, same features) the single
-   machine uses. At most ``2 x threads`` nodes are in flight, so memory stays bounded.
-   The biggest task is a root's: its classifiers see every point (as on one machine).
-5. ``_assemble`` and ``_finalise`` build the model: predictions equal the single fit's.
+   (``reduce_scatter``) and rounded once: the bits of the single machine's
+   :class:`~featagg_core._products.ExactRows` product. Then ``core.unit_rows`` (and
+   ``_joint_vectors``), both row-local, per range. Label frequencies are summed from
+   per-block counts.
+3. Trees: ``core.build_trees`` with a ``partition`` hook that runs each level's nodes of
+   *all* trees (``core.partition_node``, same items and seeds) as tasks on the groups of
+   :mod:`.groups` (the workers holding those labels' vectors, several nodes per task;
+   trees start on different workers and grow in parallel).
+4. Classifiers: ``core.training_tasks_for`` (the single machine's batches, in its order).
+   For a node, every block selects its rows reaching the node on its own worker
+   (``node_rows`` on the block's labels); the pieces are concatenated in row order
+   where the node's batches run, and ``core.train_rows`` trains each batch on exactly
+   the rows (same order, same features) the single machine uses, with the batch's
+   ``core.batch_problem`` (label ranges, seeds, loss) computed on the driver. A task
+   ships that node's rows, never the whole X; the calibration sample goes by position
+   among the node's rows, so it needs no global row ids. Only a root's batches see
+   every point (as on one machine): one concatenation of the blocks, fetched by a
+   worker at most once. At most ``2 x threads`` nodes are in flight (bounded memory).
+5. ``core.assemble_weights`` and ``core.calibration`` on the results in task order, then
+   ``_finalise``: trees, weights, calibration and so predictions equal the single fit's.
 """
 from __future__ import annotations
 
@@ -22,8 +34,8 @@ import time
 from collections import deque
 
 import numpy as np
-import scipy.sparse as sp
 
+from .. import _ktxmlc_core as core
 from .. import _products
 from .blocks import (add_counts, label_counts, local_groups, reduce_scatter, row_blocks,
                      tree_reduce)
@@ -43,7 +55,8 @@ def _normalized(block, normalize):
 
 
 def _partials(joint, *blocks):
-    """The exact partials ``Yᵀ normalize(X)`` (and ``YᵀY``) of one worker's blocks."""
+    """The exact partials ``Yᵀ normalize(X)`` (and ``YᵀY``) of one worker's blocks (the
+    label vectors normalise the rows again, as ``ktxmlc.label_representation`` does)."""
     from ..ktxmlc import _normalize_rows
 
     Ys = [b[1] for b in blocks]
@@ -62,19 +75,18 @@ def _slice_pair(pair, lo, hi):
 
 def _label_vectors(reduced, lo, representation, joint_weight):
     """KTXMLC's label vectors of the labels ``lo:`` (every step is row-local)."""
-    from ..ktxmlc import _label_vectors as vectors
+    from ..ktxmlc import _joint_vectors
 
-    YtXn = _products.rounded(reduced[0])
-    YtY = None if reduced[1] is None else _products.rounded(reduced[1])
-    R = vectors(YtXn, YtY, representation, joint_weight)
+    R = core.unit_rows(_products.rounded(reduced[0]))
+    if representation == "joint":
+        R = _joint_vectors(R, _products.rounded(reduced[1]), joint_weight)
     bad = reduced[0].n_inexact + (0 if reduced[1] is None else reduced[1].n_inexact)
     return R, int(bad)
 
 
 def _concat_vectors(*ranges):
-    R = sp.vstack([r[0] for r in ranges], format="csr")
-    R.indptr = R.indptr.astype(np.int64)
-    return R, int(sum(r[1] for r in ranges))
+    n_cols = ranges[0][0].shape[1]
+    return core.concat_rows([r[0] for r in ranges], n_cols), int(sum(r[1] for r in ranges))
 
 
 def _first(pair):
@@ -86,54 +98,46 @@ def _meta(pair):
     return int(R.shape[1]), int(R.nnz), bad
 
 
-def _cluster_group(block, positions, seeds, params):
-    from ..ktxmlc import _cluster_node
-
-    n_cols, K, balanced = params[:3]
-    rest = params[3:]
-    return [_cluster_node(block[np.asarray(pos, np.int64)], n_cols, K, balanced, int(s), *rest)
-            for pos, s in zip(positions, seeds)]
+def _partition_group(block, jobs, spec):
+    """``core.partition_node`` for several nodes whose label vectors are rows of ``block``
+    (``jobs``: (block positions, groups wanted, seed) per node)."""
+    return [core.partition_node(block, np.asarray(pos, np.int64), int(ng), int(seed), spec)
+            for pos, ng, seed in jobs]
 
 
 def _label_index(block):
+    import scipy.sparse as sp
+
     Yc = sp.csc_matrix(block[1])
     return Yc.indptr.astype(np.int64), Yc.indices
 
 
 def _node_piece(block, index, perm, lo, hi):
-    """The rows of this block reaching a node (any of the labels ``perm[lo:hi]``)."""
+    """The rows of this block reaching a node (any of the labels ``perm[lo:hi]``), in
+    row order."""
     from ..ktxmlc import _k
 
     X, Y = block
-    rows = _k.node_rows(index[0], index[1], perm, int(lo), int(hi), X.shape[0])
+    rows = _k.node_rows(index[0], index[1], perm, int(lo), int(hi))
     return X[rows], Y[rows]
 
 
 def _concat(*pieces):
+    import scipy.sparse as sp
+
     X = sp.vstack([p[0] for p in pieces], format="csr")
     Y = sp.vstack([p[1] for p in pieces], format="csr")
     return X, Y
 
 
-def _train_batch(node_block, pos, lo, hi, seeds, d, solver):
-    from ..ktxmlc import _k
-
+def _train_batch(node_block, pos, problem, solver):
+    """``core.train_rows`` on every row of a node's block (they are the node's rows)."""
     X, Y = node_block
-    C, eps, max_iter, thr, bias = solver
     rows = np.arange(X.shape[0], dtype=np.int64)
-    return _k.train_children(X.indptr.astype(np.int64), X.indices, X.data, d,
-                             Y.indptr.astype(np.int64), Y.indices, pos, rows, lo, hi, seeds,
-                             C, eps, max_iter, thr, bias)
+    return core.train_rows(X, Y, rows, pos, problem, solver, np.zeros(1, np.uint8))
 
 
 # ---------------------------------------------------------------------------- hooks
-class _Shape:
-    """What ``_build_trees`` needs of R when the rows live on the cluster."""
-
-    def __init__(self, n_rows, n_cols):
-        self.shape = (int(n_rows), int(n_cols))
-
-
 class _LastReport:
     """A progress callback that remembers its last report, so that a long wait can repeat
     it (letting a cancel through) without inventing progress."""
@@ -150,30 +154,28 @@ class _LastReport:
         self.progress(*self.last)
 
 
-class _ClusterLevels:
-    def __init__(self, ex, groups, random_state, report=None):
-        self.ex, self.groups, self.random_state = ex, groups, random_state
+class _PartitionLevels:
+    """``core.build_trees``' ``partition`` hook: a level's nodes as tasks on the groups
+    holding their label vectors."""
+
+    def __init__(self, ex, groups, spec, report=None):
+        self.ex, self.groups, self.spec = ex, groups, spec
         self.report = report
         self.level_bytes = []
         self.level_seconds = []
         self.level_epochs = []
         self.level_nodes = []
 
-    def __call__(self, split, trees, params):
-        from ..ktxmlc import _node_seed
-
-        if not split:
-            return []
+    def __call__(self, split, items, trees):
         t0, e0 = time.perf_counter(), time.time()
         b0 = self.ex.bytes_to_cluster + self.ex.bytes_from_cluster
         nodes = [(t, int(trees[t]["lo"][v]), int(trees[t]["hi"][v])) for t, v in split]
         plan = self.groups.plan(nodes, lambda t: trees[t]["perm"])
         subs = []
         for g, idx in plan:
-            perm = trees[g.tree]["perm"]
-            positions = [self.groups.positions(g, perm[nodes[i][1]:nodes[i][2]]) for i in idx]
-            seeds = [_node_seed(self.random_state, split[i][0], split[i][1]) for i in idx]
-            subs.append((idx, self.ex.submit(_cluster_group, g.block, positions, seeds, params,
+            jobs = [(self.groups.positions(g, items[i][0]), items[i][1], items[i][2])
+                    for i in idx]
+            subs.append((idx, self.ex.submit(_partition_group, g.block, jobs, self.spec,
                                              workers=self.groups.workers_of(g))))
         results = [None] * len(split)
         poll = None if self.report is None else self.report.repeat
@@ -187,17 +189,16 @@ class _ClusterLevels:
         return results
 
 
-def _train(ex, est, blocks, trees, label_nnz, n, d, solver, report, window):
-    """KTXMLC's training batches as tasks (see the module docstring, step 4)."""
-    from ..ktxmlc import _assemble, _collect, _train_plan
-
-    tasks = _train_plan(trees, label_nnz, n)
+def _train(ex, blocks, trees, label_nnz, n, solver, report, window, lo=0.12, hi=0.99):
+    """KTXMLC's training batches as tasks (see the module docstring, step 4). Returns the
+    tasks and their results, in task order."""
+    tasks = core.training_tasks_for(trees, label_nnz, n)
     perms = [ex.broadcast(tr["perm"]) for tr in trees]
-    poss = [ex.broadcast(tr["_pos"]) for tr in trees]
+    poss = [ex.broadcast(core.label_positions(tr)) for tr in trees]
     index = [ex.submit(_label_index, b) for b in blocks]
     by_node = {}
-    for task in tasks:  # costliest nodes first, as the single machine orders them
-        by_node.setdefault((task[1], task[2]), []).append(task)
+    for i, task in enumerate(tasks):  # costliest nodes first, as the single machine
+        by_node.setdefault((task.tree, task.node), []).append(i)
     node_queue = deque(by_node)
     all_rows = [None]
 
@@ -212,7 +213,7 @@ def _train(ex, est, blocks, trees, label_nnz, n, d, solver, report, window):
         return ex.submit(_concat, *pieces)
 
     queue = ex.completion_queue()
-    pending = {}      # future key -> (task, node)
+    pending = {}      # future key -> (task index, node)
     left = {}         # node -> batches not finished
     held = {}         # node -> its row block future
 
@@ -221,35 +222,39 @@ def _train(ex, est, blocks, trees, label_nnz, n, d, solver, report, window):
         nb = node_block(t, v)
         held[(t, v)] = nb
         left[(t, v)] = len(by_node[(t, v)])
-        for task in by_node[(t, v)]:
-            _, _, _, c0, c1 = task
-            lo, hi, seeds = est._batch_problem(trees[t], t, v, c0, c1)
-            f = ex.submit(_train_batch, nb, poss[t], lo, hi, seeds, d, solver,
-                          priority=int(min(task[0], 2.0 ** 40) // 1024))
-            pending[getattr(f, "key", id(f))] = (task, (t, v))
+        for i in by_node[(t, v)]:
+            task = tasks[i]
+            problem = core.batch_problem(trees[t], task, solver)
+            f = ex.submit(_train_batch, nb, poss[t], problem, solver,
+                          priority=int(min(task.cost, 2.0 ** 40) // 1024))
+            pending[getattr(f, "key", id(f))] = (i, (t, v))
             queue.add(f)
 
     for _ in range(min(window, len(node_queue))):
         start_next()
 
     poll = None if report is None else report.repeat
-
-    def completed():
-        while len(queue):
-            f, res = queue.next(poll)
-            task, node = pending.pop(getattr(f, "key", id(f)))
-            left[node] -= 1
-            if left[node] == 0:
-                nb = held.pop(node)
-                if nb is not all_rows[0]:
-                    ex.release([nb])
-                if node_queue:
-                    start_next()
-            yield task, (lambda r=res: r)
-
-    results = _collect(completed(), len(tasks), report, 0.3)
+    results = [None] * len(tasks)
+    total = float(sum(t.cost for t in tasks)) or 1.0
+    done_cost, n_done = 0.0, 0
+    while len(queue):
+        f, res = queue.next(poll)
+        i, node = pending.pop(getattr(f, "key", id(f)))
+        results[i] = res
+        done_cost += tasks[i].cost
+        n_done += 1
+        left[node] -= 1
+        if left[node] == 0:
+            nb = held.pop(node)
+            if nb is not all_rows[0]:
+                ex.release([nb])
+            if node_queue:
+                start_next()
+        if report is not None:
+            report(lo + (hi - lo) * done_cost / total,
+                   f"classifiers: node batches trained: {n_done}/{len(tasks)}")
     ex.release([all_rows[0]])
-    return _assemble(trees, results, d)
+    return tasks, results
 
 
 # ---------------------------------------------------------------------------- twin
@@ -283,8 +288,9 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, retrie
         est = KTXMLC(**ktxmlc_params)
     except TypeError as exc:
         raise ValueError(f"ktxmlc_distributed: {exc}") from None
-    est._tree_params()
-    est._solver_params()
+    est._fit_plan(1)          # validates the tree and calibration parameters
+    est._solver_spec(0)
+    est._score_power()
     if not isinstance(X, ShardedMultiLabel):  # validated once, scattered per attempt
         X = _check_X(X)
         if Y is None:
@@ -299,17 +305,18 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, retrie
 
 def _fit_once(client, X, Y, est, progress, n_parts, attempt):
     """One attempt of :func:`ktxmlc_distributed` (a fresh executor: see ``with_retries``)."""
-    from ..ktxmlc import _build_trees
-
-    tree_args = est._tree_params()
-    C, eps, max_iter, thr, bias, _ = est._solver_params()
     times = {}
     phases = []  # (name, epoch start, epoch end)
     t0, e0 = time.perf_counter(), time.time()
+    report = None if progress is None else _LastReport(progress)
     with Executor(client) as ex:
         blocks = row_blocks(ex, X, Y, n_parts, lambda X_, Y_: (X_, Y_))
         n, d, L = blocks.n_samples, blocks.n_features, blocks.n_labels
+        spec, n_trees, calib = est._fit_plan(L)
+        solver = est._solver_spec(calib)
         futs = [ex.submit(_normalized, b, bool(est.normalize)) for b in blocks.futures]
+        if report is not None:
+            report(0.0, "rows normalised")
         times["blocks_s"] = time.perf_counter() - t0
         t1, e1 = time.perf_counter(), time.time()
         phases.append(("blocks", e0, e1))
@@ -318,38 +325,42 @@ def _fit_once(client, X, Y, est, progress, n_parts, attempt):
                  for w, fs in local_groups(ex, futs)]
         vec = reduce_scatter(ex, parts, L, _slice_pair, _merge_pair, _label_vectors,
                              _concat_vectors, finish_args=(est.representation,
-                                                           est.joint_weight))
+                                                           float(est.joint_weight)))
         R = ex.submit(_first, vec)
         counts = tree_reduce(ex, [ex.submit(label_counts, b, L) for b in futs], add_counts)
-        (n_cols, nnz_R, n_inexact), label_nnz = ex.gather([ex.submit(_meta, vec), counts])
+        poll = None if report is None else report.repeat
+        (n_cols, nnz_R, n_inexact), label_nnz = ex.gather([ex.submit(_meta, vec), counts],
+                                                          poll=poll)
         del vec, parts
         times["representation_s"] = time.perf_counter() - t1
         e2 = time.time()
         phases.append(("representation", e1, e2))
-        report = None if progress is None else _LastReport(progress)
         if report is not None:
-            report(0.0, "label representations computed")
+            report(0.02, "label representations computed")
         t2 = time.perf_counter()
-        groups = RowGroups(ex, R, L, n_trees=tree_args[0])
+        groups = RowGroups(ex, R, L, n_trees=n_trees)
         del R
-        levels = _ClusterLevels(ex, groups, est.random_state, report)
-        trees = _build_trees(_Shape(L, n_cols), *tree_args, est.random_state, None, report,
-                             cluster_level=levels)
+        levels = _PartitionLevels(ex, groups, spec, report)
+        trees = core.build_trees(None, spec, n_trees, None, progress=report, lo=0.02,
+                                 hi=0.12, partition=levels, n_labels=L)
         n_groups = groups.n_groups()
         del groups
         times["trees_s"] = time.perf_counter() - t2
         e3 = time.time()
         phases += [(f"level {i + 1}", a, b) for i, (a, b) in enumerate(levels.level_epochs)]
-        W, bw, off = _train(ex, est, futs, trees, np.asarray(label_nnz, np.int64), n, d,
-                            (C, eps, max_iter, thr, bias), report,
-                            window=2 * ex.total_threads())
+        tasks, results = _train(ex, futs, trees, np.asarray(label_nnz, np.int64), n, solver,
+                                report, window=2 * ex.total_threads())
         times["train_s"] = time.time() - e3
         phases.append(("classifiers", e3, time.time()))
-        est._finalise((n, d), L, trees, W, bw, off, bias)
+        W, bw, off = core.assemble_weights(trees, tasks, results, d)
+        cal_a, cal_b, cal_groups = core.calibration(trees, tasks, results, off, solver)
+        est._finalise((n, d), L, trees, W, bw, off, solver.bias, cal_a, cal_b, cal_groups)
         est.train_time_ = time.perf_counter() - t0
+        est.train_work_ = int(sum(r[6] for r in results))
         est.distributed_info_ = {
             "workers": 1 if ex.serial else len(ex.workers()), "blocks": len(futs),
             "groups": n_groups, "n_inexact": int(n_inexact), "nnz_R": int(nnz_R),
+            "n_cols_R": int(n_cols), "train_tasks": len(tasks),
             "bytes_to_cluster": int(ex.bytes_to_cluster),
             "bytes_from_cluster": int(ex.bytes_from_cluster),
             "level_bytes": [int(b) for b in levels.level_bytes],
