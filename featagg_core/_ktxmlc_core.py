@@ -1,18 +1,17 @@
 """The building blocks of :class:`featagg_core.ktxmlc.KTXMLC`'s fit, as plain functions.
 
 This is the seam a distributed twin reuses (``ktxmlc_distributed(client, X, Y, **params)``
-must predict exactly as the single-machine fit). A fit is::
+must predict exactly as the single-machine fit). A fit is (``X``/``Y``/``Yc`` as
+:class:`CsrParts`, made once per fit; ``Yc`` is Y in csc form)::
 
-    R = label_representation(X, Y)                      # driver: L x d label vectors
+    R = label_representation(Xn, Y)                      # driver: L x d label vectors (PIFA)
     trees = build_trees(R, spec, n_trees, executor)      # level by level, one job per node
     tasks = training_tasks(trees, Y)                     # deterministic (tree, node, children)
-    results = run_jobs(executor, partial(train_task, X, Y, Yc, trees, solver), tasks)
+    results = run_jobs(executor, lambda t: train_task(X, Y, Yc, trees[t.tree],
+                       label_positions(trees[t.tree]), t, solver, stop), tasks)
     W, bias_w, offsets = assemble_weights(trees, tasks, results, d)
-    cal_a, cal_b = calibration(trees, tasks, results, solver)
+    cal_a, cal_b, groups = calibration(trees, tasks, results, offsets, solver)
 
-* ``executor`` is anything with ``submit(fn, *args) -> future`` whose futures have
-  ``result(timeout=None)``, ``cancel()`` and ``cancelled()``: a
-  ``concurrent.futures.ThreadPoolExecutor`` here, a Dask ``Client`` there.
 * Every job is a pure function of plain arrays and integers: node partitioning takes the
   label vectors of the node's labels and a seed derived from (random_state, tree, node
   id); node training takes X, Y and the tree only — a node's training rows are the rows
@@ -27,11 +26,33 @@ must predict exactly as the single-machine fit). A fit is::
   ``calibration`` take the results in task order. Label vectors are exact products
   (:class:`featagg_core._products.ExactRows`), so any split of the rows gives the same
   bits, and calibration samples rows by their position among the node's training rows
-  (never by global row id).
+  (never by global row id). It does not hand whole inputs to an executor (point 2
+  below): scattering X to every worker would put all of X on each; row blocks stay
+  where they are, a task gets its node's rows, and R's rows move with the node groups.
+  Cancelling drops its queued tasks; a running one ends by itself (point 3).
 * ``run_jobs`` polls its futures every 0.2 s and calls ``progress`` each time (the caller's
   callback may raise :class:`featagg_core._cancel.Cancelled`); on any exception it sets the
-  shared ``stop`` flag (long kernels poll it once per solver pass), cancels the jobs not
-  started, waits for the running ones (which return at once) and re-raises.
+  shared ``stop`` flag (long kernels poll it once per solver pass and per k-means pass,
+  with an acquire load: :func:`featagg_core._kernels.stopflag.stop_requested`), cancels
+  the jobs not started, waits for the running ones (which return at once) and re-raises.
+
+What an executor must provide (the contract ``build_trees`` and ``run_jobs`` rely on):
+
+1. ``submit(fn, *args) -> future``; the future has ``result(timeout=None)`` raising the
+   builtin ``TimeoutError`` while the job runs (``concurrent.futures`` does since Python
+   3.11; a Dask future's ``result(timeout=)`` does too), ``cancel()`` and ``cancelled()``.
+   A ``concurrent.futures.ThreadPoolExecutor`` here; a Dask ``Client`` there.
+2. The job arguments as they are: ``X``, ``Y``, ``Yc``, ``R``, the trees and the specs are
+   read-only inside jobs, so a distributed executor may scatter them once per fit (they are
+   the only large objects; a task carries four integers and a float).
+3. Stopping: the ``stop`` array is shared memory between threads only. A process-based
+   executor (Dask workers) does not see the driver's ``stop[0] = 1``: there ``cancel()``
+   must drop the queued jobs and a running job ends by itself (its size is bounded: at
+   most 64 classifiers of one node, ~0.1 s on 10^5 x 10^5); a worker-side flag (e.g. a
+   Dask ``Event`` polled between jobs) is the twin's to add.
+4. Nothing else: no ordering, no affinity, no state between jobs. Results must come back
+   unchanged (tuples of numpy arrays); ``assemble_weights`` and ``calibration`` run on the
+   driver in task order, which is what makes any executor's model identical.
 """
 from __future__ import annotations
 

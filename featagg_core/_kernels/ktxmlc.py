@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from .linear import l2svc_dual_cd_stoppable, lr_dual_cd
+from .stopflag import stop_requested
 
 
 @njit(cache=True)
@@ -163,7 +164,7 @@ def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi
     alpha = np.zeros(m, ld.dtype)
     tot = 0
     for j in range(nc):
-        if stop[0] != 0:
+        if stop_requested(stop):
             break
         if npos[j] == m:
             # every point is positive: like omikuji, train nothing; a margin of exactly 1

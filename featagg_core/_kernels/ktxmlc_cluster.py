@@ -21,6 +21,7 @@ from numba import njit
 
 from .ktxmlc import _local_csr
 from .linear import next_state, seed_state
+from .stopflag import stop_requested
 
 _MODULUS = 2147483647
 
@@ -60,7 +61,7 @@ def _two_means_balanced(lp, li, ld, dl, n_first, seed, max_iter, tol, stop):
     s1 = np.empty(m, np.float64)
     prev = -np.inf
     for it in range(max(1, max_iter)):
-        if it > 0 and stop[0] != 0:
+        if it > 0 and stop_requested(stop):
             break
         for i in range(m):
             a = 0.0
@@ -129,7 +130,7 @@ def bisect_rows(Rp, Ri, Rd, n_features, n_groups, seed, max_iter, tol, stop):
     top = 1
     n_split = 0
     while top > 0:
-        if stop[0] != 0:
+        if stop_requested(stop):
             break  # the caller discards the partition
         top -= 1
         lo = st_lo[top]
@@ -467,7 +468,7 @@ def cluster_rows(Rp, Ri, Rd, n_features, K, balanced, seed, oversampling, rounds
     assign = np.zeros(m, np.int64)
     prev = -np.inf
     for it in range(max(1, max_iter)):
-        if it > 0 and stop[0] != 0:
+        if it > 0 and stop_requested(stop):
             break
         avg = 0.0
         if balanced and K == 2:

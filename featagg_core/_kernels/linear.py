@@ -17,6 +17,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .stopflag import stop_requested
+
 _MODULUS = 2147483647
 
 
@@ -108,7 +110,7 @@ def l2svc_dual_cd_stoppable(indptr, indices, data, y, n_cols, C, eps, max_iter, 
     state = np.uint64(seed_state(seed)) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
     it = 0
     while it < max_iter:
-        if stop[0] != 0:
+        if stop_requested(stop):
             break
         pgmax_new = -np.inf
         pgmin_new = np.inf
@@ -221,7 +223,7 @@ def lr_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed, s
     max_inner = 100
     it = 0
     while it < max_iter:
-        if stop[0] != 0:
+        if stop_requested(stop):
             break
         state = shuffle_prefix(index, l, state)
         newton_iter = 0

@@ -15,7 +15,7 @@ from featagg_core.artifacts import load_bundle
 from featagg_core import load_artifact
 
 SHOTS = "/tmp"
-RAW, DEFRAG = "KTXMLC K=2 T=1", "KTXMLC K=2 T=1 · DEFRAG d0=8"
+RAW, DEFRAG = "KTXMLC K=16 T=1", "KTXMLC K=16 T=1 · DEFRAG d0=8"
 
 
 def _shot(page, name, height=2600):
