@@ -226,6 +226,9 @@ def test_ktxmlc_twin_equals_single_machine(client, xmlc_data, params):
                               progress=lambda f, m: seen.append(f), **params)
     assert_same_ktxmlc(single, dist, X[:400])
     assert dist.distributed_info_["n_inexact"] == 0
+    # the root batches were cut across the workers (and the model is still the same)
+    from featagg_core import _ktxmlc_core as core
+    assert dist.distributed_info_["train_tasks"] > len(core.training_tasks(single.trees_, Y))
     assert seen[0] == 0.0 and seen[-1] == 1.0 and len(seen) > 5
 
 

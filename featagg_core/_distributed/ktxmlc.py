@@ -24,7 +24,9 @@ lives:
    ships that node's rows, never the whole X; the calibration sample goes by position
    among the node's rows, so it needs no global row ids. Only a root's batches see
    every point (as on one machine): one concatenation of the blocks, fetched by a
-   worker at most once. At most ``2 x threads`` nodes are in flight (bounded memory).
+   worker at most once; they are cut into up to two pieces per worker thread
+   (:func:`_split_root_batches`: the same model, and no root batch bounds the
+   speed-up). At most ``2 x threads`` nodes are in flight (bounded memory).
 5. ``core.assemble_weights`` and ``core.calibration`` on the results in task order, then
    ``_finalise``: trees, weights, calibration and so predictions equal the single fit's.
 """
@@ -189,10 +191,31 @@ class _PartitionLevels:
         return results
 
 
+def _split_root_batches(tasks, pieces):
+    """The tasks with every root batch cut into up to ``pieces`` batches of consecutive
+    children (order kept). A root's classifiers see every point, so one root batch is the
+    longest task of a fit (16 classifiers over all rows with K = 16); cut, they run on
+    different workers. The model does not change: each classifier is trained alone on
+    the same rows with its own seed (``core.batch_problem``), and the calibration
+    histograms are sums of integer weights, exact in any grouping."""
+    out = []
+    for task in tasks:
+        m = task.c1 - task.c0
+        k = min(m, pieces) if task.node == 0 else 1
+        cuts = np.round(np.linspace(task.c0, task.c1, k + 1)).astype(np.int64)
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            out.append(core.TrainTask(task.tree, task.node, int(a), int(b),
+                                      task.cost * (b - a) / m))
+    return out
+
+
 def _train(ex, blocks, trees, label_nnz, n, solver, report, window, lo=0.12, hi=0.99):
     """KTXMLC's training batches as tasks (see the module docstring, step 4). Returns the
     tasks and their results, in task order."""
+    threads = ex.total_threads()
     tasks = core.training_tasks_for(trees, label_nnz, n)
+    if threads > 1:
+        tasks = _split_root_batches(tasks, 2 * threads)
     perms = [ex.broadcast(tr["perm"]) for tr in trees]
     poss = [ex.broadcast(core.label_positions(tr)) for tr in trees]
     index = [ex.submit(_label_index, b) for b in blocks]
