@@ -301,7 +301,8 @@ def write_report(args, meta, results, out_path):
 SPLIT_FNS = ("_split_group", "_cluster_group", "_partition_group")
 
 
-def scaling_estimate(rows, bandwidth=1.25e9, rtt=0.002, workers=(1, 2, 8, 32, 100)):
+def scaling_estimate(rows, bandwidth=1.25e9, rtt=0.002, workers=(1, 2, 8, 32, 100),
+                     root_children=16):
     """Predicted fit seconds on W dedicated single-core workers, from the dask-1 run's
     per-phase task CPU (the work) and the dask-2 run's measured reduce-scatter costs.
 
@@ -318,6 +319,10 @@ def scaling_estimate(rows, bandwidth=1.25e9, rtt=0.002, workers=(1, 2, 8, 32, 10
       first ceil(log2 W) levels) the half-blocks handed to new workers, |R| / 2^l bytes;
     * leaf SSE: work / W; KTXMLC classifiers: max(work / W, the biggest task), plus the
       node row blocks: dask-2's between-worker bytes x 2 x (W-1)/W spread over W links.
+      The biggest task is a root batch (``root_children`` classifiers over every row,
+      dask-1's biggest task); with W > 1 the twin cuts it into min(root_children, 2W)
+      pieces (``_split_root_batches``), so it is charged ceil(root_children / pieces) /
+      root_children of it.
     Not modelled: Dask's scheduling overhead (~1 ms per task) and work stealing.
     """
     import math
@@ -368,7 +373,10 @@ def scaling_estimate(rows, bandwidth=1.25e9, rtt=0.002, workers=(1, 2, 8, 32, 10
                     t_tree += r_bytes / 2 ** (i + 1) / bandwidth
             t_rest = sse / W
             if train:
-                t_rest += max(train / W, biggest) + moved * (W - 1) / W / W / bandwidth
+                pieces = min(root_children, 2 * W) if W > 1 else 1
+                top = biggest * math.ceil(root_children / pieces) / root_children \
+                    if W > 1 else biggest
+                t_rest += max(train / W, top) + moved * (W - 1) / W / W / bandwidth
             table.append((W, t_rep, t_tree, t_rest, t_rep + t_tree + t_rest))
         out[method] = table
     return out
