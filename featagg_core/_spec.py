@@ -97,7 +97,8 @@ _SELECTION = {
 def _selection_defaults(kind: str) -> Dict[str, Any]:
     if kind == "bmgufs":
         from .bmgufs import BMGUFS
-        return {"d": 64, **_params(BMGUFS)}
+        # keep_d: lower gamma down the paper's grid until nnz(r) >= d (BMGUFS.fit_gamma_grid)
+        return {"d": 64, "keep_d": True, **_params(BMGUFS)}
     return dict(_SELECTION[kind])
 
 
@@ -292,7 +293,8 @@ def _feature_selection(path: str, given: dict) -> dict:
         _int_at_least(f"{path}.candidate", out["candidate"], 0, allow_none=True)
         _choice(f"{path}.block_init", out["block_init"], ("spectral", "random"))
         _run_validator(path, BMGUFS(**{k: v for k, v in out.items()
-                                       if k not in ("kind", "d")}), "_validate_params")
+                                       if k not in ("kind", "d", "keep_d")}),
+                       "_validate_params")
     if "affinity" in out:
         _choice(f"{path}.affinity", out["affinity"], ("graph", "knn"))
         _int_at_least(f"{path}.n_neighbors", out["n_neighbors"], 1)
@@ -435,10 +437,7 @@ def check_spec_fits(spec: dict, data) -> None:
         if X is None or X.shape[1] == 0:
             raise _err("feature_selection", "the graph has no node features to select from")
         n_classes = _n_classes(data)
-        if fs["kind"] == "bmgufs" and fs["n_blocks"] is None and n_classes < 1:
-            raise _err("feature_selection.n_blocks",
-                       "is None and the graph's nodes have no classes, so the number of "
-                       "blocks is unknown; give n_blocks")
+        # BMGUFS without n_blocks and without classes picks k by the eigengap rule
         if fs["kind"] == "ndfs" and fs["n_clusters"] is None and n_classes < 1:
             raise _err("feature_selection.n_clusters", "is None and the graph's nodes have "
                                                        "no classes; give n_clusters")
