@@ -67,6 +67,10 @@ def _rerank_defaults() -> Dict[str, Any]:
     from .refrag import Refrag
     out = _params(Refrag)
     out["shortlist"] = out.pop("shortlist_size")
+    # tune: alpha, gamma and propensity_exponent picked on validation rows so that P@5
+    # drops at most tune_max_drop (featagg_core._refrag_tuning)
+    out["tune"] = False
+    out["tune_max_drop"] = 0.005
     return out
 
 
@@ -248,8 +252,12 @@ def _rerank(path: str, given: dict, has_defrag: bool) -> dict:
     _, params = _kind_and_params(path, given, "refrag", ("refrag",), drop=("defrag",))
     out = {"kind": "refrag", **_fill(path, params, _rerank_defaults())}
     from .refrag import Refrag
-    kw = {k: v for k, v in out.items() if k not in ("kind", "shortlist")}
+    kw = {k: v for k, v in out.items()
+          if k not in ("kind", "shortlist", "tune", "tune_max_drop")}
     _run_validator(path, Refrag(shortlist_size=out["shortlist"], **kw), "_check_params")
+    if not 0.0 <= out["tune_max_drop"] < 1.0:
+        raise _err(f"{path}.tune_max_drop", f"must be a fraction in [0, 1) (0.005 = half a "
+                                            f"point of P@5), got {out['tune_max_drop']!r}")
     _clustering_source(path, given, has_defrag, out)
     return out
 
@@ -501,7 +509,8 @@ def run_name(spec: dict) -> str:
         if "defrag" in spec:
             name += " · " + _defrag_name(spec["defrag"], standalone=False)
         if "rerank" in spec:
-            name += f" + REFRAG α={_g(spec['rerank']['alpha'])}"
+            name += (" + REFRAG tuned" if spec["rerank"].get("tune")
+                     else f" + REFRAG α={_g(spec['rerank']['alpha'])}")
         if "impute" in spec:
             name += f" + FIAT mix={_g(spec['impute']['mix'])}"
         return name

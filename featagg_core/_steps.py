@@ -92,7 +92,8 @@ def fit_per_tree(X, Y, defrag: dict, classifier: dict, progress: Progress = None
 def fit_refrag(X, Y, params: dict, clustering):
     """REFRAG prototypes from training rows and a fitted feature clustering."""
     from .refrag import Refrag
-    kw = {k: v for k, v in params.items() if k not in ("kind", "shortlist", "defrag")}
+    kw = {k: v for k, v in params.items()
+          if k not in ("kind", "shortlist", "defrag", "tune", "tune_max_drop")}
     return Refrag(shortlist_size=params["shortlist"], **kw).fit(X, Y, clustering)
 
 

@@ -216,8 +216,17 @@ def _fit_classifier_run(f: _Fit) -> Pipeline:
         return own[key]
 
     if "rerank" in spec:
-        pipe.reranker = f.step("reranker", "rerank_s", lambda: fit_refrag(
-            X, Y, spec["rerank"], clustering(spec["rerank"], 0.75, 0.8)))
+        def rerank():
+            model = fit_refrag(X, Y, spec["rerank"], clustering(spec["rerank"], 0.75, 0.8))
+            if spec["rerank"]["tune"]:             # alpha, gamma, beta on validation rows
+                from ._refrag_tuning import tune_reranker
+                model, note, _ = tune_reranker(model, f.data, f.split, spec, pipe,
+                                               clustering(spec["rerank"], 0.75, 0.8),
+                                               f.cancel, f.report(0.8, 0.84))
+                f.run.message = note
+            return model
+
+        pipe.reranker = f.step("reranker", "rerank_s", rerank)
         f.report(0.0, 0.84)(1.0, "REFRAG: label prototypes built")
     if "impute" in spec:
         pipe.imputer = f.step("imputer", "impute_s", lambda: fit_fiat(
