@@ -6,7 +6,6 @@ returns a DataFrame or a ``plotly.graph_objects.Figure``, so it can be unit test
 from __future__ import annotations
 
 import warnings
-from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -16,7 +15,6 @@ from plotly.subplots import make_subplots
 
 from featagg_app.charts import PALETTE, style
 
-from featagg_core.experiment import DEFAULT_DS  # noqa: F401 - the d values the page compares at
 MAX_NODES_DRAWN = 400
 
 

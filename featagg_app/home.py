@@ -55,9 +55,15 @@ def render() -> None:
         "with) or your own file.\n"
         "2. Open **Data** to see its shape: how many points, features and labels, and the "
         "power law of label frequencies.\n"
-        "3. Open a method page, read its *How it works* box, move the knobs, run it.\n"
-        "4. **Compare** puts every run of your session side by side; **Export** downloads "
-        "what you trained.\n\n"
+        "3. Under it, the **split** says which rows train and which rows test (a dataset "
+        "with its own test part uses it). Every page fits on the same training rows and "
+        "scores the same test rows, so their numbers can be compared.\n"
+        "4. Open a method page, read its *How it works* box, move the knobs, run it. Every "
+        "run is kept (a long one shows an estimate, its progress and a Cancel button), and "
+        "later pages build on earlier runs: a classifier on a DEFRAG run's features, REFRAG "
+        "on a classifier run.\n"
+        "5. **Compare** puts the runs of your session side by side, with the differences "
+        "to a baseline run; **Export** downloads their pipelines.\n\n"
         "Each browser tab has its own session: in a class, every student can pick their own "
         "dataset and runs without disturbing anyone else.")
     data = session.current_dataset()

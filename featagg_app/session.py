@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import streamlit as st
 
@@ -53,6 +53,7 @@ _SPLITS = "featagg.splits"          # fingerprint -> (settings tuple, Split)
 _SPLIT_SETTINGS = "featagg.split_settings"   # fingerprint -> dict like DEFAULT_SPLIT
 _SESSION_ID = "featagg.session_id"
 _PICKED = "featagg.picker_auto"     # picker key -> the run id it picked by itself
+_ESTIMATES = "featagg.estimates"    # (dataset, split, spec) -> estimated seconds
 
 _log = logging.getLogger("featagg_app")
 
@@ -62,13 +63,8 @@ def session_id() -> str:
     Streamlit's own session id when running under Streamlit, else one made up once."""
     sid = st.session_state.get(_SESSION_ID)
     if sid is None:
-        try:
-            from streamlit.runtime.scriptrunner import get_script_run_ctx
-            ctx = get_script_run_ctx()
-            sid = getattr(ctx, "session_id", None)
-        except Exception:  # noqa: BLE001 - an id must never fail
-            sid = None
-        sid = str(sid or uuid.uuid4().hex)
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+        sid = str(getattr(get_script_run_ctx(), "session_id", None) or uuid.uuid4().hex)
         st.session_state[_SESSION_ID] = sid
     return sid
 
@@ -124,6 +120,7 @@ def set_dataset(data, origin: str = "sample", source_id: Optional[str] = None) -
     fp = data.fingerprint
     old = _entry()
     if old is None or old["fingerprint"] != fp:
+        cancel_page_jobs()
         st.session_state[_PAGES] = {}
     st.session_state[_DATASET] = {"data": data, "fingerprint": fp, "origin": origin,
                                   "source_id": source_id,
@@ -418,27 +415,56 @@ def fmt_seconds(seconds: Optional[float]) -> str:
     return f"{s / 3600:.1f} h"
 
 
+def _spec_text(spec) -> str:
+    import json
+    return json.dumps(spec, sort_keys=True, default=str)
+
+
 def estimate(data, split, spec) -> Optional[float]:
     """``featagg_core.estimate.estimate_seconds`` for ``spec`` on ``split`` (None when the
-    spec is not one it can estimate: the page then says "unknown")."""
+    spec is not one it can estimate: the page then says "unknown"). Kept per session for
+    (dataset, split, spec): the data's statistics behind it cost a pass over the rows,
+    which a page must not pay on every rerun."""
     from featagg_core.estimate import estimate_seconds
-    try:
-        return float(estimate_seconds(data, split, spec))
-    except ValueError:
-        return None
+    cache = st.session_state.setdefault(_ESTIMATES, {})
+    key = (data.fingerprint, split.split_id, _spec_text(spec))
+    if key not in cache:
+        if len(cache) > 200:
+            cache.clear()
+        try:
+            cache[key] = float(estimate_seconds(data, split, spec))
+        except ValueError:
+            cache[key] = None
+    return cache[key]
+
+
+def sampling_plan(data, split, spec, budget_s: float) -> dict:
+    """``featagg_core.feature_clustering.sampling_plan`` (what a baseline would cost, and
+    the sample it should use instead), kept per session like :func:`estimate`."""
+    from featagg_core.feature_clustering import sampling_plan as plan
+    cache = st.session_state.setdefault(_ESTIMATES, {})
+    key = ("plan", data.fingerprint, split.split_id, _spec_text(spec), float(budget_s))
+    if key not in cache:
+        cache[key] = plan(data, split, spec, budget_s=budget_s)
+    return cache[key]
 
 
 def submit_job(page: str, slot: str, label: str, fn: Callable, *,
                estimate_s: Optional[float] = None, kind: str = ""):
     """Queue ``fn(progress, cancel)`` on the server's job runner for this session and
     remember the job in ``page``'s namespace under ``slot`` (one job per slot; a new
-    submit replaces a finished one, never a running one). Returns the Job."""
+    submit replaces a finished one, never a running one). Returns the Job, or None when this session's queue is full (the page says so)."""
     from featagg_app import jobs
     slots = _jobs_of(page)
     old = slots.get(slot)
     if old is not None and old.status in ("queued", "running"):
         return old
-    job = jobs.get_runner().submit(session_id(), label, fn, estimate_s=estimate_s, kind=kind)
+    try:
+        job = jobs.get_runner().submit(session_id(), label, fn, estimate_s=estimate_s,
+                                       kind=kind)
+    except jobs.JobQueueFull as exc:
+        st.warning(str(exc), icon=":material/hourglass_top:")
+        return None
     slots[slot] = job
     _outcomes_of(page).pop(slot, None)
     return job
@@ -462,36 +488,75 @@ def submit_run(page: str, data, split, spec: dict, *, slot: str = "run", base=No
                       kind="run")
 
 
+def submit_runs(page: str, data, split, specs: list, *, slot: str, label: str,
+                estimate_s: Optional[float] = None):
+    """Queue several specs as **one** job that fits them one after the other (e.g. every
+    method of the Vocabulary page: one queue slot, one Cancel); :func:`follow_run` returns
+    the list of their Runs. Specs are checked before anything is queued."""
+    from featagg_core._cancel import cancelling_progress
+    from featagg_core.experiment import plan_run, run_pipeline
+    planned = [plan_run(data, split, spec).spec for spec in specs]
+
+    def work(progress, cancel):
+        out = []
+        for i, spec in enumerate(planned):
+            report = cancelling_progress(progress, None, i / len(planned),
+                                         (i + 1) / len(planned))
+            run = run_pipeline(data, split, spec, progress=report, cancel=cancel)
+            if run.status == "cancelled":
+                return run                  # the runner marks the whole job cancelled
+            out.append(run)
+        return out
+
+    if estimate_s is None:
+        estimate_s = sum(estimate(data, split, spec) or 0.0 for spec in planned)
+    return submit_job(page, slot, label, work, estimate_s=estimate_s, kind="run")
+
+
 def running_job(page: str, slot: str):
     """The job of ``page``/``slot`` while it is queued or running, else None."""
     job = _jobs_of(page).get(slot)
     return job if job is not None and job.status in ("queued", "running") else None
 
 
-def follow_job(page: str, slot: str):
+def follow_job(page: str, slot: str, draw: bool = True):
     """While the job of ``page``/``slot`` is queued or running, draw its panel (queue
     position, progress, elapsed time, estimate, Cancel) and return None. Once it ended,
     return it (once) and forget it; a cancelled or failed job's outcome stays shown under
-    the slot until the next submit."""
+    the slot until the next submit. ``draw=False`` only collects a finished job (call it
+    again with ``draw=True`` where the panel belongs)."""
     from featagg_app import jobs
     slots = _jobs_of(page)
     job = slots.get(slot)
     if job is None:
-        _show_outcome(page, slot)
+        if draw:
+            _show_outcome(page, slot)
         return None
     if job.status in ("queued", "running"):
-        jobs.job_panel(job)
+        if draw:
+            jobs.job_panel(job, key=f"job:{page}:{slot}")
         return None
     del slots[slot]
     if job.status == "cancelled":
         _outcomes_of(page)[slot] = ("warning", f"{job.label}: cancelled.")
     elif job.status == "failed":
-        _outcomes_of(page)[slot] = ("error", f"{job.label} failed: "
-                                             f"{error_message(job.error) if job.error else job.message}")
-        if job.error is not None and not isinstance(job.error, ValueError):
-            _log.error("featagg: job %s failed", job.label, exc_info=job.error)
-    _show_outcome(page, slot)
+        # the runner logged the traceback; job.error is the line a person can read
+        _outcomes_of(page)[slot] = ("error", f"{job.label} failed: {job.error or job.message}")
+    if draw:
+        _show_outcome(page, slot)
     return job
+
+
+def cancel_page_jobs() -> int:
+    """Cancel every queued or running job the session's pages started (the dataset is
+    changing: their results would belong to the old one). Returns how many."""
+    n = 0
+    for ns in st.session_state.get(_PAGES, {}).values():
+        for job in ns.get("_jobs", {}).values():
+            if job.status in ("queued", "running"):
+                job.cancel()
+                n += 1
+    return n
 
 
 def _show_outcome(page: str, slot: str) -> None:
@@ -502,23 +567,28 @@ def _show_outcome(page: str, slot: str) -> None:
     (st.warning if level == "warning" else st.error)(md_escape(text), icon="⚠️")
 
 
-def follow_run(page: str, slot: str = "run"):
+def follow_run(page: str, slot: str = "run", draw: bool = True):
     """:func:`follow_job` for a :func:`submit_run` job: returns the finished Run once (it
     is added to the registry), None while it runs or when it was cancelled or failed (the
-    page then says so)."""
-    job = follow_job(page, slot)
+    page then says so). For a :func:`submit_runs` job: the list of its finished Runs."""
+    job = follow_job(page, slot, draw)
     if job is None or job.status != "done":
         return None
-    run = job.result
-    if run.status == "done":
+    several = isinstance(job.result, list)
+    done, failed = [], []
+    for run in (job.result if several else [job.result]):
+        (done if run.status == "done" else failed).append(run)
+    for run in done:
         add_run(run)
-        return run
-    if run.status == "cancelled":
-        _outcomes_of(page)[slot] = ("warning", f"{run.name}: cancelled.")
-    else:
-        _outcomes_of(page)[slot] = ("error", f"{run.name} failed: {run.message}")
-    _show_outcome(page, slot)
-    return None
+    if failed:
+        _outcomes_of(page)[slot] = ("error", "; ".join(
+            f"{r.name}: cancelled." if r.status == "cancelled" else f"{r.name} failed: {r.message}"
+            for r in failed))
+        if draw:
+            _show_outcome(page, slot)
+    if several:
+        return done
+    return done[0] if done else None
 
 
 # ---------------------------------------------------------------------------

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 MODULES = ("featagg_core.data", "featagg_core.metrics", "featagg_core.samples",
            "featagg_core.synthetic", "featagg_core.defrag", "featagg_core.fiat",
            "featagg_core.refrag", "featagg_core.ktxmlc", "featagg_core.bmgufs",
-           "featagg_core.vocab", "featagg_core.artifacts", "featagg_core.experiment")
+           "featagg_core.vocab", "featagg_core.artifacts", "featagg_core.experiment",
+           "featagg_core.feature_clustering", "featagg_core.estimate")
 
 _log = logging.getLogger("featagg_app")
 
@@ -73,6 +74,16 @@ def warm_up(modules=MODULES, report: WarmupReport | None = None) -> WarmupReport
                 _log.error("featagg warm-up: %s.warmup() failed", name, exc_info=exc)
                 continue
         report.timings[name] = time.perf_counter() - t0
+    if "featagg_core.estimate" in modules:
+        # the machine's speed for the estimates pages show before a job starts: measured
+        # now, so no first visitor waits for it (it is re-measured every few minutes)
+        t0 = time.perf_counter()
+        try:
+            importlib.import_module("featagg_core.estimate").default_speed()
+            report.timings["featagg_core.estimate (calibration)"] = time.perf_counter() - t0
+        except Exception as exc:  # noqa: BLE001
+            report.errors["featagg_core.estimate"] = f"{type(exc).__name__}: {exc}"
+            _log.error("featagg warm-up: the speed calibration failed", exc_info=exc)
     report.seconds = time.perf_counter() - t_all
     report.done.set()
     return report

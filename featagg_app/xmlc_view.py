@@ -34,7 +34,8 @@ def bucket_figure(buckets: pd.DataFrame, k: int = 5) -> go.Figure:
     for j in range(n):
         lo = int(buckets["min train examples"].iloc[j])
         hi = int(buckets["max train examples"].iloc[j])
-        names.append(f"{buckets['bucket'].iloc[j]}<br>({lo}–{hi} train pts/label)")
+        tag = "head" if j == 0 else ("tail" if j == n - 1 else str(buckets["bucket"].iloc[j]))
+        names.append(f"{tag}<br>({lo}–{hi} train pts/label)")
     fig = go.Figure(go.Bar(x=names, y=contrib, marker_color=[
         f"rgba(214,39,40,{1 - 0.7 * j / max(n - 1, 1):.2f})" for j in range(n)],
         text=[f"{v:.1f}" for v in contrib], textposition="outside",

@@ -69,6 +69,7 @@ from sklearn.utils import check_random_state
 from ._bmgufs_support import (GAMMA_GRID, block_fit_quality, choose_n_blocks, gammas_from,
                               gram_squared, regularized_adjacency)
 from ._kernels import bmgufs as _k
+from ._polling import Throttle, call_polled, new_stop
 
 __all__ = ["BlockModel", "BMGUFS", "warmup"]
 
@@ -267,8 +268,16 @@ class BlockModel(BaseEstimator):
         self.random_state = random_state
         self.init = init
 
-    def fit(self, A, y=None, _embedding=None):
-        """Fit the block model to the adjacency matrix ``A`` (n x n, symmetric, >= 0)."""
+    def fit(self, A, y=None, _embedding=None, progress: Optional[Callable] = None):
+        """Fit the block model to the adjacency matrix ``A`` (n x n, symmetric, >= 0).
+
+        ``progress(fraction, message)``, if given, is called at the start, after the
+        initialisation and about every 0.1 s while ONMtF runs; it may raise (e.g.
+        :class:`featagg_core._cancel.Cancelled`) to stop: ONMtF then ends after its
+        current update and the exception propagates.
+        """
+        if progress is not None:
+            progress(0.0, "block model: starting")
         A = _check_adjacency(A)
         n = A.shape[0]
         k = _check_int("n_blocks", self.n_blocks, 1)
@@ -291,8 +300,16 @@ class BlockModel(BaseEstimator):
         F = np.ascontiguousarray(F)
         S = np.ascontiguousarray(F.T @ (A @ F))
         norm_a2 = float(np.dot(A.data, A.data))
-        objective = _k.onmtf_symmetric(A.indptr, A.indices, A.data, norm_a2, F, S,
-                                       n_iter, 1e-300)
+        tick = None
+        if progress is not None:
+            progress(0.1, "block model: ONMtF")
+
+            def tick():
+                progress(0.1, "block model: ONMtF")
+        stop = new_stop()
+        objective = call_polled(_k.onmtf_symmetric,
+                                (A.indptr, A.indices, A.data, norm_a2, F, S, n_iter, 1e-300,
+                                 stop), stop, tick)
         self.F_ = F
         self.S_ = S
         self.objective_ = objective
@@ -300,6 +317,8 @@ class BlockModel(BaseEstimator):
         self.labels_ = np.argmax(F, axis=1).astype(np.int64)
         self.block_sizes_, self.M_, self.rre_ = _block_image(A, self.labels_, k)
         self.n_nodes_ = n
+        if progress is not None:
+            progress(1.0, f"block model: RRE {self.rre_:.4f}")
         return self
 
     def _check_fitted(self):
@@ -534,11 +553,19 @@ class BMGUFS(BaseEstimator):
             raise ValueError(f"block_init: expected 'random' or 'spectral', got "
                              f"{self.block_init!r}")
         seeds = check_random_state(self.random_state).randint(0, 2 ** 31 - 1, size=n_cand)
+        if progress is not None:
+            progress("block models", 0.0, f"spectral embedding of {A.shape[0]:,} nodes"
+                     if self.block_init == "spectral" else "block models")
         emb = spectral_embedding(A, k) if self.block_init == "spectral" else None
         out = []
         for c in range(n_cand):
+            sub = None
+            if progress is not None:
+                def sub(fraction, message, c=c):
+                    progress("block models", (c + min(float(fraction), 0.99)) / n_cand,
+                             f"block model {c + 1}/{n_cand}: {message}")
             out.append(BlockModel(n_blocks=k, n_iter=n_iter_block, random_state=int(seeds[c]),
-                                  init=self.block_init).fit(A, _embedding=emb))
+                                  init=self.block_init).fit(A, _embedding=emb, progress=sub))
             if progress is not None:
                 progress("block models", (c + 1) / n_cand,
                          f"block model {c + 1}/{n_cand}: RRE {out[-1].rre_:.4f}")
@@ -582,7 +609,10 @@ class BMGUFS(BaseEstimator):
         candidates : list of fitted BlockModel, optional
             Reuse candidates from an earlier fit (e.g. to switch ``candidate`` cheaply).
         progress : callable(stage, fraction, message), optional
-            Called after each block model and every 10 selection iterations.
+            Called while each block model is fitted (at least every ~0.1 s during ONMtF),
+            after each one, and every 10 selection iterations or 0.25 s, whichever comes
+            first. It may raise (e.g. :class:`featagg_core._cancel.Cancelled`) to stop;
+            the exception propagates and the estimator keeps its previous state.
         """
         beta, gamma, _, max_iter, eta, delta, _ = self._validate_params()
         A = _check_adjacency(A)
@@ -593,6 +623,8 @@ class BMGUFS(BaseEstimator):
         block_s = time.perf_counter() - t0
         bm = cands[idx]
         t0 = time.perf_counter()
+        if progress is not None:
+            progress("selection", 0.0, "precomputing the sparse pieces of the objective")
         prob = _SelectionProblem(Y, bm.labels_, bm.M_, delta)
         precompute_s = time.perf_counter() - t0
         self._set_selection(prob, beta, gamma, max_iter, eta, progress)
@@ -631,6 +663,8 @@ class BMGUFS(BaseEstimator):
         block_s = time.perf_counter() - t0
         bm = cands[idx]
         t0 = time.perf_counter()
+        if progress is not None:
+            progress("selection", 0.0, "precomputing the sparse pieces of the objective")
         prob = _SelectionProblem(Y, bm.labels_, bm.M_, delta)
         precompute_s = time.perf_counter() - t0
         path, selection_s = [], 0.0
@@ -702,6 +736,7 @@ class BMGUFS(BaseEstimator):
         """The projected-gradient search for r (module docstring) on a precomputed
         problem: sets ``scores_``, ``history_``, ``n_iter_``, ``induced_similarity_``."""
         f = prob.n_features
+        clock = Throttle(0.25)
         t0 = time.perf_counter()
         r = np.full(f, 1.0 / math.sqrt(f))
         spars = gamma / math.sqrt(f)
@@ -733,7 +768,8 @@ class BMGUFS(BaseEstimator):
             r = r_new / norm
             active = np.flatnonzero(r).astype(np.int64)
             n_done = it + 1
-            if progress is not None and (n_done % 10 == 0 or n_done == max_iter):
+            if progress is not None and (n_done % 10 == 0 or n_done == max_iter
+                                         or clock.due()):
                 progress("selection", n_done / max(max_iter, 1),
                          f"iteration {n_done}/{max_iter}: L_b {Lb:.4f}, L_m {Lm:.4f}, "
                          f"{active.size} non-zero weights")

@@ -570,3 +570,6 @@ def warmup() -> None:
     m.transform(X)
     m.transform(X, aggregation="avg")
     clustering_error(feature_representation(X, representation="X")[0], m.labels_)
+    Xt = X.T.tocsr()
+    _k.xt_y_nnz(Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32),
+                Y.indptr.astype(np.int64), Y.indices.astype(np.int32), Y.shape[1])

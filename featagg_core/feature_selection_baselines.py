@@ -15,6 +15,11 @@ never from ``A X`` or a dense Gram matrix.
   with the ``(X^T X + beta D)^-1`` solves done by preconditioned conjugate gradients on the
   sparse ``X`` (nothing f x f or n x n is formed).
 - :func:`variance_score`, :func:`random_scores`; "all features" needs no scorer.
+
+The scorers that take time (:func:`knn_graph`, :func:`laplacian_score`,
+:func:`spec_score`, :func:`ndfs_score`) accept ``progress=None``, a
+``callback(fraction, message)`` called between their steps (per chunk of kNN queries, per
+NDFS iteration); it may raise :class:`featagg_core._cancel.Cancelled`, which propagates.
 """
 from __future__ import annotations
 
@@ -58,13 +63,20 @@ def _graph(W, n) -> sp.csr_matrix:
     return W
 
 
-def knn_graph(X, n_neighbors: int = 5, metric: str = "cosine") -> sp.csr_matrix:
+def _say(progress, fraction, message):
+    if progress is not None:
+        progress(float(fraction), message)
+
+
+def knn_graph(X, n_neighbors: int = 5, metric: str = "cosine",
+              progress=None) -> sp.csr_matrix:
     """Symmetric kNN affinity graph of the rows of ``X`` (``max(W, W^T)``).
 
     ``metric="cosine"``: weight = cosine similarity (scikit-feature's ``weight_mode=
     "cosine"``, the usual choice for bag-of-words node features); ``"heat"``: Euclidean
     neighbours with the heat kernel ``exp(-d^2 / t)``, ``t`` the mean squared neighbour
-    distance. Rows that are all zero get no edges.
+    distance. Rows that are all zero get no edges. The queries run in chunks of rows
+    (each row's neighbours do not depend on the others), with ``progress`` in between.
     """
     from sklearn.neighbors import NearestNeighbors
     X = _features(X)
@@ -84,7 +96,13 @@ def knn_graph(X, n_neighbors: int = 5, metric: str = "cosine") -> sp.csr_matrix:
     nn = NearestNeighbors(n_neighbors=k + 1, metric="cosine" if metric == "cosine"
                           else "euclidean", algorithm="brute")
     nn.fit(Xn)
-    dist, ind = nn.kneighbors(Xn)
+    m = rows.size
+    chunk = max(64, min(m, 4_000_000 // max(m, 1)))
+    dist = np.empty((m, k + 1))
+    ind = np.empty((m, k + 1), dtype=np.int64)
+    for lo in range(0, m, chunk):
+        _say(progress, 0.9 * lo / m, f"{k}-NN graph: {lo:,}/{m:,} nodes")
+        dist[lo:lo + chunk], ind[lo:lo + chunk] = nn.kneighbors(Xn[lo:lo + chunk])
     src = np.repeat(np.arange(rows.size), k + 1)
     dst = ind.ravel()
     d = dist.ravel()
@@ -99,6 +117,7 @@ def knn_graph(X, n_neighbors: int = 5, metric: str = "cosine") -> sp.csr_matrix:
     W = W.maximum(W.T).tocsr()
     W.eliminate_zeros()
     W.sort_indices()
+    _say(progress, 1.0, f"{k}-NN graph: done")
     return W
 
 
@@ -113,16 +132,18 @@ def _quad_parts(X: sp.csr_matrix, W: sp.csr_matrix):
     return d, xWx, np.asarray(xDx).ravel(), np.asarray(xd).ravel()
 
 
-def laplacian_score(X, W) -> np.ndarray:
+def laplacian_score(X, W, progress=None) -> np.ndarray:
     """Laplacian score of every column of ``X`` on the affinity graph ``W`` (smaller =
     better): ``f~^T L f~ / f~^T D f~`` with ``f~ = f - (f^T D 1 / 1^T D 1) 1``.
 
     Computed as ``(x^T D x - x^T W x) / (x^T D x - (x^T d)^2 / sum(d))``; features that are
     constant on the graph (zero denominator) get ``inf`` (ranked last).
     """
+    _say(progress, 0.0, "Laplacian score: quadratic forms")
     X = _features(X)
     W = _graph(W, X.shape[0])
     d, xWx, xDx, xd = _quad_parts(X, W)
+    _say(progress, 0.9, "Laplacian score: ratios")
     total = d.sum()
     if total <= 0:
         raise ValueError("W: the affinity graph has no edges")
@@ -134,7 +155,7 @@ def laplacian_score(X, W) -> np.ndarray:
     return out
 
 
-def spec_score(X, W, style: int = -1) -> np.ndarray:
+def spec_score(X, W, style: int = -1, progress=None) -> np.ndarray:
     """SPEC feature scores (Zhao & Liu 2007) on the affinity graph ``W``.
 
     With ``f^ = D^1/2 f / ||D^1/2 f||`` and the normalised Laplacian
@@ -153,7 +174,9 @@ def spec_score(X, W, style: int = -1) -> np.ndarray:
     if isinstance(style, bool) or not isinstance(style, (int, np.integer)) or style == 1 \
             or style < -1:
         raise ValueError(f"style: expected -1, 0 or an integer >= 2, got {style!r}")
+    _say(progress, 0.0, "SPEC: quadratic forms")
     d, xWx, xDx, xd = _quad_parts(X, W)
+    _say(progress, 0.3, "SPEC: spectrum" if style >= 2 else "SPEC: ratios")
     if d.sum() <= 0:
         raise ValueError("W: the affinity graph has no edges")
     out = np.full(X.shape[1], -np.inf)
@@ -239,7 +262,7 @@ def _block_pcg(matvec, B, diag, tol=1e-6, max_iter=200, X0=None):
 
 def ndfs_score(X, W, n_clusters: int, alpha: float = 1.0, beta: float = 1.0,
                gamma: float = 1e8, n_iter: int = 30, random_state=0, cg_tol: float = 1e-6,
-               cg_max_iter: int = 300) -> np.ndarray:
+               cg_max_iter: int = 300, progress=None) -> np.ndarray:
     """NDFS (Li, Yang, Liu, Zhou & Lu, AAAI 2012): feature scores ``||w_l||_2``.
 
     Minimises ``tr(F^T L F) + alpha (||X W - F||^2 + beta ||W||_{2,1})`` over ``F >= 0``
@@ -269,6 +292,7 @@ def ndfs_score(X, W, n_clusters: int, alpha: float = 1.0, beta: float = 1.0,
         if not np.isfinite(v) or v <= 0:
             raise ValueError(f"{name}: must be a positive number, got {v!r}")
     d = np.asarray(W.sum(axis=1)).ravel()
+    _say(progress, 0.0, "NDFS: spectral start")
     # initial F: leading eigenvectors of the normalised affinity, made non-negative
     s = np.zeros(n)
     s[d > 0] = 1.0 / np.sqrt(d[d > 0])
@@ -295,7 +319,9 @@ def ndfs_score(X, W, n_clusters: int, alpha: float = 1.0, beta: float = 1.0,
         return _block_pcg(matvec, np.asarray(Xt @ F), colsq + beta * Dw, tol=cg_tol,
                           max_iter=cg_max_iter, X0=W0)
 
-    for _ in range(int(n_iter)):
+    for it in range(int(n_iter)):
+        _say(progress, 0.05 + 0.95 * it / max(int(n_iter), 1),
+             f"NDFS: iteration {it + 1}/{int(n_iter)}")
         # scikit-feature's order: F update with M(D), then W with the new F, then D
         Wm = solve(F, Dw, Wm)
         XW = X @ Wm

@@ -276,12 +276,21 @@ class Fiat(BaseEstimator):
                     or v < 0:
                 raise ValueError(f"{name} must be a non-negative finite number, got {v!r}")
 
-    def fit(self, X, y=None):
-        """Build C^F and the imputation operator from training data X (n, d)."""
+    def fit(self, X, y=None, progress=None):
+        """Build C^F and the imputation operator from training data X (n, d).
+
+        ``progress(fraction, message)``, if given, is called before and after each of the
+        two steps (each well under a second at 10^5 features); it may raise (e.g.
+        :class:`featagg_core._cancel.Cancelled`), which propagates.
+        """
         self._check_params()
+        if progress is not None:
+            progress(0.0, "FIAT: pseudo co-occurrence")
         X = _as_csr(X)
         labels, n_clusters = check_clustering(self.defrag, X.shape[1])
         C = pseudo_cooccurrence(X, labels, n_clusters)
+        if progress is not None:
+            progress(0.6, "FIAT: imputation operator")
         M = normalize_cooccurrence(C, self.normalization, float(self.min_weight))
         self.cooccurrence_ = C
         self.operator_ = M if self.normalization in ("cosine", "none") else M.T.tocsr()
@@ -289,6 +298,8 @@ class Fiat(BaseEstimator):
         self.labels_ = labels
         self.n_clusters_ = int(n_clusters)
         self.n_features_in_ = int(X.shape[1])
+        if progress is not None:
+            progress(1.0, "FIAT: done")
         return self
 
     def _check_fitted(self):

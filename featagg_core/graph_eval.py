@@ -41,8 +41,12 @@ def _as_matrix(X):
 
 
 def kmeans_scores(X, y, n_clusters: Optional[int] = None, n_seeds: int = 10,
-                  random_state: int = 0, n_init: int = 1, max_iter: int = 300) -> dict:
+                  random_state: int = 0, n_init: int = 1, max_iter: int = 300,
+                  progress=None) -> dict:
     """k-means on the rows of ``X`` with ``n_seeds`` seeds, scored against ``y``.
+
+    ``progress(fraction, message)``, if given, is called before every seed's k-means; it
+    may raise (e.g. :class:`featagg_core._cancel.Cancelled`), which propagates.
 
     Returns a dict with ``acc_mean``, ``acc_sd``, ``nmi_mean``, ``nmi_sd``, the per-seed
     lists ``acc`` and ``nmi``, ``n_clusters`` and ``n_nodes`` (nodes with a known class).
@@ -69,7 +73,9 @@ def kmeans_scores(X, y, n_clusters: Optional[int] = None, n_seeds: int = 10,
         raise ValueError(f"n_seeds: must be >= 1, got {n_seeds}")
     seeds = np.random.RandomState(random_state).randint(0, 2 ** 31 - 1, size=n_seeds)
     accs, nmis = [], []
-    for s in seeds:
+    for i, s in enumerate(seeds):
+        if progress is not None:
+            progress(i / len(seeds), f"k-means seed {i + 1}/{len(seeds)}")
         if Xk.shape[1] == 0:
             pred = np.zeros(Xk.shape[0], dtype=np.int64)
         else:
@@ -89,7 +95,7 @@ def kmeans_scores(X, y, n_clusters: Optional[int] = None, n_seeds: int = 10,
 
 
 def evaluate_selection(X, y, selected: Sequence[int], n_clusters: Optional[int] = None,
-                       n_seeds: int = 10, random_state: int = 0) -> dict:
+                       n_seeds: int = 10, random_state: int = 0, progress=None) -> dict:
     """:func:`kmeans_scores` on the columns ``selected`` of ``X`` (plus ``d``, the number
     of columns used)."""
     X = _as_matrix(X)
@@ -98,16 +104,25 @@ def evaluate_selection(X, y, selected: Sequence[int], n_clusters: Optional[int] 
         raise ValueError(f"selected: feature indices must lie in [0, {X.shape[1]})")
     Xs = X[:, idx]
     out = kmeans_scores(Xs, y, n_clusters=n_clusters, n_seeds=n_seeds,
-                        random_state=random_state)
+                        random_state=random_state, progress=progress)
     out["d"] = int(idx.size)
     return out
 
 
-def evaluate_rankings(X, y, rankings: dict, ds: Iterable[int], **kw) -> dict:
+def evaluate_rankings(X, y, rankings: dict, ds: Iterable[int], progress=None, **kw) -> dict:
     """ACC/NMI for every method's ranking (best first) at every ``d``:
-    ``{method: {d: kmeans_scores dict}}``. A ranking shorter than ``d`` is used whole."""
+    ``{method: {d: kmeans_scores dict}}``. A ranking shorter than ``d`` is used whole.
+    ``progress(fraction, message)`` is called before every (method, d) pair."""
     out = {}
+    ds = [int(d) for d in ds]
+    total = max(len(rankings) * len(ds), 1)
+    done = 0
     for name, order in rankings.items():
         order = np.asarray(order, dtype=np.int64)
-        out[name] = {int(d): evaluate_selection(X, y, order[:int(d)], **kw) for d in ds}
+        out[name] = {}
+        for d in ds:
+            if progress is not None:
+                progress(done / total, f"{name}, d = {d}")
+            out[name][d] = evaluate_selection(X, y, order[:d], **kw)
+            done += 1
     return out

@@ -183,7 +183,7 @@ class Refrag(BaseEstimator):
             raise ValueError(f"impute_query must be True or False, got {self.impute_query!r}")
 
     # -- fit ---------------------------------------------------------------
-    def fit(self, X, Y, defrag):
+    def fit(self, X, Y, defrag, progress=None):
         """Build the label prototypes.
 
         Parameters
@@ -192,8 +192,14 @@ class Refrag(BaseEstimator):
         Y : sparse (n, L) 0/1 training labels
         defrag : fitted Defrag (or an int array of feature cluster ids), fitted on data
             with the same d features
+        progress : callable(fraction, message), optional
+            Called between the steps (C^F, the label sums, the smoothing; each well under
+            a second at 10^5 features and 10^4 labels); it may raise (e.g.
+            :class:`featagg_core._cancel.Cancelled`), which propagates.
         """
         self._check_params()
+        if progress is not None:
+            progress(0.0, "REFRAG: pseudo co-occurrence")
         X = _as_csr(X)
         Y = _check_labels(Y, X.shape[0])
         labels, n_clusters = check_clustering(defrag, X.shape[1])
@@ -201,8 +207,12 @@ class Refrag(BaseEstimator):
         M = normalize_cooccurrence(C, self.normalization)
         MT = M if self.normalization in ("cosine", "none") else M.T.tocsr()
         MT.sort_indices()
+        if progress is not None:
+            progress(0.3, "REFRAG: label sums")
         # xi_l = M Xn^T y_l  ->  as rows: (Y^T Xn) M^T
         A = (Y.T.tocsr() @ l2_normalize_rows(X)).tocsr()
+        if progress is not None:
+            progress(0.6, "REFRAG: smoothing the prototypes")
         P = l2_normalize_rows((A @ M.T).tocsr())
         if self.prune_threshold > 0 and P.nnz:
             P.data[np.abs(P.data) < self.prune_threshold] = 0.0
@@ -220,6 +230,8 @@ class Refrag(BaseEstimator):
         self.n_clusters_ = int(n_clusters)
         self.n_features_in_ = int(X.shape[1])
         self.n_labels_ = int(Y.shape[1])
+        if progress is not None:
+            progress(1.0, "REFRAG: done")
         return self
 
     def _set_derived(self):

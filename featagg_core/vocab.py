@@ -42,6 +42,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from ._kernels import vocab as _k
+from ._polling import call_polled, new_stop
 
 METHODS = ("submodular", "threshold", "dp", "frequency", "bucketing", "divisive")
 #: methods whose buckets are contiguous intervals of the P(C=0|x) order
@@ -331,9 +332,17 @@ class VocabularyCompressor(BaseEstimator):
         return int(self.random_state) & ((1 << 63) - 1)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, values, labels):
-        """Fit on a 1-D array of hashable ``values`` and 0/1 ``labels`` of the same length."""
+    def fit(self, values, labels, progress=None):
+        """Fit on a 1-D array of hashable ``values`` and 0/1 ``labels`` of the same length.
+
+        ``progress(fraction, message)``, if given, is called at the start, before and
+        after the optimisation and about every 0.1 s while the ``dp`` / ``divisive``
+        kernels run; it may raise (e.g. :class:`featagg_core._cancel.Cancelled`) to stop
+        (the kernel returns early, the exception propagates, nothing is fitted).
+        """
         self._validate()
+        if progress is not None:
+            progress(0.0, "counting values")
         codes, vocab = factorize(values)
         y = _check_labels(labels, len(codes))
         if len(codes) == 0:
@@ -341,21 +350,29 @@ class VocabularyCompressor(BaseEstimator):
         n = len(vocab)
         c1 = np.bincount(codes, weights=y, minlength=n).astype(np.int64)
         c0 = np.bincount(codes, minlength=n).astype(np.int64) - c1
-        return self._fit_counts(vocab, c0, c1)
+        return self._fit_counts(vocab, c0, c1, progress)
 
-    def fit_counts(self, vocabulary, counts0, counts1):
-        """Fit from a vocabulary and its per-value label-0 / label-1 counts."""
+    def fit_counts(self, vocabulary, counts0, counts1, progress=None):
+        """Fit from a vocabulary and its per-value label-0 / label-1 counts (``progress``
+        as in :meth:`fit`)."""
         self._validate()
-        return self._fit_counts(*check_counts(vocabulary, counts0, counts1))
+        return self._fit_counts(*check_counts(vocabulary, counts0, counts1), progress)
 
-    def _fit_counts(self, vocab, c0, c1):
+    def _fit_counts(self, vocab, c0, c1, progress=None):
         N0, N1 = int(c0.sum()), int(c1.sum())
         if N0 == 0 or N1 == 0:
             raise ValueError("labels: both classes 0 and 1 must occur (I(X;C) is 0 otherwise)")
         n = len(vocab)
         t0 = time.perf_counter()
+        if progress is not None:
+            progress(0.1, f"sorting {n:,} values")
         prep = _Prepared(c0, c1, self.min_count, self.merge_ties)
         t1 = time.perf_counter()
+        if progress is not None:
+            progress(0.2, f"{self.method}: {prep.n_atoms:,} atoms into {self.budget} buckets")
+        stop = new_stop()
+        tick = None if progress is None else (
+            lambda: progress(0.2, f"{self.method}: optimising"))
         A = prep.n_atoms
         m = int(min(self.budget, A))
         N = float(N0 + N1)
@@ -381,7 +398,7 @@ class VocabularyCompressor(BaseEstimator):
                 raise ValueError(f"method: 'dp' is O(n^2 m) and limited to max_dp_values="
                                  f"{self.max_dp_values} distinct values (after merging ties); "
                                  f"this column has {A}")
-            sa, _ = _k.dp_optimal(prep.P0a, prep.P1a, m)
+            sa, _ = call_polled(_k.dp_optimal, (prep.P0a, prep.P1a, m, stop), stop, tick)
             splits = prep.to_values(sa)
         elif method == "bucketing":
             total = prep.P0a + prep.P1a
@@ -404,12 +421,16 @@ class VocabularyCompressor(BaseEstimator):
             c0a = np.diff(prep.P0a).astype(np.float64)
             c1a = np.diff(prep.P1a).astype(np.float64)
             init = self._divisive_init(c0a, c1a, np.arange(A), m)
-            lab, self.n_iter_ = _k.divisive_kl(c0a, c1a, init, m, int(self.max_iter), float(self.tol))
+            lab, self.n_iter_ = call_polled(
+                _k.divisive_kl, (c0a, c1a, init, m, int(self.max_iter), float(self.tol), stop),
+                stop, tick)
             atom_of = np.empty(n, np.int64)
             atom_of[prep.order] = _k.assign_sorted(n, prep.bpos)
             self._set_buckets(lab[atom_of], tail=None)
         self.fit_time_ = time.perf_counter() - t0
         self.optimize_time_ = time.perf_counter() - t1
+        if progress is not None:
+            progress(1.0, f"{self.n_buckets_} buckets")
         return self
 
     @staticmethod
@@ -445,7 +466,7 @@ class VocabularyCompressor(BaseEstimator):
             sa = _k.refine_splits(prep.P0a, prep.P1a, prep.to_atoms(splits), 50)
             if prep.n_atoms <= self.max_dp_values:
                 # exact polish: the optimum with as many buckets, kept only if better
-                da, value = _k.dp_monotone(prep.P0a, prep.P1a, len(sa) + 1)
+                da, value = _k.dp_monotone(prep.P0a, prep.P1a, len(sa) + 1, new_stop())
                 if value > _k.objective(prep.P0a, prep.P1a, sa) * (1 + 1e-12) + 1e-300:
                     sa = da
             splits = np.unique(prep.to_values(sa))
@@ -711,7 +732,7 @@ def _allocate(n_values: Dict[str, int], budget: int, weights: Dict[str, float]) 
 
 
 def compress_columns(table, labels, budget, method="submodular", allocation=None,
-                     columns=None, **params) -> ColumnCompression:
+                     columns=None, progress=None, **params) -> ColumnCompression:
     """Compress several categorical columns under one global budget of buckets.
 
     Parameters
@@ -730,6 +751,8 @@ def compress_columns(table, labels, budget, method="submodular", allocation=None
         objectives.  ``"uniform"`` (default for the other methods): equal shares;
         ``"mi"``: shares proportional to I(X_i; C).  Shares are capped at each column's
         vocabulary size and the surplus is re-distributed.
+    progress : callable(fraction, message), optional
+        Called per column (and inside each column's fit); may raise to stop.
     **params : passed to every VocabularyCompressor.
     """
     t0 = time.perf_counter()
@@ -748,8 +771,20 @@ def compress_columns(table, labels, budget, method="submodular", allocation=None
         raise ValueError(f"allocation: 'greedy' needs method 'submodular' or 'threshold', "
                          f"not {method!r}")
     y = _check_labels(labels, len(table))
+    n_cols = len(columns)
+
+    def column_progress(i, name):
+        if progress is None:
+            return None
+
+        def report(fraction, message):
+            progress(0.2 + 0.8 * (i + float(fraction)) / n_cols, f"{name}: {message}")
+        return report
+
     coded = {}
-    for c in columns:
+    for i, c in enumerate(columns):
+        if progress is not None:
+            progress(0.2 * i / n_cols, f"{c}: counting values")
         codes, vocab = factorize(table[c])
         n = len(vocab)
         c1 = np.bincount(codes, weights=y, minlength=n).astype(np.int64)
@@ -759,10 +794,10 @@ def compress_columns(table, labels, budget, method="submodular", allocation=None
     comps: Dict[str, VocabularyCompressor] = {}
     if allocation == "greedy":
         runs = {}
-        for c in columns:
+        for i, c in enumerate(columns):
             vc = VocabularyCompressor(budget=int(min(n_values[c], extra + 1)), method=method,
                                       **params)
-            runs[c] = vc.fit_counts(*coded[c])
+            runs[c] = vc.fit_counts(*coded[c], progress=column_progress(i, c))
         offsets = np.zeros(len(columns) + 1, np.int64)
         offsets[1:] = np.cumsum([len(runs[c].gains_) for c in columns])
         gains = np.concatenate([runs[c].gains_ for c in columns]) if columns else np.zeros(0)
@@ -776,8 +811,9 @@ def compress_columns(table, labels, budget, method="submodular", allocation=None
         else:
             w = {c: _mi_from_counts(coded[c][1], coded[c][2]) for c in columns}
         alloc = _allocate(n_values, int(budget), w)
-        for c in columns:
-            comps[c] = VocabularyCompressor(budget=alloc[c], method=method, **params).fit_counts(*coded[c])
+        for i, c in enumerate(columns):
+            comps[c] = VocabularyCompressor(budget=alloc[c], method=method, **params) \
+                .fit_counts(*coded[c], progress=column_progress(i, c))
     return ColumnCompression(comps, alloc, method, int(budget), time.perf_counter() - t0)
 
 

@@ -59,7 +59,9 @@ kind = c2.radio("Runs of", kinds, horizontal=True, key="cmp_kind",
 pool = in_groups[in_groups["kind"] == kind]
 titles = dict(zip(pool["run_id"], pool["run"]))
 default_ids = [rid for g in chosen_groups for rid in cv.latest_runs(pool, kind, g)]
-run_ids = st.multiselect("Runs", list(titles), default=default_ids, key=f"cmp_runs_{kind}",
+# the run and baseline pickers start afresh when the groups change (their defaults follow)
+gkey = f"{kind}_{abs(hash(tuple(chosen_groups))) % 10 ** 8}"
+run_ids = st.multiselect("Runs", list(titles), default=default_ids, key=f"cmp_runs_{gkey}",
                          format_func=lambda r: titles[r],
                          help="the latest runs are shown to begin with")
 if not run_ids:
@@ -74,7 +76,7 @@ b1, b2 = st.columns([2, 3])
 base_default = cv.default_baseline(pool, run_ids)
 baseline = b1.selectbox("Baseline (Δ against)", run_ids, format_func=lambda r: titles[r],
                         index=run_ids.index(base_default) if base_default in run_ids else 0,
-                        key=f"cmp_base_{kind}")
+                        key=f"cmp_base_{gkey}")
 all_metrics = cv.metric_columns(pool[pool["run_id"].isin(run_ids)])
 metrics = b2.multiselect("Metrics", all_metrics,
                          default=cv.default_metrics(pool[pool["run_id"].isin(run_ids)], kind),

@@ -12,7 +12,10 @@ if data is None:
 fp = data.fingerprint if session.current_dataset() is not data else session.current_fingerprint()
 st.caption(f"**{session.md_escape(session.dataset_label(data))}**"
            + (f" · {session.md_escape(data.source)}" if getattr(data, "source", "") else ""))
-st.caption(session.split_caption(session.current_split(data)))
+try:
+    st.caption(session.split_caption(session.current_split(data)))
+except ValueError as exc:             # e.g. a one-row upload: nothing to split
+    st.caption(f"No split: {session.md_escape(exc)}")
 
 with st.expander("How to read this page", expanded=False):
     st.markdown(

@@ -11,7 +11,7 @@ from featagg_app import export_view as ev
 from featagg_app import session
 from featagg_core.artifacts import (ArtifactError, artifact_bytes, bundle_bytes, is_bundle,
                                     load_artifact, load_bundle)
-from featagg_core.experiment import Run, evaluate
+from featagg_core.experiment import Run, as_pipeline, evaluate
 
 PAGE = "Export"
 MAX_IMPORT_MB = 200
@@ -115,7 +115,7 @@ if state.get("file_id") != file_id:
         state.pop("file_id", None)
         session.show_error(exc, context=f"{upload.name} was refused")
         st.stop()
-    state.update(file_id=file_id, name=upload.name,
+    state.update(file_id=file_id, name=upload.name, objects=imported,
                  entries=ev.pipelines_from_import(imported, info),
                  manifests={k: getattr(o, "artifact_manifest_", {}) for k, o in imported.items()},
                  results={})
@@ -141,6 +141,13 @@ def _evaluate(pipe, key):
 
 for key, pipe, note in entries:
     with st.container(border=True):
+        obj = state["objects"].get(key)
+        if pipe is None and type(obj).__name__ == "VocabularyCompressor" \
+                and data is not None and data.kind == "table":
+            # a vocabulary compressor saved on its own: say which column it compresses
+            col = st.selectbox(f"{key}: the column this compressor applies to",
+                               list(data.table.columns), key=f"col_{key}")
+            pipe, note = as_pipeline(obj, column=col), f"compressing column {col!r}"
         if pipe is None:
             st.subheader(key)
             st.warning(f"Cannot be evaluated on its own: {session.md_escape(note)}")

@@ -8,7 +8,6 @@ from featagg_app import defrag_view as dv
 from featagg_app import session
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.experiment import canonical_spec, split_rows
-from featagg_core.feature_clustering import sampling_plan
 
 PAGE = "Feature agglomeration"
 BASELINES = {"random_balanced": "random balanced", "kmeans": "k-means (MiniBatchKMeans)",
@@ -130,8 +129,8 @@ if new is not None:
     if K_new > 1:
         _submit_baseline("random_balanced", K_new, rep_new)
         if with_kmeans:
-            plan = sampling_plan(data, split, _baseline_spec("kmeans", K_new, rep_new),
-                                 budget_s=GUARD_S)
+            plan = session.sampling_plan(data, split,
+                                         _baseline_spec("kmeans", K_new, rep_new), GUARD_S)
             if not plan["needs_sampling"]:
                 _submit_baseline("kmeans", K_new, rep_new)
 
@@ -154,7 +153,8 @@ red = dv.reduction_summary(test, d)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Clusters K", f"{K:,}", border=True,
           help=f"leaves of the tree, each ≤ d0 = {model.d0} features")
-m2.metric("Dimensions", f"{red['d']:,} → {red['K']:,}", f"{red['dim_ratio']:.1f}× fewer",
+m2.metric("Dimensions", f"{dv.short_number(red['d'])} → {dv.short_number(red['K'])}",
+          f"{red['dim_ratio']:.1f}× fewer", help=f"{red['d']:,} features → {red['K']:,}",
           delta_color="off", delta_arrow="off", border=True)
 m3.metric("Non-zeros (test rows)", f"{dv.short_number(red['nnz_before'])} → "
           f"{dv.short_number(red['nnz_after'])}", f"{red['nnz_ratio']:.2f}× fewer",
@@ -171,6 +171,8 @@ st.caption(f"Each baseline clusters the same {d:,} features of the training rows
            f"K = {K:,} clusters (representation {run.spec['defrag']['representation']}); all "
            "errors are measured on the test rows.")
 rep_shown = run.spec["defrag"]["representation"]
+for kind in BASELINES:           # collect finished baselines before listing them
+    session.follow_run(PAGE, f"base_{kind}", draw=False)
 baseline_runs = {}
 for r in session.runs(kind="feature_clustering", fingerprint=data.fingerprint,
                       split_id=split.split_id, status="done"):
@@ -188,10 +190,10 @@ for col, (kind, title) in zip(bcols, BASELINES.items()):
         if session.running_job(PAGE, f"base_{kind}") is not None:
             continue
         try:
-            plan = sampling_plan(data, split, _baseline_spec(kind, K, rep_shown),
-                                 budget_s=GUARD_S)
-        except ValueError as exc:
-            session.show_error(exc)
+            plan = session.sampling_plan(data, split, _baseline_spec(kind, K, rep_shown),
+                                         GUARD_S)
+        except ValueError as exc:          # e.g. Ward cannot make that many clusters
+            st.caption(f"Not offered: {session.md_escape(exc)}.")
             continue
         if kind in baseline_runs:
             st.caption(f"Done: {session.md_escape(session.run_title(baseline_runs[kind]))}.")

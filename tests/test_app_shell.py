@@ -77,7 +77,7 @@ def test_home_loads_with_bibtex_in_use():
     assert any("In use" in c.value and "Bibtex" in c.value for c in at.sidebar.caption)
     from featagg_app.home import METHODS
     links = sorted(p.proto.page for p in at.get("page_link"))
-    assert links == sorted(Path(m[3]).stem for m in METHODS if (ROOT / m[3]).is_file())
+    assert links == sorted(Path(m[3]).stem for m in METHODS)
 
 
 @pytest.mark.parametrize("info", list_samples(), ids=lambda s: s.name)
@@ -208,27 +208,47 @@ def _session_script():
     import streamlit as st
     from featagg_app import session
     from featagg_core.data import DatasetError, MultiLabelData
+    from featagg_core.experiment import run_pipeline
 
     def ml(seed):
-        X = sp.random(5, 4, density=0.5, format="csr", random_state=seed, dtype=np.float32)
-        Y = sp.csr_matrix(np.eye(5, 2, dtype=np.float32))
+        X = sp.random(40, 6, density=0.5, format="csr", random_state=seed, dtype=np.float32)
+        Y = sp.csr_matrix((np.random.default_rng(seed).random((40, 3)) < 0.5)
+                          .astype(np.float32))
         return MultiLabelData(X=X, Y=Y, name=f"d{seed}")
 
     step = st.session_state.get("step", 0)
     if step == 0:
         a = ml(1)
         session.set_dataset(a, origin="upload")
-        session.put("defrag", "fitted-on-a")
-        st.session_state["got_same"] = session.get("defrag")
-        session.set_dataset(a, origin="upload")           # same data: store kept
-        st.session_state["got_after_same"] = session.get("defrag")
-        session.set_dataset(ml(2), origin="upload")       # another dataset: store emptied
-        st.session_state["got_after_switch"] = session.get("defrag", "gone")
-        r = session.record_run("Feature agglomeration", "DEFRAG", a, {"d0": 8},
-                               {"P@1": 0.5}, {"fit": 1.25}, model_size_bytes=1024)
-        session.record_run("Vocabulary", "submodular", "adult", {}, {}, {})
-        st.session_state["runs"] = session.runs()
-        st.session_state["fp_a"] = a.fingerprint
+        split = session.current_split(a)
+        st.session_state["split_same"] = session.current_split(a) is split
+        session.page_state("P")["shown"] = "run on a"
+        session.set_dataset(a, origin="upload")           # same data: pages keep state
+        st.session_state["after_same"] = session.page_state("P").get("shown")
+        r1 = session.add_run(run_pipeline(a, split, {"defrag": {"d0": 2}}))
+        r2 = session.add_run(run_pipeline(a, split, {"defrag": {"d0": 3}}))
+        session.add_run(r1)                                # adding again: still one entry
+        session.set_split_settings(a, 0.3, 0.0, 5)
+        split2 = session.current_split(a)
+        r3 = session.add_run(run_pipeline(a, split2, {"defrag": {"d0": 2}}))
+        st.session_state["ids"] = [r1.run_id, r2.run_id, r3.run_id]
+        st.session_state["splits"] = [split.split_id, split2.split_id]
+        st.session_state["by_split"] = [r.run_id for r in session.runs(split_id=split.split_id)]
+        st.session_state["got"] = session.get_run(r2.run_id) is r2
+        st.session_state["title"] = session.run_title(r2)
+        # the picker: on split2 it offers the latest run on split2; back on split 1 it
+        # follows the latest run there
+        st.session_state["picked2"] = session.run_picker("Run", "agglomeration", split2,
+                                                         key="pick").run_id
+        session.set_split_settings(a, 0.2, 0.0, 0)
+        st.session_state["picked1"] = session.run_picker("Run", "agglomeration", split,
+                                                         key="pick2").run_id
+        session.set_dataset(ml(2), origin="upload")       # another dataset: pages emptied
+        st.session_state["after_switch"] = session.page_state("P").get("shown", "gone")
+        st.session_state["n_runs"] = len(session.runs())  # the registry is kept
+        st.session_state["on_d2"] = session.run_picker("Run", "agglomeration",
+                                                       session.current_split(ml(2)),
+                                                       key="pick3")
         session.show_error(DatasetError("bad row", path="x.txt", line=3))
         session.show_error(RuntimeError("kaboom"))
         st.session_state["graph"] = session.require_dataset("graph").name
@@ -237,19 +257,18 @@ def _session_script():
 
 def test_session_api_contract():
     at = AppTest.from_function(_session_script, default_timeout=120).run()
-    assert not at.exception
+    assert not at.exception, [e.value for e in at.exception]
     s = at.session_state
-    assert s["got_same"] == "fitted-on-a" and s["got_after_same"] == "fitted-on-a"
-    assert s["got_after_switch"] == "gone"
-    runs = s["runs"]
-    assert [r["method"] for r in runs] == ["DEFRAG", "submodular"]
-    r = runs[0]
-    assert r["dataset"] == "d1" and r["fingerprint"] == s["fp_a"] and r["kind"] == "multilabel"
-    assert r["params"] == {"d0": 8} and r["metrics"] == {"P@1": 0.5}
-    assert r["timings"] == {"fit": 1.25} and r["model_size_bytes"] == 1024
-    assert r["page"] == "Feature agglomeration" and len(r["run_id"]) == 8
-    assert r["timestamp"].endswith("+00:00") and runs[1]["run_id"] != r["run_id"]
-    assert runs[1]["dataset"] == "adult" and runs[1]["fingerprint"] is None
+    assert s["split_same"] and s["after_same"] == "run on a"
+    assert s["after_switch"] == "gone"
+    ids = s["ids"]
+    assert len(set(ids)) == 3 and s["n_runs"] == 3          # nothing overwritten
+    assert s["splits"][0] != s["splits"][1]
+    assert s["by_split"] == ids[:2] and s["got"]
+    assert s["title"] == "#2 DEFRAG-XY d0=3"
+    assert s["picked2"] == ids[2] and s["picked1"] == ids[1]
+    assert s["on_d2"] is None                                # runs of d1 are not offered
+    assert any("Using **#2 DEFRAG-XY d0=3**" in c.value for c in at.caption)
     errors = [e.value for e in at.error]
     assert errors[0] == "x.txt, line 3: bad row"
     assert "RuntimeError" in errors[1] and "Traceback" not in errors[1]
@@ -257,6 +276,37 @@ def test_session_api_contract():
     assert s["ml"] == "d2"
     assert s["graph"] == load_sample("cora").name
     assert any("Cora" in i.value or "cora" in i.value for i in at.info)
+
+
+def _picker_script():
+    import numpy as np
+    import scipy.sparse as sp
+    import streamlit as st
+    from featagg_app import session
+    from featagg_core.data import MultiLabelData
+    from featagg_core.experiment import make_split, run_pipeline
+
+    if "data" not in st.session_state:
+        X = sp.random(40, 6, density=0.5, format="csr", random_state=1, dtype=np.float32)
+        Y = sp.csr_matrix(np.eye(40, 3, dtype=np.float32))
+        st.session_state["data"] = MultiLabelData(X=X, Y=Y, name="d")
+        data = st.session_state["data"]
+        other = make_split(data, test_size=0.4, random_state=9)
+        st.session_state["old"] = session.add_run(run_pipeline(data, other, {"defrag": {"d0": 2}}))
+    data = st.session_state["data"]
+    split = session.current_split(data)
+    picked = session.run_picker("Run", "agglomeration", split, key="pick",
+                                on_refit=lambda r: st.session_state.update(refit=r.run_id))
+    st.session_state["picked"] = picked
+
+
+def test_run_picker_never_reuses_a_run_of_another_split():
+    at = AppTest.from_function(_picker_script, default_timeout=120).run()
+    assert not at.exception
+    assert at.session_state["picked"] is None
+    assert any("was fitted on another split" in w.value for w in at.warning)
+    at.button(key="pick__refit").click().run()
+    assert at.session_state["refit"] == at.session_state["old"].run_id
 
 
 def test_require_dataset_rejects_unknown_kind():
@@ -292,11 +342,12 @@ def test_warm_up_calls_each_warmup_and_survives_failures(monkeypatch):
     monkeypatch.setitem(sys.modules, "fa_test_bad", bad)
     rep = warm_up(("fa_test_good", "fa_test_bad", "fa_test_missing_module"))
     assert calls == ["good"]
-    assert "fa_test_good" in rep.timings and rep.missing == ["fa_test_missing_module"]
+    assert "fa_test_good" in rep.timings
+    assert "ModuleNotFoundError" in rep.errors["fa_test_missing_module"]
     assert "no compiler" in rep.errors["fa_test_bad"] and rep.done.is_set()
 
 
-def test_navigation_lists_existing_pages_in_order():
+def test_navigation_lists_every_page_in_order():
     import ast
     tree = ast.parse((ROOT / "app.py").read_text())
     pages = next(ast.literal_eval(n.value) for n in ast.walk(tree)
@@ -310,7 +361,7 @@ def test_navigation_lists_existing_pages_in_order():
     registered = {Path(str(i.get("script_path"))).resolve()
                   for i in at._registered_pages.values() if i.get("script_path")}
     for f in files:
-        assert ((ROOT / f).resolve() in registered) == (ROOT / f).is_file(), f
+        assert (ROOT / f).resolve() in registered, f
 
 
 # ---------------------------------------------------------------------------
@@ -456,3 +507,28 @@ def test_upload_declaring_huge_dimensions_is_refused():
         parse_upload("multilabel", "huge.txt", huge)
     ok = parse_upload("multilabel", "ok.txt", f"1 {MAX_UPLOAD_DIM} 2\n0 0:1.5\n".encode())
     assert ok.X.shape == (1, MAX_UPLOAD_DIM)
+
+
+def test_sidebar_split_widget_sets_the_session_split():
+    """The split every page uses is set in the sidebar, per dataset."""
+    from featagg_core.experiment import make_split
+    at = _app()
+    _ok(at)
+    bib = load_sample("bibtex")
+    tag = bib.fingerprint[:12]
+    assert any("own split" in c.value for c in at.sidebar.caption)
+    at.checkbox(key=f"featagg_split_own_{tag}").uncheck().run()
+    _ok(at)
+    at.slider(key=f"featagg_split_test_{tag}").set_value(0.3).run()
+    at.number_input(key=f"featagg_split_seed_{tag}").set_value(4).run()
+    _ok(at)
+    split = at.session_state["featagg.splits"][bib.fingerprint][1]
+    expected = make_split(bib, test_size=0.3, random_state=4, how="random")
+    assert split.split_id == expected.split_id
+    assert any(expected.describe() in c.value for c in at.sidebar.caption)
+    # another dataset has its own settings; coming back keeps Bibtex's
+    at.selectbox(key="featagg_sample").set_value("delicious").run()
+    _ok(at)
+    assert any("own split" in c.value for c in at.sidebar.caption)
+    at.selectbox(key="featagg_sample").set_value("bibtex").run()
+    assert any(expected.describe() in c.value for c in at.sidebar.caption)

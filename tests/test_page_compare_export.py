@@ -1,181 +1,299 @@
-"""Compare and Export pages: their table/chart/export builders against hand-made runs, and
-AppTest runs of both pages as a person uses them."""
+"""Compare and Export pages: their table/chart/export builders against hand-made run
+records and real runs, and AppTest runs of both pages as a person uses them."""
 import io
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from page_util import app, carry, click, dataset_entry, ok, runs
 from featagg_app import compare_view as cv
 from featagg_app import export_view as ev
-from featagg_core import Defrag, VocabularyCompressor
-from featagg_core.synthetic import make_powerlaw_multilabel, make_zipf_categorical
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _run(run_id, page, method, dataset, params, metrics, timings, size=None):
-    return {"run_id": run_id, "timestamp": "2026-11-30T12:00:00+00:00", "page": page,
-            "method": method, "dataset": dataset, "fingerprint": dataset[:3], "kind": "multilabel",
-            "params": params, "metrics": metrics, "timings": timings, "model_size_bytes": size}
+from featagg_core import Defrag, KTXMLC
+from featagg_core.artifacts import artifact_bytes, bundle_bytes, load_bundle
+from featagg_core.experiment import make_split, run_pipeline
+from featagg_core.synthetic import make_powerlaw_multilabel
 
 
+def _rec(rid, name, kind, dataset, split_id, split_text, test, timings, spec, size=None):
+    return {"run_id": rid, "title": f"#{rid} {name}", "name": name, "kind": kind,
+            "dataset_name": dataset, "dataset_fingerprint": dataset[:3], "split_id": split_id,
+            "split_text": split_text, "spec": spec, "status": "done", "timings": timings,
+            "metrics": {"test": test}, "model_sizes": {"total": size} if size else {},
+            "created": "2026-11-30T12:00:00+00:00"}
+
+
+OWN, RANDOM = "Bibtex's own split: 4,880 training rows / 2,515 test", "a random 20 % split"
 RUNS = [
-    _run("a1", "Extreme classification", "KTXMLC", "bibtex", {"K": 2, "trees": 3},
-         {"P@1": 63.0, "P@3": 39.0}, {"train": 4.0}, 2**20),
-    _run("a2", "Extreme classification", "OneVsAll", "bibtex", {"C": 1.0},
-         {"P@1": 64.0, "P@3": 40.0}, {"train": 40.0}, 2 * 2**20),
-    _run("b1", "Feature agglomeration", "DEFRAG-XY", "bibtex", {"d0": 8},
-         {"clustering error": 0.71}, {"fit": 0.3}),
-    _run("c1", "Extreme classification", "KTXMLC", "delicious", {"K": 2, "trees": 3},
-         {"P@1": 66.0}, {"train": 30.0}),
-    _run("d1", "Vocabulary compression", "submodular", "adult", {"budget": 10},
-         {"MI loss": 0.02}, {"fit": 0.01}),
+    _rec("1", "KTXMLC K=2 T=3", "classifier", "bibtex", "s1", OWN,
+         {"P@1": 0.63, "P@5": 0.28, "PSP@5": 0.58, "coverage@5": 0.95, "n_rows": 2515},
+         {"classifier_s": 4.0, "predict_s": 0.2, "total_s": 4.3}, {"classifier": {}}, 2 ** 20),
+    _rec("2", "KTXMLC K=2 T=3 · DEFRAG d0=8", "classifier", "bibtex", "s1", OWN,
+         {"P@1": 0.61, "P@5": 0.27, "PSP@5": 0.55, "coverage@5": 0.97, "n_rows": 2515},
+         {"defrag_s": 0.5, "classifier_s": 1.5, "total_s": 2.2},
+         {"defrag": {}, "classifier": {}}, 2 ** 19),
+    _rec("3", "DEFRAG-XY d0=8", "agglomeration", "bibtex", "s1", OWN,
+         {"clustering_error": 0.30, "clusters": 256, "nnz_after": 122128},
+         {"defrag_s": 0.5}, {"defrag": {}}),
+    _rec("4", "KTXMLC K=2 T=3", "classifier", "bibtex", "s2", RANDOM, {"P@1": 0.66},
+         {"classifier_s": 3.0}, {"classifier": {}}),
+    _rec("5", "Vocabulary submodular m=10", "vocabulary", "adult", "s3", RANDOM,
+         {"MI loss": 0.02}, {"vocabulary_s": 0.01}, {"vocabulary": {}}),
 ]
 
 
-def test_runs_frame_flattens_every_field():
+# --------------------------------------------------------------------------- Compare view
+def test_runs_frame_groups_and_units():
     df = cv.runs_frame(RUNS)
-    assert len(df) == 5
-    row = df.set_index("run_id").loc["a2"]
-    assert row["P@1"] == 64.0 and row["time: train"] == 40.0 and row["param: C"] == 1.0
-    assert row["model MB"] == pytest.approx(2.0)
-    assert row["parameters"] == "C=1.0"
-    assert np.isnan(df.set_index("run_id").loc["b1", "P@1"])
-    assert cv.metric_columns(df)[:2] == ["P@1", "P@3"]
-    assert "time: train" not in cv.metric_columns(df)
-    assert cv.runs_frame([]).empty
+    assert len(df) == 5 and df["run"].tolist()[0] == "#1 KTXMLC K=2 T=3"
+    row = df.set_index("run_id").loc["2"]
+    assert row["P@1"] == 0.61 and row[cv.TRAIN_TIME] == pytest.approx(2.0)   # 0.5 + 1.5
+    assert df.set_index("run_id").loc["1", cv.SIZE] == pytest.approx(1.0)
+    assert np.isnan(df.set_index("run_id").loc["3", "P@1"])
+    # runs are grouped by (dataset, split): the same dataset on two splits is two groups
+    assert cv.groups(df) == [f"bibtex · {OWN}", f"bibtex · {RANDOM}", f"adult · {RANDOM}"]
+    assert cv.metric_columns(df)[:2] == ["P@1", "P@5"] and "n_rows" not in cv.metric_columns(df)
+    assert cv.default_metrics(df[df["kind"] == "classifier"], "classifier") == \
+        ["P@1", "P@5", "PSP@5", "coverage@5", cv.TRAIN_TIME]
+    assert [cv.unit_of(m) for m in ("P@1", "PSP@5", "coverage@5", "nnz_after", cv.TRAIN_TIME,
+                                    "clustering_error", "MI loss", "base P@1")] == \
+        ["%", "%", "%", "count", "seconds", "score", "%", "%"]
 
 
-def test_filters_and_default_tradeoff():
+def test_train_time_counts_reused_steps_where_they_were_fitted():
+    agg = dict(_rec("a", "DEFRAG-XY d0=8", "agglomeration", "bibtex", "s1", OWN, {},
+                    {"defrag_s": 0.5}, {"defrag": {}}), reused=[])
+    clf = dict(_rec("b", "KTXMLC · DEFRAG", "classifier", "bibtex", "s1", OWN, {},
+                    {"defrag_s": 0.0, "classifier_s": 2.0}, {}), reused=["defrag"],
+               base_run_id="a")
+    ref = dict(_rec("c", "KTXMLC · DEFRAG + REFRAG", "classifier", "bibtex", "s1", OWN, {},
+                    {"defrag_s": 0.0, "classifier_s": 0.0, "rerank_s": 0.25}, {}),
+               reused=["defrag", "classifier"], base_run_id="b")
+    df = cv.runs_frame([agg, clf, ref]).set_index("run_id")
+    assert df.loc["b", cv.TRAIN_TIME] == pytest.approx(2.5)
+    assert df.loc["c", cv.TRAIN_TIME] == pytest.approx(2.75)     # 0.5 + 2.0 + 0.25
+    alone = cv.runs_frame([ref]).set_index("run_id")             # bases not known: 0
+    assert alone.loc["c", cv.TRAIN_TIME] == pytest.approx(0.25)
+
+
+def test_latest_runs_baseline_and_deltas():
     df = cv.runs_frame(RUNS)
-    only = cv.filter_runs(df, ["bibtex"], ["KTXMLC", "OneVsAll"])
-    assert sorted(only["run_id"]) == ["a1", "a2"]
-    assert cv.default_tradeoff(only) == ("time: train", "P@1")
-    vocab = cv.filter_runs(df, ["adult"], None)
-    assert cv.default_tradeoff(vocab) == ("param: budget", "MI loss")
+    g = f"bibtex · {OWN}"
+    assert cv.latest_runs(df, "classifier", g) == ["1", "2"]
+    # the plain classifier (no DEFRAG, no REFRAG) is the default baseline
+    assert cv.default_baseline(df, ["2", "1"]) == "1"
+    D = cv.delta_frame(df, ["1", "2"], ["P@1", "coverage@5", cv.TRAIN_TIME], "1")
+    assert D.loc["#1 KTXMLC K=2 T=3", "Δ P@1"] == "baseline"
+    assert D.loc["#2 KTXMLC K=2 T=3 · DEFRAG d0=8", "P@1"] == "61.00 %"
+    assert D.loc["#2 KTXMLC K=2 T=3 · DEFRAG d0=8", "Δ P@1"] == "-2.00 pt"
+    assert D.loc["#2 KTXMLC K=2 T=3 · DEFRAG d0=8", "Δ coverage@5"] == "+2.00 pt"
+    assert D.loc["#2 KTXMLC K=2 T=3 · DEFRAG d0=8", f"Δ {cv.TRAIN_TIME}"] == "-2.00 s"
 
 
-def test_datasets_never_share_axes():
-    df = cv.filter_runs(cv.runs_frame(RUNS), ["bibtex", "delicious"], ["KTXMLC"])
-    fig = cv.tradeoff_figure(df, "time: train", "P@1")
-    # one panel (x axis) per dataset, each dataset's points only in its own panel
-    axes = {tr.xaxis for tr in fig.data}
-    assert len(axes) == 2
-    assert "one panel per dataset" in fig.layout.title.text
-    bars = cv.grouped_bar_figure(df, ["P@1"])
-    assert len({tr.xaxis for tr in bars.data}) == 2
-    single = cv.grouped_bar_figure(cv.filter_runs(df, ["bibtex"], None), ["P@1"])
-    assert "panel" not in single.layout.title.text
+def test_one_chart_per_unit_and_one_panel_per_split():
+    df = cv.runs_frame(RUNS)
+    units = cv.unit_groups(["P@1", "P@5", "nnz_after", cv.TRAIN_TIME])
+    assert units == {"%": ["P@1", "P@5"], "seconds": [cv.TRAIN_TIME], "count": ["nnz_after"]}
+    with pytest.raises(ValueError, match="every metric"):
+        cv.unit_figure(df, ["1"], ["P@1", "nnz_after"], "%")
+    fig = cv.unit_figure(df, ["1", "2"], ["P@1", "P@5"], "%", baseline="1")
+    np.testing.assert_allclose([list(t.y) for t in fig.data], [[63, 28], [61, 27]])  # in %
+    assert [t.name for t in fig.data] == ["#1 KTXMLC K=2 T=3", "#2 KTXMLC K=2 T=3 · DEFRAG d0=8"]
+    assert "Δ vs baseline: -2.00 pt" in fig.data[1].hovertext[0]
+    assert "panel" not in fig.layout.title.text
+    mixed = cv.unit_figure(df, ["1", "4"], ["P@1"], "%")
+    assert {t.xaxis for t in mixed.data} == {"x", "x2"}                     # two panels
+    assert "one panel per dataset and split" in mixed.layout.title.text
 
 
 def test_csv_round_trip():
     df = cv.runs_frame(RUNS)
     back = pd.read_csv(io.BytesIO(cv.to_csv(df)))
-    assert back["run_id"].tolist() == df["run_id"].tolist()
-    assert back["P@1"].iloc[0] == 63.0
+    assert back["run_id"].astype(str).tolist() == df["run_id"].tolist()
+    assert back["P@1"].iloc[0] == 0.63
 
 
+# --------------------------------------------------------------------------- Export view
 @pytest.fixture(scope="module")
 def ml():
     return make_powerlaw_multilabel(300, 120, 20, random_state=0, test_size=0.2)
 
 
-def test_plain_exports_and_evaluation(ml):
-    d = Defrag(d0=4).fit(ml.X, ml.Y)
-    files = dict((n, b) for n, b, _ in ev.plain_exports("defrag", d, [f"w{i}" for i in range(120)]))
-    csv = pd.read_csv(io.BytesIO(files["defrag_clusters.csv"]))
-    assert csv["cluster"].tolist() == d.labels_.tolist() and csv["feature_name"][5] == "w5"
-    res = ev.evaluate(d, ml)
-    assert res["clusters"] == d.n_clusters_ and res["features after"] == d.n_clusters_
-    assert res["clustering error"] == pytest.approx(d.clustering_error_)
-    with pytest.raises(ValueError, match="needs a table dataset"):
-        ev.evaluate(VocabularyCompressor(4).fit(["a", "b"], [0, 1]), ml)
+def test_pipeline_exports_and_entry_names(ml):
+    split = make_split(ml)
+    run = run_pipeline(ml, split, {"defrag": {"d0": 4}})
+    files = {n: b for n, b, _ in ev.pipeline_exports("r1", run.pipeline,
+                                                      [f"w{i}" for i in range(120)])}
+    csv = pd.read_csv(io.BytesIO(files["r1_clusters.csv"]))
+    assert csv["cluster"].tolist() == run.pipeline.defrag.labels_.tolist()
+    assert csv["feature_name"][5] == "w5"
+    assert ev.entry_key("#3 KTXMLC K=2 T=3 · DEFRAG d0=8") == "run03_ktxmlc_k_2_t_3_defrag_d0_8"
+    objs = ev.bundle_objects([run, run], ["#1 DEFRAG-XY d0=4", "#1 DEFRAG-XY d0=4"])
+    assert len(objs) == 2                                   # names never collide
+    assert "DEFRAG (Defrag, " in ev.describe_pipeline(run.pipeline)
 
-    t = make_zipf_categorical(2000, 50, random_state=1)
-    col = t.table.columns[0]
-    vc = VocabularyCompressor(5).fit(t.table[col].to_numpy(), t.labels)
-    res = ev.evaluate(vc, t, column=col)
-    assert res["I(Z;C)"] == pytest.approx(vc.mutual_information_, rel=1e-9)
-    assert res["I(X;C)"] == pytest.approx(vc.mutual_information_full_, rel=1e-9)
-    assert res["unseen values"] == 0
-    names = [n for n, _, _ in ev.plain_exports("vocab", vc)]
-    assert names == ["vocab_mapping.csv", "vocab_mapping.json"]
+
+def test_old_bundle_pairs_a_classifier_with_its_defrag(ml):
+    """An older dashboard bundle held 'defrag' and a KTXMLC trained on its output: the
+    import joins them, so the pipeline takes raw features (the bug: 'fitted on 128
+    features; the current dataset has 1836')."""
+    d = Defrag(d0=4).fit(ml.X, ml.Y)
+    k = KTXMLC(n_trees=1).fit(d.transform(ml.X), ml.Y)
+    objects, info = load_bundle(io.BytesIO(bundle_bytes({"defrag": d, "ktxmlc": k})))
+    entries = {key: (pipe, note) for key, pipe, note in ev.pipelines_from_import(objects, info)}
+    pipe, note = entries["ktxmlc"]
+    assert "joined to the bundled DEFRAG 'defrag'" in note
+    assert pipe.n_features_in_ == 120 and pipe.defrag is not None
+    np.testing.assert_allclose(pipe.predict_scores(ml.X_test, 5).toarray(),
+                               k.predict_scores(d.transform(ml.X_test), 5).toarray())
+    assert entries["defrag"][0].kind == "agglomeration"
+    assert ev.pipeline_name(pipe) == "Defrag + KTXMLC (older artifact)"
+    # a REFRAG on its own cannot be evaluated: the note says why
+    from featagg_core.refrag import Refrag
+    lone = ev.pipelines_from_import({"refrag": Refrag().fit(ml.X, ml.Y, d)})
+    assert lone[0][1] is None and "REFRAG" in lone[0][2]
+
+
+def test_result_table_formats():
+    T = ev.result_table({"P@1": 0.6312, "clusters": 256, "clustering_error": 0.30189,
+                         "base PSP@5": 0.5})
+    assert T.loc["P@1", "value"] == "63.12 %" and T.loc["clusters", "value"] == "256"
+    assert T.loc["clustering_error", "value"] == "0.3019"
+    assert T.loc["base PSP@5", "value"] == "50.00 %"
 
 
 # --------------------------------------------------------------------------- AppTest
-
-def _app(page, data=None, store=None, runs=None):
-    from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=120)
-    if data is not None:
-        at.session_state["featagg.dataset"] = {"data": data, "fingerprint": data.fingerprint,
-                                               "origin": "upload", "source_id": "upload",
-                                               "name": data.name}
-    if store is not None:
-        at.session_state["featagg.store"] = store
-    if runs is not None:
-        at.session_state["featagg.runs"] = runs
-    return at.run()
+def _session_with(data, *specs, base_first=True):
+    split = make_split(data)
+    done = []
+    for spec in specs:
+        done.append(run_pipeline(data, split, spec,
+                                 base=done[-1] if done and base_first else None))
+    return {"featagg.dataset": dataset_entry(data, "sample"), "featagg.runs": done}, done
 
 
-def test_compare_page_empty_then_runs_from_several_pages():
-    at = _app("compare.py")
+def test_compare_page_empty_then_the_latest_classifiers_with_deltas(ml):
+    at = app("compare.py").run()
     assert not at.exception
     assert any("No runs yet" in i.value for i in at.info)
 
-    at = _app("compare.py", runs=RUNS)
-    assert not at.exception, [e.value for e in at.exception]
-    # default filter: the latest run's dataset (adult)
-    assert any("1 of 5 runs" in s.value for s in at.subheader)
-    at.multiselect[0].set_value(["bibtex"]).run()   # runs from two pages on one dataset
-    assert any("3 of 5 runs" in s.value for s in at.subheader)
-    assert len(at.get("plotly_chart")) == 2
-    at.multiselect[0].set_value(["bibtex", "delicious"]).run()
-    assert any("4 of 5 runs" in s.value for s in at.subheader)
-    assert any("one panel per dataset" in c.value for c in at.caption)
+    state, done = _session_with(ml, {"classifier": {"n_trees": 1}},
+                                {"defrag": {"d0": 4}, "classifier": {"n_trees": 1}},
+                                base_first=False)
+    at = app("compare.py", state=state).run()
+    ok(at)
+    # default view: this dataset and split, the classifier runs, the plain one as baseline
+    (group,) = at.multiselect(key="cmp_groups").value
+    assert group.startswith(f"{ml.name} · ") and done[0].split.describe() in group
+    assert at.radio(key="cmp_kind").value == "classifier"
+    picked = next(m for m in at.multiselect if m.label == "Runs")
+    assert len(picked.value) == 2
+    table = at.table[0].value
+    assert list(table.index) == ["#1 KTXMLC K=2 T=1", "#2 KTXMLC K=2 T=1 · DEFRAG d0=4"]
+    assert table.loc["#1 KTXMLC K=2 T=1", "Δ P@1"] == "baseline"
+    p1 = [100 * r.metrics["test"]["P@1"] for r in done]
+    assert table.loc["#2 KTXMLC K=2 T=1 · DEFRAG d0=4", "Δ P@1"] == f"{p1[1] - p1[0]:+.2f} pt"
+    # one chart per unit: percentages and seconds apart (the trade-off chart aside)
+    import json
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"]
+              for c in at.get("plotly_chart")]
+    assert titles[:2] == ["Quality (percent)", "Time (seconds)"]
+    assert not at.warning                                   # one split: no mixing note
 
 
-def test_export_page_offers_artifact_bundle_and_csv(ml):
-    d = Defrag(d0=4).fit(ml.X, ml.Y)
-    at = _app("export.py", data=ml, store={"defrag": d, "not a model": 3}, runs=RUNS[:1])
-    assert not at.exception, [e.value for e in at.exception]
+def test_compare_page_says_when_splits_are_mixed(ml):
+    split_a, split_b = make_split(ml), make_split(ml, how="random", test_size=0.3)
+    a = run_pipeline(ml, split_a, {"classifier": {"n_trees": 1}})
+    b = run_pipeline(ml, split_b, {"classifier": {"n_trees": 1}})
+    at = app("compare.py", state={"featagg.dataset": dataset_entry(ml, "sample"),
+                                  "featagg.runs": [a, b]}).run()
+    ok(at)
+    groups = at.multiselect(key="cmp_groups").options
+    assert len(groups) == 2 and len(at.multiselect(key="cmp_groups").value) == 1
+    at.multiselect(key="cmp_groups").set_value(list(groups)).run()
+    ok(at)
+    assert any("different datasets or splits" in w.value for w in at.warning)
+    assert len(at.table) == 2                               # one table per group
+
+
+def test_export_page_offers_pipelines_bundle_and_csv(ml):
+    state, done = _session_with(ml, {"defrag": {"d0": 4}},
+                                {"defrag": {"d0": 4}, "classifier": {"n_trees": 1}})
+    at = app("export.py", state=state).run()
+    ok(at)
     labels = [b.label for b in at.get("download_button")]
-    assert "Artifact (.fgz)" in labels
-    assert "defrag_clusters.csv" in labels
-    assert any(lbl.startswith("Bundle of all 1 fitted objects") for lbl in labels)
+    assert labels.count("Artifact (.fgz)") == 2
+    assert "run01_defrag_xy_d0_4_clusters.csv" in labels
+    assert any(lbl.startswith("Bundle of all 2 pipelines") for lbl in labels)
     assert "Run registry (JSON)" in labels
 
 
 def test_export_page_without_models():
-    at = _app("export.py")
+    at = app("export.py").run()
     assert not at.exception
     assert any("Nothing trained" in i.value for i in at.info)
+
+
+def test_export_imports_a_pipeline_and_evaluates_it_on_the_current_split(ml):
+    state, done = _session_with(ml, {"defrag": {"d0": 4}},
+                                {"defrag": {"d0": 4}, "classifier": {"n_trees": 1}})
+    blob = artifact_bytes(done[1].pipeline, dataset_fingerprint=ml.fingerprint)
+    at = app("export.py", state=state).run()
+    up = next(u for u in at.file_uploader if u.key == "artifact_upload")
+    up.set_value(("pipe.fgz", blob, "application/zip"))
+    at.run()
+    ok(at)
+    assert any("Loaded 1 object(s)" in s.value for s in at.success)
+    click(at, "eval_pipe")
+    ok(at)
+    table = at.table[0].value
+    assert table.loc["P@1", "value"] == f"{100 * done[1].metrics['test']['P@1']:.2f} %"
+    assert runs(at)[-1].name.endswith("(imported)")
+    # another split of the same dataset: refused, with the reason
+    at.session_state["featagg.split_settings"] = {ml.fingerprint: {
+        "test_size": 0.3, "valid_size": 0.0, "random_state": 0, "how": "random"}}
+    click(at, "eval_pipe")
+    assert any("may test it on rows it was trained on" in e.value for e in at.error)
 
 
 def test_compare_shows_real_runs_from_several_pages():
     """Runs made by really running the Feature agglomeration and Vocabulary compression
     pages (one browser session: its state carried from page to page) all reach Compare."""
-    import os
-    os.environ.setdefault("FEATAGG_WARMUP", "0")
-    from streamlit.testing.v1 import AppTest
     state = {}
     for page, button in (("feature_agglomeration.py", "fa_run"), ("vocabulary.py", "vc_run")):
-        at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=240)
-        for k, v in state.items():
-            at.session_state[k] = v
-        at.run()
-        at.button(key=button).click().run()
-        assert not at.exception, [e.value for e in at.exception]
-        state = {k: at.session_state[k] for k in ("featagg.runs",)
-                 if k in at.session_state}
-    runs = state["featagg.runs"]
-    pages = {r["page"] for r in runs}
-    assert len(pages) == 2, pages
-    at = _app("compare.py", runs=runs)
-    assert not at.exception, [e.value for e in at.exception]
-    at.multiselect[0].set_value(sorted({r["dataset"] for r in runs})).run()
-    assert any(f"{len(runs)} of {len(runs)} runs" in s.value for s in at.subheader)
+        at = app(page, state=state, timeout=240).run()
+        if page == "vocabulary.py":
+            at.checkbox(key="vc_curves").set_value(False)
+        click(at, button)
+        ok(at)
+        state = carry(at)
+    done = state["featagg.runs"]
+    kinds = {r.kind for r in done}
+    assert {"agglomeration", "feature_clustering", "vocabulary"} <= kinds, kinds
+    at = app("compare.py", state=state).run()
+    ok(at)
+    groups = at.multiselect(key="cmp_groups").options
+    assert len(groups) == 2                               # Bibtex's split, Adult's split
     table = at.dataframe[0].value
-    assert set(table["page"]) == pages
+    assert len(table) == len(done) and set(table["kind"]) == kinds
+
+
+def test_export_evaluates_a_lone_vocabulary_compressor_on_its_column():
+    from sklearn.metrics import mutual_info_score
+    from featagg_core.synthetic import make_zipf_categorical
+    from featagg_core.vocab import VocabularyCompressor
+    t = make_zipf_categorical(3000, 40, n_columns=2, random_state=1)
+    col = t.table.columns[1]
+    vc = VocabularyCompressor(5).fit(t.table[col].to_numpy(), t.labels)
+    at = app("export.py", t).run()
+    up = next(u for u in at.file_uploader if u.key == "artifact_upload")
+    up.set_value(("vc.fgz", artifact_bytes(vc), "application/zip"))
+    at.run()
+    at.selectbox(key="col_vc").set_value(col).run()
+    click(at, "eval_vc")
+    ok(at)
+    table = at.table[0].value
+    te = make_split(t).test
+    vals, y = t.table[col].to_numpy()[te], np.asarray(t.labels)[te]
+    assert float(table.loc["I(Z;C)", "value"]) == pytest.approx(
+        mutual_info_score(y, vc.transform(vals)), rel=1e-3)

@@ -1,19 +1,15 @@
 """Extreme classification page: its table/figure builders against brute force, and AppTest
 runs of the page (default Bibtex sample; a small uploaded dataset with a random split,
 DEFRAG features and one-vs-all)."""
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from page_util import app, click, ok, runs
 from featagg_app import xmlc_view as xv
 from featagg_core import metrics
 from featagg_core.data import MultiLabelData
 from featagg_core.ktxmlc import KTXMLC, elbow_curve
 from featagg_core.synthetic import make_powerlaw_multilabel
-
-ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "extreme_classification.py")
 
 
 @pytest.fixture(scope="module")
@@ -25,18 +21,10 @@ def trained():
 
 
 # ------------------------------------------------------------------ builders
-def test_random_split_is_a_partition():
-    tr, te = xv.random_split(100, 0.3, seed=4)
-    assert len(te) == 30 and len(tr) == 70
-    assert np.array_equal(np.sort(np.r_[tr, te]), np.arange(100))
-    with pytest.raises(ValueError):
-        xv.random_split(10, 1.5)
-
-
 def test_metrics_table_matches_hand_computed_precision(trained):
     d, m, S = trained
     ip = metrics.inverse_propensity(d.Y)
-    T = xv.metrics_table(d.Y_test, S, ip)
+    T = xv.metrics_table(metrics.ranking_metrics(d.Y_test, S, (1, 3, 5), ip))
     assert list(T.index) == ["P@k", "nDCG@k", "PSP@k", "PSnDCG@k", "coverage@k"]
     Yd, Sd = d.Y_test.toarray(), S.toarray()
     for k in (1, 3, 5):
@@ -44,16 +32,23 @@ def test_metrics_table_matches_hand_computed_precision(trained):
         top = np.argsort(-Sd, axis=1, kind="stable")[:, :k]
         p = np.mean([Yd[i, top[i]].sum() / k for i in range(Yd.shape[0])])
         assert T.loc["P@k", f"k={k}"] == pytest.approx(100 * p)
-    flat = xv.flat_metrics(T)
-    assert flat["P@1"] == T.loc["P@k", "k=1"] and "PSnDCG@5" in flat and "coverage@3" in flat
 
 
 def test_bucket_figure_sums_to_precision(trained):
-    d, m, S = trained
-    fig = xv.bucket_figure(d.Y, d.Y_test, S, n_buckets=4, k=5)
+    from featagg_core.experiment import bucket_metrics, make_split, run_pipeline
+    d, _, _ = trained
+    split = make_split(d)
+    run = run_pipeline(d, split, {"classifier": {"n_clusters": 3, "max_leaf_labels": 6,
+                                                 "n_trees": 2}})
+    fig = xv.bucket_figure(bucket_metrics(run, d, split, "test", k=5, n_buckets=4), k=5)
     bars = np.asarray(fig.data[0].y)
     assert bars.shape == (4,)
-    assert bars.sum() == pytest.approx(100 * metrics.precision_at_k(d.Y_test, S, 5))
+    # the buckets add up to P@5, computed by hand from the pipeline's scores
+    S = run.pipeline.predict_scores(d.X_test, k=5).toarray()
+    top = np.argsort(-S, axis=1, kind="stable")[:, :5]
+    Yd = d.Y_test.toarray()
+    p5 = np.mean([Yd[i, top[i]].sum() / 5 for i in range(Yd.shape[0])])
+    assert bars.sum() == pytest.approx(100 * p5)
     assert "head" in fig.data[0].x[0] and "tail" in fig.data[0].x[-1]
 
 
@@ -95,71 +90,85 @@ def test_example_predictions_mark_hits(trained):
 
 
 # ------------------------------------------------------------------ AppTest
-def _app(data=None):
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(PAGE, default_timeout=240)
-    if data is not None:
-        at.session_state["featagg.dataset"] = {"data": data, "fingerprint": data.fingerprint,
-                                               "origin": "upload", "source_id": "upload",
-                                               "name": data.name}
-    return at
-
-
-def _ok(at):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def test_page_trains_on_bibtex_and_records_the_run():
-    at = _app().run()
-    _ok(at)
-    assert any("Bibtex" in i.value or "bibtex" in i.value for i in at.info)
-    at.number_input(key="xmlc_trees").set_value(1).run()   # one tree keeps the test short
-    at.button(key="xmlc_train").click().run()
-    _ok(at)
-    cards = {m.label: m.value for m in at.metric}
-    p1 = float(cards["P@1"].rstrip("%"))
-    assert p1 > 55.0, cards        # omikuji (3 trees) reaches 63.9 on this split
-    runs = at.session_state["featagg.runs"]
-    assert len(runs) == 1 and runs[0]["method"] == "KTXMLC"
-    assert runs[0]["metrics"]["P@1"] == pytest.approx(p1, abs=0.01)
-    assert runs[0]["model_size_bytes"] > 0
-    assert isinstance(at.session_state["featagg.store"]["ktxmlc"], KTXMLC)
-    assert len(at.dataframe) == 2          # metrics table + example points
-    assert at.session_state["xmlc_result"]["is_tree"]
-
-
 def _small_upload():
     d = make_powerlaw_multilabel(300, 120, 30, random_state=5)
     return MultiLabelData(X=d.X, Y=d.Y, name="tiny", label_names=[f"t{j}" for j in range(30)])
 
 
+def test_page_trains_on_bibtex_and_records_the_run():
+    at = app("extreme_classification.py", timeout=240).run()
+    ok(at)
+    assert any("Bibtex" in i.value or "bibtex" in i.value for i in at.info)
+    assert any("own split" in c.value for c in at.caption)
+    at.number_input(key="xmlc_trees").set_value(1).run()   # one tree keeps the test short
+    click(at, "xmlc_train", 240)
+    ok(at)
+    cards = {m.label: m.value for m in at.metric}
+    p1 = float(cards["P@1"].rstrip("%"))
+    assert p1 > 55.0, cards        # omikuji (3 trees) reaches 63.9 on this split
+    done = runs(at)
+    assert len(done) == 1 and done[0].name == "KTXMLC K=2 T=1"
+    assert 100 * done[0].metrics["test"]["P@1"] == pytest.approx(p1, abs=0.01)
+    assert done[0].model_sizes["total"] > 0
+    assert isinstance(done[0].pipeline.classifier, KTXMLC)
+    assert len(at.dataframe) == 2          # metrics table + example points
+
+
 def test_page_random_split_defrag_features_and_one_vs_all():
     data = _small_upload()
-    at = _app(data).run()
-    _ok(at)
-    # no test split in the data: only the random split is offered
-    assert at.radio(key="xmlc_split").options == ["random split"]
+    at = app("extreme_classification.py", data).run()
+    ok(at)
+    # no test part in the data: the session's split is a random one, and the page says so
+    assert any("random 20 % test split" in c.value for c in at.caption)
     at.radio(key="xmlc_features").set_value("agglomerated (DEFRAG)").run()
-    _ok(at)
+    ok(at)
     assert any("DEFRAG" in i.value for i in at.info)
     at.radio(key="xmlc_model").set_value("One-vs-all").run()
-    at.button(key="xmlc_train").click().run()
-    _ok(at)
-    run = at.session_state["featagg.runs"][-1]
-    assert run["method"] == "OneVsAll + DEFRAG"
-    assert run["params"]["n_features"] < 120
-    assert "ova" in at.session_state["featagg.store"]
-    # changing a parameter hides the stale result until the next Train
+    click(at, "xmlc_train")
+    ok(at)
+    run = runs(at)[-1]
+    assert run.name == "One-vs-all C=1 · DEFRAG d0=8"
+    assert run.pipeline.n_features_in_ == 120                      # raw features in
+    assert run.pipeline.classifier.n_features_in_ < 120           # DEFRAG features
+    assert run.metrics["test"]["n_rows"] == 60                    # 20 % of 300
+    # changing a parameter shows that the results are the last run's until Train
     at.number_input(key="xmlc_C_ova").set_value(2.0).run()
-    _ok(at)
+    ok(at)
     assert any("press **Train**" in i.value for i in at.info)
+
+
+def test_page_reuses_a_defrag_run_of_the_same_split_only():
+    data = _small_upload()
+    at = app("feature_agglomeration.py", data).run()
+    at.checkbox(key="fa_km").uncheck()
+    click(at, "fa_run")
+    from page_util import carry
+    state = carry(at)
+    defrag_run = runs(at)[0]
+    at = app("extreme_classification.py", state=state).run()
+    at.radio(key="xmlc_features").set_value("agglomerated (DEFRAG)").run()
+    ok(at)
+    assert any("Using the DEFRAG clustering of **#1 DEFRAG-XY d0=8**" in i.value
+               for i in at.info)
+    at.number_input(key="xmlc_trees").set_value(1).run()
+    click(at, "xmlc_train")
+    run = runs(at)[-1]
+    assert run.reused == ["defrag"] and run.pipeline.defrag is defrag_run.pipeline.defrag
+    # another split: the DEFRAG run is not reused, the page says so and offers a refit
+    at.session_state["featagg.split_settings"] = {data.fingerprint: {
+        "test_size": 0.3, "valid_size": 0.0, "random_state": 1, "how": None}}
+    at.run()
+    ok(at)
+    assert any("fitted on another split" in w.value for w in at.warning)
+    assert any(b.label.startswith("Refit DEFRAG-XY d0=8") for b in at.button)
+    assert any("No DEFRAG run on this split" in i.value for i in at.info)
 
 
 def test_page_elbow_plot():
     data = _small_upload()
-    at = _app(data).run()
-    at.toggle(key="xmlc_elbow_on").set_value(True).run()
-    _ok(at)
+    at = app("extreme_classification.py", data).run()
+    at.toggle(key="xmlc_elbow_on").set_value(True)
+    from page_util import settle
+    settle(at)
+    ok(at)
     assert any("Elbow at" in m.value for m in at.markdown)

@@ -1,23 +1,15 @@
 """Feature agglomeration page: its view helpers against brute force, and AppTest runs."""
 import io
 import json
-import os
-
-os.environ.setdefault("FEATAGG_WARMUP", "0")  # no background JIT warm-up in AppTest runs
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from streamlit.testing.v1 import AppTest
 
+from page_util import app, click, ok, runs
 from featagg_app import defrag_view as dv
 from featagg_core.defrag import Defrag
-
-ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "feature_agglomeration.py")
 
 
 def _fitted(d=60, seed=0):
@@ -83,50 +75,66 @@ def test_cluster_table_labels_and_exports():
     assert dv.find_feature(names, "") == [] and dv.find_feature(None, "w") == []
     assert [dv.short_number(v) for v in (999, 9999, 334_668, 12_345_678, 2.5e9)] == \
         ["999", "9,999", "335k", "12.3M", "2.5G"]
-    red = dv.reduction_summary(X, m.transform(X))
+    Xa = m.transform(X)
+    red = dv.reduction_summary({"features_after": Xa.shape[1], "nnz_before": X.nnz,
+                                "nnz_after": Xa.nnz}, 60)
     assert red["d"] == 60 and red["K"] == m.n_clusters_ and red["nnz_before"] == X.nnz
+    assert red["nnz_ratio"] == pytest.approx(X.nnz / Xa.nnz)
 
 
-def test_baseline_labels():
-    lab = dv.random_balanced_labels(23, 5, seed=1)
-    assert sorted(np.bincount(lab).tolist()) == [4, 4, 5, 5, 5]
-    X, Y, m = _fitted()
-    from featagg_core.defrag import feature_representation
-    R, _ = feature_representation(X, Y, "XY")
-    km = dv.kmeans_labels(R, 8, seed=0)
-    assert km.shape == (60,) and km.max() < 8
+def test_error_figure_names_the_runs():
+    fig = dv.error_figure({"DEFRAG": 0.3, "random balanced": 0.5},
+                          {"DEFRAG": "#1 DEFRAG-XY d0=8", "random balanced": "#2 random"})
+    bar = fig.data[0]
+    assert list(bar.x) == [0.3, 0.5] and list(bar.y) == ["DEFRAG", "random balanced"]
+    assert "#1 DEFRAG-XY d0=8" in bar.hovertext[0]
 
 
 # ------------------------------------------------------------------ the page
-def _store(at):
-    return at.session_state["featagg.store"] if "featagg.store" in at.session_state else {}
+def _agglomeration(at):
+    return [r for r in runs(at) if r.kind == "agglomeration"]
+
+
+def _baselines(at):
+    return {r.spec["feature_clustering"]["kind"]: r for r in runs(at)
+            if r.kind == "feature_clustering"}
 
 
 def test_page_runs_on_default_sample_and_keeps_the_model():
-    at = AppTest.from_file(PAGE, default_timeout=180)
+    from featagg_core.defrag import clustering_error, feature_representation
+    at = app("feature_agglomeration.py", timeout=180)
     at.run()
     assert not at.exception
     assert at.title[0].value == "Feature agglomeration"
     assert any("How it works" in e.label for e in at.expander)
     assert any("press **Run**" in i.value for i in at.info)
-    at.button(key="fa_run").click().run()
-    assert not at.exception, at.exception
-    assert not at.error
-    m = _store(at)["defrag"]
+    assert any("own split" in c.value for c in at.caption)      # says which split
+    click(at, "fa_run")
+    ok(at)
+    run = _agglomeration(at)[-1]
+    m = run.pipeline.defrag
     from featagg_core.samples import load_sample
     bib = load_sample("bibtex")
     assert m.n_clusters_ == 256 and m.representation == "XY"  # 1836 features, d0 = 8
     metrics = {mt.label: mt.value for mt in at.metric}
     assert metrics["Clusters K"] == "256"
     assert metrics["Dimensions"] == f"{bib.X.shape[1]:,} → 256"
-    runs = at.session_state["featagg.runs"]
-    assert runs[-1]["method"] == "DEFRAG-XY" and runs[-1]["metrics"]["clusters"] == 256
-    assert runs[-1]["metrics"]["clustering_error"] == pytest.approx(m.clustering_error_)
-    # the error of DEFRAG is below the random balanced partition's
-    page_state = at.session_state["featagg.defrag_page"]
-    errs = page_state["errors"]
-    assert errs["DEFRAG"] < errs["random balanced"]
-    assert page_state["artifact"] is not None
+    assert run.name == "DEFRAG-XY d0=8" and run.metrics["test"]["clusters"] == 256
+    # fitted on the training rows: the same as Defrag on them, by hand
+    ref = Defrag(d0=8, representation="XY").fit(bib.X, bib.Y)    # Bibtex's own split:
+    np.testing.assert_array_equal(m.labels_, ref.labels_)        # train = the X part
+    # its error is measured on the test rows' representation, by hand
+    R, _ = feature_representation(bib.X_test, bib.Y_test, "XY")
+    assert run.metrics["test"]["clustering_error"] == pytest.approx(
+        clustering_error(R, m.labels_, 256))
+    # the baselines ran as their own runs on the same split; DEFRAG beats random balanced
+    base = _baselines(at)
+    assert set(base) == {"random_balanced", "kmeans"}
+    assert all(r.split_id == run.split_id for r in base.values())
+    assert run.metrics["test"]["clustering_error"] < \
+        base["random_balanced"].metrics["test"]["clustering_error"]
+    labels = [b.label for b in at.get("download_button")]
+    assert "Pipeline (featagg artifact)" in labels
     # cluster inspector: searching a word selects its cluster
     names = [str(w) for w in bib.feature_names]
     j = next(names.index(w) for w in ("learning", "network", names[0]) if w in names)
@@ -140,22 +148,22 @@ def test_page_runs_on_default_sample_and_keeps_the_model():
 
 
 def test_page_x_representation_small_d0_and_drill_down():
-    at = AppTest.from_file(PAGE, default_timeout=180)
+    at = app("feature_agglomeration.py", timeout=180)
     at.run()
     at.radio(key="fa_rep").set_value("X")
     at.slider(key="fa_d0").set_value(64)
     at.checkbox(key="fa_km").uncheck()
-    at.button(key="fa_run").click().run()
-    assert not at.exception, at.exception
-    m = _store(at)["defrag"]
+    click(at, "fa_run")
+    ok(at)
+    m = _agglomeration(at)[-1].pipeline.defrag
     assert m.representation == "X" and m.d0 == 64 and m.cluster_sizes_.max() <= 64
-    assert "k-means (MiniBatchKMeans)" not in at.session_state["featagg.defrag_page"]["errors"]
+    assert "kmeans" not in _baselines(at)
     # drill down into the root's right child
     right = m.tree_.children(0)[1]
     sel = [s for s in at.selectbox if s.key.startswith("fa_drill_")][0]
     sel.set_value(right).run()
     assert not at.exception
-    assert at.session_state["featagg.defrag_page"]["root"] == right
+    assert at.session_state["featagg.pages"]["Feature agglomeration"]["root"] == right
     sel = [s for s in at.selectbox if s.key.startswith("fa_drill_")][0]
     assert sel.value == right
 
@@ -167,15 +175,14 @@ def test_page_on_a_tiny_uploaded_dataset_with_one_cluster():
     Y = sp.csr_matrix((rng.random((30, 3)) < 0.4).astype(np.float32))
     data = MultiLabelData(X=X, Y=Y, feature_names=[f"f{j}" for j in range(6)],
                           label_names=["a", "b", "c"], name="tiny.txt")
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.session_state["featagg.dataset"] = {"data": data, "fingerprint": data.fingerprint,
-                                           "origin": "upload", "source_id": None,
-                                           "name": "tiny.txt"}
+    at = app("feature_agglomeration.py", data, timeout=120)
     at.run()
-    at.button(key="fa_run").click().run()
-    assert not at.exception, at.exception
-    m = _store(at)["defrag"]
+    click(at, "fa_run")
+    ok(at)
+    m = _agglomeration(at)[-1].pipeline.defrag
     assert m.n_clusters_ == 1 and m.labels_.tolist() == [0] * 6  # d = 6 <= d0 = 8
     assert {mt.label: mt.value for mt in at.metric}["Dimensions"] == "6 → 1"
+    assert _baselines(at) == {}                                   # nothing to compare
+    assert any("random 20 % test split" in c.value for c in at.caption)
     tab = [df.value for df in at.dataframe][0]
     assert sorted(tab["name"]) == [f"f{j}" for j in range(6)]

@@ -1,16 +1,12 @@
 """Graph feature selection page: its table/figure builders against brute force, and AppTest
 runs of the page on the default Cora sample."""
-from pathlib import Path
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from page_util import app, click, runs, settle
 from featagg_app import bmgufs_view as bv
 from featagg_core.bmgufs import BMGUFS
-
-ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "graph_features.py")
 
 
 def _graph(seed=0, n=150, k=3, f=40, p_in=0.2, p_out=0.01):
@@ -76,22 +72,27 @@ def test_top_features_table_and_message(fitted):
     assert len(idx2) == big.n_nonzero_
 
 
-def test_compare_methods_matches_direct_evaluation(fitted):
-    from featagg_core import feature_selection_baselines as fsb
+def test_comparison_table_and_figure_from_the_core_comparison(fitted):
+    """The page draws experiment.feature_selection_comparison's result: its table and
+    figure show exactly those numbers (the comparison itself is tested with the core)."""
+    from featagg_core.data import GraphData
+    from featagg_core.experiment import feature_selection_comparison, make_split
     from featagg_core.graph_eval import evaluate_selection
+    from featagg_core import feature_selection_baselines as fsb
     A, X, lab, m = fitted
-    calls = []
-    cmp = bv.compare_methods(A, X, lab, m, ds=(5, 20, 1000), n_seeds=2,
-                             progress=lambda fr, msg: calls.append(fr))
+    g = GraphData(A=A, X=X, y=lab, name="t")
+    split = make_split(g, 0.3)
+    cmp = feature_selection_comparison(g, split, ds=(5, 20, 1000), n_seeds=2)
     assert cmp["ds"] == [5, 20]                       # d > f dropped
-    assert calls[-1] == pytest.approx(1.0)
+    # Laplacian score of the training subgraph, k-means on the test nodes: by hand
+    tr, te = split.train, split.test
+    order = fsb.rank_features(fsb.laplacian_score(X[tr], A[tr][:, tr]), False)
+    exp = evaluate_selection(X[te], lab[te], order[:5], n_seeds=2)
     got = cmp["methods"]["Laplacian score (graph)"][5]
-    order = fsb.rank_features(fsb.laplacian_score(X, A), False)
-    exp = evaluate_selection(X, lab, order[:5], n_seeds=2)
-    assert got["acc"] == exp["acc"] and got["nmi"] == exp["nmi"]
-    assert cmp["methods"]["BMGUFS"][20]["d"] == 20
+    assert got["acc_mean"] == pytest.approx(exp["acc_mean"])
     T = bv.comparison_table(cmp, "acc")
     assert set(T.columns) == {"d=5", "d=20"} and "all features" in T.index
+    assert T.loc["Laplacian score (graph)", "d=5"].startswith(f"{exp['acc_mean']:.3f} ±")
     fig = bv.acc_nmi_figure(cmp)
     assert len(fig.data) == 2 * len(cmp["methods"])
 
@@ -114,9 +115,8 @@ def test_node_sample_and_figure():
 
 
 # ------------------------------------------------------------------ the page (AppTest)
-def _app():
-    from streamlit.testing.v1 import AppTest
-    return AppTest.from_file(PAGE, default_timeout=240)
+def _app(data=None):
+    return app("graph_features.py", data, timeout=240)
 
 
 def test_page_runs_on_the_default_sample_and_switches_candidate():
@@ -125,25 +125,29 @@ def test_page_runs_on_the_default_sample_and_switches_candidate():
     assert not at.exception
     assert any("Cora" in i.value for i in at.info)
     assert any("Run BMGUFS" in i.value for i in at.info)
+    assert any("random 20 % test split" in c.value for c in at.caption)
     at.number_input(key="gf_cand").set_value(2)
     at.number_input(key="gf_iter").set_value(25)
     at.number_input(key="gf_d").set_value(2000)        # clipped to f = 1433
     at.run()
-    at.button(key="gf_run").click().run()
+    click(at, "gf_run")
     assert not at.exception, at.exception
     cards = {m.label: m.value for m in at.metric}
     assert cards["RRE of the block model"].startswith("0.99")
     assert int(cards["Non-zero weights (of 1,433)"].replace(",", "")) <= 1433
     assert len(at.dataframe) >= 2                      # candidates + top features
-    runs = at.session_state["featagg.runs"]
-    assert runs[-1]["method"] == "BMGUFS" and "ACC" in runs[-1]["metrics"]
-    model = at.session_state["featagg.store"]["bmgufs"]
+    run = runs(at)[-1]
+    assert run.name.startswith("BMGUFS") and "ACC" in run.metrics["test"]
+    model = run.pipeline.selector
     assert len(model.candidates_) == 2
+    # fitted on the training nodes' subgraph only
+    assert model.block_model_.labels_.shape == (run.split.train.size,)
     other = 1 - model.candidate_index_
-    at.selectbox(key="gf_candidate").set_value(other).run()
+    at.selectbox(key="gf_candidate").set_value(other)
+    settle(at)
     assert not at.exception
-    assert at.session_state["featagg.store"]["bmgufs"].candidate_index_ == other
-    assert len(at.session_state["featagg.runs"]) == 2
+    assert runs(at)[-1].pipeline.selector.candidate_index_ == other
+    assert len(runs(at)) == 2
 
 
 def test_page_warns_when_gamma_leaves_fewer_than_d_and_compares():
@@ -154,12 +158,12 @@ def test_page_warns_when_gamma_leaves_fewer_than_d_and_compares():
     at.number_input(key="gf_iter").set_value(200)
     at.number_input(key="gf_d").set_value(600)
     at.run()
-    at.button(key="gf_run").click().run()
+    click(at, "gf_run")
     assert not at.exception, at.exception
     assert any("nnz(r) < d" in w.value for w in at.warning)
     at.number_input(key="gf_seeds").set_value(1)
     at.run()
-    at.button(key="gf_compare_btn").click().run()
+    click(at, "gf_compare_btn")
     assert not at.exception, at.exception
     assert len(at.tabs) == 2
     texts = " ".join(str(df.value.index.tolist()) for df in at.dataframe)
@@ -174,10 +178,7 @@ def test_page_on_an_uploaded_graph_without_classes_shows_feature_names():
                             random_state=2)
     names = [f"word_{j}" for j in range(g.X.shape[1])]
     g = dataclasses.replace(g, y=None, feature_names=names, name="my_graph.graphml")
-    at = _app()
-    at.session_state["featagg.dataset"] = {"data": g, "fingerprint": g.fingerprint,
-                                           "origin": "upload", "source_id": None,
-                                           "name": g.name}
+    at = _app(g)
     at.run()
     assert not at.exception
     assert at.number_input(key="gf_k").value == 6          # no classes: default k
@@ -186,10 +187,10 @@ def test_page_on_an_uploaded_graph_without_classes_shows_feature_names():
     at.number_input(key="gf_gamma").set_value(0.5)
     at.number_input(key="gf_d").set_value(5)
     at.run()
-    at.button(key="gf_run").click().run()
+    click(at, "gf_run")
     assert not at.exception, at.exception
     top = next(df.value for df in at.dataframe if "name" in df.value.columns)
     assert top["name"].tolist() == [names[j] for j in top["feature"]]
     assert any("no classes" in i.value for i in at.info)
-    run = at.session_state["featagg.runs"][-1]
-    assert "ACC" not in run["metrics"] and run["dataset"] == "my_graph.graphml"
+    run = runs(at)[-1]
+    assert "ACC" not in run.metrics["test"] and run.dataset_name == "my_graph.graphml"

@@ -1,16 +1,12 @@
 """Rare labels page: its table/figure builders against brute force, and AppTest runs."""
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
+import pytest
 import scipy.sparse as sp
 
+from page_util import app, click, ok, runs
 from featagg_app import rare_labels_view as rv
 from featagg_core import metrics as M
-from featagg_core.data import MultiLabelData
-
-ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "rare_labels.py")
 
 
 def _scores(n, L, seed, density=0.6):
@@ -36,27 +32,33 @@ def _dense_top(S, k):
     return out
 
 
-def test_covered_labels_and_bucket_table_brute_force():
-    Ytr, Yte = _labels(200, 20, 0), _labels(60, 20, 1)
-    S, R = _scores(60, 20, 2), _scores(60, 20, 3)
-    top = _dense_top(S, 5)
-    Yd = Yte.toarray()
-    hit = np.zeros(20, bool)
-    for i, row in enumerate(top):
-        for l in row:
-            hit[l] |= Yd[i, l] == 1
-    np.testing.assert_array_equal(rv.covered_labels(Yte, S, 5), hit)
-    bt = rv.bucket_table(Ytr, Yte, {"a": S, "b": R}, k=5, n_buckets=5)
-    b = M.label_frequency_buckets(Ytr, 5)
+def test_bucket_table_from_the_core_matches_brute_force():
+    """The page's bucket table is experiment.bucket_metrics' (fractions → %), and its
+    coverage per bucket is the brute-force one."""
+    from featagg_core.experiment import bucket_metrics, make_split, run_pipeline
+    d = _small()
+    split = make_split(d)
+    run = run_pipeline(d, split, {"classifier": {"n_trees": 1}, "rerank": {"alpha": 0.3}})
+    bt = rv.bucket_table(bucket_metrics(run, d, split, "test", k=5), k=5)
+    S = run.pipeline.scores(d.X_test, 5)[0]
+    B = run.pipeline.scores(d.X_test, 5, rerank=False)[0]
+    Yd = d.Y_test.toarray()
+    b = M.label_frequency_buckets(d.Y, 5)
     present = Yd.sum(0) > 0
-    for i in range(5):
-        m = (b == i) & present
-        exp = 100 * hit[m].sum() / m.sum() if m.sum() else np.nan
-        np.testing.assert_allclose(bt["coverage a"][i], exp)
-    assert bt["labels"].sum() == 20
-    np.testing.assert_allclose(bt["P@5 a"].sum(), M.precision_at_k(Yte, S, 5) * 100)
-    np.testing.assert_allclose(bt["P@5 b"].sum(), M.precision_at_k(Yte, R, 5) * 100)
-    fig = rv.bucket_figure(bt, ["a", "b"])
+    for name, scores in (("REFRAG", S), ("classifier", B)):
+        top = _dense_top(scores, 5)
+        hit = np.zeros(d.Y.shape[1], bool)
+        for i, row in enumerate(top):
+            for lab in row:
+                hit[lab] |= Yd[i, lab] == 1
+        for i in range(5):
+            m = (b == i) & present
+            exp = 100 * hit[m].sum() / m.sum() if m.sum() else np.nan
+            np.testing.assert_allclose(bt[f"coverage {name}"][i], exp)
+        np.testing.assert_allclose(bt[f"P@5 {name}"].sum(),
+                                   M.precision_at_k(d.Y_test, scores, 5) * 100)
+    assert bt["labels"].sum() == d.Y.shape[1]
+    fig = rv.bucket_figure(bt, ["classifier", "REFRAG"])
     assert len(fig.data) == 2 and list(fig.data[0].x) == list(bt["bucket"])
 
 
@@ -92,17 +94,17 @@ def test_imputation_example_statuses():
     assert dict(zip(ex["feature"], ex["cluster"])) == {"a": 0, "b": 0, "d": 1, "e": 0}
 
 
-def test_train_test_split_and_figures():
-    X = sp.random(50, 8, density=0.3, format="csr", random_state=0)
-    Y = _labels(50, 5, 0)
-    d = MultiLabelData(X=X, Y=Y, name="t")
-    Xtr, Ytr, Xte, Yte, note = rv.train_test(d)
-    assert Xtr.shape[0] + Xte.shape[0] == 50 and Xte.shape[0] == 10 and "random" in note
-    d2 = MultiLabelData(X=X, Y=Y, X_test=X[:5], Y_test=Y[:5], name="t")
-    assert rv.train_test(d2)[2].shape[0] == 5
-    sweep = pd.DataFrame({"alpha": [1.0, 0.5, 0.0], "P@5": [50, 48, 30],
-                          "coverage@5": [20, 30, 40]})
-    assert len(rv.sweep_figure(sweep, 0.5).data) == 2
+def test_metrics_table_and_figures():
+    flat = {f"{m}@{k}": 0.1 * k for m in ("P", "PSP", "coverage") for k in rv.KS}
+    flat.update({f"base {m}@{k}": 0.05 * k for m in ("P", "PSP", "coverage") for k in rv.KS})
+    T = rv.metrics_table(flat)
+    assert list(T.index) == ["classifier", "REFRAG"]
+    assert T.loc["REFRAG", "P@3"] == pytest.approx(30.0)
+    assert T.loc["classifier", "coverage@5"] == pytest.approx(25.0)
+    sweep = pd.DataFrame({"alpha": [1.0, 0.5, 0.0], "P@5": [0.50, 0.48, 0.30],
+                          "coverage@5": [0.20, 0.30, 0.40]})
+    fig = rv.sweep_figure(sweep, 0.5)
+    assert len(fig.data) == 2 and list(fig.data[0].y) == [50, 48, 30]
     curve = pd.DataFrame({"fraction": [0, 0.5], **{f"P@{k}": [0.5, 0.4] for k in rv.KS},
                           **{f"P@{k} FIAT": [0.5, 0.45] for k in rv.KS}})
     assert len(rv.erasure_figure(curve).data) == 6
@@ -120,68 +122,69 @@ def _small():
     return d
 
 
-class LinearScorer:
-    """A fixed 'classifier': scores X @ W, keeps each row's top k (the page only needs
-    predict_scores)."""
-
-    def __init__(self, W):
-        self.W = W
-        self.n_labels_ = W.shape[1]
-
-    def predict_scores(self, X, k=5):
-        D = (sp.csr_matrix(X) @ self.W).toarray()
-        top = np.argsort(-D, axis=1, kind="stable")[:, :k]
-        rows = np.repeat(np.arange(D.shape[0]), top.shape[1])
-        vals = np.maximum(np.take_along_axis(D, top, 1).ravel(), 1e-9)
-        return sp.csr_matrix((vals, (rows, top.ravel())), shape=D.shape)
+def _state_with(data, *specs):
+    """A session whose registry holds runs of ``specs`` on the default split of ``data``."""
+    from featagg_core.experiment import make_split, run_pipeline
+    from page_util import dataset_entry
+    split = make_split(data)
+    done = []
+    for spec in specs:
+        done.append(run_pipeline(data, split, spec))
+        assert done[-1].status == "done", done[-1].message
+    return {"featagg.dataset": dataset_entry(data, "sample"), "featagg.runs": done}
 
 
-def _app(data, store=None):
-    from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(PAGE, default_timeout=150)
-    at.session_state["featagg.dataset"] = {"data": data, "fingerprint": data.fingerprint,
-                                           "origin": "sample", "name": data.name}
-    if store is not None:
-        at.session_state["featagg.store"] = store
-    return at
-
-
-def test_page_trains_defaults_then_alpha_one_is_the_classifier():
+def test_page_never_trains_unasked_then_alpha_one_is_the_classifier():
     data = _small()
-    at = _app(data).run()
-    assert not at.exception, at.exception
-    assert any("trained on this page" in i.value for i in at.info)
+    at = app("rare_labels.py", data).run()
+    ok(at)
     assert at.title[0].value == "Rare labels and imputation"
+    # no classifier run: the page says so, trains nothing, and offers a named button
+    assert any("No classifier run on this split yet" in i.value for i in at.info)
+    assert runs(at) == []
+    assert at.button(key="rl_train_default").label.startswith("Train KTXMLC K=2 T=1")
+    click(at, "rl_train_default")
+    ok(at)
+    assert [r.name for r in runs(at)] == ["KTXMLC K=2 T=1"]
+    assert any("Using **#1 KTXMLC K=2 T=1**" in c.value for c in at.caption)
+    click(at, "rl_refrag_run")
+    click(at, "rl_fiat_run")
+    ok(at)
     labels = [m.label for m in at.metric]
     assert "coverage@5 with REFRAG" in labels and "P@1 erased + FIAT" in labels
-    runs = at.session_state["featagg.runs"]
-    assert {r["method"] for r in runs} == {"REFRAG", "FIAT"}
+    names = [r.name for r in runs(at)]
+    assert any("REFRAG α=0.4" in n for n in names) and any("FIAT mix=0.5" in n for n in names)
     assert len(at.get("download_button")) == 2
-    n_runs = len(runs)
-    at.slider(key="rl_alpha").set_value(1.0).run()
-    assert not at.exception, at.exception
+    n_runs = len(runs(at))
+    at.slider(key="rl_alpha").set_value(1.0)
+    click(at, "rl_refrag_run")
+    ok(at)
     df = at.dataframe[0].value
     np.testing.assert_allclose(df.loc["REFRAG"].to_numpy(), df.loc["classifier"].to_numpy())
-    assert len(at.session_state["featagg.runs"]) == n_runs + 1
-    at.run()                                          # same settings: no duplicate run
-    assert len(at.session_state["featagg.runs"]) == n_runs + 1
+    assert len(runs(at)) == n_runs + 1
+    at.run()                                          # a rerun makes no run
+    assert len(runs(at)) == n_runs + 1
 
 
-def test_page_uses_session_models_and_matches_the_library():
+def test_page_uses_the_picked_run_and_matches_the_library():
+    from featagg_core.defrag import Defrag
     from featagg_core.fiat import Fiat, erase_features
     from featagg_core.refrag import Refrag
     data = _small()
-    d = data.X.shape[1]
-    clus = type("C", (), {})()
-    clus.labels_ = np.arange(d) // 5
-    clus.n_clusters_ = int(clus.labels_.max()) + 1
-    W = sp.csr_matrix(data.X.T @ data.Y)                # a crude centroid classifier
-    clf = LinearScorer(W)
-    at = _app(data, {"defrag": clus, "ktxmlc": clf}).run()
-    assert not at.exception, at.exception
-    assert not any("trained on this page" in i.value for i in at.info)
-    # the page's REFRAG numbers are the library's on the same inputs
-    S = clf.predict_scores(data.X_test, k=100)
+    state = _state_with(data, {"classifier": {"n_trees": 1}},
+                        {"defrag": {"d0": 5}, "classifier": {"n_trees": 1}})
+    at = app("rare_labels.py", state=state).run()
+    ok(at)
+    # the latest classifier run (on DEFRAG features) is used by default, and named
+    assert any("Using **#2 KTXMLC K=2 T=1 · DEFRAG d0=5**" in c.value for c in at.caption)
+    click(at, "rl_refrag_run")
+    click(at, "rl_fiat_run")
+    ok(at)
+    base = state["featagg.runs"][1]
+    clus = base.pipeline.defrag
+    # independent: the classifier's shortlist, REFRAG fitted by hand on the training rows
+    np.testing.assert_array_equal(clus.labels_, Defrag(d0=5).fit(data.X, data.Y).labels_)
+    S = base.pipeline.predict_scores(data.X_test, k=100)
     R = Refrag().fit(data.X, data.Y, clus).rerank(data.X_test, S, k=5)
     df = at.dataframe[0].value
     np.testing.assert_allclose(df.loc["REFRAG", "P@5"],
@@ -192,4 +195,7 @@ def test_page_uses_session_models_and_matches_the_library():
     Xs, Ys = data.X_test[:1000], data.Y_test[:1000]
     Xi = Fiat(clus).fit(data.X).transform(erase_features(Xs, 0.5, random_state=0))
     card = [m for m in at.metric if m.label == "P@1 erased + FIAT"][0]
-    assert card.value == f"{M.precision_at_k(Ys, clf.predict_scores(Xi, k=5), 1) * 100:.2f} %"
+    assert card.value == f"{M.precision_at_k(Ys, base.pipeline.predict_scores(Xi, k=5), 1) * 100:.2f} %"
+    # both new runs reused the classifier run's fitted steps
+    for r in runs(at)[2:]:
+        assert r.base_run_id == base.run_id and "classifier" in r.reused

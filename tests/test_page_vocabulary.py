@@ -2,20 +2,17 @@
 runs of the page on the default Adult sample."""
 import io
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import mutual_info_score
 
+from page_util import app, click, ok, runs
 from featagg_app import vocab_view as vv
+from featagg_core.data import CategoricalData
+from featagg_core.experiment import make_split, run_pipeline, vocabulary_budget_curve
 from featagg_core.vocab import VocabularyCompressor, compress_columns
-
-ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "vocabulary.py")
-os.environ.setdefault("FEATAGG_WARMUP", "0")
 
 
 def _table(seed=0, n_rows=2000):
@@ -28,35 +25,60 @@ def _table(seed=0, n_rows=2000):
     return t, y
 
 
+def _runs(t, y, methods, m, allocation):
+    data = CategoricalData(table=t, labels=y, label_name="y", name="t")
+    split = make_split(data)
+    out = {}
+    for meth in methods:
+        alloc = allocation if meth in ("submodular", "threshold") or allocation != "greedy" \
+            else "uniform"
+        out[meth] = run_pipeline(data, split, {"vocabulary": {
+            "method": meth, "budget": m, "columns": ["a", "b"], "allocation": alloc}})
+    return data, split, out
+
+
 def test_summary_and_allocation_tables_match_the_runs():
     t, y = _table()
-    res = vv.run_methods(t, y, ["a", "b"], ["submodular", "frequency"], 5,
-                         "global (uniform for baselines)", {"random_state": 0})
+    data, split, res = _runs(t, y, ["submodular", "frequency"], 5, "greedy")
     S = vv.summary_table(res)
     assert list(S["method"]) == [vv.METHOD_TITLES["submodular"], vv.METHOD_TITLES["frequency"]]
-    for (meth, cc), (_, row) in zip(res.items(), S.iterrows()):
-        iz = sum(mutual_info_score(y, vc.transform(t[c])) for c, vc in cc.compressors.items())
-        ix = sum(mutual_info_score(y, t[c]) for c in cc.compressors)
+    te = split.test
+    for (meth, run), (_, row) in zip(res.items(), S.iterrows()):
+        cc = run.pipeline.vocabulary
+        # by hand: I(Z;C) and I(X;C) of the test rows with sklearn's mutual information
+        iz = sum(mutual_info_score(y[te], vc.transform(t[c].to_numpy()[te]))
+                 for c, vc in cc.compressors.items())
+        ix = sum(mutual_info_score(y[te], t[c].to_numpy()[te]) for c in cc.compressors)
         assert row["I(Z;C) nats"] == pytest.approx(iz)
         assert row["I(X;C) nats"] == pytest.approx(ix)
         assert row["MI loss"] == pytest.approx((ix - iz) / ix)
-        assert row["buckets"] == sum(cc.allocation.values()) <= 10
-    A = vv.allocation_table(res)
+        assert sum(cc.allocation.values()) <= 10
+    ccs = {m: r.pipeline.vocabulary for m, r in res.items()}
+    A = vv.allocation_table(ccs)
     assert list(A.index) == ["a", "b"]
     assert A[vv.METHOD_TITLES["frequency"]].tolist() == [5, 5]
-    fig = vv.allocation_figure(res)
+    fig = vv.allocation_figure(ccs)
     assert [list(tr.y) for tr in fig.data] == [A[c].tolist() for c in A.columns]
 
 
 def test_loss_curves_decrease_and_match_direct_runs():
     t, y = _table(1)
-    curves = vv.loss_curves(t, y, ["a"], ["submodular", "bucketing"], [2, 5, 20], "per column",
-                            {})
-    for meth, g in curves.groupby("method"):
-        assert np.all(np.diff(g.sort_values("m")["MI loss"].to_numpy()) <= 1e-12)
-        direct = compress_columns(t, y, 5, method=meth, allocation="uniform", columns=["a"])
-        assert g.set_index("m").loc[5, "MI loss"] == pytest.approx(direct.mi_loss)
-    fig = vv.loss_curve_figure(curves)
+    data = CategoricalData(table=t, labels=y, label_name="y", name="t")
+    split = make_split(data)
+    curves = {}
+    for meth in ("submodular", "bucketing"):
+        spec = {"vocabulary": {"method": meth, "budget": 2, "columns": ["a"]}}
+        curves[meth] = vocabulary_budget_curve(data, split, spec, [2, 5, 20])
+    long = vv.curves_frame(curves)
+    for meth, g in long.groupby("method"):
+        # the fit on the training rows, scored on the test rows, at m = 5: by hand
+        vc = VocabularyCompressor(5, method=meth).fit(t["a"].to_numpy()[split.train],
+                                                      y[split.train])
+        te = split.test
+        ix = mutual_info_score(y[te], t["a"].to_numpy()[te])
+        iz = mutual_info_score(y[te], vc.transform(t["a"].to_numpy()[te]))
+        assert g.set_index("m").loc[5, "MI loss"] == pytest.approx((ix - iz) / ix)
+    fig = vv.loss_curve_figure(long)
     assert len(fig.data) == 2 and fig.layout.xaxis.type == "log"
 
 
@@ -95,8 +117,7 @@ def test_label_from_column_and_mapping_files():
 
 # ------------------------------------------------------------------ the page (AppTest)
 def _app():
-    from streamlit.testing.v1 import AppTest
-    return AppTest.from_file(PAGE, default_timeout=240)
+    return app("vocabulary.py", timeout=240)
 
 
 def _by_label(widgets, label):
@@ -110,25 +131,26 @@ def test_page_runs_on_the_default_adult_sample():
     assert not at.exception, at.exception
     assert any("Adult" in i.value for i in at.info)
     assert any("Compress" in i.value for i in at.info)
+    assert any("random 20 % test split" in c.value for c in at.caption)
     at.checkbox(key="vc_curves").set_value(True)
-    at.button(key="vc_run").click().run()
-    assert not at.exception, at.exception
+    click(at, "vc_run", 300)
+    ok(at)
     cards = {mm.label: mm.value for mm in at.metric}
     assert any(k.startswith("MI loss") for k in cards), cards
-    runs = at.session_state["featagg.runs"]
+    done = runs(at)
     methods = at.multiselect(key="vc_methods").value
-    assert len(runs) == len(methods) and "dp" in methods      # Adult columns are small
-    store = at.session_state["featagg.store"]
-    assert isinstance(store["vocab"], VocabularyCompressor)
-    # with the same (uniform) split of the budget, the DP optimum loses the least
-    by = {r["method"]: r["metrics"]["MI loss"] for r in runs}
+    assert len(done) == len(methods) and "dp" in methods      # Adult columns are small
+    assert all(r.kind == "vocabulary" for r in done)
+    # with the same (uniform) split of the budget, the DP optimum loses the least on the
+    # training rows it was fitted on (on the test rows any method may generalise better)
+    fitted = {r.spec["vocabulary"]["method"]: r.pipeline.vocabulary.mi_loss for r in done}
     for meth in ("bucketing", "frequency", "divisive"):
-        assert by[vv.METHOD_TITLES["dp"]] <= by[vv.METHOD_TITLES[meth]] + 1e-12
+        assert fitted["dp"] <= fitted[meth] + 1e-12
     assert len(at.get("plotly_chart")) >= 4                 # curves, time, split curve, alloc
     # switch the picture to another column and method: no rerun of the compression
     _by_label(at.selectbox, "Column").set_value("education").run()
     assert not at.exception
-    assert len(at.session_state["featagg.runs"]) == len(methods)
+    assert len(runs(at)) == len(methods)
 
 
 def test_page_other_label_per_column_budget_and_threshold():
@@ -141,10 +163,11 @@ def test_page_other_label_per_column_budget_and_threshold():
     at.select_slider(key="vc_m").set_value(3)
     at.multiselect(key="vc_methods").set_value(["threshold", "frequency"])
     at.checkbox(key="vc_curves").set_value(False)
-    at.button(key="vc_run").click().run()
-    assert not at.exception, at.exception
-    runs = at.session_state["featagg.runs"]
-    assert [r["method"] for r in runs] == [vv.METHOD_TITLES["threshold"], vv.METHOD_TITLES["frequency"]]
-    assert all(r["params"]["label"] == "gender" for r in runs)
-    cc = at.session_state["featagg.store"]["vocab_columns"]
+    click(at, "vc_run")
+    ok(at)
+    done = runs(at)
+    assert sorted(r.spec["vocabulary"]["method"] for r in done) == ["frequency", "threshold"]
+    assert all(r.dataset_name.endswith("(label: gender)") for r in done)
+    assert all(r.spec["vocabulary"]["allocation"] == "per_column" for r in done)
+    cc = done[0].pipeline.vocabulary
     assert all(v <= 3 for v in cc.allocation.values())

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from featagg_core._kernels import vocab as K
+from featagg_core._polling import new_stop
 from featagg_core.samples import load_sample
 from featagg_core.vocab import VocabularyCompressor, _Prepared
 
@@ -23,8 +24,8 @@ def test_divide_and_conquer_dp_equals_the_quadratic_dp():
         prep = _Prepared(c0, c1, 1, bool(trial % 2))
         for m in (2, 3, 5, 9):
             m2 = min(m, prep.n_atoms)
-            _, exact = K.dp_optimal(prep.P0a, prep.P1a, m2)
-            splits, fast = K.dp_monotone(prep.P0a, prep.P1a, m2)
+            _, exact = K.dp_optimal(prep.P0a, prep.P1a, m2, new_stop())
+            splits, fast = K.dp_monotone(prep.P0a, prep.P1a, m2, new_stop())
             assert fast == pytest.approx(exact, rel=1e-12, abs=1e-12)
             assert K.objective(prep.P0a, prep.P1a, splits) == pytest.approx(fast, rel=1e-12,
                                                                             abs=1e-12)

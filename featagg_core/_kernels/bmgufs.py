@@ -6,6 +6,8 @@ Arrays in, arrays out; no Python objects. Sparse matrices arrive as their CSR pa
 import numpy as np
 from numba import njit, prange
 
+from .stopflag import stop_requested
+
 
 @njit(cache=True, nogil=True)
 def csr_times_dense(indptr, indices, data, B):
@@ -23,7 +25,7 @@ def csr_times_dense(indptr, indices, data, B):
 
 
 @njit(cache=True, nogil=True)
-def onmtf_symmetric(indptr, indices, data, norm_a2, F, S, n_iter, eps):
+def onmtf_symmetric(indptr, indices, data, norm_a2, F, S, n_iter, eps, stop):
     """Symmetric orthogonal non-negative tri-factorisation ``A ~ F S F^T``.
 
     Ding, Li, Peng & Park (KDD 2006) multiplicative updates for the symmetric case
@@ -39,6 +41,8 @@ def onmtf_symmetric(indptr, indices, data, norm_a2, F, S, n_iter, eps):
     undone and the run stops there (so the returned history is non-increasing and has
     length ``iterations + 1 <= n_iter + 1``). The objective uses the trace identity
     ``||A||^2 - 2 tr(F^T A F S) + tr(S F^T F S F^T F)`` so nothing n x n is formed.
+    ``stop`` (one-element uint8 array) is read before every update: once another thread
+    sets it to 1 the run ends there (the caller discards F and S).
     """
     n, k = F.shape
     history = np.empty(n_iter + 1)
@@ -65,6 +69,8 @@ def onmtf_symmetric(indptr, indices, data, norm_a2, F, S, n_iter, eps):
             return history[:it].copy()
         if it == n_iter:
             break
+        if stop_requested(stop):
+            return history[:it + 1].copy()
         F_prev[:, :] = F
         S_prev[:, :] = S
         # F update (with the current S), then S update (with the new F): this order kept

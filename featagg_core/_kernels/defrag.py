@@ -14,6 +14,8 @@ not depend on how the nodes are spread over threads.
 import numpy as np
 from numba import njit, prange
 
+from .stopflag import stop_requested
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -143,7 +145,7 @@ def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_i
     old_cos = -10000.0
     new_cos = -1.0
     it = 0
-    while new_cos - old_cos >= eps and it < max_iter and stop[0] == 0:
+    while new_cos - old_cos >= eps and it < max_iter and not stop_requested(stop):
         it += 1
         for i in range(n):
             s0 = 0.0
@@ -228,7 +230,7 @@ def split_level(indptr, indices, data, n_cols, order, starts, sizes, node_ids, s
         loc = np.full(max(n_cols, 1), -1, np.int64)
         active = np.empty(max(n_cols, 1), np.int64)
         for k in range(lo, hi):
-            if stop[0] != 0:
+            if stop_requested(stop):
                 break
             iters[k] = split_node(indptr, indices, data, order, starts[k], sizes[k], seed,
                                   node_ids[k], eps, max_iter, loc, active, stop)
@@ -351,7 +353,7 @@ def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
         hi = (ch + 1) * d // n_chunks
         stamp = np.full(L, -1, np.int64)
         for j in range(lo, hi):
-            if stop[0] != 0:
+            if stop_requested(stop):
                 break
             cnt = 0
             for p in range(xt_ptr[j], xt_ptr[j + 1]):
@@ -362,7 +364,7 @@ def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
                         stamp[lab] = j
                         cnt += 1
             counts[j + 1] = cnt
-    if stop[0] != 0:
+    if stop_requested(stop):
         return (np.zeros(d + 1, np.int64), np.empty(0, np.int32),
                 np.empty(0, np.float32))
     out_ptr = np.cumsum(counts)
@@ -374,7 +376,7 @@ def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
         acc = np.zeros(L, np.float64)
         seen = np.zeros(L, np.bool_)
         for j in range(lo, hi):
-            if stop[0] != 0:
+            if stop_requested(stop):
                 break
             q0 = out_ptr[j]
             k = q0
@@ -396,3 +398,21 @@ def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
                 acc[lab] = 0.0
                 seen[lab] = False
     return out_ptr, out_ind, out_dat
+
+
+@njit(cache=True, nogil=True)
+def xt_y_nnz(xt_ptr, xt_ind, y_ptr, y_ind, n_labels):
+    """The number of non-zeros :func:`xt_y` would return (its count pass alone, serial):
+    the distinct (feature, label) pairs over the rows. Used by the run-time estimate."""
+    d = xt_ptr.shape[0] - 1
+    stamp = np.full(max(n_labels, 1), -1, np.int64)
+    total = 0
+    for j in range(d):
+        for p in range(xt_ptr[j], xt_ptr[j + 1]):
+            i = xt_ind[p]
+            for q in range(y_ptr[i], y_ptr[i + 1]):
+                lab = y_ind[q]
+                if stamp[lab] != j:
+                    stamp[lab] = j
+                    total += 1
+    return total

@@ -23,6 +23,8 @@ Kernels work in the unnormalised unit (nats x N); callers divide by N.
 import numpy as np
 from numba import njit
 
+from .stopflag import stop_requested
+
 _INF = np.inf
 
 
@@ -386,11 +388,13 @@ def threshold_greedy(P0, P1, k, eps, d):
 
 
 @njit(cache=True, nogil=True)
-def dp_optimal(P0, P1, m):
+def dp_optimal(P0, P1, m, stop):
     """Exact optimum over contiguous partitions into ``m`` buckets (Kurkoski & Yagi 2014).
 
     ``D[j, b] = max_a D[j-1, a] + g[a, b)``: O(n^2 m) time, O(n m) memory for the
-    back-pointers.  Returns ``(splits, value)`` with value in N nats.
+    back-pointers.  Returns ``(splits, value)`` with value in N nats.  ``stop`` (a
+    one-element uint8 array another thread may set to 1) is read once per cell row
+    ``b``; when set, the result is meaningless and the caller discards it.
     """
     n = P0.shape[0] - 1
     m = min(m, n)
@@ -402,6 +406,8 @@ def dp_optimal(P0, P1, m):
         for b in range(n + 1):
             cur[b] = -_INF
         for b in range(j, n - (m - j) + 1):
+            if stop_requested(stop):
+                break
             best = -_INF
             bi = j - 1
             for a in range(j - 1, b):
@@ -440,7 +446,7 @@ def assign_sorted(n, splits):
 
 
 @njit(cache=True, nogil=True)
-def divisive_kl(c0, c1, init, m, max_iter, tol):
+def divisive_kl(c0, c1, init, m, max_iter, tol, stop):
     """Information-theoretic divisive clustering (Dhillon, Mallela & Kumar 2003).
 
     k-means with the KL divergence: each value x (weight n_x, class distribution
@@ -450,6 +456,8 @@ def divisive_kl(c0, c1, init, m, max_iter, tol):
     than ``tol`` (relative) or ``max_iter`` iterations.  The assignment step compares
     every value with every centre, O(n m) per iteration, as in the paper (which is
     written for any number of classes).  Empty clusters keep their previous centre.
+    ``stop`` (one-element uint8 array, set by another thread) is read every 1024 values;
+    when set, the run ends early and the caller discards the labels.
 
     Returns ``(labels, n_iter)``.
     """
@@ -478,6 +486,8 @@ def divisive_kl(c0, c1, init, m, max_iter, tol):
         obj = 0.0
         changed = 0
         for i in range(n):
+            if (i & 1023) == 0 and stop_requested(stop):
+                break
             a = c0[i]
             b = c1[i]
             # argmin KL(p || q_j) = argmax (a log q0_j + b log q1_j)
@@ -496,7 +506,7 @@ def divisive_kl(c0, c1, init, m, max_iter, tol):
                 changed += 1
                 lab[i] = bj
             obj -= best
-        if changed == 0 or last - obj <= tol * abs(obj):
+        if changed == 0 or last - obj <= tol * abs(obj) or stop_requested(stop):
             break
         last = obj
     return lab, it
@@ -605,7 +615,7 @@ def chunks_threshold(c0, c1, bounds, offset, k, eps, d):
 
 
 @njit(cache=True, nogil=True)
-def dp_monotone(P0, P1, m):
+def dp_monotone(P0, P1, m, stop):
     """The optimum of :func:`dp_optimal` in O(m n log n) by divide-and-conquer.
 
     On values sorted by P(C=0|x) the bucket gain ``g[a, b)`` satisfies the quadrangle
@@ -614,7 +624,9 @@ def dp_monotone(P0, P1, m):
     ``D[j, b]`` is non-decreasing in ``b`` and each layer is solved by computing the middle
     ``b`` over its admissible cuts and recursing on both halves (the usual "divide and
     conquer DP optimisation"). Ties go to the smallest cut. Returns ``(splits, value)``
-    with value in N nats, like :func:`dp_optimal` (tests compare the two)."""
+    with value in N nats, like :func:`dp_optimal` (tests compare the two). ``stop`` is
+    read once per layer; when set, the result is meaningless and the caller discards
+    it."""
     n = P0.shape[0] - 1
     m = min(m, n)
     prev = np.full(n + 1, -_INF)
@@ -627,7 +639,7 @@ def dp_monotone(P0, P1, m):
         for b in range(n + 1):
             cur[b] = -_INF
         lo_b, hi_b = j, n - (m - j)
-        if lo_b > hi_b:
+        if lo_b > hi_b or stop_requested(stop):
             break
         top = 0
         stack[0, 0] = lo_b

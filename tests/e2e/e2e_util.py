@@ -111,3 +111,29 @@ def metric_cards(page, timeout_ms: int = RUN_TIMEOUT_MS) -> dict:
         label = card.locator('[data-testid="stMetricLabel"]').inner_text().strip()
         out[label] = card.locator('[data-testid="stMetricValue"]').inner_text().strip()
     return out
+
+
+_CANCEL_SHOWN = ("() => [...document.querySelectorAll('[data-testid=\"stMain\"] button')]"
+                 ".some(b => b.innerText.trim() === 'Cancel')")
+
+
+def wait_for_jobs(page, timeout_ms: int = RUN_TIMEOUT_MS, start_ms: int = 3_000) -> None:
+    """After a click that queues a job: wait for its panel (a **Cancel** button) to appear
+    — a short job may be over before it is seen — then for every job panel of the page to
+    go, and for the page's run that shows the result."""
+    try:
+        page.wait_for_function(_CANCEL_SHOWN, timeout=start_ms)
+    except Exception:  # noqa: BLE001 - already finished (or not started yet: waited below)
+        pass
+    page.wait_for_function(f"() => !({_CANCEL_SHOWN[6:]})", timeout=timeout_ms)
+    wait_for_app(page, timeout_ms)
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=\"stMain\"] [data-stale=\"true\"]')"
+        ".length === 0", timeout=timeout_ms)
+
+
+def click_and_wait(page, name: str, timeout_ms: int = RUN_TIMEOUT_MS, exact: bool = True):
+    """Click the main area's button ``name`` and wait for the jobs it starts."""
+    page.locator('[data-testid="stMain"]').get_by_role("button", name=name,
+                                                        exact=exact).first.click()
+    wait_for_jobs(page, timeout_ms)

@@ -1,11 +1,12 @@
-"""End-to-end: a person trains DEFRAG on Bibtex, downloads the model from the Export page,
+"""End-to-end: a person trains DEFRAG on Bibtex, downloads its pipeline from the Export page,
 re-imports the downloaded file and evaluates it; a damaged file is refused with a clear
-message; the run shows up on the Compare page."""
+message; the run and the imported evaluation show up on the Compare page."""
 import re
 
 import pytest
 
-from e2e_util import goto_page, metric_cards, page_text, select_sample, server_log_tail, wait_for_app
+from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
+                      server_log_tail, wait_for_app)
 from featagg_core import load_artifact
 from featagg_core.artifacts import load_bundle
 from featagg_core.samples import load_sample
@@ -28,24 +29,26 @@ def test_export_and_reimport_a_model(app_server, page, tmp_path):
     select_sample(page, "Bibtex")
     goto_page(page, "Feature agglomeration")
     main = page.locator('[data-testid="stMain"]')
-    main.get_by_role("button", name="Run", exact=True).click()
-    wait_for_app(page, start_ms=5_000)
+    click_and_wait(page, "Run", timeout_ms=240_000)
     assert metric_cards(page).get("Clusters K") == "256", server_log_tail(app_server)
 
     goto_page(page, "Export")
-    assert "defrag" in page_text(page), server_log_tail(app_server)
+    assert "#1 DEFRAG-XY d0=8" in page_text(page), server_log_tail(app_server)
+    card = main.locator('[data-testid="stVerticalBlock"]').filter(
+        has_text="#1 DEFRAG-XY d0=8 —").filter(
+        has=page.get_by_role("button", name="Artifact (.fgz)")).last
     with page.expect_download() as dl:
-        main.get_by_role("button", name="Artifact (.fgz)").first.click()
+        card.get_by_role("button", name="Artifact (.fgz)").click()
     saved = tmp_path / "defrag.fgz"
     dl.value.save_as(saved)
-    model = load_artifact(saved)                 # the download is a valid artifact
-    assert model.n_clusters_ == 256 and model.labels_.shape == (bib.X.shape[1],)
+    model = load_artifact(saved)                 # the download is a valid pipeline artifact
+    assert model.defrag.n_clusters_ == 256 and model.defrag.labels_.shape == (bib.X.shape[1],)
     with page.expect_download() as dl:
         main.get_by_role("button", name=re.compile("^Bundle of all")).click()
     bundle = tmp_path / "all.fgb"
     dl.value.save_as(bundle)
     objects, info = load_bundle(bundle)
-    assert list(objects) == ["defrag"] and len(info["runs"]) >= 1
+    assert "run01_defrag_xy_d0_8" in objects and len(info["runs"]) == len(objects) >= 1
 
     # a damaged copy is refused with a clear message, no traceback
     broken = tmp_path / "broken.fgz"
@@ -59,13 +62,14 @@ def test_export_and_reimport_a_model(app_server, page, tmp_path):
     # the real download re-imports (replacing the broken one) and evaluates on Bibtex
     _upload(page, saved)
     main.get_by_text("Loaded 1 object(s)").first.wait_for(timeout=90_000)
-    main.get_by_role("button", name="Evaluate on the current dataset").click()
-    main.get_by_text("clustering error").first.wait_for(timeout=90_000)
+    click_and_wait(page, "Evaluate on the current dataset", timeout_ms=120_000)
+    main.get_by_text("clustering_error").first.wait_for(timeout=90_000)
     text = page_text(page)
-    assert "clustering error" in text and "256" in text, text
+    assert "clustering_error" in text and "256" in text, text
     page.screenshot(path="/tmp/featagg_export.png", full_page=True)
 
     # both runs (the fit and the imported evaluation) are on the Compare page
     goto_page(page, "Compare")
-    m = re.search(r"(\d+) of (\d+) runs", page_text(page))
-    assert m and int(m.group(1)) >= 2, page_text(page)
+    text = page_text(page)
+    m = re.search(r"(\d+) runs · bibtex", text)
+    assert m and int(m.group(1)) >= 2 and "(imported)" in text, text

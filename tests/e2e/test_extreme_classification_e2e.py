@@ -3,7 +3,8 @@ reads P@1 and the metrics table, sees the head-to-tail chart and the label-tree 
 with Bibtex's tag names, and finds the run on the Compare page."""
 import pytest
 
-from e2e_util import goto_page, metric_cards, page_text, select_sample, server_log_tail, wait_for_app
+from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
+                      server_log_tail, wait_for_app)
 from featagg_core.samples import load_sample
 
 SCREENSHOT_DIR = "/tmp"
@@ -22,8 +23,7 @@ def test_train_ktxmlc_on_bibtex(app_server, page):
     trees.fill("1")
     trees.press("Enter")
     wait_for_app(page)
-    main.get_by_role("button", name="Train").click()
-    wait_for_app(page, timeout_ms=240_000)
+    click_and_wait(page, "Train", timeout_ms=300_000)
     cards = metric_cards(page, timeout_ms=240_000)
     p1 = float(cards["P@1"].rstrip("%"))
     assert p1 > 55.0, (cards, server_log_tail(app_server))
@@ -45,4 +45,4 @@ def test_train_ktxmlc_on_bibtex(app_server, page):
     page.set_viewport_size({"width": 1400, "height": 1000})
 
     goto_page(page, "Compare")
-    assert "KTXMLC" in page_text(page), server_log_tail(app_server)
+    assert "#1 KTXMLC K=2 T=1" in page_text(page), server_log_tail(app_server)

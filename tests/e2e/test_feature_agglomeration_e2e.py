@@ -6,7 +6,8 @@ import io
 
 import pytest
 
-from e2e_util import goto_page, metric_cards, page_text, select_sample, server_log_tail, wait_for_app
+from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
+                      server_log_tail, wait_for_app)
 from featagg_core.samples import load_sample
 
 SCREENSHOT_DIR = "/tmp"
@@ -23,14 +24,17 @@ def test_run_defrag_inspect_and_download(app_server, page):
     main = page.locator('[data-testid="stMain"]')
     assert "How it works" in page_text(page), server_log_tail(app_server)
 
-    main.get_by_role("button", name="Run", exact=True).click()
-    wait_for_app(page, start_ms=5_000)
+    click_and_wait(page, "Run", timeout_ms=240_000)      # DEFRAG, then its baselines
     cards = metric_cards(page)
     assert cards.get("Clusters K") == "256", (cards, server_log_tail(app_server))
     assert cards.get("Dimensions") == f"{d:,} → 256", cards
-    assert cards.get("Non-zeros", "").startswith(f"{round(bib.X.nnz / 1000)}k → "), cards
+    # non-zeros of the test rows (the split's held-out part), before → after
+    assert cards.get("Non-zeros (test rows)", "").startswith(
+        f"{round(bib.X_test.nnz / 1000)}k → "), cards
     text = page_text(page)
+    assert "Split: bibtex's own split" in text
     assert "Clustering error" in main.locator(".js-plotly-plot").first.inner_text()
+    assert "random balanced" in text and "k-means (MiniBatchKMeans)" in text
     # error chart, size histogram and the tree are drawn
     plots = main.locator(".js-plotly-plot")
     plots.nth(2).wait_for(state="visible")

@@ -2,7 +2,8 @@
 their own dataset and their own runs (a class shares one dashboard)."""
 import pytest
 
-from e2e_util import goto_page, metric_cards, page_text, select_sample, server_log_tail, wait_for_app
+from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
+                      server_log_tail, wait_for_app)
 from featagg_core.samples import load_sample
 
 
@@ -25,14 +26,13 @@ def test_two_sessions_keep_their_own_dataset_and_runs(app_server, browser):
 
         # Alice runs DEFRAG; Bob's Compare page stays empty, hers lists the run
         goto_page(alice, "Feature agglomeration")
-        alice.locator('[data-testid="stMain"]').get_by_role("button", name="Run",
-                                                            exact=True).click()
-        wait_for_app(alice, start_ms=5_000)
+        click_and_wait(alice, "Run", timeout_ms=240_000)
         assert metric_cards(alice).get("Clusters K") == "256"
         goto_page(bob, "Compare")
         assert "No runs yet" in page_text(bob)
         goto_page(alice, "Compare")
-        assert "1 of 1 runs" in page_text(alice)
+        assert "1 run · bibtex" in page_text(alice)              # her DEFRAG run
+        assert "#1 DEFRAG-XY d0=8" in page_text(alice)
 
         # and Bob's dataset is still Cora after all that
         goto_page(bob, "Data")

@@ -3,12 +3,13 @@ compresses every column, reads the cards, sees the MI-loss curves, the sorted P(
 picture with its split points and the allocation, downloads the mapping, finds the runs on
 the Compare page; and compresses a CSV of their own uploaded in the sidebar."""
 import json
+import re
 
 import numpy as np
 import pytest
 
-from e2e_util import (goto_page, metric_cards, page_text, select_sample, server_log_tail,
-                      sidebar, upload_file, wait_for_app)
+from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
+                      server_log_tail, sidebar, upload_file, wait_for_app)
 
 SCREENSHOT_DIR = "/tmp"
 
@@ -22,8 +23,7 @@ def test_vocabulary_compression_on_amazon(app_server, page, tmp_path):
     main = page.locator('[data-testid="stMain"]')
     text = page_text(page)
     assert "How it works" in text and "Vocabulary compression" in text, server_log_tail(app_server)
-    main.get_by_role("button", name="Compress").click()
-    wait_for_app(page, timeout_ms=240_000)
+    click_and_wait(page, "Compress", timeout_ms=300_000)      # the methods, then the curves
     cards = metric_cards(page, timeout_ms=240_000)
     loss = [v for k, v in cards.items() if k.startswith("MI loss")]
     assert loss and 0.0 <= float(loss[0].rstrip("%")) < 100.0, cards
@@ -41,7 +41,10 @@ def test_vocabulary_compression_on_amazon(app_server, page, tmp_path):
     dl.value.save_as(path)
     doc = json.loads(path.read_text())
     assert doc["method"] == "submodular" and "RESOURCE" in doc["columns"]
-    assert max(doc["columns"]["RESOURCE"]["buckets"]) < 10
+    # the global scheme shares m x columns buckets (the greedy merge may give RESOURCE
+    # more than m = 10 of them): the columns together use at most that many
+    used = [len(set(c["buckets"])) for c in doc["columns"].values()]
+    assert sum(used) <= 10 * len(used) and max(doc["columns"]["RESOURCE"]["buckets"]) < sum(used)
 
     page.set_viewport_size({"width": 1400, "height": 3600})
     wait_for_app(page)
@@ -50,7 +53,7 @@ def test_vocabulary_compression_on_amazon(app_server, page, tmp_path):
     page.set_viewport_size({"width": 1400, "height": 1000})
 
     goto_page(page, "Compare")
-    assert "Submodular (stochastic greedy)" in page_text(page), server_log_tail(app_server)
+    assert "Vocabulary submodular m=10" in page_text(page), server_log_tail(app_server)
 
 
 @pytest.mark.e2e
@@ -74,15 +77,20 @@ def test_vocabulary_compression_of_an_uploaded_csv(app_server, page, tmp_path):
     sb.locator('[data-testid="stAlert"]').filter(has_text="Loaded").wait_for()
     wait_for_app(page)
     assert "clicks — table, 600 rows × 2 columns" in page_text(page), server_log_tail(app_server)
-    page.locator('[data-testid="stMain"]').get_by_role("button", name="Compress").click()
-    wait_for_app(page, timeout_ms=240_000)
+    click_and_wait(page, "Compress", timeout_ms=300_000)
     try:
         cards = metric_cards(page, timeout_ms=240_000)
     except Exception:
         page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_vocabulary_upload_failed.png",
                         full_page=True)
         raise
-    # two sites groups explain the clicks: 10 buckets per column keep nearly everything
+    # two site groups explain the clicks: on the training rows it was fitted on, the site
+    # column's 10 buckets keep nearly everything (the picture's caption)
+    m = re.search(r"on the training rows I\(Z;C\) = ([0-9.]+) of I\(X;C\) = ([0-9.]+) nats",
+                  page_text(page))
+    assert m and float(m.group(1)) >= 0.95 * float(m.group(2)), page_text(page)[-1500:]
+    # on the 120 held-out rows the plug-in I(X;C) of 40 site values is inflated by noise,
+    # so the MI loss there is larger, but far from everything is lost
     loss = [v for k, v in cards.items() if k.startswith("MI loss")][0]
-    assert float(loss.rstrip("%")) < 5.0, cards
+    assert float(loss.rstrip("%")) < 50.0, cards
     assert "Traceback" not in page.content()

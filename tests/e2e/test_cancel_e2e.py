@@ -1,0 +1,99 @@
+"""End-to-end: Cancel stops a long job on a big upload, and the server stays usable.
+
+A 20,000 × 50,000 × 5,000 synthetic multi-label file (``make_powerlaw_multilabel``, written
+with ``save_xc``, under the 50 MB upload limit) is uploaded in one browser session; DEFRAG
+runs on it, then the full k-means baseline — the job that once ran for 22 minutes with a
+Stop button that did nothing. While it runs, a second session's Data page renders in under
+2 s; after **Cancel**, the server's CPU (sampled from ``/proc/<pid>/stat``) is idle again
+within 2 s and the page says "cancelled".
+"""
+import os
+import time
+
+import pytest
+
+from e2e_util import (goto_page, metric_cards, page_text, server_log_tail, upload_file,
+                      wait_for_app, wait_for_jobs)
+from featagg_core.data import save_xc
+from featagg_core.synthetic import make_powerlaw_multilabel
+
+SHOTS = "/tmp"
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of the server process (``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK
+
+
+def _cpu_use(pid: int, window: float = 0.5) -> float:
+    """Cores the server used over the next ``window`` seconds."""
+    a, t = _cpu_seconds(pid), time.monotonic()
+    time.sleep(window)
+    return (_cpu_seconds(pid) - a) / (time.monotonic() - t)
+
+
+@pytest.mark.e2e
+def test_cancel_a_long_baseline_on_a_big_upload(app_server, browser, tmp_path):
+    data = make_powerlaw_multilabel(20_000, 50_000, 5_000, avg_features=300, random_state=0)
+    path = tmp_path / "big_powerlaw.txt"
+    save_xc(data, path)
+    assert path.stat().st_size < 50 * 2 ** 20
+    pid = app_server.proc.pid
+    contexts = [browser.new_context(viewport={"width": 1400, "height": 1000}) for _ in range(2)]
+    for c in contexts:
+        c.set_default_timeout(300_000)
+    try:
+        alice, bob = (c.new_page() for c in contexts)
+        for pg in (alice, bob):
+            pg.goto(app_server)
+            wait_for_app(pg)
+        goto_page(bob, "Data")                         # Bibtex's statistics, computed once
+        metric_cards(bob)
+
+        upload_file(alice, path, timeout_ms=300_000)
+        alice.locator('[data-testid="stSidebar"] [data-testid="stAlert"]').filter(
+            has_text="Loaded").wait_for(timeout=300_000)
+        goto_page(alice, "Feature agglomeration")
+        main = alice.locator('[data-testid="stMain"]')
+        main.get_by_role("button", name="Run", exact=True).click()
+        wait_for_jobs(alice, timeout_ms=600_000)
+        assert metric_cards(alice).get("Clusters K") == "8,192", server_log_tail(app_server)
+        # the guard: k-means on every feature would take minutes, so it was not started
+        # behind the user's back; the page offers a sample, or all of them on request
+        text = page_text(alice)
+        assert "k-means on all 50,000 features would take about" in text, text[-3000:]
+        main.get_by_role("button", name="Run on all 50,000 features").click()
+        alice.get_by_text("running for").first.wait_for(timeout=120_000)
+        time.sleep(2.0)
+        busy = _cpu_use(pid)
+        assert busy > 0.25, f"the job should keep the server busy, used {busy:.2f} cores"
+
+        # meanwhile another session's Data page renders quickly
+        goto_page(bob, "Home")
+        t0 = time.monotonic()
+        goto_page(bob, "Data")
+        metric_cards(bob)
+        render_s = time.monotonic() - t0
+        assert render_s < 2.0, f"Data page took {render_s:.2f} s while the job ran"
+        alice.screenshot(path=f"{SHOTS}/featagg_cancel_running.png", full_page=True)
+
+        main.get_by_role("button", name="Cancel").first.click()
+        t_cancel = time.monotonic()
+        idle_after = None
+        while time.monotonic() - t_cancel < 10.0:
+            if _cpu_use(pid, 0.25) < 0.15:
+                idle_after = time.monotonic() - t_cancel
+                break
+        assert idle_after is not None and idle_after <= 2.0, \
+            f"server CPU not idle within 2 s of Cancel ({idle_after})"
+        alice.get_by_text("cancelled").first.wait_for(timeout=30_000)
+        assert "Traceback" not in alice.content()
+        alice.screenshot(path=f"{SHOTS}/featagg_cancel_done.png", full_page=True)
+        print(f"[cancel e2e] Data page {render_s:.2f} s while running; CPU idle "
+              f"{idle_after:.2f} s after Cancel (busy {busy:.2f} cores before)")
+    finally:
+        for c in contexts:
+            c.close()
