@@ -7,6 +7,7 @@
     python -m featagg_core evaluate MODEL DATA
     python -m featagg_core select-features GRAPH --d 64 --out bmgufs.fgz
     python -m featagg_core compress TABLE --label income --budget 100 --out mapping.json
+    python -m featagg_core triage DATA --out report.html --json report.json --budget-s 120
 
 Every command that fits goes through ``featagg_core.experiment``: ``make_split`` (the
 dataset's own test part when it has one, else a random 20 % of the rows / nodes;
@@ -29,12 +30,15 @@ import os
 import sys
 import signal
 import threading
+import time
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+#: when this process started working (``triage --budget-s`` counts from here)
+_T0 = time.monotonic()
 
 
 class CliError(Exception):
@@ -540,6 +544,9 @@ def build_parser() -> argparse.ArgumentParser:
     _split_args(s)
     common(s)
     s.set_defaults(func=cmd_compress)
+
+    from ._triage_cli import add_parser as add_triage
+    add_triage(sub, _split_args, common)
     return p
 
 
