@@ -384,10 +384,14 @@ def render_html(record: dict) -> str:
     parts.append("<h2>Reproduce</h2>")
     parts.append(f"<p>Run again with the same numbers (times aside): <code>"
                  f"{e(rp['command'])}</code> (the JSON holds the plan).</p>")
-    parts.append(_kv({"seed": rp["seed"], **{f"split {k}": v for k, v in rp["split"].items()},
-                      "split id": record["split"]["split_id"],
-                      **{f"version {k}": v for k, v in rp["versions"].items()}},
-                     "reproduce"))
+    items = [("seed", "reproduce/seed", "seed", rp["seed"])]
+    items += [(f"split {k}", f"reproduce/split/{k}", k, v) for k, v in rp["split"].items()]
+    items.append(("split id", "split/split_id", "split_id", record["split"]["split_id"]))
+    items += [(f"version of {k}", f"reproduce/versions/{k}", k, v)
+              for k, v in rp["versions"].items()]
+    parts.append("<table>" + "".join(
+        f'<tr><td class="t">{e(label)}</td><td>{_num(path, key, v)}</td></tr>'
+        for label, path, key, v in items) + "</table>")
     body = "\n".join(parts)
     js = _plotly_js().replace("</script", "<\\/script")
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
