@@ -435,16 +435,8 @@ def get_runner() -> JobRunner:
 
 # ----------------------------------------------------------------------------- widgets
 def _fmt_seconds(s: Optional[float]) -> str:
-    if s is None:
-        return "—"
-    s = float(s)
-    if s < 10:
-        return f"{s:.1f} s"
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    return f"{s / 3600:.1f} h"
+    from featagg_core.estimate import format_seconds
+    return "—" if s is None else format_seconds(s)
 
 
 def status_text(job: Job) -> str:

@@ -54,6 +54,9 @@ _SPLIT_SETTINGS = "featagg.split_settings"   # fingerprint -> dict like DEFAULT_
 _SESSION_ID = "featagg.session_id"
 _PICKED = "featagg.picker_auto"     # picker key -> the run id it picked by itself
 _ESTIMATES = "featagg.estimates"    # (dataset, split, spec) -> estimated seconds
+#: seconds between two redraws of a running job's panel (each is a fragment rerun that every
+#: other session pays for in GIL hand-offs while a job computes: once a second is enough)
+PANEL_REFRESH_S = 1.0
 
 _log = logging.getLogger("featagg_app")
 
@@ -534,7 +537,7 @@ def follow_job(page: str, slot: str, draw: bool = True):
         return None
     if job.status in ("queued", "running"):
         if draw:
-            jobs.job_panel(job, key=f"job:{page}:{slot}")
+            jobs.job_panel(job, key=f"job:{page}:{slot}", run_every=PANEL_REFRESH_S)
         return None
     del slots[slot]
     if job.status == "cancelled":

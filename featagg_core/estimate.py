@@ -8,6 +8,7 @@ Signatures::
     job_threads() -> int                        # threads a job gets on the server's runner
     estimate_seconds(data, split, spec, speed=None) -> float     # wall seconds
     estimate_breakdown(data, split, spec, speed=None) -> dict    # seconds per part
+    format_seconds(seconds) -> str              # "under a second", "12 s", "4 min", "1.5 h"
 
 ``spec`` is any spec of docs/RUN_MODEL.md (it is made canonical first; a bad spec or one
 that does not fit the data raises ``ValueError``). The estimate covers what a run job does:
@@ -45,10 +46,24 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["measure_speed", "default_speed", "job_threads", "estimate_seconds",
-           "estimate_breakdown"]
+           "estimate_breakdown", "format_seconds"]
 
 #: seconds a cached calibration stays valid (the machine's load changes)
 SPEED_MAX_AGE_S = 300.0
+
+
+def format_seconds(seconds) -> str:
+    """"under a second", "12 s", "4 min", "1.5 h" (how estimates are shown)."""
+    if seconds is None:
+        return "unknown"
+    s = float(seconds)
+    if s < 1:
+        return "under a second"
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
 
 
 # ============================================================================ calibration

@@ -468,6 +468,7 @@ def sampling_plan(data, split, spec, speed=None, budget_s: float = 60.0) -> dict
     """
     from ._spec import canonical_spec, check_spec_fits
     from .estimate import _feature_clustering_total, _MLStats, default_speed
+    from .estimate import format_seconds as _fmt_s
     inner = dict(spec.get("feature_clustering", spec))
     full_spec = canonical_spec({"feature_clustering": inner})
     check_spec_fits(full_spec, data)
@@ -536,13 +537,3 @@ def sampling_plan(data, split, spec, speed=None, budget_s: float = 60.0) -> dict
     return {"kind": kind, "n_features": d, "n_fit": n_fit, "needs_sampling": needs,
             "seconds": seconds, "seconds_full": full, "max_features_suggested": suggested,
             "message": msg}
-
-
-def _fmt_s(s: float) -> str:
-    if s < 1:
-        return "under a second"
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    return f"{s / 3600:.1f} h"

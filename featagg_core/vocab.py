@@ -731,6 +731,14 @@ def _allocate(n_values: Dict[str, int], budget: int, weights: Dict[str, float]) 
     return {c: int(a) for c, a in zip(cols, alloc)}
 
 
+def _fit_column(vc: "VocabularyCompressor", coded, progress):
+    """``vc.fit_counts`` on one column's counts (``progress`` passed only when given, so a
+    wrapped ``fit_counts`` with the plain signature keeps working)."""
+    if progress is None:
+        return vc.fit_counts(*coded)
+    return vc.fit_counts(*coded, progress=progress)
+
+
 def compress_columns(table, labels, budget, method="submodular", allocation=None,
                      columns=None, progress=None, **params) -> ColumnCompression:
     """Compress several categorical columns under one global budget of buckets.
@@ -797,7 +805,7 @@ def compress_columns(table, labels, budget, method="submodular", allocation=None
         for i, c in enumerate(columns):
             vc = VocabularyCompressor(budget=int(min(n_values[c], extra + 1)), method=method,
                                       **params)
-            runs[c] = vc.fit_counts(*coded[c], progress=column_progress(i, c))
+            runs[c] = _fit_column(vc, coded[c], column_progress(i, c))
         offsets = np.zeros(len(columns) + 1, np.int64)
         offsets[1:] = np.cumsum([len(runs[c].gains_) for c in columns])
         gains = np.concatenate([runs[c].gains_ for c in columns]) if columns else np.zeros(0)
@@ -812,8 +820,9 @@ def compress_columns(table, labels, budget, method="submodular", allocation=None
             w = {c: _mi_from_counts(coded[c][1], coded[c][2]) for c in columns}
         alloc = _allocate(n_values, int(budget), w)
         for i, c in enumerate(columns):
-            comps[c] = VocabularyCompressor(budget=alloc[c], method=method, **params) \
-                .fit_counts(*coded[c], progress=column_progress(i, c))
+            comps[c] = _fit_column(VocabularyCompressor(budget=alloc[c], method=method,
+                                                        **params),
+                                   coded[c], column_progress(i, c))
     return ColumnCompression(comps, alloc, method, int(budget), time.perf_counter() - t0)
 
 

@@ -36,8 +36,11 @@ df = cv.runs_frame(session.run_record(r) for r in all_runs)
 group_names = cv.groups(df)
 data = session.current_dataset()
 current_group = None
-if data is not None:
-    split = session.current_split(data)
+try:
+    split = None if data is None else session.current_split(data)
+except ValueError:                    # a dataset too small to split has no runs either
+    split = None
+if split is not None:
     hits = df[(df["dataset_fingerprint"] == data.fingerprint) & (df["split_id"] == split.split_id)]
     if len(hits):
         current_group = hits["group"].iloc[-1]

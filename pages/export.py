@@ -39,7 +39,12 @@ with st.expander("How it works", expanded=False):
         "scored on rows it was trained on).")
 
 data = session.current_dataset()
-split = session.current_split(data) if data is not None else None
+try:
+    split = session.current_split(data) if data is not None else None
+except ValueError as exc:             # e.g. a one-row upload: nothing to evaluate on
+    st.caption(f"The current dataset cannot be split ({session.md_escape(exc)}): imports "
+               "cannot be evaluated on it.")
+    data, split = None, None
 state = session.page_state(PAGE)
 
 # ---------------------------------------------------------------------------

@@ -139,11 +139,13 @@ def test_cancel_session_cancels_queued_and_running(runner):
     stop_seen = threading.Event()
 
     def spin(progress, cancel):
-        while True:
-            if cancel.wait(0.01):
-                stop_seen.set()
-                return "ignored result"       # returning after a cancel is still cancelled
-            progress(0.1, "spinning")
+        try:
+            while True:
+                if cancel.wait(0.01):
+                    return "ignored result"   # returning after a cancel is still cancelled
+                progress(0.1, "spinning")     # ... and so is raising from progress
+        finally:
+            stop_seen.set()
 
     running = runner.submit("A", "spin", spin)
     queued = runner.submit("A", "q", lambda p, c: 1)
@@ -321,7 +323,7 @@ def test_panel_shows_progress_and_the_page_gets_the_result(tmp_path):
     _settle(at, ("running",))
     at.run()
     text = " ".join(m.value for m in at.markdown)
-    assert "Tiny job" in text and "running for" in text and "about 3.0 s" in text
+    assert "Tiny job" in text and "running for" in text and "of about 3 s" in text
     assert [b.key for b in at.button] == ["go", "slot__cancel"]
     flag.write_text("go")
     _settle(at, ("done",))

@@ -334,6 +334,21 @@ def agglomerate(indptr, indices, data, labels, n_clusters, average, n_chunks):
     return out_ptr, out_ind, out_dat
 
 
+@njit(cache=True, nogil=True)
+def _distinct_labels(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp):
+    """Distinct labels of the points where feature j is non-zero (row j's non-zeros in
+    ``Xᵀ Y``); ``stamp`` (n_labels entries, never equal to j before) marks seen labels."""
+    cnt = 0
+    for p in range(xt_ptr[j], xt_ptr[j + 1]):
+        i = xt_ind[p]
+        for q in range(y_ptr[i], y_ptr[i + 1]):
+            lab = y_ind[q]
+            if stamp[lab] != j:
+                stamp[lab] = j
+                cnt += 1
+    return cnt
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
     """Rows of ``Xᵀ Y`` (csr, sorted indices) from ``Xᵀ`` in csr (= X in csc) and ``Y`` in
@@ -355,15 +370,7 @@ def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
         for j in range(lo, hi):
             if stop_requested(stop):
                 break
-            cnt = 0
-            for p in range(xt_ptr[j], xt_ptr[j + 1]):
-                i = xt_ind[p]
-                for q in range(y_ptr[i], y_ptr[i + 1]):
-                    lab = y_ind[q]
-                    if stamp[lab] != j:
-                        stamp[lab] = j
-                        cnt += 1
-            counts[j + 1] = cnt
+            counts[j + 1] = _distinct_labels(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp)
     if stop_requested(stop):
         return (np.zeros(d + 1, np.int64), np.empty(0, np.int32),
                 np.empty(0, np.float32))
@@ -408,11 +415,5 @@ def xt_y_nnz(xt_ptr, xt_ind, y_ptr, y_ind, n_labels):
     stamp = np.full(max(n_labels, 1), -1, np.int64)
     total = 0
     for j in range(d):
-        for p in range(xt_ptr[j], xt_ptr[j + 1]):
-            i = xt_ind[p]
-            for q in range(y_ptr[i], y_ptr[i + 1]):
-                lab = y_ind[q]
-                if stamp[lab] != j:
-                    stamp[lab] = j
-                    total += 1
+        total += _distinct_labels(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp)
     return total
