@@ -291,36 +291,72 @@ def _choose(steps: List[dict], budget_s: float) -> None:
 
 
 # ----------------------------------------------------------------------------- running
-def _tradeoff(data, split, steps, deadline_of, progress, cancel_user) -> Any:
-    """Runs of the planned tradeoff steps (DEFRAG reused per d0), as one Experiment."""
+def _multilabel_steps(data, split, planned, deadline_of, progress, cancel_user,
+                      out_of_time) -> List[Any]:
+    """The planned multi-label steps in priority order: the tradeoff runs (DEFRAG reused
+    per d0) become one Experiment, the REFRAG step (on the raw KTXMLC run) another."""
+    trade = [s for s in planned if s["step"] == "tradeoff"]
+    tradeoff_exp, extra, runs_by_step = None, [], {}
+    total = max(len(planned), 1)
+    for i, s in enumerate(planned):
+        if cancel_user():
+            break
+        if out_of_time():
+            s["status"], s["why"] = "skipped", "no time left"
+            continue
+        sub = _sub(progress, i, total)
+        if s["step"] == "tradeoff":
+            runs_by_step[id(s)] = _tradeoff_run(data, split, s, runs_by_step, trade,
+                                                deadline_of, sub)
+            continue
+        base = next((runs_by_step.get(id(t)) for t in trade if t["kind"] == "ktxmlc"
+                     and t["d0"] is None), None)
+        if base is None or base.status != "done":
+            s["status"], s["why"] = "skipped", "the raw KTXMLC run did not finish"
+            continue
+        extra.append(_refrag(data, split, s, base, deadline_of, sub))
+    ran = [t for t in trade if id(t) in runs_by_step]
+    if ran:
+        tradeoff_exp = _tradeoff(split, ran, [runs_by_step[id(t)] for t in ran])
+    return ([tradeoff_exp] if tradeoff_exp is not None else []) + extra
+
+
+def _tradeoff_run(data, split, s, runs_by_step, trade, deadline_of, progress):
+    """One tradeoff run; a DEFRAG step at the same d0 fitted before is reused."""
+    from .experiment import run_pipeline
+    base = None
+    if s["d0"] is not None and s["kind"] != "per_tree":
+        base = next((runs_by_step[id(t)] for t in trade if id(t) in runs_by_step
+                     and t["d0"] == s["d0"] and t["kind"] != "per_tree"
+                     and runs_by_step[id(t)].status == "done"), None)
+    cancel = deadline_of(s)
+    s["started"] = time.monotonic()
+    run = run_pipeline(data, split, s["spec"], progress=progress, cancel=cancel, base=base)
+    _finish(s, run, cancel)
+    return run
+
+
+def _tradeoff(split, steps, runs) -> Any:
+    """The tradeoff runs (in the order they ran) as one Experiment: table, summary,
+    verdict (with the one-vs-all against trees comparison)."""
     from ._experiments import (CLASSIFIER_TITLES, Experiment, _relative, _row,
                                _tradeoff_summary)
-    from .experiment import run_pipeline
     exp = Experiment("defrag_tradeoff", "Raw features vs DEFRAG, paired",
                      {"d0s": sorted({s["d0"] for s in steps if s["d0"] is not None}),
                       "classifiers": sorted({s["kind"] for s in steps}),
                       "per_tree": any(s["kind"] == "per_tree" for s in steps),
                       "ks": [1, 3, 5]}, split_id=split.split_id)
-    rows, defrag_s, done_by_d0 = [], {}, {}
+    rows, defrag_s = [], {}
     t0 = time.perf_counter()
-    for i, s in enumerate(steps):
-        base = done_by_d0.get(s["d0"]) if s["d0"] is not None and s["kind"] != "per_tree" \
-            else None
-        cancel = deadline_of(s)
-        s["started"] = time.monotonic()
-        run = run_pipeline(data, split, s["spec"], progress=_sub(progress, i, len(steps)),
-                           cancel=cancel, base=base)
-        _finish(s, run, cancel)
+    for s, run in zip(steps, runs):
         exp.runs.append(run)
-        if run.status == "done" and s["d0"] is not None and s["kind"] != "per_tree":
-            done_by_d0.setdefault(s["d0"], run)
-            if "defrag" not in run.reused:
-                defrag_s.setdefault(s["d0"], float(run.timings.get("defrag_s", 0.0)))
+        if run.status == "done" and s["d0"] is not None and s["kind"] != "per_tree" \
+                and "defrag" not in run.reused:
+            defrag_s.setdefault(s["d0"], float(run.timings.get("defrag_s", 0.0)))
+    for s, run in zip(steps, runs):
         rows.append(_row(run, (1, 3, 5), {"classifier": CLASSIFIER_TITLES[s["kind"]],
                                           "kind": s["kind"], "d0": s["d0"]},
                          defrag_s.get(s["d0"])))
-        if cancel_user():
-            break
     _relative(rows)
     exp.tables["rows"] = rows
     kinds = [k for k in ("ktxmlc", "ova") if any(s["kind"] == k for s in steps)]
@@ -504,27 +540,17 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
         hi = 0.05 + 0.9 * min(done_est + est, total) / total
         return lambda f, m: report(lo + (hi - lo) * min(max(float(f), 0.0), 1.0), m)
 
+    out_of_time = (lambda: time.monotonic() >= deadline - 0.5)
     if data.kind == "multilabel":
-        trade = [s for s in planned if s["step"] == "tradeoff"]
-        est = sum(s["estimate_s"] for s in trade if math.isfinite(s["estimate_s"]))
-        exp = _tradeoff(data, split, trade, deadline_of, span(est), user)
-        done_est += est
-        experiments.append(exp)
-        base = next((r for r, s in zip(exp.runs, trade) if s["kind"] == "ktxmlc"
-                     and s["d0"] is None and r.status == "done"), None)
-        for s in planned:
-            if s["step"] != "refrag" or user():
-                continue
-            if base is None:
-                s["status"], s["why"] = "skipped", "the raw KTXMLC run did not finish"
-                continue
-            experiments.append(_refrag(data, split, s, base, deadline_of,
-                                       span(s["estimate_s"])))
-            done_est += s["estimate_s"]
+        experiments += _multilabel_steps(data, split, planned, deadline_of, span(total), user,
+                                         out_of_time)
     else:
         for s in planned:
             if user():
                 s["status"], s["why"] = "cancelled", "cancelled"
+                continue
+            if out_of_time():
+                s["status"], s["why"] = "skipped", "no time left"
                 continue
             cancel_s = deadline_of(s)
             s["started"] = time.monotonic()
