@@ -39,7 +39,8 @@ def experiment_figures(record: dict) -> Dict[str, List[Tuple[str, go.Figure]]]:
     return out
 
 
-def _formatted(rows: List[dict], columns: List[str]) -> pd.DataFrame:
+def formatted(rows: List[dict], columns: List[str]) -> pd.DataFrame:
+    """Rows as the report writes them (strings), in ``columns`` (those present)."""
     cols = [c for c in columns if any(c in r for r in rows)]
     return pd.DataFrame([{c: format_value(c, r.get(c)) for c in cols} for r in rows],
                         columns=cols)
@@ -54,12 +55,12 @@ def summary_frame(exp: dict) -> pd.DataFrame:
                                                                         "run")))
     if exp["kind"] == "bmgufs_protocol":
         cols = ["method", "d", "ACC", "NMI", "gamma", "nnz(r)"]
-    return _formatted(rows, cols)
+    return formatted(rows, cols)
 
 
 def steps_frame(record: dict) -> pd.DataFrame:
     """What was planned and what ran: one row per step."""
-    return _formatted(record["budget"]["steps"], ["title", "status", "estimate_s", "seconds",
+    return formatted(record["budget"]["steps"], ["title", "status", "estimate_s", "seconds",
                                                   "why"]).rename(
         columns={"title": "step", "estimate_s": "estimate", "seconds": "took",
                  "why": "note"})

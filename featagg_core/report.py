@@ -19,7 +19,8 @@ import json
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["figures", "render_html", "report_json", "write_report", "format_value"]
+__all__ = ["figures", "experiment_figures", "render_html", "report_json", "write_report",
+           "format_value", "EXPLAIN"]
 
 _PCT_KEYS = ("P@", "PSP@", "coverage@", "nDCG@", "ACC", "NMI", "MI loss", "kept", "share",
              "density", "positive rate", "explained", "max_drop")
@@ -240,6 +241,12 @@ _BUILDERS = {"defrag_tradeoff": _tradeoff_figures, "refrag_tuning": _refrag_figu
              "budget_curve": _curve_figures}
 
 
+def experiment_figures(exp: dict) -> List[Tuple[str, str, dict]]:
+    """The charts of one experiment record (:meth:`Experiment.to_record`):
+    ``(id, caption, figure dict)``."""
+    return list(_BUILDERS.get(exp["kind"], lambda e: [])(exp))
+
+
 def figures(record: dict) -> List[Tuple[str, str, dict]]:
     """Every chart of the report: ``(id, caption, plotly figure as a JSON dict)``, the
     dataset's first, then each experiment's (ids made unique with the experiment's
@@ -263,7 +270,7 @@ th{background:#f4f4f4} td.t{text-align:left}
 .fig{margin:1em 0} code{background:#f4f4f4;padding:0 .3em}
 """
 
-_EXPLAIN = {
+EXPLAIN = {
     "defrag_tradeoff": "The same classifier settings trained on the raw features and on "
                        "DEFRAG's agglomerated features (each cluster of at most d0 features "
                        "summed into one), scored on the test rows. 'P@1 kept' is the share "
@@ -362,8 +369,8 @@ def render_html(record: dict) -> str:
     parts += [v for k, v in fig_html.items() if k.startswith("stats-")]
     for i, exp in enumerate(record.get("experiments", [])):
         parts.append(f"<h2>{e(exp['title'])}</h2>")
-        if exp["kind"] in _EXPLAIN:
-            parts.append(f"<p>{e(_EXPLAIN[exp['kind']])}</p>")
+        if exp["kind"] in EXPLAIN:
+            parts.append(f"<p>{e(EXPLAIN[exp['kind']])}</p>")
         if exp.get("status") not in ("done", None):
             parts.append(f'<p class="muted">Status: {e(exp["status"])} '
                          f'{e(exp.get("message", ""))}</p>')
