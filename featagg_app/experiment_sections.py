@@ -152,7 +152,7 @@ def ktxmlc_sweep(page: str, data, split, classifier: dict) -> None:
         exp = run_experiment(page, f"sweep_{param}", f"KTXMLC sweep over {which}", work,
                              start=start, estimate_s=est)
         if exp is not None and exp.split_id == split.split_id:
-            _sweep_figure(exp, param, f"{page}_sw_{param}")
+            _sweep_figure(exp, param, f"{page}_sw_fig_{param}")
 
 
 def _sweep_figure(exp, param, key):

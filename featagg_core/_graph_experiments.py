@@ -149,7 +149,7 @@ def _protocol_verdict(table, summary) -> List[str]:
         out.append(line + ".")
     blocks = summary.get("block_models")
     if blocks:
-        out.append(blocks["rule"][0].upper() + blocks["rule"][1:] + ".")
+        out.append("Blocks: " + blocks["rule"] + ".")
         if blocks.get("warning"):
             out.append("Warning: " + blocks["warning"] + ".")
     return out

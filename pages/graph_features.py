@@ -164,7 +164,7 @@ if int(choice) != int(model.candidate_index_) and session.running_job(PAGE, "bmg
         session.show_error(exc)
     st.rerun()
 
-st.caption(session.md_escape(model.n_blocks_rule_[0].upper() + model.n_blocks_rule_[1:])
+st.caption("Blocks: " + session.md_escape(model.n_blocks_rule_)
            + f" · γ used {model.gamma_:g}"
            + (f" (tried {', '.join(f'{g:g} → {z} non-zero' for g, z in model.gamma_path_)})"
               if len(model.gamma_path_) > 1 else ""))
