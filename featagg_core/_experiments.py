@@ -265,6 +265,10 @@ def _relative(rows: List[dict]) -> None:
         r["speed-up"] = ref["train_s"] / r["train_s"] if r["train_s"] > 0 else math.nan
 
 
+def _secs(x: float) -> str:
+    return f"{x:.2f} s" if x < 10 else f"{x:.1f} s"
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.0f} %" if abs(100 * x - round(100 * x)) < 0.05 or x >= 0.995 \
         else f"{100 * x:.1f} %"
@@ -293,7 +297,7 @@ def _tradeoff_summary(rows, kinds, per_tree):
             verdict.append(
                 f"{title}: d0 = {best['d0']} keeps {_pct(best['P@1 kept'])} of P@1 "
                 f"({100 * raw['P@1']:.1f} → {100 * best['P@1']:.1f} %) and {faster} "
-                f"({raw['train_s']:.1f} s → {best['train_s']:.1f} s, {raw['features']:,} → "
+                f"({_secs(raw['train_s'])} → {_secs(best['train_s'])}, {raw['features']:,} → "
                 f"{best['features']:,} features).")
         else:
             best = max(mine, key=lambda r: r["P@1 kept"])

@@ -33,8 +33,15 @@ How it is computed without anything n x n or f x f dense (derivation in the docs
     ||P_F G_r P_F||^2 = ||S R S^T||^2  with  S = D^-1/2 F^T Y  (k x f),
     ||G_r||^2 = r^T H r               with  H = (Y^T Y) o (Y^T Y)  (sparse f x f),
 
-so ``L_b = 1 - ||S R S^T||^2 / r^T H r``. ``H`` is built once as a sparse product; each
-iteration costs one sparse mat-vec over the rows of the still non-zero weights plus O(k^2 f).
+so ``L_b = 1 - ||S R S^T||^2 / r^T H r``. ``H`` is built once by numba kernels
+(:func:`featagg_core._bmgufs_support.gram_squared`: a symbolic pass counts its entries,
+so a too-large H is refused by size; bag-of-words attributes make it nearly full, and
+then it is stored dense, which is smaller than CSR and streams contiguous rows); each
+iteration costs one mat-vec over the rows of the still non-zero weights plus O(k^2 f)
+serial numba work (threaded BLAS on these small products cost more than it saved on a
+busy machine). Without labels and without ``n_blocks`` the number of blocks comes from
+the eigengap rule; :meth:`BMGUFS.fit_gamma_grid` lowers gamma down the paper's grid until
+d weights stay non-zero.
 
 Choices that follow the paper / the authors' code (github.com/ZilongBai/KDD2020BMGUFS):
 the loss terms, the combination of *normalised* gradients with ``beta_bar``, the sparsity

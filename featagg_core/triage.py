@@ -48,12 +48,12 @@ __all__ = ["run_triage", "TriageReport", "dataset_stats", "FORMAT", "PLAN_SHARE"
 
 FORMAT = "featagg-triage/1"
 #: share of the budget the plan may fill (the rest absorbs estimate errors and the report)
-PLAN_SHARE = 0.75
+PLAN_SHARE = 0.7
 #: a step may take this many times its estimate before it is stopped
 OVERRUN = 3.0
 MIN_STEP_S = 15.0
-#: seconds kept for writing the report after the last step
-REPORT_RESERVE_S = 1.0
+#: seconds kept for assembling the report after the last step
+REPORT_RESERVE_S = 2.0
 D0_PRIORITY = (8, 16, 4, 32)
 
 
@@ -236,11 +236,14 @@ def _graph_plan(data, split, seed, speed) -> List[dict]:
             parts = estimate_breakdown(data, split, spec, speed=speed)
         except ValueError:
             parts = {"total": math.nan}
-        est = len(ds) * parts["total"] + 2.0 * len(ds)           # + the baselines
+        sel = sum(v for k, v in parts.items() if "selection" in k)
+        # the gamma walk runs the selection for a few gammas per d (about 3 on the
+        # graphs we tried); the five baselines rank once and cost about two selections
+        est = len(ds) * (parts["total"] + 2.0 * sel) + 2.0 * sel + 2.0 * len(ds)
         steps.append({"step": "bmgufs_protocol", "estimate_s": est,
                       "params": {"ds": ds, "bmgufs": {"n_candidates": n_cand,
                                                       "random_state": seed}}})
-    sel = sum(v for k, v in parts.items() if "selection" in k) or 1.0
+    sel = sel or 1.0
     blocks = sum(v for k, v in parts.items() if "block" in k or "spectral" in k)
     d = 64 if f >= 64 else f
     steps.append({"step": "bmgufs_heatmap", "estimate_s": blocks + 33 * (sel + 0.3),
@@ -258,8 +261,8 @@ def _table_plan(data, split, seed, speed) -> List[dict]:
     one = _estimate(data, split, spec, speed)
     atoms = dataset_stats(data, split)["atoms per column"]
     budgets = [b for b in BUDGET_STEPS if b <= max(2, max(atoms.values()))]
-    return [{"step": "vocabulary", "estimate_s": 4 * one + 1.0,
-             "params": {"budget": m, "methods": ["submodular", "frequency", "bucketing"]}},
+    return [{"step": "vocabulary", "estimate_s": 4 * one + 1.0,   # budget: default_budget
+             "params": {"budget": None, "methods": ["submodular", "frequency", "bucketing"]}},
             {"step": "budget_curve", "estimate_s": len(budgets) * one,
              "params": {"budgets": budgets, "method": "submodular"}}]
 
