@@ -4,8 +4,8 @@ A 20,000 × 50,000 × 5,000 synthetic multi-label file (``make_powerlaw_multilab
 with ``save_xc``, under the 50 MB upload limit) is uploaded in one browser session; DEFRAG
 runs on it, then the full k-means baseline — the job that once ran for 22 minutes with a
 Stop button that did nothing. While it runs, a second session's Data page renders in under
-2 s (or, on a machine other work already slows down, within 1.5x of the same page without
-the job, measured in the same run); after **Cancel**, the server's CPU (sampled from ``/proc/<pid>/stat``) is idle again
+2 s (or, on a machine other work already slows down, within 1.75x of the same page without
+the job, measured in the same run: the bug slowed other sessions 2-3x); after **Cancel**, the server's CPU (sampled from ``/proc/<pid>/stat``) is idle again
 within 2 s and the page says "cancelled".
 """
 import os
@@ -89,11 +89,11 @@ def test_cancel_a_long_baseline_on_a_big_upload(app_server, browser, tmp_path):
         assert busy > IDLE_CORES, f"the job should keep the server busy, used {busy:.2f} cores"
 
         # meanwhile another session's Data page renders quickly: under 2 s, or — when other
-        # work on a shared machine already makes it slower — not much slower than without
-        # the job, measured in the same run (the bug: other sessions slowed 2-3x)
+        # work on a shared machine already makes it slower — clearly less than the 2-3x
+        # slowdown of the bug, against the same page without the job in the same run
         render_s = _data_page_seconds(bob)
         load = os.getloadavg()[0]
-        assert render_s < max(2.0, 1.5 * idle_s), \
+        assert render_s < max(2.0, 1.75 * idle_s), \
             f"Data page took {render_s:.2f} s while the job ran ({idle_s:.2f} s without; " \
             f"load {load:.1f})"
         alice.screenshot(path=f"{SHOTS}/featagg_cancel_running.png", full_page=True)
