@@ -45,7 +45,10 @@ def user_terms(message: str) -> str:
     return out
 
 
-def add_parser(sub, split_args, common) -> None:
+def add_parser(sub, split_args, common, cli) -> None:
+    """Register ``triage``. ``cli`` is the running command-line module (``__main__``
+    under ``python -m``): its CliError, loaders and start time are used, never a second
+    import of it."""
     s = sub.add_parser("triage", help="quick dataset triage: a bounded battery of experiments "
                                       "and a self-contained HTML report (plus its JSON)")
     s.add_argument("data", help="dataset file or sample:NAME (multi-label, graph or table)")
@@ -66,17 +69,18 @@ def add_parser(sub, split_args, common) -> None:
                                     "(same split and seeds, no time cuts)")
     split_args(s)
     common(s)
-    s.set_defaults(func=cmd_triage)
+    s.set_defaults(func=cmd_triage, _cli=cli)
 
 
 def _load(args):
     from . import data as d
-    from .__main__ import CliError, _guess_kind, _load
+    cli = args._cli
+    CliError = cli.CliError
     path = args.data
     try:
-        if path.startswith("sample:") or (args.kind or _guess_kind(path)) != "multilabel":
-            return _load(path, args.kind, test=args.test, label=args.label,
-                         features=args.features, classes=args.classes)
+        if path.startswith("sample:") or (args.kind or cli._guess_kind(path)) != "multilabel":
+            return cli._load(path, args.kind, test=args.test, label=args.label,
+                             features=args.features, classes=args.classes)
         if not os.path.exists(path):
             raise CliError(f"{path}: no such file")
         if args.label_columns is not None and args.label_columns < 1:
@@ -94,7 +98,10 @@ def _load(args):
 
 
 def cmd_triage(args) -> Dict[str, Any]:
-    from .__main__ import _T0, CliError, Interrupted, _progress, _split
+    cli = args._cli
+    CliError, Interrupted, _progress, _split = (cli.CliError, cli.Interrupted, cli._progress,
+                                                cli._split)
+    _T0 = getattr(args, "started", None) or time.monotonic()
     from .report import write_report
     from .triage import run_triage
     data = _load(args)
