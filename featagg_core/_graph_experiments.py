@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp

@@ -73,8 +73,8 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 
-from ._bmgufs_support import (GAMMA_GRID, block_fit_quality, choose_n_blocks, gammas_from,
-                              gram_squared, regularized_adjacency)
+from ._bmgufs_support import (_SelectionProblem, block_fit_quality, choose_n_blocks,
+                              gammas_from, regularized_adjacency)
 from ._kernels import bmgufs as _k
 from ._polling import Throttle, call_polled, new_stop
 
@@ -381,73 +381,6 @@ class BlockModel(BaseEstimator):
 # ---------------------------------------------------------------------------
 # the selection objective
 # ---------------------------------------------------------------------------
-class _SelectionProblem:
-    """Precomputed, r-independent pieces of L_b and L_m (all small or sparse)."""
-
-    def __init__(self, Y: sp.csr_matrix, labels: np.ndarray, M: np.ndarray, delta: float):
-        n, f = Y.shape
-        k = M.shape[0]
-        labels = np.ascontiguousarray(labels, dtype=np.int64)
-        sizes = np.bincount(labels, minlength=k).astype(np.float64)
-        FtY = _k.block_feature_sums(Y.indptr, Y.indices, Y.data, labels, k, f)
-        dinv = _pinv(sizes)
-        self.Dbar = np.ascontiguousarray(dinv[:, None] * FtY)          # D^-1 F^T Y
-        self.S = np.ascontiguousarray(np.sqrt(dinv)[:, None] * FtY)    # D^-1/2 F^T Y
-        self.St = np.ascontiguousarray(self.S.T)                         # f x k
-        self.Dbart = np.ascontiguousarray(self.Dbar.T)
-        self.H = gram_squared(Y)                            # f x f, sparse or dense
-        Mp = np.asarray(M, dtype=np.float64) + delta
-        self.P = Mp / Mp.sum(axis=1, keepdims=True)
-        self.delta = float(delta)
-        self.n_features = f
-
-    def H_matvec(self, r: np.ndarray, active: np.ndarray) -> np.ndarray:
-        """``H r`` from the rows of the active features only (``r`` is zero elsewhere),
-        so the cost shrinks as the weights become sparse."""
-        H = self.H
-        active = np.ascontiguousarray(active, dtype=np.int64)
-        if isinstance(H, np.ndarray):
-            return _k.dense_sym_matvec_active(H, r, active)
-        return _k.sym_matvec_active(H.indptr, H.indices, H.data, r, active)
-
-    def losses(self, r: np.ndarray, active: Optional[np.ndarray] = None, grad: bool = True):
-        """L_b, L_m and (optionally) their gradients with respect to r.
-
-        Derivation. With ``K = S R S^T`` (k x k), ``a = ||K||^2``, ``b = r^T H r``:
-        ``L_b = 1 - a / b``; ``da/dr_l = 2 s_l^T K s_l``, ``db/dr = 2 H r``, hence
-        ``dL_b/dr = -(da/dr) / b + a (db/dr) / b^2``.
-        With ``T = Dbar R Dbar^T + delta``, ``t_i = sum_j T_ij``, ``Q = T / t``:
-        ``L_m = sum_ij P_ij (log P_ij - log T_ij + log t_i)``, so (rows of P sum to 1)
-        ``dL_m/dT_ij = -P_ij / T_ij + 1 / t_i =: W_ij`` and, as ``dT/dr_l = dbar_l dbar_l^T``,
-        ``dL_m/dr_l = dbar_l^T W dbar_l``.
-        """
-        if active is None:
-            active = np.flatnonzero(r)
-        active = np.ascontiguousarray(active, dtype=np.int64)
-        Hr = self.H_matvec(r, active)
-        b = float(r @ Hr)
-        # the k x k and k x f products in numba (serial): BLAS threads cost more than these
-        # small products on a busy machine
-        K = _k.weighted_gram(self.St, r, active)
-        a = float(np.sum(K * K))
-        Lb = 1.0 - a / b if b > 0 else 0.0
-        T = _k.weighted_gram(self.Dbart, r, active) + self.delta
-        t = T.sum(axis=1)
-        Q = T / t[:, None]
-        P = self.P
-        Lm = float(np.sum(P * (np.log(P) - np.log(Q))))
-        if not grad:
-            return Lb, Lm, None, None, Q
-        if b > 0:
-            ga = 2.0 * _k.quad_diag(self.St, K)
-            gLb = -ga / b + (2.0 * a / (b * b)) * Hr
-        else:
-            gLb = np.zeros_like(r)
-        W = -P / T + (1.0 / t)[:, None]
-        gLm = _k.quad_diag(self.Dbart, np.ascontiguousarray(W))
-        return Lb, Lm, gLb, gLm, Q
-
-
 # ---------------------------------------------------------------------------
 # BMGUFS
 # ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["figures", "experiment_figures", "render_html", "report_json", "write_report",
            "format_value", "EXPLAIN"]
