@@ -294,16 +294,19 @@ def _choose(steps: List[dict], budget_s: float) -> None:
 
 
 # ----------------------------------------------------------------------------- running
-def _multilabel_steps(data, split, planned, deadline_of, progress, cancel_user,
+def _multilabel_steps(data, split, steps, admit, deadline_of, progress, cancel_user,
                       out_of_time) -> List[Any]:
-    """The planned multi-label steps in priority order: the tradeoff runs (DEFRAG reused
-    per d0) become one Experiment, the REFRAG step (on the raw KTXMLC run) another."""
-    trade = [s for s in planned if s["step"] == "tradeoff"]
+    """The multi-label steps in priority order, each run when ``admit`` says so: the
+    tradeoff runs (DEFRAG reused per d0) become one Experiment, the REFRAG step (on the raw
+    KTXMLC run) another."""
+    trade = [s for s in steps if s["step"] == "tradeoff"]
     tradeoff_exp, extra, runs_by_step = None, [], {}
-    total = max(len(planned), 1)
-    for i, s in enumerate(planned):
+    total = max(len(steps), 1)
+    for i, s in enumerate(steps):
         if cancel_user():
             break
+        if not admit(s, steps[i + 1:]):
+            continue
         if out_of_time():
             s["status"], s["why"] = "skipped", "no time left"
             continue
@@ -532,6 +535,32 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
                          if replay is None else math.inf)
 
     user = (lambda: cancel is not None and cancel.is_set())
+
+    def admit(s, rest) -> bool:
+        """A planned step runs. A skipped one is taken after all when its estimate,
+        corrected by how long the finished steps took against theirs (x0.5..x3), fits in
+        the time left after the planned steps still to come (the plan's share of it)."""
+        if s["status"] == "planned":
+            return True
+        if replay is not None or s["status"] != "skipped" or s["step"] == "bmgufs_protocol":
+            return False
+        finished = [t for t in steps if t["status"] == "done" and t.get("seconds") is not None
+                    and math.isfinite(t.get("estimate_s", math.nan))]
+        est_sum = sum(t["estimate_s"] for t in finished)
+        ratio = min(max(sum(t["seconds"] for t in finished) / est_sum, 0.5), 3.0) \
+            if finished and est_sum > 0 else 1.0
+
+        def cost(t):
+            e = t.get("estimate_s", math.nan)
+            return (e if math.isfinite(e) else 5.0) * ratio
+        need = sum(cost(t) for t in rest if t["status"] == "planned")
+        if cost(s) + need <= PLAN_SHARE * (deadline - time.monotonic()):
+            s["status"] = "planned"
+            s["why"] = (f"added while running: the steps before it took {ratio:.1f}× their "
+                        "estimates")
+            return True
+        return False
+
     planned = [s for s in steps if s["status"] == "planned"]
     experiments = []
     total = sum(s.get("estimate_s", 1.0) if math.isfinite(s.get("estimate_s", 1.0)) else 1.0
@@ -545,12 +574,15 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
 
     out_of_time = (lambda: time.monotonic() >= deadline - 0.5)
     if data.kind == "multilabel":
-        experiments += _multilabel_steps(data, split, planned, deadline_of, span(total), user,
-                                         out_of_time)
+        experiments += _multilabel_steps(data, split, steps, admit, deadline_of, span(total),
+                                         user, out_of_time)
     else:
-        for s in planned:
+        for i, s in enumerate(steps):
             if user():
-                s["status"], s["why"] = "cancelled", "cancelled"
+                if s["status"] == "planned":
+                    s["status"], s["why"] = "cancelled", "cancelled"
+                continue
+            if not admit(s, steps[i + 1:]):
                 continue
             if out_of_time():
                 s["status"], s["why"] = "skipped", "no time left"

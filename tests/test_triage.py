@@ -205,3 +205,14 @@ def test_cli_speaks_in_its_own_options(tmp_path, capsys):
     code = main(["triage", str(xml), "--labels-xml", str(tmp_path / "toy2.labels.xml"),
                  "--out", str(tmp_path / "r2.html"), "--budget-s", "120"])
     assert code == 0, capsys.readouterr().err
+
+
+def test_skipped_steps_are_taken_when_the_first_ones_ran_faster(data, speed, monkeypatch):
+    monkeypatch.setattr(T, "_estimate", lambda *a, **k: 40.0)      # far too pessimistic
+    rep = T.run_triage(data, budget_s=150, speed=speed)
+    steps = rep.record["budget"]["steps"]
+    added = [s for s in steps if (s["why"] or "").startswith("added while running")]
+    assert steps[0]["status"] == "done" and added
+    assert all(s["status"] == "done" for s in added)
+    # the plan alone (70 % of 150 s at 40 s a step) had room for two steps
+    assert sum(s["status"] == "done" for s in steps) > 2
