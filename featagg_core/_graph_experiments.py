@@ -46,11 +46,18 @@ def _check_graph(data, split):
                          "judged by clustering accuracy; load a graph with node classes")
 
 
-def _scores(part, selected, n_seeds):
-    from ._evaluation import _selection_scores
-    ev = _selection_scores(part.X, part.y, np.asarray(selected, np.int64), n_seeds)
-    if ev is None:
+def _scores(part, selected, n_seeds, cancel=None):
+    """ACC/NMI of k-means on the selected columns of the held-out nodes with a known class
+    (what ``_evaluation._selection_scores`` computes), checking ``cancel`` before every
+    seed's k-means."""
+    from ._cancel import check_cancel
+    from ._evaluation import _known
+    from .graph_eval import evaluate_selection
+    y = np.asarray(part.y)
+    if np.unique(y[_known(y)]).size < 2:
         raise ValueError("the held-out nodes have fewer than two classes: nothing to judge")
+    ev = evaluate_selection(part.X, y, np.asarray(selected, np.int64), n_seeds=int(n_seeds),
+                            random_state=0, progress=lambda f, m: check_cancel(cancel))
     return {"ACC": ev["acc_mean"], "ACC sd": ev["acc_sd"], "NMI": ev["nmi_mean"],
             "NMI sd": ev["nmi_sd"], "d used": int(np.asarray(selected).size)}
 
@@ -98,7 +105,7 @@ def bmgufs_protocol(data, split, ds: Sequence[int] = DEFAULT_SELECTION_DS, *,
         table.append({"method": "BMGUFS", "d": d, "status": "done",
                       "gamma": float(sel.gamma_), "nnz(r)": int(sel.n_nonzero_),
                       "run_id": run.run_id,
-                      **_scores(part, run.pipeline.selected_, n_seeds)})
+                      **_scores(part, run.pipeline.selected_, n_seeds, cancel)})
     if not cancelled:
         try:
             comp = feature_selection_comparison(
@@ -169,6 +176,29 @@ def _labels_for_k(train):
     return train.y if _n_classes(train.y) > 0 else None
 
 
+def _heatmap_cells(cells, grid, kw, prob, max_iter, eta, d, part, n_seeds, progress, cancel):
+    """Fill ``grid`` cell by cell (a cancel leaves the finished cells in it)."""
+    from ._cancel import cancelling_progress, check_cancel
+    from .bmgufs import BMGUFS
+    for i, (b, g) in enumerate(cells):
+        check_cancel(cancel)
+        cancelling_progress(progress, cancel, 0.3, 1.0)(i / len(cells),
+                                                        f"β̄ = {b:g}, γ = {g:g}")
+        cell = BMGUFS(**dict(kw, beta_bar=b, gamma=g))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            cell._set_selection(prob, b, g, max_iter, eta,
+                                lambda stage, fr, msg: check_cancel(cancel))
+            r = cell.scores_
+            order = np.argsort(-r, kind="stable")
+            nnz = int(np.count_nonzero(r))
+            sel = order[:min(d, nnz)] if nnz else order[:0]
+        row = {"beta_bar": b, "gamma": g, "nnz(r)": nnz, "nnz below d": nnz < d}
+        if sel.size:
+            row.update(_scores(part, sel, n_seeds, cancel))
+        grid.append(row)
+
+
 def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = None,
                    gammas: Optional[Sequence[float]] = None, *, bmgufs: Optional[dict] = None,
                    n_seeds: int = 3, rows: str = "test", progress: Optional[Callable] = None,
@@ -179,7 +209,7 @@ def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = 
     ``"grid"``: beta_bar, gamma, nnz(r), ACC, NMI (a cell whose nnz(r) < d uses its
     nnz(r) features and says so)."""
     from ._bmgufs_support import PAPER_BETAS, PAPER_GAMMAS
-    from ._cancel import cancelling_progress, check_cancel
+    from ._cancel import Cancelled, cancelling_progress
     from ._evaluation import _rows
     from .bmgufs import BMGUFS, _SelectionProblem
     _check_graph(data, split)
@@ -204,22 +234,11 @@ def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = 
     prob = _SelectionProblem(Y, bm.labels_, bm.M_, delta)
     cells = [(b, g) for b in betas for g in gammas]
     grid = []
-    for i, (b, g) in enumerate(cells):
-        check_cancel(cancel)
-        cancelling_progress(progress, cancel, 0.3, 1.0)(i / len(cells),
-                                                        f"β̄ = {b:g}, γ = {g:g}")
-        cell = BMGUFS(**dict(kw, beta_bar=b, gamma=g))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            cell._set_selection(prob, b, g, max_iter, eta, None)
-            r = cell.scores_
-            order = np.argsort(-r, kind="stable")
-            nnz = int(np.count_nonzero(r))
-            sel = order[:min(d, nnz)] if nnz else order[:0]
-        row = {"beta_bar": b, "gamma": g, "nnz(r)": nnz, "nnz below d": nnz < d}
-        if sel.size:
-            row.update(_scores(part, sel, n_seeds))
-        grid.append(row)
+    try:
+        _heatmap_cells(cells, grid, kw, prob, max_iter, eta, d, part, n_seeds, progress,
+                       cancel)
+    except Cancelled:
+        exp.status, exp.message = "cancelled", f"stopped after {len(grid)} of {len(cells)} cells"
     exp.tables["grid"] = grid
     ok = [r for r in grid if "ACC" in r]
     if ok:
@@ -285,6 +304,36 @@ def perturb_edges(A: sp.csr_matrix, fraction: float, random_state: int = 0) -> s
     return out
 
 
+def _robustness_levels(fractions, curve, A, Y, d, kw, labels, Xf, part, n_seeds, var_scores,
+                       random_state, progress, cancel):
+    """Fill ``curve`` level by level (a cancel leaves the finished levels in it)."""
+    from . import feature_selection_baselines as fsb
+    from ._cancel import cancelling_progress, check_cancel
+    from .bmgufs import BMGUFS
+    for i, p in enumerate(fractions):
+        check_cancel(cancel)
+        cb = cancelling_progress(progress, cancel, i / len(fractions),
+                                 (i + 1) / len(fractions))
+        Ap = perturb_edges(A, p, random_state)
+        if Ap.nnz == 0:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            m = BMGUFS(**kw).fit_gamma_grid(Ap, Y, d, labels,
+                                            progress=lambda s, fr, msg: cb(
+                                                0.8 * fr, f"{100 * p:.0f} % moved: {msg}"))
+            sel = m.select(d)
+        curve.append({"fraction": p, "method": "BMGUFS", "gamma": float(m.gamma_),
+                      "RRE": float(m.block_model_.rre_),
+                      **_scores(part, sel, n_seeds, cancel)})
+        lap = fsb.rank_features(fsb.laplacian_score(Xf, sp.csr_matrix(Ap, dtype=np.float64)),
+                                False)[:d]
+        curve.append({"fraction": p, "method": "Laplacian score (graph)",
+                      **_scores(part, lap, n_seeds, cancel)})
+        curve.append({"fraction": p, "method": "variance (no graph)", **var_scores})
+        cb(1.0, f"{100 * p:.0f} % of the edges moved: scored")
+
+
 def bmgufs_robustness(data, split, d: int = 64,
                       fractions: Sequence[float] = PERTURBATIONS, *,
                       bmgufs: Optional[dict] = None, n_seeds: int = 3, rows: str = "test",
@@ -295,9 +344,8 @@ def bmgufs_robustness(data, split, d: int = 64,
     (module docstring). Table ``"curve"``: fraction, method, ACC, NMI (+ the RRE of
     BMGUFS's block model)."""
     from . import feature_selection_baselines as fsb
-    from ._cancel import cancelling_progress, check_cancel
+    from ._cancel import Cancelled
     from ._evaluation import _rows
-    from .bmgufs import BMGUFS
     _check_graph(data, split)
     t0 = time.perf_counter()
     fractions = [float(p) for p in fractions]
@@ -316,27 +364,11 @@ def bmgufs_robustness(data, split, d: int = 64,
     var_sel = fsb.rank_features(fsb.variance_score(Xf), True)[:d]
     var_scores = _scores(part, var_sel, n_seeds)
     curve = []
-    for i, p in enumerate(fractions):
-        check_cancel(cancel)
-        cb = cancelling_progress(progress, cancel, i / len(fractions),
-                                 (i + 1) / len(fractions))
-        Ap = perturb_edges(A, p, random_state)
-        if Ap.nnz == 0:
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            m = BMGUFS(**kw).fit_gamma_grid(Ap, Y, d, labels,
-                                            progress=lambda s, fr, msg: cb(
-                                                0.8 * fr, f"{100 * p:.0f} % moved: {msg}"))
-            sel = m.select(d)
-        curve.append({"fraction": p, "method": "BMGUFS", "gamma": float(m.gamma_),
-                      "RRE": float(m.block_model_.rre_), **_scores(part, sel, n_seeds)})
-        lap = fsb.rank_features(fsb.laplacian_score(Xf, sp.csr_matrix(Ap, dtype=np.float64)),
-                                False)[:d]
-        curve.append({"fraction": p, "method": "Laplacian score (graph)",
-                      **_scores(part, lap, n_seeds)})
-        curve.append({"fraction": p, "method": "variance (no graph)", **var_scores})
-        cb(1.0, f"{100 * p:.0f} % of the edges moved: scored")
+    try:
+        _robustness_levels(fractions, curve, A, Y, d, kw, labels, Xf, part, n_seeds,
+                           var_scores, random_state, progress, cancel)
+    except Cancelled:
+        exp.status, exp.message = "cancelled", f"stopped after {len(curve) // 3} levels"
     exp.tables["curve"] = curve
     bm = [r for r in curve if r["method"] == "BMGUFS"]
     if len(bm) >= 2:

@@ -267,10 +267,12 @@ def _table_plan(data, split, seed, speed) -> List[dict]:
              "params": {"budgets": budgets, "method": "submodular"}}]
 
 
-def _choose(steps: List[dict], budget_s: float) -> None:
+def _choose(steps: List[dict], budget_s: float, must: int = 1) -> None:
     """Mark every step ``planned`` or ``skipped``: priority order, while the plan fits in
-    PLAN_SHARE of the budget; the first step always runs. The graph protocol comes in two
-    sizes (10 and 3 candidate block models): the larger if it fits, else the smaller."""
+    PLAN_SHARE of the budget; the first ``must`` steps always run (multi-label: raw KTXMLC
+    and KTXMLC on DEFRAG d0 = 8, the pair the report is about; they are still stopped at
+    the deadline). The graph protocol comes in two sizes (10 and 3 candidate block
+    models): the larger if it fits, else the smaller."""
     used = 0.0
     have_protocol = False
     protocols = [i for i, s in enumerate(steps) if s["step"] == "bmgufs_protocol"]
@@ -280,7 +282,7 @@ def _choose(steps: List[dict], budget_s: float) -> None:
         if s["step"] == "bmgufs_protocol":
             take = not have_protocol and (fits or i == protocols[-1])
         else:
-            take = fits or i == 0
+            take = fits or i < must
         if take:
             s["status"] = "planned"
             used += est
@@ -525,7 +527,8 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
         planner = {"multilabel": _multilabel_plan, "graph": _graph_plan,
                    "table": _table_plan}[data.kind]
         steps = planner(data, split, int(seed), speed)
-        _choose(steps, max(budget_s - (time.monotonic() - t_start) - REPORT_RESERVE_S, 1.0))
+        _choose(steps, max(budget_s - (time.monotonic() - t_start) - REPORT_RESERVE_S, 1.0),
+                must=2 if data.kind == "multilabel" else 1)
     deadline = t_start + budget_s - REPORT_RESERVE_S if replay is None else math.inf
 
     def deadline_of(step):
