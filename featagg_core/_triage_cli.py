@@ -133,9 +133,17 @@ def cmd_triage(args) -> Dict[str, Any]:
             last["msg"] = head
             _progress(f"{100 * fraction:3.0f} % {message}")
 
+    import shlex
+    source = " ".join([shlex.quote(args.data)] + [
+        f"{flag} {shlex.quote(str(getattr(args, attr)))}"
+        for flag, attr in (("--test", "test"), ("--labels-xml", "labels_xml"),
+                           ("--label-columns", "label_columns"), ("--label", "label"),
+                           ("--features", "features"), ("--classes", "classes"),
+                           ("--kind", "kind"))
+        if getattr(args, attr, None) is not None])
     try:
         rep = run_triage(data, budget_s=left, split=split, seed=args.seed, progress=progress,
-                         cancel=args.cancel, replay=replay, source=args.data)
+                         cancel=args.cancel, replay=replay, source=source)
     except ValueError as exc:
         raise CliError(user_terms(str(exc))) from None
     if args.cancel.is_set():
