@@ -22,10 +22,14 @@ docs/RUN_MODEL.md, on one split):
 
 **Budget.** Every run is planned with :func:`featagg_core.estimate.estimate_seconds` on
 this machine's measured speed: runs are taken in priority order while the planned total
-stays within ``PLAN_SHARE`` of the budget, the rest are listed as skipped. While running,
-each step gets a deadline (``OVERRUN`` times its estimate, at least ``MIN_STEP_S``, never
-past the overall deadline); a step that overruns it is cancelled through the run model's
-``cancel`` and reported as stopped, and the triage goes on with the next one.
+stays within ``PLAN_SHARE`` of the budget, the rest are listed as skipped (a multi-label
+triage always plans raw KTXMLC and KTXMLC on DEFRAG d0 = 8). While running, each step gets
+a deadline (``OVERRUN`` times its estimate, at least ``MIN_STEP_S``, never past the overall
+deadline); a step that overruns it is cancelled through the run model's ``cancel`` and
+reported as stopped, and the triage goes on with the next one. A skipped step is taken
+after all when its estimate, scaled by how long the finished steps took against theirs
+(x0.5..x3), fits in ``PLAN_SHARE`` of the time left (an estimate made on a loaded machine
+that turns out pessimistic does not leave the budget unused).
 
 **Reproducing.** The record holds the dataset fingerprint, the split settings and its id,
 the seeds, the library versions and the plan (the spec of every step). ``run_triage(data,
