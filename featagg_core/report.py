@@ -108,6 +108,10 @@ def _tradeoff_figures(exp) -> List[Tuple[str, str, dict]]:
         return []
     curve, timed = [], []
     xs = [r["d0"] for r in rows if r["d0"] is not None] or [1]
+    # one colour per classifier, its raw-feature line in the same colour; the two raw lines
+    # dashed differently so that both show when they nearly coincide
+    colour = {"ktxmlc": "#1f77b4", "ova": "#2ca02c", "per_tree": "#9467bd"}
+    dash = {"ktxmlc": "dash", "ova": "dot"}
     for kind in ("ktxmlc", "ova", "per_tree"):
         mine = sorted((r for r in rows if r["kind"] == kind and r["d0"] is not None),
                       key=lambda r: r["d0"])
@@ -116,19 +120,22 @@ def _tradeoff_figures(exp) -> List[Tuple[str, str, dict]]:
         if mine:
             title = mine[0]["classifier"]
             curve.append(_line([r["d0"] for r in mine], [r["P@1"] for r in mine],
-                               f"{title}: DEFRAG"))
+                               f"{title}: DEFRAG", line={"color": colour[kind]},
+                               marker={"color": colour[kind]}))
             timed.append(_line([r["train_s"] for r in mine], [r["P@1"] for r in mine],
                                f"{title}: DEFRAG", mode="markers+text",
                                text=[f"d0={r['d0']}" for r in mine],
-                               textposition="top center"))
+                               textposition="top center", marker={"color": colour[kind]}))
         if raw is not None and kind != "per_tree":
             curve.append(_line([min(xs), max(xs)], [raw["P@1"]] * 2,
                                f"{raw['classifier']}: raw features", mode="lines",
-                               line={"dash": "dash"}))
+                               line={"dash": dash[kind], "color": colour[kind]}))
             timed.append(_line([raw["train_s"]], [raw["P@1"]],
                                f"{raw['classifier']}: raw features", mode="markers",
-                               marker={"symbol": "diamond", "size": 11}))
-    return [("d0_curve", "P@1 against d0 (dashed: the same classifier on raw features)",
+                               marker={"symbol": "diamond", "size": 11,
+                                       "color": colour[kind]}))
+    return [("d0_curve", "P@1 against d0 (dashed or dotted, in the same colour: that "
+                         "classifier on raw features)",
              _fig(curve, "P@1 against d0", "d0 (largest leaf cluster)", "P@1", True,
                   xaxis={"type": "log", "tickvals": sorted(set(xs))})),
             ("d0_time", "P@1 against training time (each point a run)",

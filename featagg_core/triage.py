@@ -271,6 +271,12 @@ def _table_plan(data, split, seed, speed) -> List[dict]:
              "params": {"budgets": budgets, "method": "submodular"}}]
 
 
+def _secs(s: float) -> str:
+    """Seconds for a sentence: one decimal below 10 s (so that 'estimated 1.9 s; 1.6 s
+    left' does not read as '2 s; 2 s')."""
+    return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
+
+
 def _choose(steps: List[dict], budget_s: float, must: int = 1) -> None:
     """Mark every step ``planned`` or ``skipped``: priority order, while the plan fits in
     PLAN_SHARE of the budget; the first ``must`` steps always run (multi-label: raw KTXMLC
@@ -295,8 +301,8 @@ def _choose(steps: List[dict], budget_s: float, must: int = 1) -> None:
             s["status"] = "skipped"
             s["why"] = ("the larger protocol was planned" if s["step"] == "bmgufs_protocol"
                         and have_protocol else
-                        f"estimated {est:.0f} s; {max(PLAN_SHARE * budget_s - used, 0):.0f} "
-                        f"s of the plan left")
+                        f"estimated {_secs(est)}; {_secs(max(PLAN_SHARE * budget_s - used, 0))} "
+                        f"of the plan left")
 
 
 # ----------------------------------------------------------------------------- running
