@@ -91,16 +91,18 @@ def defrag_tradeoff(page: str, data, split) -> None:
             "PSP@k, coverage@k, training and prediction time, model size and the number of "
             "features; **P@1 kept** is the share of the raw features' P@1, **speed-up** the "
             "raw training time over this one. The sentence below says which d0 keeps at least "
-            "98 % of the raw P@1 and how much faster it trains. *Ensemble of DEFRAG "
-            "realisations* is the DEFRAG paper's variant: one agglomeration (its own seed) "
+            "98 % of the raw P@1 and how much faster it trains. *Ensemble: one DEFRAG per "
+            "tree* is the DEFRAG paper's ensemble of DEFRAG realisations: one agglomeration (its own seed) "
             "per tree, each tree a one-tree KTXMLC on its own features, scores averaged.")
-        c1, c2, c3 = st.columns([2, 2, 1])
+        c1, c2, c3 = st.columns([2, 2, 1.4])
         d0s = c1.multiselect("d0 values", [1, 2, 4, 8, 16, 32, 64, 128],
                              default=list(DEFAULT_D0S), key=f"{page}_tr_d0s")
         kinds = c2.multiselect("Classifiers", ["KTXMLC", "one-vs-all"],
                                default=["KTXMLC", "one-vs-all"], key=f"{page}_tr_kinds")
-        per_tree = c3.checkbox("Ensemble of DEFRAG realisations (per tree)", value=True,
-                               key=f"{page}_tr_per_tree")
+        per_tree = c3.checkbox("Ensemble: one DEFRAG per tree", value=True,
+                               key=f"{page}_tr_per_tree",
+                               help="the DEFRAG paper's ensemble of DEFRAG realisations: "
+                                    "KTXMLC with one agglomeration (its own seed) per tree")
         classifiers = tuple({"KTXMLC": "ktxmlc", "one-vs-all": "ova"}[k] for k in kinds)
         specs = [{"classifier": {"kind": k}} for k in classifiers]
         specs += [{"defrag": {"d0": d}, "classifier": {"kind": k}} for d in d0s
@@ -172,13 +174,18 @@ def _sweep_figure(exp, param, key):
         fig.add_vline(x=exp.summary["elbow"], line_dash="dash",
                       annotation_text=f"elbow K = {exp.summary['elbow']}")
     fig.update_layout(template="plotly_white", height=380, xaxis_title=name,
+                      title=f"P@k and training time against {name}",
+                      margin={"t": 50},
                       yaxis={"title": "P@k", "tickformat": ".0%"},
-                      yaxis2={"title": "train s", "overlaying": "y", "side": "right"},
+                      yaxis2={"title": "training seconds", "overlaying": "y",
+                              "side": "right", "rangemode": "tozero", "showgrid": False},
                       xaxis_type="log" if param == "n_clusters" else "linear",
                       legend={"orientation": "h", "y": -0.25})
     st.plotly_chart(fig, width="stretch", key=key)
     st.table(tv.formatted(rows, [param, "P@1", "P@3", "P@5", "PSP@5", "train_s",
-                                  "predict_ms_per_point", "model_bytes"]))
+                                  "predict_ms_per_point", "model_bytes"]).rename(
+        columns={param: name, "train_s": "training time",
+                 "predict_ms_per_point": "predict / point", "model_bytes": "model size"}))
 
 
 # ----------------------------------------------------------------------------- BMGUFS

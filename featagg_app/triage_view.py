@@ -55,7 +55,7 @@ def summary_frame(exp: dict) -> pd.DataFrame:
                                                                         "run")))
     if exp["kind"] == "bmgufs_protocol":
         cols = ["method", "d", "ACC", "NMI", "gamma", "nnz(r)"]
-    return formatted(rows, cols)
+    return formatted(rows, cols).rename(columns={"train_s": "training time"})
 
 
 def steps_frame(record: dict) -> pd.DataFrame:

@@ -45,8 +45,8 @@ def test_extreme_classification_sweep_and_elbow_preselect():
     at.run()
     click(at, f"{page}_sw_run")
     ok(at)
-    t = next(t.value for t in at.table if "n_trees" in t.value.columns)
-    assert list(t["n_trees"]) == ["1", "2"]
+    t = next(t.value for t in at.table if "T" in t.value.columns)
+    assert list(t["T"]) == ["1", "2"]
     at.toggle(key="xmlc_elbow_on").set_value(True)
     from page_util import settle
     settle(at)
