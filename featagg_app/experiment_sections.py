@@ -169,7 +169,7 @@ def _sweep_figure(exp, param, key):
     for k in ("P@1", "P@3", "P@5"):
         fig.add_trace(go.Scatter(x=x, y=[r[k] for r in rows], mode="lines+markers", name=k))
     fig.add_trace(go.Scatter(x=x, y=[r["train_s"] for r in rows], mode="lines+markers",
-                             name="train s", yaxis="y2", line={"dash": "dot"}))
+                             name="training seconds", yaxis="y2", line={"dash": "dot"}))
     if "elbow" in exp.summary:
         fig.add_vline(x=exp.summary["elbow"], line_dash="dash",
                       annotation_text=f"elbow K = {exp.summary['elbow']}")

@@ -167,7 +167,8 @@ def _protocol_figures(exp):
         out.append(("selection", "Clustering accuracy of k-means on the selected features "
                                  "of the held-out nodes",
                     _fig(lines, "ACC against the number of selected features", "d", "ACC",
-                         True, xaxis={"type": "log"})))
+                         True, xaxis={"type": "log",      # ticks at the d values only
+                                      "tickvals": sorted({r["d"] for r in rows})})))
     blocks = exp["tables"].get("block_models", [])
     if blocks:
         bar = {"type": "bar", "x": [f"#{b['candidate']}" for b in blocks],
@@ -227,7 +228,7 @@ def _curve_figures(exp):
     return [("budget_curve", "Held-out MI loss against the buckets per column",
              _fig([_line([r["m"] for r in rows], [r["MI loss"] for r in rows], "MI loss")],
                   "MI loss against the budget", "m", "MI loss", True,
-                  xaxis={"type": "log"}))]
+                  xaxis={"type": "log", "tickvals": sorted({r["m"] for r in rows})}))]
 
 
 def _stats_figures(record):
