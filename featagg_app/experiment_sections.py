@@ -91,15 +91,15 @@ def defrag_tradeoff(page: str, data, split) -> None:
             "PSP@k, coverage@k, training and prediction time, model size and the number of "
             "features; **P@1 kept** is the share of the raw features' P@1, **speed-up** the "
             "raw training time over this one. The sentence below says which d0 keeps at least "
-            "98 % of the raw P@1 and how much faster it trains. *Ensemble: one DEFRAG per "
-            "tree* is the DEFRAG paper's ensemble of DEFRAG realisations: one agglomeration (its own seed) "
+            "98 % of the raw P@1 and how much faster it trains. *Per-tree ensemble* is "
+            "the DEFRAG paper's ensemble of DEFRAG realisations: one agglomeration (its own seed) "
             "per tree, each tree a one-tree KTXMLC on its own features, scores averaged.")
         c1, c2, c3 = st.columns([2, 2, 1.4])
         d0s = c1.multiselect("d0 values", [1, 2, 4, 8, 16, 32, 64, 128],
                              default=list(DEFAULT_D0S), key=f"{page}_tr_d0s")
         kinds = c2.multiselect("Classifiers", ["KTXMLC", "one-vs-all"],
                                default=["KTXMLC", "one-vs-all"], key=f"{page}_tr_kinds")
-        per_tree = c3.checkbox("Ensemble: one DEFRAG per tree", value=True,
+        per_tree = c3.checkbox("Per-tree ensemble", value=True,
                                key=f"{page}_tr_per_tree",
                                help="the DEFRAG paper's ensemble of DEFRAG realisations: "
                                     "KTXMLC with one agglomeration (its own seed) per tree")

@@ -127,7 +127,9 @@ def _tradeoff_figures(exp) -> List[Tuple[str, str, dict]]:
                                text=[f"d0={r['d0']}" for r in mine],
                                textposition="top center", marker={"color": colour[kind]}))
         if raw is not None and kind != "per_tree":
-            curve.append(_line([min(xs), max(xs)], [raw["P@1"]] * 2,
+            # across the measured d0 (a little wider around a single one, else no line)
+            lo, hi = (min(xs), max(xs)) if min(xs) < max(xs) else (xs[0] / 1.25, xs[0] * 1.25)
+            curve.append(_line([lo, hi], [raw["P@1"]] * 2,
                                f"{raw['classifier']}: raw features", mode="lines",
                                line={"dash": dash[kind], "color": colour[kind]}))
             timed.append(_line([raw["train_s"]], [raw["P@1"]],
