@@ -20,17 +20,22 @@ with st.expander("How it works", expanded=False):
         "**KTXMLC** (Prajapati & Thakkar 2021) learns to tag a point with a few of "
         "thousands of labels without scoring every label. It builds **label trees**: every "
         "label is described by the (normalised) average of the feature vectors of its "
-        "training points; labels are clustered into **K** groups by k-means‖ seeding and "
-        "spherical k-means, each group again into K, until a group has at most the **leaf "
-        "size** labels or the tree reaches its **depth**. Every node holds one linear "
-        "classifier per child (squared-hinge SVM, cost **C**, solved by dual coordinate "
-        "descent as liblinear does), trained only on the points that reach that node.\n\n"
+        "training points; a node's labels are split into at most **K** balanced groups (by "
+        "default as PECOS does: repeated balanced 2-means, about 100 labels per group at "
+        "most; the paper's k-means‖ is the `partition=\"kmeans\"` option), each group "
+        "again, until a group has at most the **leaf size** labels or the tree reaches its "
+        "**depth**. Every node holds one linear classifier per child (squared-hinge SVM, "
+        "cost **C**, solved by dual coordinate descent as liblinear does), trained only on "
+        "the points that reach that node; its decision value is turned into a probability "
+        "by a sigmoid fitted on the training rows (Platt scaling).\n\n"
         "To predict, a point walks down each tree keeping the **beam width** most promising "
         "nodes per level; a label's score multiplies the probabilities along its path, and "
         "the **trees** (different random seeds) are averaged.\n\n"
         "- **K = 2** gives Parabel-like balanced binary trees; a larger K (Bonsai-like) gives "
         "shallower trees — the **elbow** plot (on the training rows) shows where adding "
-        "clusters stops paying off.\n"
+        "clusters stops paying off. The defaults (K = 16, 3 trees, leaf size 100, C = 1, "
+        "beam 10, raw features) are the settings measured against omikuji, napkinXC and "
+        "PECOS in `benchmarks/results/xmlc.md`.\n"
         "- **One-vs-all** trains every label against all points: exact but slower for many "
         "labels — what the tree trades away.\n"
         "- **Agglomerated features** put a DEFRAG step before the classifier: a DEFRAG run "
@@ -83,7 +88,9 @@ if is_tree:
     p1, p2, p3 = st.columns(3)
     if state.get("elbow_K_pending") is not None:    # the elbow's K, once computed
         st.session_state["xmlc_K"] = int(state.pop("elbow_K_pending"))
-    K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), 2, key="xmlc_K")
+    k_max = max(2, min(L, 1000))
+    # defaults = KTXMLC's, the benchmark's settings (benchmarks/results/xmlc.md)
+    K = p1.number_input("K (children per node)", 2, k_max, min(16, k_max), key="xmlc_K")
     if state.get("elbow_applied") is not None:
         p1.caption(f"K preselected from the elbow (K = {state['elbow_applied'][1]}).")
     n_trees = p1.number_input("Trees", 1, 10, 3, key="xmlc_trees")
