@@ -125,8 +125,13 @@ def test_a_step_that_overruns_is_stopped_and_reported(data, speed, monkeypatch):
     rep = T.run_triage(data, budget_s=600, speed=speed)
     steps = rep.record["budget"]["steps"]
     ran = [s for s in steps if s["status"] != "skipped"]
-    assert ran and all(s["status"] in ("stopped", "skipped") for s in ran)
-    assert any("over its time share" in (s["why"] or "") for s in ran)
+    # the pair the verdict is about (raw KTXMLC, DEFRAG d0 = 8) is stopped only at the
+    # overall deadline; every other step at its own
+    assert [bool(s["must"]) for s in steps[:2]] == [True, True]
+    assert all(s["status"] == "done" for s in steps[:2])
+    rest = [s for s in ran if not s.get("must")]
+    assert rest and all(s["status"] == "stopped" for s in rest)
+    assert all("over its time share" in (s["why"] or "") for s in rest)
     assert any(v.startswith("Not in this report") for v in rep.record["verdict"])
 
 
