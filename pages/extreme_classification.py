@@ -6,7 +6,7 @@ import functools
 import numpy as np
 import streamlit as st
 
-from featagg_app import session
+from featagg_app import experiment_sections, session
 from featagg_app import xmlc_view as xv
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.experiment import bucket_metrics, canonical_spec, elbow, predictions
@@ -86,9 +86,13 @@ if features == FEATURES[1]:
 L = data.Y.shape[1]
 if is_tree:
     p1, p2, p3 = st.columns(3)
+    if state.get("elbow_K_pending") is not None:    # the elbow's K, once computed
+        st.session_state["xmlc_K"] = int(state.pop("elbow_K_pending"))
     k_max = max(2, min(L, 1000))
     # defaults = KTXMLC's, the benchmark's settings (benchmarks/results/xmlc.md)
     K = p1.number_input("K (children per node)", 2, k_max, min(16, k_max), key="xmlc_K")
+    if state.get("elbow_applied") is not None:
+        p1.caption(f"K preselected from the elbow (K = {state['elbow_applied'][1]}).")
     n_trees = p1.number_input("Trees", 1, 10, 3, key="xmlc_trees")
     depth = p2.number_input("Max depth", 1, 30, 20, key="xmlc_depth")
     leaf = p2.number_input("Leaf size (max labels per leaf)", 1, max(1, L), min(100, L),
@@ -119,6 +123,11 @@ if is_tree:
                 done[state.get("elbow_asked")] = job.result
             if elbow_key in done:
                 el = done[elbow_key]
+                if (state.get("elbow_applied") or (None,))[0] != elbow_key:
+                    # preselect the elbow's K in the K widget (drawn above: next run)
+                    state["elbow_applied"] = (elbow_key, int(el.elbow))
+                    state["elbow_K_pending"] = int(el.elbow)
+                    st.rerun()
                 st.plotly_chart(xv.elbow_figure(el), width="stretch")
                 st.write(f"Elbow at **K = {el.elbow}**"
                          + (" (on the DEFRAG features of that run)." if defrag_run else "."))
@@ -138,6 +147,9 @@ try:
 except ValueError as exc:
     session.show_error(exc)
     st.stop()
+
+if is_tree:
+    experiment_sections.ktxmlc_sweep(PAGE, data, split, classifier)
 
 # ------------------------------------------------------------------ train
 b1, b2 = st.columns([1, 4])
