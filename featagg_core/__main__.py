@@ -17,6 +17,11 @@ does), ``run_pipeline`` (every step fitted on the training rows only) and ``eval
 ``predict`` also read the bundles (.fgb) older versions of ``train`` wrote, and
 ``evaluate`` remakes the split the model was trained on unless told otherwise.
 
+``--scheduler ADDRESS`` (agglomerate, train, compress) fits DEFRAG and KTXMLC on an
+existing Dask cluster (``featagg_core.distributed``; the same models), ``--scheduler
+serial`` through the same code path in this process; ``compress`` then runs the
+distributed thresholding (``--method threshold``).
+
 Every command prints one JSON document (its summary and metrics) on stdout and its
 progress on stderr. Bad input exits with status 2 and a one-line message on stderr;
 Ctrl-C stops cleanly with status 130 (no traceback, no half-written file). Seeds
@@ -160,6 +165,8 @@ def _run(args, data, split, spec, **kw):
             last["msg"] = head
             _progress(message)
 
+    if getattr(args, "scheduler", None):
+        kw["scheduler"] = args.scheduler
     run = run_pipeline(data, split, spec, progress=progress, cancel=args.cancel, **kw)
     if run.status == "cancelled":
         raise Interrupted()
@@ -223,7 +230,8 @@ def cmd_agglomerate(args) -> Dict[str, Any]:
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
     split = _split(args, data)
     _progress(f"DEFRAG: agglomerating {data.X.shape[1]} features, d0={args.d0}, "
-              f"representation={args.representation}")
+              f"representation={args.representation}"
+              + (f" on the Dask scheduler {args.scheduler}" if args.scheduler else ""))
     run = _run(args, data, split, {"defrag": {"d0": args.d0,
                                               "representation": args.representation,
                                               "random_state": args.seed}})
@@ -278,6 +286,8 @@ def cmd_train(args) -> Dict[str, Any]:
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
     split = _split(args, data)
     spec = _train_spec(args)
+    if args.scheduler and args.method == "ova":
+        raise CliError("--scheduler: one-vs-all has no distributed twin; use --method ktxmlc")
     method = "OneVsAll" if args.method == "ova" else "KTXMLC"
     _progress(f"training {method} on {split.train.size} points, "
               f"{data.X.shape[1] if not args.defrag else 'DEFRAG-agglomerated'} features, "
@@ -408,6 +418,8 @@ def cmd_compress(args) -> Dict[str, Any]:
         raise CliError(f"{args.table}: no column(s) {', '.join(missing)}; "
                        f"columns are {', '.join(map(str, data.table.columns))}")
     split = _split(args, data)
+    if args.scheduler:
+        return _compress_distributed(args, data, split, columns)
     _progress(f"compressing {len(columns)} column(s) to {args.budget} buckets each, fitted "
               f"on {split.train.size} training rows")
     run = _run(args, data, split, {"vocabulary": {
@@ -435,6 +447,58 @@ def cmd_compress(args) -> Dict[str, Any]:
     return out
 
 
+def _compress_distributed(args, data, split, columns) -> Dict[str, Any]:
+    """``compress --scheduler``: Bateni et al.'s distributed thresholding (values counted on
+    the workers) on the training rows, scored by ``experiment.evaluate`` on the test rows.
+    Not a run of ``run_pipeline``: its result differs from ``method="threshold"`` on one
+    machine (forced split points), so it must not share that spec's runs."""
+    import time
+
+    from .distributed import vocabulary_distributed
+    from .experiment import evaluate, take_rows
+    from .pipeline import Pipeline
+    from .vocab import ColumnCompression
+    if args.method != "threshold":
+        raise CliError("--scheduler: only --method threshold has a distributed twin "
+                       "(Bateni et al.'s distributed thresholding); pass --method threshold")
+    _progress(f"compressing {len(columns)} column(s) to {args.budget} buckets each on the "
+              f"Dask scheduler {args.scheduler}, fitted on {split.train.size} training rows")
+    train = take_rows(data, split, "train")
+    t0 = time.perf_counter()
+    comps = {col: vocabulary_distributed(args.scheduler, train.table[col].to_numpy(),
+                                         train.labels, args.budget, epsilon=0.05)
+             for col in columns}
+    cc = ColumnCompression(comps, {c: comps[c].n_buckets_ for c in columns},
+                           "threshold (distributed)", int(args.budget) * len(columns),
+                           time.perf_counter() - t0)
+    pipe = Pipeline(spec={"vocabulary": {"method": "threshold", "budget": args.budget,
+                                         "columns": columns, "distributed": True}},
+                    split_id=split.split_id, dataset_fingerprint=data.fingerprint,
+                    vocabulary=cc)
+    pipe.columns_ = list(columns)
+    results, mappings = [], {}
+    for col in columns:
+        vc = comps[col]
+        results.append({"column": col, "vocabulary": int(len(vc.vocabulary_)),
+                        "I(X;C)": float(vc.mutual_information_full_),
+                        "I(Z;C)": float(vc.mutual_information_),
+                        "seconds": round(float(vc.fit_time_), 4)})
+        mappings[col] = {str(k): int(v) for k, v in vc.mapping_.items()}
+    total_x = sum(r["I(X;C)"] for r in results)
+    loss = (total_x - sum(r["I(Z;C)"] for r in results)) / total_x if total_x > 0 else 0.0
+    out = {"method": "threshold (distributed)", "budget": args.budget, "columns": results,
+           "mi_loss": loss, "fitted_on": "train", "scheduler": args.scheduler,
+           "name": f"Vocabulary distributed thresholding m={args.budget}",
+           "split": split.to_record(), "metrics": {"test": evaluate(pipe, data, split, "test")}}
+    if args.out:
+        from .data import _atomic_write
+        text = json.dumps({"budget": args.budget, "method": "threshold", "distributed": True,
+                           "mappings": mappings})
+        _atomic_write(args.out, lambda fh: fh.write(text.encode()))
+        out["mapping"] = args.out
+    return out
+
+
 # --------------------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
@@ -449,6 +513,11 @@ def build_parser() -> argparse.ArgumentParser:
     def common(sp, seed=True):
         if seed:
             sp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+    def scheduler(sp):
+        sp.add_argument("--scheduler", metavar="ADDRESS",
+                        help="fit on the Dask cluster at ADDRESS (tcp://host:8786), or "
+                             "'serial' for the distributed code path in this process")
 
     s = sub.add_parser("info", help="statistics of a dataset, graph or table")
     s.add_argument("data", help="dataset file or sample:NAME")
@@ -471,6 +540,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--clusters-csv", help="write feature,cluster CSV here")
     _split_args(s)
     common(s)
+    scheduler(s)
     s.set_defaults(func=cmd_agglomerate)
 
     s = sub.add_parser("train", help="train KTXMLC or one-vs-all (optionally on DEFRAG features, "
@@ -498,6 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write the trained pipeline (one artifact) here")
     _split_args(s)
     common(s)
+    scheduler(s)
     s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("predict", help="top-k labels of each point with a trained model or bundle")
@@ -544,6 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write the value→bucket mappings as JSON here")
     _split_args(s)
     common(s)
+    scheduler(s)
     s.set_defaults(func=cmd_compress)
 
     from ._triage_cli import add_parser as add_triage

@@ -18,6 +18,18 @@ must predict exactly as the single-machine fit). A fit is (``X``/``Y``/``Yc`` as
   having one of its labels (all rows at the root), computable from (Y, tree) alone
   (:func:`task_rows`). Seeds never depend on which worker runs a job or in what order,
   and results are gathered in submission order, so any executor gives the same model.
+* The Dask twin (:mod:`featagg_core._distributed.ktxmlc`) reuses these functions with
+  the data where it lives: ``build_trees(..., partition=hook)`` lets it partition a
+  level's nodes on the workers holding their label vectors, ``training_tasks_for``
+  plans from label counts, ``batch_problem`` + ``train_rows`` train a batch on the rows
+  reaching its node only (selected on the workers), and ``assemble_weights`` /
+  ``calibration`` take the results in task order. Label vectors are exact products
+  (:class:`featagg_core._products.ExactRows`), so any split of the rows gives the same
+  bits, and calibration samples rows by their position among the node's training rows
+  (never by global row id). It does not hand whole inputs to an executor (point 2
+  below): scattering X to every worker would put all of X on each; row blocks stay
+  where they are, a task gets its node's rows, and R's rows move with the node groups.
+  Cancelling drops its queued tasks; a running one ends by itself (point 3).
 * ``run_jobs`` polls its futures every 0.2 s and calls ``progress`` each time (the caller's
   callback may raise :class:`featagg_core._cancel.Cancelled`); on any exception it sets the
   shared ``stop`` flag (long kernels poll it once per solver pass and per k-means pass,
@@ -50,6 +62,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from . import _products
 from ._kernels import ktxmlc as _k
 from ._kernels import ktxmlc_cluster as _kc
 
@@ -148,41 +161,56 @@ def run_jobs(executor, fn: Callable, items: Sequence, *, costs=None, progress=No
 
 
 # ----------------------------------------------------------------------------- trees
+def unit_rows(B: sp.csr_matrix) -> sp.csr_matrix:
+    """The rows of a float32 csr scaled to unit L2 norm in place (zero rows stay zero).
+    Row-local: a block of rows gets the same bits alone as inside the whole matrix."""
+    sq = np.asarray(B.multiply(B).sum(axis=1)).ravel()
+    inv = np.zeros_like(sq)
+    inv[sq > 0] = 1.0 / np.sqrt(sq[sq > 0])
+    B.data *= np.repeat(inv.astype(np.float32), np.diff(B.indptr))
+    return B
+
+
+def concat_rows(parts: Sequence[sp.csr_matrix], n_cols: int) -> sp.csr_matrix:
+    """Row blocks stacked in one concatenation (no other pass), with an int64 indptr."""
+    n_rows = sum(B.shape[0] for B in parts)
+    indptr = np.zeros(n_rows + 1, np.int64)
+    if parts:
+        indptr[1:] = np.cumsum(np.concatenate([np.diff(B.indptr) for B in parts]))
+    R = sp.csr_matrix((np.concatenate([B.data for B in parts]) if parts else
+                       np.zeros(0, np.float32),
+                       np.concatenate([B.indices for B in parts]) if parts else
+                       np.zeros(0, np.int32), indptr), shape=(n_rows, n_cols))
+    R.indptr = indptr  # scipy may have narrowed it; the kernels take int64
+    return R
+
+
 def label_representation(Xn: sp.csr_matrix, Y: sp.csr_matrix, progress=None,
                          block_nnz: int = 1 << 22) -> sp.csr_matrix:
     """PIFA (PECOS) = Parabel's label vectors: the normalised sum of the (already
     L2-normalised) rows of each label's positives; csr L x d, float32, int64 indptr.
 
+    ``YᵀXn`` is an exact product (every entry the correctly rounded exact sum,
+    :class:`featagg_core._products.ExactRows`): it does not depend on the order of the
+    rows, so the Dask twin, which sums it from row partitions, gets the same bits.
     Computed in blocks of labels whose positives hold about ``block_nnz`` feature
-    non-zeros in all (the work of the block's product; each block's rows of YᵀX are
-    exactly those of the whole product), calling ``progress(j, n_blocks)`` between blocks
-    so a cancel lands while it runs (about 0.1 s of work per block)."""
-    Yc = sp.csc_matrix(Y, dtype=np.float32)
-    row_nnz = np.diff(Xn.indptr).astype(np.int64)
-    cum = np.r_[0, np.cumsum(row_nnz[Yc.indices])][Yc.indptr.astype(np.int64)]
+    non-zeros in all, calling ``progress(j, n_blocks)`` between blocks and about every
+    0.1 s during one (it may raise to cancel: the kernel then stops at its next row)."""
+    prod = _products.ExactRows(Y, Xn)
+    cum = prod.cumulative_work()
+    L = Y.shape[1]
     bounds = [0]
-    while bounds[-1] < Y.shape[1]:
+    while bounds[-1] < L:
         nxt = int(np.searchsorted(cum, cum[bounds[-1]] + block_nnz, side="right")) - 1
-        bounds.append(min(Y.shape[1], max(nxt, bounds[-1] + 1)))
+        bounds.append(min(L, max(nxt, bounds[-1] + 1)))
+    n_blocks = len(bounds) - 1
     parts = []
     for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        B = sp.csr_matrix(Yc[:, a:b].T @ Xn, dtype=np.float32)
-        B.sort_indices()
-        sq = np.asarray(B.multiply(B).sum(axis=1)).ravel()
-        inv = np.zeros_like(sq)
-        inv[sq > 0] = 1.0 / np.sqrt(sq[sq > 0])
-        B.data *= np.repeat(inv.astype(np.float32), np.diff(B.indptr))  # rows to unit norm
-        parts.append(B)
+        tick = None if progress is None else (lambda j=j: progress(j, n_blocks))
+        parts.append(unit_rows(prod.rows(a, b, tick)))
         if progress is not None:
-            progress(j + 1, len(bounds) - 1)
-    # one concatenation of the parts (no other pass over R)
-    indptr = np.zeros(Y.shape[1] + 1, np.int64)
-    indptr[1:] = np.cumsum(np.concatenate([np.diff(B.indptr) for B in parts]))
-    R = sp.csr_matrix((np.concatenate([B.data for B in parts]),
-                       np.concatenate([B.indices for B in parts]), indptr),
-                      shape=(Y.shape[1], Xn.shape[1]))
-    R.indptr = indptr  # scipy may have narrowed it; the kernels take int64
-    return R
+            progress(j + 1, n_blocks)
+    return concat_rows(parts, Xn.shape[1])
 
 
 def n_children_for(m: int, spec: TreeSpec) -> int:
@@ -239,15 +267,22 @@ def _add_children(tr, v, sizes, labels=None):
 
 
 def build_trees(R: sp.csr_matrix, spec: TreeSpec, n_trees: int, executor, *,
-                progress=None, lo=0.0, hi=0.1, stop=None) -> list:
+                progress=None, lo=0.0, hi=0.1, stop=None, partition=None,
+                n_labels=None) -> list:
     """Grow ``n_trees`` label trees level by level; the nodes of a level are partitioned
     in parallel jobs (:func:`partition_node`). Node ids follow creation order, so every
     node's children are consecutive ids; label nodes (``label >= 0``) are terminal.
 
     A node becomes a leaf cluster (its children are its labels) when it holds at most
     ``max_leaf`` labels or sits at ``max_depth``. Seeds depend on (random_state, tree,
-    node id) only. Returns one dict of int64 arrays per tree (see ``KTXMLC``)."""
-    L = R.shape[0]
+    node id) only. Returns one dict of int64 arrays per tree (see ``KTXMLC``).
+
+    ``partition(split, items, trees)``, if given, partitions one level's nodes instead of
+    ``executor`` (``split``: their (tree, node) pairs; ``items``: :func:`partition_node`'s
+    (labels, n_groups, seed) for each; returns its (assign, n_groups_made) per node);
+    ``R`` may then be None and ``n_labels`` gives the number of labels. The Dask twin runs
+    the nodes where their label vectors live."""
+    L = R.shape[0] if n_labels is None else int(n_labels)
     trees = [_new_tree(L) for _ in range(n_trees)]
     frontier = [(t, 0) for t in range(n_trees)]
     level = 0
@@ -268,10 +303,14 @@ def build_trees(R: sp.csr_matrix, spec: TreeSpec, n_trees: int, executor, *,
             items.append((tr["perm"][tr["lo"][v]:tr["hi"][v]].copy(), n_children_for(m, spec),
                           int(mix_seeds(spec.random_state, t, v, 7))))
         frac = lo + (hi - lo) * (1 - 0.5 ** level)
-        results = run_jobs(executor, lambda it: partition_node(R, it[0], it[1], it[2], spec, stop),
-                           items, costs=[len(it[0]) for it in items], progress=progress,
-                           lo=frac, hi=lo + (hi - lo) * (1 - 0.5 ** (level + 1)),
-                           message=f"label trees, level {level + 1}", stop=stop)
+        if partition is not None:
+            results = partition(split, items, trees) if split else []
+        else:
+            results = run_jobs(executor,
+                               lambda it: partition_node(R, it[0], it[1], it[2], spec, stop),
+                               items, costs=[len(it[0]) for it in items], progress=progress,
+                               lo=frac, hi=lo + (hi - lo) * (1 - 0.5 ** (level + 1)),
+                               message=f"label trees, level {level + 1}", stop=stop)
         new_frontier = []
         for (t, v), (assign, nk) in zip(split, results):
             tr = trees[t]
@@ -330,8 +369,14 @@ def label_positions(tree: dict) -> np.ndarray:
 def training_tasks(trees: Sequence[dict], Y: sp.csr_matrix) -> list:
     """Every node's child classifiers in batches of at most 64, the costliest first
     (ties by tree and child id): a deterministic list for any executor."""
-    label_nnz = np.bincount(np.asarray(Y.indices), minlength=Y.shape[1])
-    n = Y.shape[0]
+    return training_tasks_for(trees, np.bincount(np.asarray(Y.indices), minlength=Y.shape[1]),
+                              Y.shape[0])
+
+
+def training_tasks_for(trees: Sequence[dict], label_nnz: np.ndarray, n: int) -> list:
+    """:func:`training_tasks` from the positives per label and the number of rows (what
+    the Dask twin sums from its row blocks)."""
+    label_nnz = np.asarray(label_nnz, np.int64)
     tasks = []
     for t, tr in enumerate(trees):
         cum = np.r_[0, np.cumsum(label_nnz[tr["perm"]])]
@@ -356,12 +401,24 @@ def task_rows(Yc: sp.csc_matrix, tree: dict, node: int) -> np.ndarray:
 
 def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict,
                pos: np.ndarray, task: TrainTask, solver: SolverSpec, stop) -> tuple:
-    """Train the classifiers of children ``task.c0 .. task.c1 - 1`` of ``task.node``.
-
-    Returns the kernel's (counts, feats, vals, bias_w, n_iter, hist) (see
-    :func:`featagg_core._kernels.ktxmlc.train_children`) and the solver work: non-zeros of
-    the training rows times the classifiers (one solver pass over them)."""
+    """Train the classifiers of children ``task.c0 .. task.c1 - 1`` of ``task.node`` on
+    the rows of X reaching the node (:func:`task_rows`, :func:`train_rows`)."""
     rows = task_rows(Yc, tree, task.node)
+    return train_rows(X, Y, rows, pos, batch_problem(tree, task, solver), solver, stop)
+
+
+class BatchProblem(NamedTuple):
+    """What a training job needs of its tree: the children's label position ranges
+    ``[lo[j], hi[j])``, their solver seeds, the loss and its C."""
+    lo: np.ndarray
+    hi: np.ndarray
+    seeds: np.ndarray
+    loss: int
+    C: float
+
+
+def batch_problem(tree: dict, task: TrainTask, solver: SolverSpec) -> BatchProblem:
+    """The :class:`BatchProblem` of a task (small arrays: computed where the trees are)."""
     loss = solver.loss if solver.loss >= 0 else task.tree % 2
     lo = tree["lo"][task.c0:task.c1]
     hi = tree["hi"][task.c0:task.c1]
@@ -369,13 +426,26 @@ def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict
     # child size): identical problems get identical permutations in any model.
     minlab = np.minimum.reduceat(tree["perm"][:hi[-1]], lo)
     seeds = mix_seeds(solver.random_state, task.tree, tree["depth"][task.node], minlab, hi - lo)
-    res = _k.train_children(np.asarray(X.indptr, np.int64), X.indices, X.data, X.shape[1],
+    return BatchProblem(lo.astype(np.int64), hi.astype(np.int64), seeds, int(loss),
+                        float(solver.C_log if loss == 1 else solver.C))
+
+
+def train_rows(X, Y, rows: np.ndarray, pos: np.ndarray, problem: BatchProblem,
+               solver: SolverSpec, stop) -> tuple:
+    """Train a batch's classifiers on the rows ``rows`` of (X, Y) (csr or
+    :class:`CsrParts`; in this order: it fixes the solver's and the calibration sample's
+    order, which goes by position among these rows).
+
+    Returns the kernel's (counts, feats, vals, bias_w, n_iter, hist) (see
+    :func:`featagg_core._kernels.ktxmlc.train_children`) and the solver work: non-zeros of
+    the training rows times the classifiers (one solver pass over them)."""
+    Xp = np.asarray(X.indptr, np.int64)
+    res = _k.train_children(Xp, X.indices, X.data, X.shape[1],
                             np.asarray(Y.indptr, np.int64), Y.indices, pos, rows,
-                            lo.astype(np.int64), hi.astype(np.int64), seeds,
-                            solver.C_log if loss == 1 else solver.C,
+                            problem.lo, problem.hi, problem.seeds, problem.C,
                             solver.eps, solver.max_iter, solver.threshold, solver.bias,
-                            CALIB_BINS, CALIB_Z, solver.calib_rows, loss, stop)
-    work = int((X.indptr[rows + 1] - X.indptr[rows]).sum()) * (task.c1 - task.c0)
+                            CALIB_BINS, CALIB_Z, solver.calib_rows, problem.loss, stop)
+    work = int((Xp[rows + 1] - Xp[rows]).sum()) * problem.lo.shape[0]
     return res + (work,)
 
 

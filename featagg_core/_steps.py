@@ -50,28 +50,32 @@ def flexible_progress(progress: Progress, what: str):
 
 
 # ----------------------------------------------------------------------------- multilabel
-def fit_defrag(X, Y, params: dict, progress: Progress = None):
-    """A Defrag (params: Defrag's, no ``per_tree``) fitted on training rows X, Y."""
-    from .defrag import Defrag
+def fit_defrag(X, Y, params: dict, progress: Progress = None, scheduler=None):
+    """A Defrag (params: Defrag's, no ``per_tree``) fitted on training rows X, Y; with a
+    ``scheduler`` by its Dask twin (the same model)."""
+    from .distributed import fit_defrag as fit
     params = {k: v for k, v in params.items() if k != "per_tree"}
-    model = Defrag(**params)
 
     def levels(level, n_levels):
         _call(progress, level / max(n_levels, 1), f"DEFRAG: level {level} of {n_levels}")
 
     _call(progress, 0.0, f"DEFRAG: agglomerating {X.shape[1]:,} features")
-    model.fit(X, Y if params["representation"] == "XY" else None,
-              progress=levels if progress is not None else None)
-    return model
+    return fit(X, Y if params["representation"] == "XY" else None, scheduler=scheduler,
+               progress=levels if progress is not None else None, **params)
 
 
-def fit_classifier(X, Y, params: dict, progress: Progress = None):
-    """KTXMLC or OneVsAll (``params["kind"]``) fitted on training rows."""
+def fit_classifier(X, Y, params: dict, progress: Progress = None, scheduler=None):
+    """KTXMLC or OneVsAll (``params["kind"]``) fitted on training rows; KTXMLC with a
+    ``scheduler`` by its Dask twin (the same model; OneVsAll has none and fits here)."""
+    from .distributed import fit_ktxmlc
     from .ktxmlc import KTXMLC, OneVsAll
     kw = {k: v for k, v in params.items() if k != "kind"}
     model = KTXMLC(**kw) if params["kind"] == "ktxmlc" else OneVsAll(**kw)
     _call(progress, 0.0, f"{type(model).__name__}: training on {X.shape[0]:,} points")
-    model.fit(X, Y, progress=flexible_progress(progress, type(model).__name__))
+    report = flexible_progress(progress, type(model).__name__)
+    if scheduler is not None and params["kind"] == "ktxmlc":
+        return fit_ktxmlc(X, Y, scheduler=scheduler, progress=report, **kw)
+    model.fit(X, Y, progress=report)
     return model
 
 

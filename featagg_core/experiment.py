@@ -175,9 +175,11 @@ def plan_run(data, split: Split, spec: dict, *, fingerprint: Optional[str] = Non
 class _Fit:
     """State of one run while its steps are fitted: progress ranges, timings, reuse."""
 
-    def __init__(self, data, split, run: Run, base: Optional[Pipeline], progress, cancel):
+    def __init__(self, data, split, run: Run, base: Optional[Pipeline], progress, cancel,
+                 scheduler=None):
         self.data, self.split, self.run, self.base = data, split, run, base
         self.progress, self.cancel = progress, cancel
+        self.scheduler = scheduler  # DEFRAG / KTXMLC fitted by their Dask twins when set
         self.pipe = Pipeline(spec=run.spec, split_id=split.split_id,
                              dataset_fingerprint=run.dataset_fingerprint)
         self.pipe.split_settings = {"how": split.how, "test_size": split.test_size,
@@ -213,10 +215,11 @@ def _fit_classifier_run(f: _Fit) -> Pipeline:
     else:
         if "defrag" in spec:
             pipe.defrag = f.step("defrag", "defrag_s", lambda: fit_defrag(
-                X, Y, spec["defrag"], f.report(0.0, 0.15)))
+                X, Y, spec["defrag"], f.report(0.0, 0.15), scheduler=f.scheduler))
         check_cancel(f.cancel)
         pipe.classifier = f.step("classifier", "classifier_s", lambda: fit_classifier(
-            pipe._features(X), Y, spec["classifier"], f.report(0.15, 0.75)))
+            pipe._features(X), Y, spec["classifier"], f.report(0.15, 0.75),
+            scheduler=f.scheduler))
     own: Dict[str, Any] = {}           # own clusterings of REFRAG / FIAT, fitted once each
 
     def clustering(sub: dict, lo: float, hi: float):
@@ -224,7 +227,7 @@ def _fit_classifier_run(f: _Fit) -> Pipeline:
             return pipe.defrag
         key = spec_json(sub["defrag"])
         if key not in own:
-            own[key] = fit_defrag(X, Y, sub["defrag"], f.report(lo, hi))
+            own[key] = fit_defrag(X, Y, sub["defrag"], f.report(lo, hi), scheduler=f.scheduler)
         return own[key]
 
     if "rerank" in spec:
@@ -251,7 +254,7 @@ def _fit_agglomeration_run(f: _Fit) -> Pipeline:
     X, Y = f.data.X[f.split.train], f.data.Y[f.split.train]
     f.pipe.n_features_in_ = int(X.shape[1])
     f.pipe.defrag = f.step("defrag", "defrag_s", lambda: fit_defrag(
-        X, Y, f.run.spec["defrag"], f.report(0.0, 0.85)))
+        X, Y, f.run.spec["defrag"], f.report(0.0, 0.85), scheduler=f.scheduler))
     return f.pipe
 
 
@@ -325,7 +328,7 @@ def _base_pipeline(base, split: Split, fingerprint: str) -> Optional[Pipeline]:
 
 
 def run_pipeline(data, split: Split, spec: dict, progress: Optional[Callable] = None,
-                 cancel=None, base=None, *, ks=KS) -> Run:
+                 cancel=None, base=None, *, ks=KS, scheduler=None) -> Run:
     """Fit ``spec`` on the training rows of ``split`` and score it: a finished :class:`Run`.
 
     Parameters
@@ -341,6 +344,10 @@ def run_pipeline(data, split: Split, spec: dict, progress: Optional[Callable] = 
         equal (e.g. adding REFRAG to a trained classifier); a base fitted on another split
         or dataset is refused (ValueError). Other steps are refitted.
     ks : cut-offs of the ranking metrics (keyword only; default 1, 3, 5).
+    scheduler : None (fit here), ``"serial"``, a Dask scheduler address or a
+        ``dask.distributed.Client`` (keyword only): DEFRAG and KTXMLC steps are then fitted
+        by their Dask twins (:mod:`featagg_core.distributed`), which give the same models,
+        so the run (and its ``spec_key``) is the same; other steps are fitted here.
 
     Raises
     ------
@@ -356,7 +363,7 @@ def run_pipeline(data, split: Split, spec: dict, progress: Optional[Callable] = 
     run.base_run_id = base.run_id if isinstance(base, Run) else None
     run.status = "running"
     t_start = time.perf_counter()
-    fit = _Fit(data, split, run, base_pipe, progress, cancel)
+    fit = _Fit(data, split, run, base_pipe, progress, cancel, scheduler)
     try:
         pipe = _FITTERS[run.kind](fit)
         check_cancel(cancel)

@@ -21,7 +21,9 @@ executor-like object (``submit``; futures with ``result(timeout)``/``cancel``) a
 arrays. A node's training rows are computable from (Y, tree) alone (``task_rows``), every
 seed derives from (random_state, tree, node), and results are gathered in submission
 order, so any executor (threads here, a Dask client in ``featagg_core.distributed``)
-yields the same model. :meth:`KTXMLC.fit` is that pipeline on a thread pool.
+yields the same model. :meth:`KTXMLC.fit` is that pipeline on a thread pool;
+``featagg_core.distributed.ktxmlc_distributed`` is it on a Dask cluster (label vectors
+are exact products, so they do not depend on how the rows were split).
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from sklearn.exceptions import NotFittedError
 from . import _ktxmlc_core as core
 from ._kernels import ktxmlc as _k
 from ._kernels.linear import l2svc_dual_cd, l2svc_primal_objective
+from ._products import exact_xt_y
 from ._validation import as_csr, check_binary_labels, check_n_features
 from ._validation import check_int as _check_int
 
@@ -119,10 +122,16 @@ def label_representation(X, Y, representation="input", joint_weight=1.0, progres
     R = core.label_representation(_normalize_rows(X), Y, report)
     if representation == "joint":
         w = _check_pos("joint_weight", joint_weight, strict=False)
-        Yc = sp.csc_matrix(Y)
-        C = _normalize_rows(sp.csr_matrix(Yc.T @ Yc, dtype=np.float32))
-        R = _normalize_rows(sp.hstack([R, C * np.float32(w)], format="csr"))
-        R.indptr = R.indptr.astype(np.int64)
+        R = _joint_vectors(R, exact_xt_y(Y, Y), w)
+    return R
+
+
+def _joint_vectors(R, YtY, joint_weight):
+    """The ``"joint"`` label vectors of the labels of ``R``'s rows from their PIFA rows
+    ``R`` and rows of ``YᵀY`` (row-local, so the Dask twin builds them per label range)."""
+    C = _normalize_rows(sp.csr_matrix(YtY, dtype=np.float32))
+    R = _normalize_rows(sp.hstack([R, C * np.float32(joint_weight)], format="csr"))
+    R.indptr = R.indptr.astype(np.int64)
     return R
 
 
@@ -532,14 +541,20 @@ class KTXMLC(_TreeModel):
             not started are dropped, running kernels return at their next solver pass)
             and the exception propagates; the estimator is left unfitted.
         """
+        spec, n_trees, calib = self._fit_plan(_check_binary_shape(Y))
+        return self._fit_tail(X, Y, n_trees, spec, calib, progress)
+
+    def _fit_plan(self, n_labels):
+        """(tree spec, trees to grow, calibration rows) of a fit on ``n_labels`` labels;
+        also used by the Dask twin (``featagg_core.distributed.ktxmlc_distributed``)."""
         spec = self._tree_spec()
         n_trees = _check_int("n_trees", self.n_trees, 1)
         calib = _check_int("calibration_rows", self.calibration_rows, 0)
-        if _check_binary_shape(Y) <= spec.max_leaf:
+        if n_labels <= spec.max_leaf:
             # every tree would be the same single leaf cluster (one-vs-all over all
             # labels): train it once instead of n_trees times
             n_trees = 1
-        return self._fit_tail(X, Y, n_trees, spec, calib, progress)
+        return spec, n_trees, calib
 
 
 class OneVsAll(_TreeModel):
