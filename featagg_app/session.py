@@ -478,12 +478,15 @@ def submit_run(page: str, data, split, spec: dict, *, slot: str = "run", base=No
     """Queue ``experiment.run_pipeline(data, split, spec, base=base)`` as a job of this
     session (see :func:`submit_job`); :func:`follow_run` picks its Run up. The spec is
     checked first, so a bad spec raises ValueError here, before anything is queued."""
+    from featagg_core.distributed import scheduler_from_env
     from featagg_core.experiment import plan_run, run_pipeline
     planned = plan_run(data, split, spec)
     spec_c = planned.spec
+    scheduler = scheduler_from_env()  # FEATAGG_DASK_SCHEDULER: DEFRAG/KTXMLC on a cluster
 
     def work(progress, cancel):
-        return run_pipeline(data, split, spec_c, progress=progress, cancel=cancel, base=base)
+        return run_pipeline(data, split, spec_c, progress=progress, cancel=cancel, base=base,
+                            scheduler=scheduler)
 
     if estimate_s is None:
         estimate_s = estimate(data, split, spec_c)
@@ -497,15 +500,18 @@ def submit_runs(page: str, data, split, specs: list, *, slot: str, label: str,
     method of the Vocabulary page: one queue slot, one Cancel); :func:`follow_run` returns
     the list of their Runs. Specs are checked before anything is queued."""
     from featagg_core._cancel import cancelling_progress
+    from featagg_core.distributed import scheduler_from_env
     from featagg_core.experiment import plan_run, run_pipeline
     planned = [plan_run(data, split, spec).spec for spec in specs]
+    scheduler = scheduler_from_env()
 
     def work(progress, cancel):
         out = []
         for i, spec in enumerate(planned):
             report = cancelling_progress(progress, None, i / len(planned),
                                          (i + 1) / len(planned))
-            run = run_pipeline(data, split, spec, progress=report, cancel=cancel)
+            run = run_pipeline(data, split, spec, progress=report, cancel=cancel,
+                               scheduler=scheduler)
             if run.status == "cancelled":
                 return run                  # the runner marks the whole job cancelled
             out.append(run)

@@ -141,7 +141,29 @@ def dataset_picker():
             split_picker(data)
         else:
             st.caption("No dataset in use yet.")
+        _cluster_line()
     return data
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def _cluster_status(scheduler: str) -> dict:
+    from featagg_core.distributed import describe_scheduler
+    return describe_scheduler(scheduler)
+
+
+def _cluster_line() -> None:
+    """Where DEFRAG and KTXMLC fits run, when ``FEATAGG_DASK_SCHEDULER`` names a cluster."""
+    from featagg_core.distributed import scheduler_from_env
+    scheduler = scheduler_from_env()
+    if scheduler is None:
+        return
+    status = _cluster_status(scheduler)
+    text = session.md_escape(status["message"])
+    if status["ok"]:
+        st.caption(f"🖧 {text} DEFRAG and KTXMLC fits run there (the same models).")
+    else:
+        st.warning(f"{text} DEFRAG and KTXMLC fits will fail until it is reachable; unset "
+                   "FEATAGG_DASK_SCHEDULER to fit on this server.")
 
 
 def split_picker(data) -> None:

@@ -7,6 +7,7 @@
     python -m featagg_core evaluate MODEL DATA
     python -m featagg_core select-features GRAPH --d 64 --out bmgufs.fgz
     python -m featagg_core compress TABLE --label income --budget 100 --out mapping.json
+    python -m featagg_core triage DATA --out report.html --json report.json --budget-s 120
 
 Every command that fits goes through ``featagg_core.experiment``: ``make_split`` (the
 dataset's own test part when it has one, else a random 20 % of the rows / nodes;
@@ -15,6 +16,11 @@ does), ``run_pipeline`` (every step fitted on the training rows only) and ``eval
 (the numbers, on the test rows). ``train`` writes one Pipeline artifact; ``evaluate`` and
 ``predict`` also read the bundles (.fgb) older versions of ``train`` wrote, and
 ``evaluate`` remakes the split the model was trained on unless told otherwise.
+
+``--scheduler ADDRESS`` (agglomerate, train, compress) fits DEFRAG and KTXMLC on an
+existing Dask cluster (``featagg_core.distributed``; the same models), ``--scheduler
+serial`` through the same code path in this process; ``compress`` then runs the
+distributed thresholding (``--method threshold``).
 
 Every command prints one JSON document (its summary and metrics) on stdout and its
 progress on stderr. Bad input exits with status 2 and a one-line message on stderr;
@@ -29,12 +35,15 @@ import os
 import sys
 import signal
 import threading
+import time
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+#: when this process started working (``triage --budget-s`` counts from here)
+_T0 = time.monotonic()
 
 
 class CliError(Exception):
@@ -192,6 +201,8 @@ def _run(args, data, split, spec, **kw):
             last["msg"] = head
             _progress(message)
 
+    if getattr(args, "scheduler", None):
+        kw["scheduler"] = args.scheduler
     run = run_pipeline(data, split, spec, progress=progress, cancel=args.cancel, **kw)
     if run.status == "cancelled":
         raise Interrupted()
@@ -255,7 +266,8 @@ def cmd_agglomerate(args) -> Dict[str, Any]:
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
     split = _split(args, data)
     _progress(f"DEFRAG: agglomerating {data.X.shape[1]} features, d0={args.d0}, "
-              f"representation={args.representation}")
+              f"representation={args.representation}"
+              + (f" on the Dask scheduler {args.scheduler}" if args.scheduler else ""))
     run = _run(args, data, split, {"defrag": {"d0": args.d0,
                                               "representation": args.representation,
                                               "random_state": args.seed}})
@@ -310,6 +322,8 @@ def cmd_train(args) -> Dict[str, Any]:
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
     split = _split(args, data)
     spec = _train_spec(args)
+    if args.scheduler and args.method == "ova":
+        raise CliError("--scheduler: one-vs-all has no distributed twin; use --method ktxmlc")
     method = "OneVsAll" if args.method == "ova" else "KTXMLC"
     _progress(f"training {method} on {split.train.size} points, "
               f"{data.X.shape[1] if not args.defrag else 'DEFRAG-agglomerated'} features, "
@@ -401,7 +415,8 @@ def cmd_select_features(args) -> Dict[str, Any]:
     data = _require(_load(args.graph, "graph", features=args.features, classes=args.classes),
                     "graph", args.graph)
     split = _split(args, data)
-    # with --n-blocks unset, k is the number of node classes (of the training nodes)
+    # with --n-blocks unset, k is the number of node classes (of the training nodes), or the
+    # eigengap rule without classes
     spec = {"feature_selection": {"kind": "bmgufs", "d": args.d, "n_blocks": args.n_blocks,
                                   "beta_bar": args.beta_bar, "gamma": args.gamma,
                                   "n_candidates": args.n_candidates, "max_iter": args.max_iter,
@@ -439,6 +454,8 @@ def cmd_compress(args) -> Dict[str, Any]:
         raise CliError(f"{args.table}: no column(s) {', '.join(missing)}; "
                        f"columns are {', '.join(map(str, data.table.columns))}")
     split = _split(args, data)
+    if args.scheduler:
+        return _compress_distributed(args, data, split, columns)
     _progress(f"compressing {len(columns)} column(s) to {args.budget} buckets each, fitted "
               f"on {split.train.size} training rows")
     run = _run(args, data, split, {"vocabulary": {
@@ -466,6 +483,58 @@ def cmd_compress(args) -> Dict[str, Any]:
     return out
 
 
+def _compress_distributed(args, data, split, columns) -> Dict[str, Any]:
+    """``compress --scheduler``: Bateni et al.'s distributed thresholding (values counted on
+    the workers) on the training rows, scored by ``experiment.evaluate`` on the test rows.
+    Not a run of ``run_pipeline``: its result differs from ``method="threshold"`` on one
+    machine (forced split points), so it must not share that spec's runs."""
+    import time
+
+    from .distributed import vocabulary_distributed
+    from .experiment import evaluate, take_rows
+    from .pipeline import Pipeline
+    from .vocab import ColumnCompression
+    if args.method != "threshold":
+        raise CliError("--scheduler: only --method threshold has a distributed twin "
+                       "(Bateni et al.'s distributed thresholding); pass --method threshold")
+    _progress(f"compressing {len(columns)} column(s) to {args.budget} buckets each on the "
+              f"Dask scheduler {args.scheduler}, fitted on {split.train.size} training rows")
+    train = take_rows(data, split, "train")
+    t0 = time.perf_counter()
+    comps = {col: vocabulary_distributed(args.scheduler, train.table[col].to_numpy(),
+                                         train.labels, args.budget, epsilon=0.05)
+             for col in columns}
+    cc = ColumnCompression(comps, {c: comps[c].n_buckets_ for c in columns},
+                           "threshold (distributed)", int(args.budget) * len(columns),
+                           time.perf_counter() - t0)
+    pipe = Pipeline(spec={"vocabulary": {"method": "threshold", "budget": args.budget,
+                                         "columns": columns, "distributed": True}},
+                    split_id=split.split_id, dataset_fingerprint=data.fingerprint,
+                    vocabulary=cc)
+    pipe.columns_ = list(columns)
+    results, mappings = [], {}
+    for col in columns:
+        vc = comps[col]
+        results.append({"column": col, "vocabulary": int(len(vc.vocabulary_)),
+                        "I(X;C)": float(vc.mutual_information_full_),
+                        "I(Z;C)": float(vc.mutual_information_),
+                        "seconds": round(float(vc.fit_time_), 4)})
+        mappings[col] = {str(k): int(v) for k, v in vc.mapping_.items()}
+    total_x = sum(r["I(X;C)"] for r in results)
+    loss = (total_x - sum(r["I(Z;C)"] for r in results)) / total_x if total_x > 0 else 0.0
+    out = {"method": "threshold (distributed)", "budget": args.budget, "columns": results,
+           "mi_loss": loss, "fitted_on": "train", "scheduler": args.scheduler,
+           "name": f"Vocabulary distributed thresholding m={args.budget}",
+           "split": split.to_record(), "metrics": {"test": evaluate(pipe, data, split, "test")}}
+    if args.out:
+        from .data import _atomic_write
+        text = json.dumps({"budget": args.budget, "method": "threshold", "distributed": True,
+                           "mappings": mappings})
+        _atomic_write(args.out, lambda fh: fh.write(text.encode()))
+        out["mapping"] = args.out
+    return out
+
+
 # --------------------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
@@ -480,6 +549,11 @@ def build_parser() -> argparse.ArgumentParser:
     def common(sp, seed=True):
         if seed:
             sp.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="random seed (default 0)")
+
+    def scheduler(sp):
+        sp.add_argument("--scheduler", metavar="ADDRESS",
+                        help="fit on the Dask cluster at ADDRESS (tcp://host:8786), or "
+                             "'serial' for the distributed code path in this process")
 
     s = sub.add_parser("info", help="statistics of a dataset, graph or table")
     s.add_argument("data", help="dataset file or sample:NAME")
@@ -502,6 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--clusters-csv", help="write feature,cluster CSV here")
     _split_args(s)
     common(s)
+    scheduler(s)
     s.set_defaults(func=cmd_agglomerate)
 
     s = sub.add_parser("train", help="train KTXMLC or one-vs-all (optionally on DEFRAG features, "
@@ -511,7 +586,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--test", help="held-out test file (the dataset's own test part)")
     s.add_argument("--method", choices=["ktxmlc", "ova"], default="ktxmlc",
                    help="ktxmlc = K-way label trees; ova = one-vs-all baseline")
-    s.add_argument("--n-clusters", type=_int_in(2, 100_000), default=2, help="K, children per tree node (default 2)")
+    s.add_argument("--n-clusters", type=_int_in(2, 100_000), default=16, help="K, at most this many children per tree node (default 16, KTXMLC's)")
     s.add_argument("--n-trees", type=_int_in(1, 1_000), default=3, help="trees in the ensemble (default 3)")
     s.add_argument("--max-depth", type=_int_in(1, 1_000), default=None, help="tree depth cap (default: library's)")
     s.add_argument("--max-leaf-labels", type=_int_in(1, 1_000_000), default=100, help="labels per leaf (default 100)")
@@ -529,6 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write the trained pipeline (one artifact) here")
     _split_args(s)
     common(s)
+    scheduler(s)
     s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("predict", help="top-k labels of each point with a trained model or bundle")
@@ -552,7 +628,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("graph", help="graph file (edge list, GraphML, GML, .mat, npz) or sample:NAME")
     s.add_argument("--features", help="node-feature file (for an edge list)")
     s.add_argument("--classes", help="node-class file (optional; enables ACC/NMI)")
-    s.add_argument("--n-blocks", type=_int_in(1, 100_000), default=None, help="blocks k (default: the number of node classes; required without classes)")
+    s.add_argument("--n-blocks", type=_int_in(1, 100_000), default=None, help="blocks k (default: the number of node classes; without classes, the eigengap rule of the graph)")
     s.add_argument("--beta-bar", type=_float_in(0, 1), default=0.6, help="composition ratio β̄ (default 0.6)")
     s.add_argument("--gamma", type=_float_in(0, 1e6), default=2.0, help="sparsity γ (default 2.0)")
     s.add_argument("--n-candidates", type=_int_in(1, 1_000), default=10, help="block-model restarts (default 10)")
@@ -575,7 +651,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write the value→bucket mappings as JSON here")
     _split_args(s)
     common(s)
+    scheduler(s)
     s.set_defaults(func=cmd_compress)
+
+    from ._triage_cli import add_parser as add_triage
+    add_triage(sub, _split_args, common, sys.modules[__name__])
     return p
 
 
@@ -619,6 +699,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .artifacts import ArtifactError
     from .data import DatasetError
     args.cancel = threading.Event()
+    # the process start under ``python -m``; the call itself when main() is called in-process
+    args.started = _T0 if __name__ == "__main__" else time.monotonic()
     previous = _install_ctrl_c(args.cancel)
     try:
         result = args.func(args)

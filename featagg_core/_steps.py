@@ -50,28 +50,32 @@ def flexible_progress(progress: Progress, what: str):
 
 
 # ----------------------------------------------------------------------------- multilabel
-def fit_defrag(X, Y, params: dict, progress: Progress = None):
-    """A Defrag (params: Defrag's, no ``per_tree``) fitted on training rows X, Y."""
-    from .defrag import Defrag
+def fit_defrag(X, Y, params: dict, progress: Progress = None, scheduler=None):
+    """A Defrag (params: Defrag's, no ``per_tree``) fitted on training rows X, Y; with a
+    ``scheduler`` by its Dask twin (the same model)."""
+    from .distributed import fit_defrag as fit
     params = {k: v for k, v in params.items() if k != "per_tree"}
-    model = Defrag(**params)
 
     def levels(level, n_levels):
         _call(progress, level / max(n_levels, 1), f"DEFRAG: level {level} of {n_levels}")
 
     _call(progress, 0.0, f"DEFRAG: agglomerating {X.shape[1]:,} features")
-    model.fit(X, Y if params["representation"] == "XY" else None,
-              progress=levels if progress is not None else None)
-    return model
+    return fit(X, Y if params["representation"] == "XY" else None, scheduler=scheduler,
+               progress=levels if progress is not None else None, **params)
 
 
-def fit_classifier(X, Y, params: dict, progress: Progress = None):
-    """KTXMLC or OneVsAll (``params["kind"]``) fitted on training rows."""
+def fit_classifier(X, Y, params: dict, progress: Progress = None, scheduler=None):
+    """KTXMLC or OneVsAll (``params["kind"]``) fitted on training rows; KTXMLC with a
+    ``scheduler`` by its Dask twin (the same model; OneVsAll has none and fits here)."""
+    from .distributed import fit_ktxmlc
     from .ktxmlc import KTXMLC, OneVsAll
     kw = {k: v for k, v in params.items() if k != "kind"}
     model = KTXMLC(**kw) if params["kind"] == "ktxmlc" else OneVsAll(**kw)
     _call(progress, 0.0, f"{type(model).__name__}: training on {X.shape[0]:,} points")
-    model.fit(X, Y, progress=flexible_progress(progress, type(model).__name__))
+    report = flexible_progress(progress, type(model).__name__)
+    if scheduler is not None and params["kind"] == "ktxmlc":
+        return fit_ktxmlc(X, Y, scheduler=scheduler, progress=report, **kw)
+    model.fit(X, Y, progress=report)
     return model
 
 
@@ -92,7 +96,8 @@ def fit_per_tree(X, Y, defrag: dict, classifier: dict, progress: Progress = None
 def fit_refrag(X, Y, params: dict, clustering):
     """REFRAG prototypes from training rows and a fitted feature clustering."""
     from .refrag import Refrag
-    kw = {k: v for k, v in params.items() if k not in ("kind", "shortlist", "defrag")}
+    kw = {k: v for k, v in params.items()
+          if k not in ("kind", "shortlist", "defrag", "tune", "tune_max_drop")}
     return Refrag(shortlist_size=params["shortlist"], **kw).fit(X, Y, clustering)
 
 
@@ -153,17 +158,25 @@ def fit_selector(A, X, y, params: dict, progress: Progress = None) -> Tuple[obje
     f = X.shape[1]
     if kind == "bmgufs":
         from .bmgufs import BMGUFS
-        kw = {k: v for k, v in params.items() if k not in ("kind", "d")}
+        kw = {k: v for k, v in params.items() if k not in ("kind", "d", "keep_d")}
         model = BMGUFS(**kw)
         _call(progress, 0.0, f"BMGUFS: {A.shape[0]:,} training nodes, {f:,} features")
-        model.fit(A, X, y if _n_classes(y) > 0 else None,
-                  progress=_bmgufs_progress(progress))
+        labels = y if _n_classes(y) > 0 else None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            if params.get("keep_d", True):
+                model.fit_gamma_grid(A, X, d, labels, progress=_bmgufs_progress(progress))
+            else:
+                model.fit(A, X, labels, progress=_bmgufs_progress(progress))
             selected = model.select(d)
-        note = next((str(w.message) for w in caught if issubclass(w.category, UserWarning)),
-                    None)
-        return model, np.asarray(selected, np.int64), note
+        notes = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+        if model.gamma_ != float(params["gamma"]):
+            notes.insert(0, f"gamma lowered from {params['gamma']:g} to {model.gamma_:g} so "
+                            f"that {d} features keep a non-zero weight (nnz(r) = "
+                            f"{model.n_nonzero_})")
+        if labels is None and params["n_blocks"] is None:
+            notes.insert(0, model.n_blocks_rule_)
+        return model, np.asarray(selected, np.int64), "; ".join(notes) or None
     Xf = sp.csr_matrix(X, dtype=np.float64)
     k = _n_classes(y)
 

@@ -25,6 +25,7 @@ from sklearn.exceptions import NotFittedError
 
 from ._kernels import defrag as _k
 from ._polling import call_polled, new_stop
+from ._products import exact_xt_y
 from ._validation import as_csr
 
 __all__ = ["Defrag", "DefragTree", "feature_representation", "clustering_error",
@@ -206,15 +207,9 @@ def feature_representation(X, Y=None, representation: str = "XY", sample_points:
         if sample_labels < 1.0:
             cols = _top_fraction(np.diff(Y.tocsc().indptr), sample_labels)
             Y = Y[:, cols]
-        Xt = X.T.tocsr()
-        Y = sp.csr_matrix(Y)
-        Y.sort_indices()
-        stop = new_stop()
-        ptr, ind, dat = call_polled(
-            _k.xt_y, (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32), Xt.data,
-                      Y.indptr.astype(np.int64), Y.indices.astype(np.int32),
-                      Y.data.astype(np.float32), Y.shape[1], _n_chunks(), stop), stop, tick)
-        R = sp.csr_matrix((dat, ind, ptr), shape=(X.shape[1], Y.shape[1]))
+        # exactly summed, correctly rounded entries: the same R for any split of the rows
+        # (threads here, partitions in featagg_core.distributed.defrag_distributed)
+        R = exact_xt_y(X, Y, tick=tick)
     R.sort_indices()
     indptr, indices, data, sq = _k.normalize_prune(
         R.indptr.astype(np.int64), R.indices.astype(np.int32), R.data.astype(np.float32),
@@ -258,10 +253,25 @@ def _build_tree(R: sp.csr_matrix, d0: int, seed: int, eps: float, max_iter: int,
     every level and, while a level's kernel runs, about every 0.1 s with the same values
     (a heartbeat: that is where a cancel is raised; the kernel then stops after its
     current 2-means round)."""
-    d = R.shape[0]
     indptr = R.indptr.astype(np.int64)
     indices = R.indices.astype(np.int32)
     data = R.data.astype(np.float32)
+
+    def split_level(order, s_start, s_size, s_ids, tick):
+        stop = new_stop()
+        return call_polled(_k.split_level,
+                           (indptr, indices, data, R.shape[1], order, s_start, s_size,
+                            s_ids, seed, eps, max_iter, _n_chunks(), stop), stop, tick)
+
+    return _grow_tree(R.shape[0], d0, split_level, progress)
+
+
+def _grow_tree(d: int, d0: int, split_level, progress=None) -> DefragTree:
+    """The level loop of the tree build: ``split_level(order, starts, sizes, node_ids,
+    tick)`` splits the given nodes of one level (rewriting their ranges of ``order``),
+    calling ``tick()`` (None without progress) about every 0.1 s while it runs, and
+    returns their rounds of 2-means. The Dask twin passes a ``split_level`` that runs the
+    nodes on workers (:func:`featagg_core.distributed.defrag_distributed`)."""
     order = np.arange(d, dtype=np.int64)
     cap = balanced_depth_cap(d, d0)
     # level-by-level growth; node ids are given in creation order (deterministic)
@@ -286,11 +296,8 @@ def _build_tree(R: sp.csr_matrix, d0: int, seed: int, eps: float, max_iter: int,
         s_ids = level_ids[splits]
         s_start = level_start[splits]
         s_size = level_size[splits]
-        stop = new_stop()
         tick = None if progress is None else (lambda lv=lev: progress(lv, cap))
-        it[splits] = call_polled(_k.split_level,
-                                 (indptr, indices, data, R.shape[1], order, s_start, s_size,
-                                  s_ids, seed, eps, max_iter, _n_chunks(), stop), stop, tick)
+        it[splits] = split_level(order, s_start, s_size, s_ids, tick)
         n_iter.append(it)
         m = s_ids.shape[0]
         half = s_size // 2
@@ -444,6 +451,25 @@ class Defrag(TransformerMixin, BaseEstimator):
         if self.aggregation not in ("sum", "avg"):
             raise ValueError(f"aggregation must be 'sum' or 'avg', got {self.aggregation!r}")
 
+    def _check_fit_input(self, X, Y):
+        """Validated ``(X, Y)`` for :meth:`fit` (``Y`` is None unless ``"XY"``); also applied
+        by the Dask twin to in-memory input."""
+        X = _as_csr(X, "X")
+        if self.representation == "XY":
+            if Y is None:
+                raise ValueError("representation='XY' needs the label matrix Y in fit(X, Y); "
+                                 "pass Y or use representation='X'")
+            Y = _as_csr(Y, "Y")
+            if Y.shape[0] != X.shape[0]:
+                raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+        else:
+            Y = None
+        if X.shape[1] < 1:
+            raise ValueError("X has no features (0 columns)")
+        if X.shape[0] < 1:
+            raise ValueError("X has no rows")
+        return X, Y
+
     def fit(self, X, Y=None, progress=None):
         """Build the tree on X (n x d, sparse or dense) and, for ``"XY"``, labels Y (n x L).
 
@@ -455,19 +481,8 @@ class Defrag(TransformerMixin, BaseEstimator):
         (the estimator keeps its previous state).
         """
         self._check_params()
-        X = _as_csr(X, "X")
-        if self.representation == "XY":
-            if Y is None:
-                raise ValueError("representation='XY' needs the label matrix Y in fit(X, Y); "
-                                 "pass Y or use representation='X'")
-            Y = _as_csr(Y, "Y")
-            if Y.shape[0] != X.shape[0]:
-                raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}")
+        X, Y = self._check_fit_input(X, Y)
         d = X.shape[1]
-        if d < 1:
-            raise ValueError("X has no features (0 columns)")
-        if X.shape[0] < 1:
-            raise ValueError("X has no rows")
         cap = balanced_depth_cap(d, int(self.d0))
         rep_progress = None
         if progress is not None:
@@ -475,27 +490,35 @@ class Defrag(TransformerMixin, BaseEstimator):
 
             def rep_progress(fraction, message):
                 progress(0, cap)
-        R, sq = feature_representation(X, Y if self.representation == "XY" else None,
-                                       self.representation, float(self.sample_points),
+        R, sq = feature_representation(X, Y, self.representation, float(self.sample_points),
                                        float(self.sample_labels), float(self.prune_threshold),
                                        progress=rep_progress)
         seed = int(self.random_state) & 0xFFFFFFFFFFFFFFFF
         tree = _build_tree(R, int(self.d0), seed, float(self.eps), int(self.max_iter),
                            progress)
         leaves = tree.leaves()
+        sse = _k.cluster_sse(R.indptr.astype(np.int64), R.indices.astype(np.int32),
+                             R.data.astype(np.float32), R.shape[1], tree.order,
+                             tree.start[leaves], tree.n_members[leaves], _n_chunks())
+        zero = np.flatnonzero(np.diff(R.indptr) == 0).astype(np.int64)
+        return self._set_fitted(tree, sse, zero)
+
+    def _set_fitted(self, tree: DefragTree, leaf_sse: np.ndarray, zero_features: np.ndarray):
+        """Fitted state from the tree, the SSE of every leaf (in cluster order) and the
+        features with an empty representation (shared with the Dask twin)."""
+        d = tree.order.shape[0]
+        leaves = tree.leaves()
         K = leaves.shape[0]
         labels = np.empty(d, np.int64)
         for_leaf_sizes = tree.n_members[leaves]
         labels[tree.order] = np.repeat(np.arange(K, dtype=np.int64), for_leaf_sizes)
-        sse = _k.cluster_sse(R.indptr.astype(np.int64), R.indices.astype(np.int32),
-                             R.data.astype(np.float32), R.shape[1], tree.order,
-                             tree.start[leaves], tree.n_members[leaves], _n_chunks())
+        sse = np.asarray(leaf_sse, np.float64)
         self.labels_ = labels
         self.n_clusters_ = int(K)
         self.tree_ = tree
         self.cluster_sizes_ = for_leaf_sizes.astype(np.int64)
         self.clustering_error_ = float(sse.sum() / d)
-        self.zero_features_ = np.flatnonzero(np.diff(R.indptr) == 0).astype(np.int64)
+        self.zero_features_ = np.asarray(zero_features, np.int64)
         self.n_features_in_ = int(d)
         self.n_iter_ = int(tree.n_iter.sum())
         return self

@@ -30,7 +30,12 @@ saw — the numbers are therefore not directly comparable with the paper's table
 Names re-exported here from the private modules: :class:`Split`, :func:`make_split`,
 :func:`split_rows` (``_split``), :func:`canonical_spec`, :func:`run_name` (``_spec``),
 :class:`Pipeline`, :func:`as_pipeline` (``pipeline``), :func:`evaluate` and the sweeps
-(``_evaluation``).
+(``_evaluation``), and the papers' experiments, sets of runs on one split
+(:class:`Experiment`): :func:`defrag_tradeoff`, :func:`ktxmlc_sweep` (``_experiments``),
+:func:`bmgufs_protocol`, :func:`bmgufs_heatmap`, :func:`bmgufs_robustness`
+(``_graph_experiments``), :func:`vocabulary_experiment`, :func:`vocabulary_heldout`,
+:func:`default_budget` (``_table_experiments``); the triage that runs them within a time
+budget is :mod:`featagg_core.triage`.
 """
 from __future__ import annotations
 
@@ -51,7 +56,11 @@ from ._evaluation import (BUCKET_NAMES, DEFAULT_ALPHAS, DEFAULT_DS, DEFAULT_FRAC
                           check_applicable, elbow, erasure_curve, evaluate,
                           feature_selection_comparison, predictions, refrag_alpha_curve,
                           vocabulary_budget_curve, vocabulary_report)
+from ._experiments import (DEFAULT_D0S, DEFAULT_KS, DEFAULT_TREES, Experiment,
+                           defrag_tradeoff, ktxmlc_sweep)
+from ._graph_experiments import bmgufs_heatmap, bmgufs_protocol, bmgufs_robustness
 from ._spec import canonical_spec, check_spec_fits, run_name, spec_json, spec_kind, sub_spec
+from ._table_experiments import default_budget, vocabulary_experiment, vocabulary_heldout
 from ._split import ROWS, Split, make_split, split_rows, take_rows
 from ._steps import (fit_classifier, fit_defrag, fit_feature_clustering, fit_fiat,
                      fit_per_tree, fit_refrag, fit_selector, fit_vocabulary)
@@ -63,7 +72,10 @@ __all__ = ["Split", "make_split", "split_rows", "ROWS", "canonical_spec", "run_n
            "refrag_alpha_curve", "erasure_curve", "elbow", "feature_selection_comparison",
            "vocabulary_report", "vocabulary_budget_curve", "Cancelled", "BUCKET_NAMES",
            "DEFAULT_ALPHAS", "DEFAULT_FRACTIONS", "DEFAULT_DS", "SELECTION_BASELINES",
-           "STATUSES"]
+           "STATUSES", "Experiment", "defrag_tradeoff", "ktxmlc_sweep", "bmgufs_protocol",
+           "bmgufs_heatmap", "bmgufs_robustness", "vocabulary_experiment",
+           "vocabulary_heldout", "default_budget", "DEFAULT_D0S", "DEFAULT_KS",
+           "DEFAULT_TREES"]
 
 _log = logging.getLogger(__name__)
 
@@ -163,9 +175,11 @@ def plan_run(data, split: Split, spec: dict, *, fingerprint: Optional[str] = Non
 class _Fit:
     """State of one run while its steps are fitted: progress ranges, timings, reuse."""
 
-    def __init__(self, data, split, run: Run, base: Optional[Pipeline], progress, cancel):
+    def __init__(self, data, split, run: Run, base: Optional[Pipeline], progress, cancel,
+                 scheduler=None):
         self.data, self.split, self.run, self.base = data, split, run, base
         self.progress, self.cancel = progress, cancel
+        self.scheduler = scheduler  # DEFRAG / KTXMLC fitted by their Dask twins when set
         self.pipe = Pipeline(spec=run.spec, split_id=split.split_id,
                              dataset_fingerprint=run.dataset_fingerprint)
         self.pipe.split_settings = {"how": split.how, "test_size": split.test_size,
@@ -201,10 +215,11 @@ def _fit_classifier_run(f: _Fit) -> Pipeline:
     else:
         if "defrag" in spec:
             pipe.defrag = f.step("defrag", "defrag_s", lambda: fit_defrag(
-                X, Y, spec["defrag"], f.report(0.0, 0.15)))
+                X, Y, spec["defrag"], f.report(0.0, 0.15), scheduler=f.scheduler))
         check_cancel(f.cancel)
         pipe.classifier = f.step("classifier", "classifier_s", lambda: fit_classifier(
-            pipe._features(X), Y, spec["classifier"], f.report(0.15, 0.75)))
+            pipe._features(X), Y, spec["classifier"], f.report(0.15, 0.75),
+            scheduler=f.scheduler))
     own: Dict[str, Any] = {}           # own clusterings of REFRAG / FIAT, fitted once each
 
     def clustering(sub: dict, lo: float, hi: float):
@@ -212,12 +227,21 @@ def _fit_classifier_run(f: _Fit) -> Pipeline:
             return pipe.defrag
         key = spec_json(sub["defrag"])
         if key not in own:
-            own[key] = fit_defrag(X, Y, sub["defrag"], f.report(lo, hi))
+            own[key] = fit_defrag(X, Y, sub["defrag"], f.report(lo, hi), scheduler=f.scheduler)
         return own[key]
 
     if "rerank" in spec:
-        pipe.reranker = f.step("reranker", "rerank_s", lambda: fit_refrag(
-            X, Y, spec["rerank"], clustering(spec["rerank"], 0.75, 0.8)))
+        def rerank():
+            model = fit_refrag(X, Y, spec["rerank"], clustering(spec["rerank"], 0.75, 0.8))
+            if spec["rerank"]["tune"]:             # alpha, gamma, beta on validation rows
+                from ._refrag_tuning import tune_reranker
+                model, note, _ = tune_reranker(model, f.data, f.split, spec, pipe,
+                                               clustering(spec["rerank"], 0.75, 0.8),
+                                               f.cancel, f.report(0.8, 0.84))
+                f.run.message = note
+            return model
+
+        pipe.reranker = f.step("reranker", "rerank_s", rerank)
         f.report(0.0, 0.84)(1.0, "REFRAG: label prototypes built")
     if "impute" in spec:
         pipe.imputer = f.step("imputer", "impute_s", lambda: fit_fiat(
@@ -230,7 +254,7 @@ def _fit_agglomeration_run(f: _Fit) -> Pipeline:
     X, Y = f.data.X[f.split.train], f.data.Y[f.split.train]
     f.pipe.n_features_in_ = int(X.shape[1])
     f.pipe.defrag = f.step("defrag", "defrag_s", lambda: fit_defrag(
-        X, Y, f.run.spec["defrag"], f.report(0.0, 0.85)))
+        X, Y, f.run.spec["defrag"], f.report(0.0, 0.85), scheduler=f.scheduler))
     return f.pipe
 
 
@@ -304,7 +328,7 @@ def _base_pipeline(base, split: Split, fingerprint: str) -> Optional[Pipeline]:
 
 
 def run_pipeline(data, split: Split, spec: dict, progress: Optional[Callable] = None,
-                 cancel=None, base=None, *, ks=KS) -> Run:
+                 cancel=None, base=None, *, ks=KS, scheduler=None) -> Run:
     """Fit ``spec`` on the training rows of ``split`` and score it: a finished :class:`Run`.
 
     Parameters
@@ -320,6 +344,10 @@ def run_pipeline(data, split: Split, spec: dict, progress: Optional[Callable] = 
         equal (e.g. adding REFRAG to a trained classifier); a base fitted on another split
         or dataset is refused (ValueError). Other steps are refitted.
     ks : cut-offs of the ranking metrics (keyword only; default 1, 3, 5).
+    scheduler : None (fit here), ``"serial"``, a Dask scheduler address or a
+        ``dask.distributed.Client`` (keyword only): DEFRAG and KTXMLC steps are then fitted
+        by their Dask twins (:mod:`featagg_core.distributed`), which give the same models,
+        so the run (and its ``spec_key``) is the same; other steps are fitted here.
 
     Raises
     ------
@@ -335,7 +363,7 @@ def run_pipeline(data, split: Split, spec: dict, progress: Optional[Callable] = 
     run.base_run_id = base.run_id if isinstance(base, Run) else None
     run.status = "running"
     t_start = time.perf_counter()
-    fit = _Fit(data, split, run, base_pipe, progress, cancel)
+    fit = _Fit(data, split, run, base_pipe, progress, cancel, scheduler)
     try:
         pipe = _FITTERS[run.kind](fit)
         check_cancel(cancel)

@@ -6,7 +6,7 @@ import functools
 import numpy as np
 import streamlit as st
 
-from featagg_app import session
+from featagg_app import experiment_sections, session
 from featagg_app import xmlc_view as xv
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.experiment import bucket_metrics, canonical_spec, elbow, predictions
@@ -20,17 +20,22 @@ with st.expander("How it works", expanded=False):
         "**KTXMLC** (Prajapati & Thakkar 2021) learns to tag a point with a few of "
         "thousands of labels without scoring every label. It builds **label trees**: every "
         "label is described by the (normalised) average of the feature vectors of its "
-        "training points; labels are clustered into **K** groups by k-means‖ seeding and "
-        "spherical k-means, each group again into K, until a group has at most the **leaf "
-        "size** labels or the tree reaches its **depth**. Every node holds one linear "
-        "classifier per child (squared-hinge SVM, cost **C**, solved by dual coordinate "
-        "descent as liblinear does), trained only on the points that reach that node.\n\n"
+        "training points; a node's labels are split into at most **K** balanced groups (by "
+        "default as PECOS does: repeated balanced 2-means, about 100 labels per group at "
+        "most; the paper's k-means‖ is the `partition=\"kmeans\"` option), each group "
+        "again, until a group has at most the **leaf size** labels or the tree reaches its "
+        "**depth**. Every node holds one linear classifier per child (squared-hinge SVM, "
+        "cost **C**, solved by dual coordinate descent as liblinear does), trained only on "
+        "the points that reach that node; its decision value is turned into a probability "
+        "by a sigmoid fitted on the training rows (Platt scaling).\n\n"
         "To predict, a point walks down each tree keeping the **beam width** most promising "
         "nodes per level; a label's score multiplies the probabilities along its path, and "
         "the **trees** (different random seeds) are averaged.\n\n"
         "- **K = 2** gives Parabel-like balanced binary trees; a larger K (Bonsai-like) gives "
         "shallower trees — the **elbow** plot (on the training rows) shows where adding "
-        "clusters stops paying off.\n"
+        "clusters stops paying off. The defaults (K = 16, 3 trees, leaf size 100, C = 1, "
+        "beam 10, raw features) are the settings measured against omikuji, napkinXC and "
+        "PECOS in `benchmarks/results/xmlc.md`.\n"
         "- **One-vs-all** trains every label against all points: exact but slower for many "
         "labels — what the tree trades away.\n"
         "- **Agglomerated features** put a DEFRAG step before the classifier: a DEFRAG run "
@@ -81,7 +86,13 @@ if features == FEATURES[1]:
 L = data.Y.shape[1]
 if is_tree:
     p1, p2, p3 = st.columns(3)
-    K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), 2, key="xmlc_K")
+    if state.get("elbow_K_pending") is not None:    # the elbow's K, once computed
+        st.session_state["xmlc_K"] = int(state.pop("elbow_K_pending"))
+    k_max = max(2, min(L, 1000))
+    # defaults = KTXMLC's, the benchmark's settings (benchmarks/results/xmlc.md)
+    K = p1.number_input("K (children per node)", 2, k_max, min(16, k_max), key="xmlc_K")
+    if state.get("elbow_applied") is not None:
+        p1.caption(f"K preselected from the elbow (K = {state['elbow_applied'][1]}).")
     n_trees = p1.number_input("Trees", 1, 10, 3, key="xmlc_trees")
     depth = p2.number_input("Max depth", 1, 30, 20, key="xmlc_depth")
     leaf = p2.number_input("Leaf size (max labels per leaf)", 1, max(1, L), min(100, L),
@@ -112,6 +123,11 @@ if is_tree:
                 done[state.get("elbow_asked")] = job.result
             if elbow_key in done:
                 el = done[elbow_key]
+                if (state.get("elbow_applied") or (None,))[0] != elbow_key:
+                    # preselect the elbow's K in the K widget (drawn above: next run)
+                    state["elbow_applied"] = (elbow_key, int(el.elbow))
+                    state["elbow_K_pending"] = int(el.elbow)
+                    st.rerun()
                 st.plotly_chart(xv.elbow_figure(el), width="stretch")
                 st.write(f"Elbow at **K = {el.elbow}**"
                          + (" (on the DEFRAG features of that run)." if defrag_run else "."))
@@ -131,6 +147,9 @@ try:
 except ValueError as exc:
     session.show_error(exc)
     st.stop()
+
+if is_tree:
+    experiment_sections.ktxmlc_sweep(PAGE, data, split, classifier)
 
 # ------------------------------------------------------------------ train
 b1, b2 = st.columns([1, 4])

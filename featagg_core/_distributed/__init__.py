@@ -1,0 +1,1 @@
+"""Private modules of :mod:`featagg_core.distributed` (the Dask twins); import from there."""
