@@ -697,6 +697,30 @@ def _block_model(c: StateChecker) -> None:
 
 @checks_for("BMGUFS")
 def _bmgufs(c: StateChecker) -> None:
+    fq = c.m_any("fit_quality_", optional=True)   # informational: a few named floats
+    if fq is not None and not (isinstance(fq, dict) and len(fq) <= 64 and all(
+            isinstance(k, str) and len(k) <= 100 and isinstance(v, (int, float))
+            and not isinstance(v, bool) for k, v in fq.items())):
+        c.fail(c._mname("fit_quality_"), "must map names to numbers")
+    fw = c.m_any("fit_warning_", optional=True)
+    if fw is not None and not (isinstance(fw, str) and len(fw) <= 2000):
+        c.fail(c._mname("fit_warning_"), "must be a short string or null")
+    # the fitted k and gamma (automatic choices since); informational for the views
+    c.m_int("n_blocks_", 1, 100_000, optional=True)
+    rule = c.m_any("n_blocks_rule_", optional=True)
+    if rule is not None and not (isinstance(rule, str) and len(rule) <= 2000):
+        c.fail(c._mname("n_blocks_rule_"), "must be a short string")
+    g = c.m_any("gamma_", optional=True)
+    if g is not None and not (isinstance(g, (int, float)) and not isinstance(g, bool)
+                              and math.isfinite(g) and g >= 0):
+        c.fail(c._mname("gamma_"), "must be a finite number >= 0")
+    path = c.m_any("gamma_path_", optional=True)
+    if path is not None and not (isinstance(path, list) and len(path) <= 10_000 and all(
+            isinstance(e, list) and len(e) == 2 and isinstance(e[0], (int, float))
+            and not isinstance(e[0], bool) and math.isfinite(e[0])
+            and isinstance(e[1], int) and not isinstance(e[1], bool) and e[1] >= 0
+            for e in path)):
+        c.fail(c._mname("gamma_path_"), "must list [gamma, nnz] pairs")
     c.p_int("n_blocks", 1, none=True)
     c.p_float("beta_bar", 0.0, 1.0)
     c.p_float("gamma", 0.0)
