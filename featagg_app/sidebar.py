@@ -1,7 +1,9 @@
 """The sidebar shown on every page (``app.py`` calls :func:`dataset_picker`): the dataset
-picker and the session's split of that dataset.
+picker, the session's split of that dataset, and the display options.
 
-Pick a bundled sample (grouped by kind) or upload a file. The chosen dataset is kept per
+Pick a bundled sample (grouped by kind), a file of the server's data folder (when the
+server has one: ``FEATAGG_DATA_DIR``, see :mod:`featagg_app.data_folder`), or upload a
+file. The chosen dataset is kept per
 browser session through :mod:`featagg_app.session`. An upload is parsed once per new file
 (or new options); its error, if any, stays shown under the uploader until the file changes.
 
@@ -13,12 +15,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from featagg_app import session
+from featagg_app import data_folder, display, session
 from featagg_core.samples import list_samples
 from featagg_app.uploads import (EXTRA_FILES, FORMAT_HELP, MAX_UPLOAD_MB, UPLOAD_TYPES,
                                  parse_upload)
 
 SOURCE_SAMPLE = "Bundled sample"
+SOURCE_FOLDER = "Data folder"
 SOURCE_UPLOAD = "Upload a file"
 KIND_ORDER = {k: i for i, k in enumerate(session.KINDS)}
 KIND_GROUP = {"multilabel": "Multi-label", "graph": "Graph", "table": "Table"}
@@ -129,10 +132,16 @@ def dataset_picker():
     (loading the default Bibtex sample on a session's first run)."""
     with st.sidebar:
         st.subheader("Dataset")
-        source = st.radio("Source", [SOURCE_SAMPLE, SOURCE_UPLOAD], key=K_SOURCE,
-                          horizontal=True, label_visibility="collapsed")
+        sources = [SOURCE_SAMPLE] + ([SOURCE_FOLDER] if data_folder.configured() else []) \
+            + [SOURCE_UPLOAD]
+        if st.session_state.get(K_SOURCE) not in sources:
+            st.session_state[K_SOURCE] = SOURCE_SAMPLE
+        source = st.radio("Source", sources, key=K_SOURCE, horizontal=True,
+                          label_visibility="collapsed")
         if source == SOURCE_SAMPLE:
             _sample_picker()
+        elif source == SOURCE_FOLDER:
+            data_folder.folder_picker()
         else:
             _upload_picker()
         data = session.current_dataset()
@@ -141,6 +150,7 @@ def dataset_picker():
             split_picker(data)
         else:
             st.caption("No dataset in use yet.")
+        display.display_options()
     return data
 
 
