@@ -6,13 +6,29 @@ import functools
 import numpy as np
 import streamlit as st
 
-from featagg_app import session
+from featagg_app import display, session
 from featagg_app import xmlc_view as xv
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.experiment import bucket_metrics, canonical_spec, elbow, predictions
 
 PAGE = "Extreme classification"
 FEATURES = ["raw", "agglomerated (DEFRAG)"]
+#: the presets' KTXMLC settings (widget key -> value); "custom" leaves them as they are
+PRESETS = {
+    "paper": {"xmlc_K": 2, "xmlc_trees": 3, "xmlc_depth": 20, "xmlc_beam": 10},
+    "fast": {"xmlc_K": 16, "xmlc_trees": 1, "xmlc_depth": 3, "xmlc_beam": 5},
+    "custom": {},
+}
+PRESET_TITLES = {"paper": "Paper (K=2, 3 trees)", "fast": "Fast (1 tree, K=16)",
+                 "custom": "Custom"}
+#: training non-zeros from which the page starts on the fast preset
+FAST_FROM_NNZ = 3e6
+
+
+def _apply_preset():
+    for key, value in PRESETS[st.session_state.get("xmlc_preset", "paper")].items():
+        st.session_state[key] = value
+
 st.title(PAGE)
 
 with st.expander("How it works", expanded=False):
@@ -47,6 +63,14 @@ with st.expander("How it works", expanded=False):
 data = session.require_dataset("multilabel")
 split = session.current_split(data)
 state = session.page_state(PAGE, data)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _train_label_counts(fingerprint, split_id, _Y, _rows):
+    """Training points per label (names the label tree's inner nodes), once per split."""
+    from featagg_app.data_view import column_counts_of_rows
+    return column_counts_of_rows(_Y, _rows)
+
 st.caption(f"**{session.md_escape(session.dataset_label(data))}**")
 st.caption(session.split_caption(split))
 
@@ -80,14 +104,26 @@ if features == FEATURES[1]:
 # ------------------------------------------------------------------ parameters
 L = data.Y.shape[1]
 if is_tree:
+    if "xmlc_preset" not in st.session_state:
+        # a large training set starts on the fast preset (the paper's settings take many
+        # minutes there); either way the person can switch
+        big = split.train.size * max(1.0, data.X.nnz / max(data.X.shape[0], 1)) > FAST_FROM_NNZ
+        st.session_state["xmlc_preset"] = "fast" if big else "paper"
+        _apply_preset()
+    st.radio("Preset", list(PRESETS), key="xmlc_preset", horizontal=True,
+             format_func=PRESET_TITLES.__getitem__, on_change=_apply_preset,
+             help="**Paper**: K = 2, 3 trees, beam 10 (the accuracy the method is known "
+                  "for). **Fast**: one shallow 16-way tree and a narrow beam: a first "
+                  "look at a million points in a minute or two, a few points of "
+                  "precision lower. The numbers below stay editable.")
     p1, p2, p3 = st.columns(3)
-    K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), 2, key="xmlc_K")
-    n_trees = p1.number_input("Trees", 1, 10, 3, key="xmlc_trees")
-    depth = p2.number_input("Max depth", 1, 30, 20, key="xmlc_depth")
+    K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), key="xmlc_K")
+    n_trees = p1.number_input("Trees", 1, 10, key="xmlc_trees")
+    depth = p2.number_input("Max depth", 1, 30, key="xmlc_depth")
     leaf = p2.number_input("Leaf size (max labels per leaf)", 1, max(1, L), min(100, L),
                            key="xmlc_leaf")
     C = p3.number_input("C (SVM cost)", 0.01, 100.0, 1.0, key="xmlc_C", format="%.2f")
-    beam = p3.number_input("Beam width", 1, 200, 10, key="xmlc_beam")
+    beam = p3.number_input("Beam width", 1, 200, key="xmlc_beam")
     classifier = dict(kind="ktxmlc", n_clusters=int(K), n_trees=int(n_trees),
                       max_depth=int(depth), max_leaf_labels=int(leaf), C=float(C),
                       beam_width=int(beam), random_state=0)
@@ -112,7 +148,7 @@ if is_tree:
                 done[state.get("elbow_asked")] = job.result
             if elbow_key in done:
                 el = done[elbow_key]
-                st.plotly_chart(xv.elbow_figure(el), width="stretch")
+                display.plotly_chart(xv.elbow_figure(el))
                 st.write(f"Elbow at **K = {el.elbow}**"
                          + (" (on the DEFRAG features of that run)." if defrag_run else "."))
 else:
@@ -186,13 +222,33 @@ if views.get("run_id") != run.run_id:
     views["run_id"] = run.run_id
     views["buckets"] = bucket_metrics(run, data, split, "test", k=5)
     views["pred"] = predictions(run, data, split, "test", k=5)
-st.plotly_chart(xv.bucket_figure(views["buckets"], k=5), width="stretch")
+display.plotly_chart(xv.bucket_figure(views["buckets"], k=5))
 
 clf = run.pipeline.classifier
 if hasattr(clf, "tree_nodes"):
     st.subheader("Label tree")
-    t = st.selectbox("Tree", list(range(1, len(clf.trees_) + 1)), key="xmlc_tree_pick") - 1
-    st.plotly_chart(xv.tree_sunburst(clf, t, data.label_names), width="stretch")
+    lc = _train_label_counts(data.fingerprint, split.split_id, data.Y, split.train)
+    l1, l2 = st.columns([1, 3])
+    t = l1.selectbox("Tree", list(range(1, len(clf.trees_) + 1)), key="xmlc_tree_pick") - 1
+    if views.get("tree") != t:
+        views["tree"], views["tree_nodes"], views["tree_root"] = t, clf.tree_nodes(t), 0
+    nodes, tree_root = views["tree_nodes"], int(views.get("tree_root", 0))
+    shown, complete = xv.shown_nodes(nodes, tree_root)
+    if not complete or tree_root:
+        opts = xv.tree_drill_options(nodes, tree_root, shown)
+        opt_labels = {v: xv.tree_node_label(nodes, v, data.label_names, lc) for v in opts}
+        pick = l2.selectbox("Drill down to", opts, index=opts.index(tree_root),
+                            format_func=opt_labels.__getitem__,
+                            key=f"xmlc_tree_drill_{t}_{tree_root}",
+                            help="the tree has too many nodes to draw at once: re-draw it "
+                                 "from this node (pick an ancestor to go back up)")
+        if pick != tree_root:
+            views["tree_root"] = int(pick)
+            st.rerun()
+    display.plotly_chart(xv.tree_sunburst(clf, t, data.label_names, root=tree_root,
+                                          label_counts=lc, nodes=nodes))
+    st.caption("Inner sectors are named by their most frequent labels (training rows); "
+               "the outer ring holds the labels themselves. Click a sector to zoom in.")
 
 st.subheader("A few test points")
 pred = views["pred"]
