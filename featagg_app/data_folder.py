@@ -7,7 +7,8 @@ large multi-label file parses it once and writes its memory-mapped npz cache bes
 second. Opened datasets are shared read-only by every session of the server through one
 :class:`featagg_core.data_cache.DatasetStore` (``st.cache_resource``, keyed on the real
 path + size + mtime of the file and its companions, bounded by ``FEATAGG_DATA_CACHE_MB``,
-default 4096 MiB). A browser user only ever sees paths relative to the folder; a path
+default 4096 MiB). Files from ``FEATAGG_DATA_CACHE_MIN_MB`` (default 4) on get the disk
+cache. A browser user only ever sees paths relative to the folder; a path
 outside it (``..``, a symlink out) is refused by the core's :meth:`DataFolder.resolve`.
 
 API::
@@ -29,10 +30,11 @@ import streamlit as st
 
 from featagg_app import guidance, session
 from featagg_core.data import DatasetError
-from featagg_core.data_cache import DataFolder, DatasetStore
+from featagg_core.data_cache import CONVERT_MIN_BYTES, DataFolder, DatasetStore
 
 ENV_DIR = "FEATAGG_DATA_DIR"
 ENV_CACHE_MB = "FEATAGG_DATA_CACHE_MB"
+ENV_MIN_MB = "FEATAGG_DATA_CACHE_MIN_MB"   # files from this size on get a disk cache
 DEFAULT_CACHE_MB = 4096
 #: seconds a folder listing is reused before the folder is walked again
 LISTING_TTL_S = 10
@@ -56,10 +58,18 @@ def configured() -> bool:
     return bool(os.environ.get(ENV_DIR, "").strip())
 
 
+def _min_bytes() -> int:
+    try:
+        mb = float(os.environ.get(ENV_MIN_MB, "") or CONVERT_MIN_BYTES / (1 << 20))
+    except ValueError:
+        mb = CONVERT_MIN_BYTES / (1 << 20)
+    return int(max(mb, 0.0) * (1 << 20))
+
+
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _folder(root: str) -> Optional[DataFolder]:
     try:
-        return DataFolder(root)
+        return DataFolder(root, convert_min_bytes=_min_bytes())
     except DatasetError:
         _log.error("featagg: the data folder %r (FEATAGG_DATA_DIR) is not a folder", root)
         return None

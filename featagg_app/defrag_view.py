@@ -37,8 +37,11 @@ def top_features(tree, v: int, counts: Optional[np.ndarray], k: int = 3) -> np.n
         return np.sort(members)[:k]
     c = np.asarray(counts)[members]
     if members.size > 4 * k:
-        part = np.argpartition(-c, k - 1)[:k]
-        members, c = members[part], c[part]
+        # everything tied with the k-th largest count stays a candidate (the lower index
+        # wins a tie, whatever order argpartition leaves them in)
+        kth = np.partition(c, members.size - k)[members.size - k]
+        keep = c >= kth
+        members, c = members[keep], c[keep]
     order = np.lexsort((members, -c))
     return members[order[:k]]
 

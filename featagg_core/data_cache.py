@@ -192,7 +192,7 @@ def _member_arrays(path: str) -> Dict[str, np.ndarray]:
             if offset - start + count * dtype.itemsize != info.file_size:
                 raise ValueError(f"member {info.filename!r} has the wrong size")
             key = info.filename[:-4]
-            if dtype.kind in "US" or count == 0 or dtype.itemsize * count < 1 << 16:
+            if dtype.kind in "US" or count == 0 or dtype.itemsize * count < 1 << 12:
                 fh.seek(offset)
                 arr = np.frombuffer(fh.read(count * dtype.itemsize), dtype=dtype).reshape(shape)
                 out[key] = arr.copy() if dtype.kind in "US" else arr
@@ -554,6 +554,17 @@ class DataFolder:
     def _parse(self, entry: FolderFile, options: dict, report):
         from . import data as fd
         comps = dict(entry.companions)
+
+        def limits(reader):
+            # the server's own files carry no upload cap: a reader that takes a load
+            # budget (max_bytes) gets one as large as the machine's memory
+            import inspect
+            try:
+                params = inspect.signature(reader).parameters
+            except (TypeError, ValueError):
+                return {}
+            return {"max_bytes": _memory_bytes()} if "max_bytes" in params else {}
+
         report(0.05, f"Reading {entry.relpath} ({entry.size_text})")
         fh = self._read(entry.relpath)
         report(0.2, f"Parsing {entry.relpath}")
@@ -566,15 +577,24 @@ class DataFolder:
                     kw["n_labels"] = int(options["n_labels"])
                 if "test" in comps:
                     kw["test"] = self._read(comps["test"])
-                return fd.load_dataset(fh, **kw)
+                return fd.load_dataset(fh, **kw, **limits(fd.load_dataset))
             if entry.kind == "graph":
-                return fd.load_graph(fh)
-            return fd.load_categorical(fh, label=options.get("label") or None)
+                return fd.load_graph(fh, **limits(fd.load_graph))
+            return fd.load_categorical(fh, label=options.get("label") or None,
+                                       **limits(fd.load_categorical))
         except DatasetError:
             raise
         except MemoryError as exc:
             raise DatasetError("not enough memory to open this file",
                                path=entry.relpath) from exc
+
+
+def _memory_bytes() -> int:
+    """The machine's physical memory (the load budget of a data-folder file)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 1 << 36
 
 
 # ---------------------------------------------------------------------------
