@@ -52,6 +52,10 @@ _RULES = [
      "the server's limit for one file is too small for it"),
     (r"node_ids='int' but a node name is not a non-negative integer",
      "a node name is not a non-negative integer"),
+    (r"no <label name=\.\.\.> elements in the label XML",
+     "the label XML names no labels (no <label> elements)"),
+    (r"end at nnz=(\d+)", r"end at the number of stored values (\1)"),
+    (r"\(zero_based=False\)", "(its indices start at 1)"),
 ]
 _COMPILED = [(re.compile(p), r) for p, r in _RULES]
 #: what is left of an API keyword after the rules: "pass foo=" / "foo=..." / "foo=3"
