@@ -10,6 +10,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from . import PARALLEL
+
 from .linear import l2svc_dual_cd, next_state, seed_state
 
 _MODULUS = 2147483647
@@ -557,7 +559,7 @@ def _child_logscores(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_ept
         out[j] = -(mgn * mgn) if mgn > 0.0 else 0.0
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def beam_predict(Xp, Xi, Xd, roots, first_child, n_children, node_label, leafc,
                  fm_ptr, fm_feat, fm_eptr, fm_child, fm_val, bias_w, bias,
                  n_labels, beam, k, max_children):
