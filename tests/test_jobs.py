@@ -139,10 +139,10 @@ def test_cancel_a_running_job_stops_it_and_frees_the_worker(runner):
 
 def test_cancel_session_cancels_queued_and_running(runner):
     stop_seen = threading.Event()
-    spinning = threading.Event()
+    inside = threading.Event()
 
     def spin(progress, cancel):
-        spinning.set()
+        inside.set()
         try:
             while True:
                 if cancel.wait(0.01):
@@ -154,12 +154,9 @@ def test_cancel_session_cancels_queued_and_running(runner):
     running = runner.submit("A", "spin", spin)
     queued = runner.submit("A", "q", lambda p, c: 1)
     other = runner.submit("B", "b", lambda p, c: "b")
-    # wait for the function itself, not for the status: the runner marks the job
-    # "running" before it sets the worker's thread limits and calls the function, and a
-    # cancel in that window stops the job before ``spin`` ever runs (then nothing could
-    # see the stop: the old race of this test under load)
-    assert spinning.wait(WAIT)
-    assert running.status == "running" and queued.status == "queued"
+    # wait until spin itself runs: a job whose status is "running" but whose function has
+    # not been entered yet is cancelled without calling it (then stop_seen is never set)
+    assert inside.wait(WAIT)
     assert runner.cancel_session("A") == 2
     assert running.wait(WAIT) and queued.wait(WAIT)
     assert stop_seen.is_set()

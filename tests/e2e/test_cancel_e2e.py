@@ -37,6 +37,20 @@ def _cpu_use(pid: int, window: float = 0.5) -> float:
     return (_cpu_seconds(pid) - a) / (time.monotonic() - t)
 
 
+def _wait_until_idle(pid: int, timeout_s: float = 600.0) -> float:
+    """Wait until the server is idle (two 1 s windows below IDLE_CORES): on a cold numba
+    cache its background warm-up compiles every kernel for a minute or two, and "idle
+    within 2 s of Cancel" is about the cancelled job, not about that. Returns the seconds
+    waited; fails if the server never goes idle."""
+    t0 = time.monotonic()
+    quiet = 0
+    while time.monotonic() - t0 < timeout_s:
+        quiet = quiet + 1 if _cpu_use(pid, 1.0) < IDLE_CORES else 0
+        if quiet >= 2:
+            return time.monotonic() - t0
+    pytest.fail(f"the server never went idle within {timeout_s:.0f} s")
+
+
 def _data_page_seconds(page, times: int = 3) -> float:
     """Median seconds from clicking Data in the menu (from Home) to its metric cards."""
     out = []
@@ -66,6 +80,7 @@ def test_cancel_a_long_baseline_on_a_big_upload(app_server, browser, tmp_path):
             wait_for_app(pg)
         goto_page(bob, "Data")                         # Bibtex's statistics, computed once
         metric_cards(bob)
+        _wait_until_idle(pid)                          # the warm-up is done
         idle_s = _data_page_seconds(bob)               # the peer: no job running
 
         upload_file(alice, path, timeout_ms=300_000)
@@ -80,6 +95,7 @@ def test_cancel_a_long_baseline_on_a_big_upload(app_server, browser, tmp_path):
         # behind the user's back; the page offers a sample, or all of them on request
         text = page_text(alice)
         assert "k-means on all 50,000 features would take about" in text, text[-3000:]
+        _wait_until_idle(pid)                          # nothing else left running
         main.get_by_role("button", name="Run on all 50,000 features").click()
         alice.get_by_text("running for").first.wait_for(timeout=120_000)
         time.sleep(2.0)
