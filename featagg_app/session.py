@@ -434,6 +434,13 @@ def estimate(data, split, spec) -> Optional[float]:
     cache = st.session_state.setdefault(_ESTIMATES, {})
     key = (data.fingerprint, split.split_id, _spec_text(spec))
     if key not in cache:
+        from featagg_app import jobs
+        k = jobs.kernels()
+        if k is not None and not k.ready(("defrag",)):
+            # the estimate counts XᵀY's non-zeros with a DEFRAG kernel: on a server still
+            # compiling it in the background, a page must not compile it in its rerun
+            # (seconds of JIT for a visitor); "unknown" now, the real number once it is there
+            return None
         if len(cache) > 200:
             cache.clear()
         try:
