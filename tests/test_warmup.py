@@ -171,3 +171,22 @@ def test_the_runner_passes_over_jobs_whose_kernels_are_compiling():
         assert slow.wait(WAIT) and slow.result == "a" and order == ["B", "A"]
     finally:
         r.shutdown()
+
+
+def test_a_page_estimate_waits_for_the_kernels_it_would_compile(monkeypatch):
+    """While the DEFRAG kernels compile in the background, a page's time estimate is
+    "unknown" (it would compile xt_y_nnz in the visitor's rerun), and it is not cached:
+    once they are ready, the real number comes."""
+    from featagg_app import jobs, session
+    from featagg_core.experiment import make_split
+    from featagg_core.synthetic import make_powerlaw_multilabel
+    gate = _Gate()
+    gate.speed = lambda: dict(W.REFERENCE_SPEED)
+    monkeypatch.setattr(jobs, "kernels", lambda: gate)
+    data = make_powerlaw_multilabel(300, 200, 12, random_state=0, test_size=0.25)
+    split = make_split(data)
+    spec = {"defrag": {"d0": 8}}
+    assert session.estimate(data, split, spec) is None
+    gate.open.add("defrag")
+    est = session.estimate(data, split, spec)
+    assert isinstance(est, float) and est > 0
