@@ -50,6 +50,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path.insert(0, str(ROOT))
 
 D0S = (8, 4, 16, 32)
 TIMEOUT_MS = 900_000        # per action (bounded: a session never waits forever)
