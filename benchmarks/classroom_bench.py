@@ -9,7 +9,8 @@ asyncio API). Student ``i``:
 
 * most (``i % 5 != 4``) pick Bibtex, open Feature agglomeration, set d0 to one of
   ``D0S`` (``D0S[i % 4]``) and press **Run** (DEFRAG, then its baselines), then open
-  Extreme classification and press **Train** with the page's defaults (KTXMLC);
+  Extreme classification and press **Train** with the page's defaults (KTXMLC; the same
+  fit for everybody, so the class shares one computation of it);
 * every fifth (``i % 5 == 4``) uploads a small multi-label file of its own
   (``student07_….txt``; consecutive uploaders are twins: the same numbers under different
   file names) and runs DEFRAG on it;
@@ -20,7 +21,8 @@ asyncio API). Student ``i``:
 
 Measured: errors (an exception element, a failed job, a timeout: goal 0); cross-talk
 (goal 0); click → result of every action divided by the single-session time of the same
-action, measured first on its own server (same code, fresh cache of shared fits) — median
+action, measured first on its own server (same code, fresh cache of shared fits; the
+first, computed time of each action) — median
 and p95 (goal p95 ≤ 4× at N = 30); the server's peak RSS (``VmHWM`` after the warm-up is
 reset; goal ≤ 1 GB at N = 10, ≤ 2 GB at N = 30); the server's RSS 2 minutes after every
 session closed vs the idle server after its warm-up (goal within 20 %). The server is
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import signal
@@ -345,7 +348,7 @@ async def student(browser, url: str, i: int, upload_path, rec: dict, plan: list)
             await page.locator('[data-testid="stMain"]').get_by_role(
                 "button", name="Train", exact=True).click()
             await wait_card(page, "P@1")
-            actions[f"KTXMLC after d0={d0}"] = time.monotonic() - t
+            actions["KTXMLC (page defaults)"] = time.monotonic() - t
             await wait_jobs(page)
             await check_no_error(page, "Extreme classification")
         await goto(page, "Compare")
@@ -433,7 +436,10 @@ def single_session_times(folder: Path, log: Path, upload_path: Path) -> dict:
             rec = _run_async(_drive(srv.url, [p], 0.0))[0]
             if rec["errors"] or rec["crosstalk"]:
                 raise RuntimeError(f"single session failed: {rec}")
-            out.update(rec["actions"])
+            for action, secs in rec["actions"].items():
+                # the first time is the computation; a later session of the same action
+                # gets the shared fit (KTXMLC's defaults do not depend on d0)
+                out.setdefault(action, secs)
         return out
     finally:
         srv.stop()
@@ -579,6 +585,10 @@ def main(argv=None) -> None:
         tmp = args.out.with_suffix(".md.tmp")
         tmp.write_text(text)
         os.replace(tmp, args.out)
+        raw = args.out.with_suffix(".json")
+        tmp = raw.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(results, indent=1, default=str))
+        os.replace(tmp, raw)
     print(render(results))
 
 
