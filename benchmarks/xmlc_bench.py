@@ -1,18 +1,47 @@
-"""KTXMLC against omikuji (Parabel- and Bonsai-like) and napkinXC PLT, same thread count.
+"""KTXMLC against PECOS XR-Linear, omikuji (Parabel/Bonsai) and napkinXC PLT, same threads.
 
 Usage::
 
-    .venv/bin/python benchmarks/xmlc_bench.py [--quick] [--threads 2] [--datasets bibtex,delicious,synthetic]
-                                              [--synthetic-size 100000,100000,10000]
+    nice -n 10 .venv/bin/python benchmarks/xmlc_bench.py [--quick] [--threads 2]
+        [--datasets bibtex,delicious,corel16k,yeast,scene,syn1e5,syn1e6]
+        [--methods ...] [--seeds 0,1,2] [--large-seeds 0] [--cache /tmp/xmlc_bench_data]
+        [--runs benchmarks/results/xmlc_runs.json] [--table-only]
 
-Reads the real data from ``../shared/data`` (Bibtex in the XC-repo/DEFRAG split,
-Delicious in the MULAN split); a data set that is missing is skipped with a message.
-The synthetic set comes from :func:`featagg_core.synthetic.make_powerlaw_multilabel`.
-Every (method, data set) runs in its own subprocess, so the peak resident memory
-(``ru_maxrss``) is that method's alone (it includes the loaded data, reported as the
-baseline). NUMBA_NUM_THREADS, omikuji's ``n_threads`` and napkinXC's ``threads`` are all
-set to ``--threads``. omikuji and napkinXC are benchmark-only dependencies
-(requirements-bench.txt). Writes the table to ``benchmarks/results/xmlc.md``.
+Data (read-only ``../shared/data``; a missing set is skipped and the output says so):
+Bibtex (XC-repo/DEFRAG split), Delicious (MULAN split), Yeast and Scene (MULAN dense
+ARFFs, their own splits), Corel16k001 (one ARFF: a seeded 80/20 random split, as
+``experiment.make_split``), and synthetic sets from
+:func:`featagg_core.synthetic.make_powerlaw_multilabel` (``avg_labels=4, avg_features=40,
+test_size=0.2``): ``syn5e4`` (5·10⁴ points × 5·10⁴ features × 5·10³ labels, the issue's
+set), ``syn1e5`` (10⁵ × 10⁵ × 10⁴) and ``syn1e6`` (10⁶ points × 10⁵ × 10⁴). Every set is
+written once to ``--cache`` (npz + an XC text copy of the training part for omikuji) and
+reused by later runs.
+
+Every (method, data set, seed) runs in its own subprocess, so its peak memory (VmHWM,
+data included; ``base_mb`` = resident after loading the data) is its own. A worker whose
+resident memory passes ``--mem-gb`` (default 22) is killed and reported as not fitting.
+KTXMLC runs in the project venv; the peers in ``.bench-venv-peers/`` (git-ignored),
+created here on first use: PECOS (``libpecos`` 1.2.8, ``--no-deps``: its XR-Transformer
+part needs torch, not used) needs numpy < 2 and scipy < 1.14, so that venv pins
+``numpy<2 scipy<1.14 scikit-learn omikuji==0.5.2 napkinxc==0.7.2``. Peer settings: see
+``benchmarks/xmlc_peer_worker.py``. NUMBA_NUM_THREADS, OMP/RAYON threads and every peer's
+thread argument are ``--threads``.
+
+Methods: ``ktxmlc`` (``KTXMLC()`` defaults, seed = random_state), ``ktxmlc_defrag``
+(the data-chosen DEFRAG pipeline: :func:`featagg_core.ktxmlc.choose_d0` on an 80/20
+split of the training rows, then Defrag(d0) + KTXMLC refitted on all training rows, or
+raw KTXMLC when it chooses None; the choice's own cost is reported separately),
+``ktxmlc_d8`` (Defrag(d0=8) + KTXMLC, the DEFRAG paper's setting, for reference),
+``onevsall`` (sets with <= 1000 labels), ``ktxmlc_t1`` (one tree instead of three),
+the four peers, ``cancel_probe`` (how long ``KTXMLC.fit`` takes to stop once a cancel
+event is set at several points of a fit) and ``refrag_probe`` (the size of REFRAG's
+label prototypes, pruned or not).
+
+Accuracy is computed here, in one place, from each worker's top-5 predictions with
+:mod:`featagg_core.metrics` (propensities from the training labels, A=0.55, B=1.5).
+Results go to ``--runs`` (JSON, one record per run: rerunning a (method, set, seed)
+replaces it) and the tables with ratios against the best peer of the same run to
+``benchmarks/results/xmlc.md``.
 """
 from __future__ import annotations
 
@@ -20,314 +49,680 @@ import argparse
 import json
 import os
 import resource
-import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
-REAL = {
-    "bibtex": os.path.join(DATA, "bibtex", "xc_repo_split"),
-    "delicious": os.path.join(DATA, "delicious", "xc_format"),
-}
-OURS = ("ktxmlc_k2", "ktxmlc_kbig", "ktxmlc_defrag", "onevsall")
-PEERS = ("omikuji_parabel", "omikuji_bonsai", "napkinxc_plt")
+PEER_VENV = os.path.join(ROOT, ".bench-venv-peers")
+PEER_PY = os.path.join(PEER_VENV, "bin", "python")
+PEER_PINS = ["numpy<2", "scipy<1.14", "scikit-learn", "omikuji==0.5.2", "napkinxc==0.7.2"]
+PEER_WORKER = os.path.join(ROOT, "benchmarks", "xmlc_peer_worker.py")
+OURS = ("ktxmlc", "ktxmlc_t1", "ktxmlc_defrag", "ktxmlc_d8", "onevsall")
+#: KTXMLC with other than default settings, for the record (not the defaults' verdict)
+VARIANTS = {"ktxmlc_t1": {"n_trees": 1}}
+PEERS = ("pecos_xrlinear", "omikuji_parabel", "omikuji_bonsai", "napkinxc_plt")
+REAL = ("bibtex", "delicious", "corel16k", "yeast", "scene")
+SYNTH = {"syn5e4": (50000, 50000, 5000), "syn1e5": (100000, 100000, 10000),
+         "syn1e6": (1000000, 100000, 10000)}
+LARGE = ("syn1e5", "syn1e6")
+K = 5
 
 
-def _rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+# ----------------------------------------------------------------------------- data
+def _real_paths(name):
+    j = os.path.join
+    return {"bibtex": [j(DATA, "bibtex", "xc_repo_split", "train.txt"),
+                       j(DATA, "bibtex", "xc_repo_split", "test.txt")],
+            "delicious": [j(DATA, "delicious", "xc_format", "train.txt"),
+                          j(DATA, "delicious", "xc_format", "test.txt")],
+            "corel16k": [j(DATA, "corel16k", "Corel16k001-test.arff"),
+                         j(DATA, "corel16k", "Corel16k001.xml")],
+            "yeast": [j(DATA, "yeast", "yeast-train.arff"), j(DATA, "yeast", "yeast-test.arff"),
+                      j(DATA, "yeast", "yeast.xml")],
+            "scene": [j(DATA, "scene", "scene-train.arff"), j(DATA, "scene", "scene-test.arff"),
+                      j(DATA, "scene", "scene.xml")]}[name]
 
 
+def _load_raw(name):
+    """(Xtr, Ytr, Xte, Yte, description) of a data set, or raise FileNotFoundError."""
+    from featagg_core.data import load_arff, load_xc
+
+    if name in SYNTH:
+        from featagg_core.synthetic import make_powerlaw_multilabel
+        n, d, L = SYNTH[name]
+        dd = make_powerlaw_multilabel(n, d, L, avg_labels=4, avg_features=40, test_size=0.2,
+                                      random_state=0)
+        return (dd.X, dd.Y, dd.X_test, dd.Y_test,
+                f"make_powerlaw_multilabel({n}, {d}, {L}, avg_labels=4, avg_features=40, "
+                "test_size=0.2, random_state=0)")
+    paths = _real_paths(name)
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise FileNotFoundError(", ".join(missing))
+    if name in ("bibtex", "delicious"):
+        tr, te = load_xc(paths[0]), load_xc(paths[1])
+        split = "XC-repo/DEFRAG split" if name == "bibtex" else "MULAN split"
+        return tr.X, tr.Y, te.X, te.Y, f"{os.path.relpath(os.path.dirname(paths[0]), DATA)} ({split})"
+    if name == "corel16k":
+        a = load_arff(paths[0], xml=paths[1])
+        n = a.X.shape[0]
+        perm = np.random.default_rng(0).permutation(n)
+        nt = int(min(max(round(0.2 * n), 1), n - 1))
+        te, tr = np.sort(perm[:nt]), np.sort(perm[nt:])
+        return (a.X[tr], a.Y[tr], a.X[te], a.Y[te],
+                "corel16k/Corel16k001-test.arff, random 80/20 split (seed 0)")
+    tr, te = load_arff(paths[0], xml=paths[2]), load_arff(paths[1], xml=paths[2])
+    return tr.X, tr.Y, te.X, te.Y, f"{name}/ MULAN train/test ARFFs (dense)"
+
+
+def _npz_parts(**mats):
+    out = {}
+    for name, M in mats.items():
+        M = sp.csr_matrix(M, dtype=np.float32)
+        M.sort_indices()
+        out.update({f"{name}_data": M.data, f"{name}_indices": M.indices.astype(np.int32),
+                    f"{name}_indptr": M.indptr.astype(np.int64),
+                    f"{name}_shape": np.array(M.shape, np.int64)})
+    return out
+
+
+def prepare(name, cache):
+    """The cached npz of a data set (written on first use) and its description."""
+    path = os.path.join(cache, f"{name}.npz")
+    meta = path + ".json"
+    if os.path.exists(path) and os.path.exists(meta) and os.path.exists(path + ".train.txt"):
+        with open(meta) as f:
+            return path, json.load(f)
+    from featagg_core.data import MultiLabelData, save_xc
+
+    Xtr, Ytr, Xte, Yte, desc = _load_raw(name)
+    os.makedirs(cache, exist_ok=True)
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, **_npz_parts(Xtr=Xtr, Ytr=Ytr, Xte=Xte, Yte=Yte))
+    os.replace(tmp, path)
+    save_xc(MultiLabelData(sp.csr_matrix(Xtr, dtype=np.float32),
+                           sp.csr_matrix(Ytr, dtype=np.float32)), path + ".train.txt")
+    info = dict(desc=desc, train=list(Xtr.shape), test=int(Xte.shape[0]), labels=int(Ytr.shape[1]),
+                nnz_train=int(sp.csr_matrix(Xtr).nnz))
+    with open(meta, "w") as f:
+        json.dump(info, f)
+    return path, info
+
+
+def _csr(z, name):
+    return sp.csr_matrix((z[name + "_data"], z[name + "_indices"], z[name + "_indptr"]),
+                         shape=tuple(int(v) for v in z[name + "_shape"]))
+
+
+# ----------------------------------------------------------------------------- peers venv
+def ensure_peer_venv():
+    """Create ``.bench-venv-peers`` (once) with the pinned peers; returns its python or None."""
+    if os.path.exists(PEER_PY):
+        return PEER_PY
+    print(f"[setup] creating {PEER_VENV} (PECOS needs numpy<2, scipy<1.14)", flush=True)
+    base = sys.executable
+    try:
+        # the project's venv python is a venv itself: build from its base interpreter
+        base = os.path.join(sys.base_prefix, "bin", "python3")
+        subprocess.run([base, "-m", "venv", PEER_VENV], check=True)
+        pip = [PEER_PY, "-m", "pip", "install", "-q"]
+        subprocess.run(pip + ["--no-deps", "libpecos==1.2.8"], check=True)
+        subprocess.run(pip + PEER_PINS, check=True)
+    except (subprocess.CalledProcessError, OSError) as exc:
+        print(f"[setup] could not create the peers venv ({exc}): peers skipped", flush=True)
+        return None
+    return PEER_PY
+
+
+# ----------------------------------------------------------------------------- our worker
 def _cpu_s():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 
 
-def _current_rss_mb():
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
-    except OSError:
-        return float("nan")
+def _vm(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
 
 
-def _dir_mb(path):
-    tot = 0
-    for dp, _, fs in os.walk(path):
-        for f in fs:
-            tot += os.path.getsize(os.path.join(dp, f))
-    return tot / 2 ** 20
+def our_worker(method, data_path, out_path, seed):
+    """Train one of our methods on the cached set; write top-k predictions; print RESULT."""
+    from featagg_core import ktxmlc as kt
 
-
-def _load(dataset, workdir):
-    """(train, test, train_path) — train_path is an XC text file for omikuji."""
-    from featagg_core.data import load_xc
-
-    if dataset in REAL:
-        tr = load_xc(os.path.join(REAL[dataset], "train.txt"))
-        te = load_xc(os.path.join(REAL[dataset], "test.txt"))
-        return tr, te, os.path.join(REAL[dataset], "train.txt")
-    path = os.path.join(workdir, "synthetic_train.txt")
-    test_path = os.path.join(workdir, "synthetic_test.txt")
-    tr, te = load_xc(path), load_xc(test_path)
-    return tr, te, path
-
-
-def _make_synthetic(size, workdir):
-    from featagg_core.data import MultiLabelData, save_xc
-    from featagg_core.synthetic import make_powerlaw_multilabel
-
-    n, d, L = size
-    data = make_powerlaw_multilabel(n, d, L, avg_labels=4.0, avg_features=40.0,
-                                    test_size=0.2, random_state=0)
-    save_xc(MultiLabelData(data.X, data.Y), os.path.join(workdir, "synthetic_train.txt"))
-    save_xc(MultiLabelData(data.X_test, data.Y_test), os.path.join(workdir, "synthetic_test.txt"))
-    return data.X.shape, data.X_test.shape, data.Y.shape[1]
-
-
-def _kbig(dataset, n_labels):
-    """The larger K: the elbow of the root WCSS curve (computed in the worker)."""
-    return None
-
-
-def worker(method, dataset, threads, workdir):
-    tr, te, train_path = _load(dataset, workdir)
-    base_rss = _current_rss_mb()
-    k = 5
+    z = np.load(data_path)
+    Xtr, Ytr, Xte = _csr(z, "Xtr"), _csr(z, "Ytr"), _csr(z, "Xte")
+    del z
+    base = _vm("VmRSS")
+    kt.warmup()  # compile (or load the numba cache) outside the timed region
+    from featagg_core import defrag as _defrag
+    if hasattr(_defrag, "warmup"):
+        _defrag.warmup()
     info = {}
-    if method.startswith("ktxmlc") or method == "onevsall":
-        from featagg_core.ktxmlc import KTXMLC, DefragKTXMLC, OneVsAll, elbow_curve
-
-        if method == "ktxmlc_k2":
-            model = KTXMLC(n_clusters=2)
-        elif method == "ktxmlc_kbig":
-            ks = [2, 4, 8, 16, 32, 64]
-            el = elbow_curve(tr.X, tr.Y, ks=[q for q in ks if q < tr.Y.shape[1]])
-            kb = max(4, el.elbow)
-            info["K"] = kb
-            model = KTXMLC(n_clusters=kb, balanced=False)
-        elif method == "ktxmlc_defrag":
-            model = DefragKTXMLC(d0=8)
-        else:
-            model = OneVsAll()
-        # compile outside the timed region (numba JIT cache is warm after the first run)
-        from featagg_core import ktxmlc as _m
-        _m.warmup()
-        if method == "ktxmlc_defrag":
-            from featagg_core import defrag as _d
-            if hasattr(_d, "warmup"):
-                _d.warmup()
+    if method == "cancel_probe":
+        print("RESULT " + json.dumps(cancel_probe(Xtr, Ytr, base)), flush=True)
+        return
+    if method == "refrag_probe":
+        print("RESULT " + json.dumps(refrag_probe(Xtr, Ytr, base)), flush=True)
+        return
+    if method == "ktxmlc_defrag":
+        # choose d0 on an 80/20 split of the training rows (never the test rows)
+        n = Xtr.shape[0]
+        perm = np.random.default_rng(seed).permutation(n)
+        nv = max(1, round(0.2 * n))
+        va, tr = np.sort(perm[:nv]), np.sort(perm[nv:])
         t0, c0 = time.perf_counter(), _cpu_s()
-        model.fit(tr.X, tr.Y)
-        train_s, train_cpu = time.perf_counter() - t0, _cpu_s() - c0
-        t0, c0 = time.perf_counter(), _cpu_s()
-        S = model.predict_scores(te.X, k=k)
-        pred_s, pred_cpu = time.perf_counter() - t0, _cpu_s() - c0
-        size_mb = model.model_size_bytes_ / 2 ** 20
-        if method == "ktxmlc_defrag":
-            info["d_agg"] = int(model.defrags_[0].n_clusters_)
-    elif method.startswith("omikuji"):
-        import omikuji
-        import scipy.sparse as sp
-
-        hp = omikuji.Model.default_hyper_param()
-        hp.n_trees = 3
-        if method == "omikuji_bonsai":
-            hp.cluster_balanced = False
-            hp.cluster_k = 100
-            hp.max_depth = 3
-        t0, c0 = time.perf_counter(), _cpu_s()
-        model = omikuji.Model.train_on_data(train_path, hp, n_threads=threads)
-        train_s, train_cpu = time.perf_counter() - t0, _cpu_s() - c0
-        X = te.X.tocsr()
-        queries = [list(zip(X.indices[X.indptr[i]:X.indptr[i + 1]].tolist(),
-                            X.data[X.indptr[i]:X.indptr[i + 1]].tolist()))
-                   for i in range(X.shape[0])]
-        model.init_prediction_thread_pool(1)
-        t0, c0 = time.perf_counter(), _cpu_s()
-        preds = [model.predict(q, top_k=k) for q in queries]
-        pred_s, pred_cpu = time.perf_counter() - t0, _cpu_s() - c0
-        rows, cols, vals = [], [], []
-        for i, p in enumerate(preds):
-            for lab, s in p:
-                rows.append(i)
-                cols.append(lab)
-                vals.append(s)
-        S = sp.csr_matrix((vals, (rows, cols)), shape=te.Y.shape)
-        d = tempfile.mkdtemp(dir=workdir)
-        model.save(d)
-        size_mb = _dir_mb(d)
-    elif method == "napkinxc_plt":
-        import scipy.sparse as sp
-        from napkinxc.models import PLT
-
-        d = tempfile.mkdtemp(dir=workdir)
-        model = PLT(d, threads=threads, seed=0)
-        Yl = [list(map(int, r)) for r in np.split(tr.Y.indices, tr.Y.indptr[1:-1])]
-        t0, c0 = time.perf_counter(), _cpu_s()
-        model.fit(tr.X, Yl)
-        train_s, train_cpu = time.perf_counter() - t0, _cpu_s() - c0
-        t0, c0 = time.perf_counter(), _cpu_s()
-        preds = model.predict_proba(te.X, top_k=k)
-        pred_s, pred_cpu = time.perf_counter() - t0, _cpu_s() - c0
-        rows, cols, vals = [], [], []
-        for i, p in enumerate(preds):
-            for lab, s in p:
-                rows.append(i)
-                cols.append(lab)
-                vals.append(s)
-        S = sp.csr_matrix((vals, (rows, cols)), shape=te.Y.shape)
-        size_mb = _dir_mb(d)
+        choice = kt.choose_d0(Xtr[tr], Ytr[tr], Xtr[va], Ytr[va], random_state=seed)
+        info.update(choose_s=time.perf_counter() - t0, choose_cpu_s=_cpu_s() - c0,
+                    d0=choice.d0, d0_reason=choice.reason,
+                    d0_table=[{k: (v if not isinstance(v, np.generic) else v.item())
+                               for k, v in row.items()} for row in choice.table])
+        model = (kt.DefragKTXMLC(d0=choice.d0, random_state=seed) if choice.d0 is not None
+                 else kt.KTXMLC(random_state=seed))
+    elif method == "ktxmlc_d8":
+        model = kt.DefragKTXMLC(d0=8, random_state=seed)
+    elif method == "onevsall":
+        model = kt.OneVsAll(random_state=seed)
+    elif method == "ktxmlc":
+        model = kt.KTXMLC(random_state=seed)
+    elif method in VARIANTS:
+        model = kt.KTXMLC(random_state=seed, **VARIANTS[method])
     else:
         raise SystemExit(f"unknown method {method}")
+    t0, c0 = time.perf_counter(), _cpu_s()
+    model.fit(Xtr, Ytr)
+    train = (time.perf_counter() - t0, _cpu_s() - c0)
+    t0, c0 = time.perf_counter(), _cpu_s()
+    S = model.predict_scores(Xte, k=K)
+    pred = (time.perf_counter() - t0, _cpu_s() - c0)
+    if hasattr(model, "defrags_"):
+        info["d_agg"] = int(model.defrags_[0].n_clusters_)
+    from featagg_core.metrics import top_k
+    idx = top_k(S, K).astype(np.int32)
+    val = np.zeros(idx.shape, np.float32)
+    rows = np.repeat(np.arange(idx.shape[0]), K).reshape(idx.shape)
+    ok = idx >= 0
+    val[ok] = np.asarray(S[rows[ok], idx[ok]]).ravel()
+    np.savez(out_path, idx=idx, val=val)
+    res = dict(train_s=train[0], train_cpu_s=train[1], predict_s=pred[0], predict_cpu_s=pred[1],
+               model_mb=model.model_size_bytes_ / 2 ** 20, base_mb=base, n_test=int(Xte.shape[0]),
+               peak_mb=_vm("VmHWM"), **info)
+    print("RESULT " + json.dumps(res), flush=True)
+
+
+def cancel_probe(Xtr, Ytr, base, delays=(0.5, 3.0, 10.0, 30.0, 60.0)):
+    """Seconds from setting a cancel event to ``KTXMLC.fit`` raising ``Cancelled``, with
+    the event set ``delay`` s into a fit (the progress callback is
+    ``cancelling_progress(None, event)``, as ``run_pipeline`` builds it), plus the
+    threads left behind. One fit per delay; a fit that ends first reports no latency."""
+    import threading
+
+    from featagg_core._cancel import Cancelled, cancelling_progress
+    from featagg_core.ktxmlc import KTXMLC
+
+    out = dict(latencies={}, phases={}, train_s=0.0, train_cpu_s=0.0, predict_s=0.0,
+               predict_cpu_s=0.0, model_mb=0.0, base_mb=base, n_test=1)
+    for delay in delays:
+        ev = threading.Event()
+        state = {}
+        last = {}
+
+        def progress(f, msg, ev=ev, last=last):
+            last["msg"] = msg
+            cancelling_progress(None, ev)(f, msg)
+
+        def fire(ev=ev, state=state):
+            state["t"] = time.perf_counter()
+            ev.set()
+
+        timer = threading.Timer(delay, fire)
+        timer.start()
+        try:
+            KTXMLC().fit(Xtr, Ytr, progress=progress)
+            out["latencies"][str(delay)] = None  # finished before the cancel
+        except Cancelled:
+            out["latencies"][str(delay)] = time.perf_counter() - state["t"]
+            out["phases"][str(delay)] = last.get("msg", "")
+        timer.cancel()
+        out[f"threads_after_{delay}"] = [t.name for t in threading.enumerate()
+                                         if t.name.startswith("ktxmlc")]
+    out["peak_mb"] = _vm("VmHWM")
+    return out
+
+
+def refrag_probe(Xtr, Ytr, base, thresholds=(0.0, 0.01, 0.05)):
+    """Size of REFRAG's label prototypes (``Refrag.fit`` on Defrag(d0=8) clusters) with
+    the default ``prune_threshold=0`` and with pruning: stored entries, bytes of the
+    prototypes and their transpose, fit seconds and the resident-memory rise of the fit."""
+    from featagg_core.defrag import Defrag
+    from featagg_core.refrag import Refrag
+
+    t0 = time.perf_counter()
+    df = Defrag(d0=8, representation="XY", random_state=0).fit(Xtr, Ytr)
+    out = dict(defrag_s=time.perf_counter() - t0, prototypes={}, train_s=0.0,
+               train_cpu_s=0.0, predict_s=0.0, predict_cpu_s=0.0, model_mb=0.0,
+               base_mb=base, n_test=1)
+    for thr in thresholds:
+        before = _vm("VmRSS")
+        t0 = time.perf_counter()
+        rf = Refrag(prune_threshold=thr).fit(Xtr, Ytr, df)
+        P, PT = rf.prototypes_, rf._prototypes_T
+        out["prototypes"][str(thr)] = dict(
+            nnz=int(P.nnz), mb=(P.data.nbytes + P.indices.nbytes + P.indptr.nbytes
+                                + PT.data.nbytes + PT.indices.nbytes + PT.indptr.nbytes) / 2 ** 20,
+            fit_s=time.perf_counter() - t0, rss_rise_mb=_vm("VmRSS") - before)
+        del rf, P, PT
+    out["peak_mb"] = _vm("VmHWM")
+    return out
+
+
+# ----------------------------------------------------------------------------- runner
+def _rss_mb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def run_one(method, dataset, seed, data_path, threads, mem_gb, peer_py, workdir):
+    """One subprocess run; returns the RESULT dict (plus metrics) or a dict with 'error'."""
+    out = os.path.join(workdir, f"pred_{dataset}_{method}_{seed}.npz")
+    env = dict(os.environ, NUMBA_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+               RAYON_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if method in PEERS:
+        if peer_py is None:
+            return dict(error="peers venv unavailable")
+        cmd = [peer_py, PEER_WORKER, method, data_path, out, "--threads", str(threads),
+               "--seed", str(seed), "--k", str(K)]
+    else:
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, data_path, out,
+               "--seed", str(seed)]
+    t0 = time.time()
+    # output to files, not pipes: a chatty peer (omikuji logs to stderr) would block on a
+    # full pipe while we only poll its memory
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True, env=env,
+                                start_new_session=True)
+        peak_seen, killed = 0.0, False
+        while proc.poll() is None:
+            rss = _rss_mb(proc.pid)
+            peak_seen = max(peak_seen, rss)
+            if rss > mem_gb * 1024:
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed = True
+                break
+            time.sleep(0.5)
+        proc.wait()
+        fo.seek(0)
+        fe.seek(0)
+        stdout, stderr = fo.read(), fe.read()
+    if killed:
+        return dict(error=f"does not fit: resident memory passed {mem_gb} GB", peak_mb=peak_seen)
+    line = [ln for ln in stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode != 0 or not line:
+        return dict(error=f"failed (rc={proc.returncode}): {stderr.strip()[-600:]}")
+    res = json.loads(line[-1][7:])
+    res["wall_total_s"] = time.time() - t0
+    if method in ("cancel_probe", "refrag_probe"):
+        return res
+    z = np.load(out)
+    res.update(score(data_path, z["idx"], z["val"]))
+    os.remove(out)
+    return res
+
+
+def score(data_path, idx, val):
+    """P@k, nDCG@k, PSP@k, coverage@5 (in %) of top-k predictions, the one scoring path."""
     from featagg_core import metrics
 
-    ip = metrics.inverse_propensity(tr.Y)
-    res = dict(method=method, dataset=dataset, train_s=train_s, train_cpu_s=train_cpu,
-               predict_ms=1000 * pred_s / te.X.shape[0],
-               predict_cpu_ms=1000 * pred_cpu / te.X.shape[0], model_mb=size_mb,
-               peak_mb=_rss_mb(), base_mb=base_rss, **info)
-    for kk in (1, 3, 5):
-        res[f"P@{kk}"] = 100 * float(metrics.precision_at_k(te.Y, S, kk))
-        res[f"nDCG@{kk}"] = 100 * float(metrics.ndcg_at_k(te.Y, S, kk))
-        res[f"PSP@{kk}"] = 100 * float(metrics.psprecision_at_k(te.Y, S, ip, kk))
-    res["cov@5"] = 100 * float(metrics.coverage_at_k(te.Y, S, 5))
-    print("RESULT " + json.dumps(res))
+    z = np.load(data_path)
+    Ytr, Yte = _csr(z, "Ytr"), _csr(z, "Yte")
+    keep = idx >= 0
+    # stored scores may tie or be 0: rank = position, so encode it in the score
+    rank_score = (K - np.arange(idx.shape[1]))[None, :].repeat(idx.shape[0], 0).astype(np.float32)
+    S = sp.csr_matrix((rank_score[keep], idx[keep], np.r_[0, np.cumsum(keep.sum(1))]),
+                      shape=Yte.shape)
+    ip = metrics.inverse_propensity(Ytr)
+    r = {}
+    for k in (1, 3, 5):
+        r[f"P@{k}"] = 100 * float(metrics.precision_at_k(Yte, S, k))
+        r[f"nDCG@{k}"] = 100 * float(metrics.ndcg_at_k(Yte, S, k))
+        r[f"PSP@{k}"] = 100 * float(metrics.psprecision_at_k(Yte, S, ip, k))
+    r["cov@5"] = 100 * float(metrics.coverage_at_k(Yte, S, 5))
+    return r
 
 
-COLS = ["P@1", "P@3", "P@5", "nDCG@1", "nDCG@3", "nDCG@5", "PSP@1", "PSP@3", "PSP@5",
-        "cov@5", "train_s", "train_cpu_s", "predict_ms", "predict_cpu_ms", "model_mb",
-        "peak_mb"]
+# ----------------------------------------------------------------------------- tables
+COLS = ["P@1", "P@3", "P@5", "PSP@1", "PSP@3", "PSP@5", "nDCG@5", "cov@5", "train_s",
+        "train_cpu_s", "predict_ms", "predict_cpu_ms", "model_mb", "peak_mb"]
 _LOWER = ("train_s", "train_cpu_s", "predict_ms", "predict_cpu_ms", "model_mb", "peak_mb")
+PRED_GOAL_MS = {"bibtex": 0.05, "delicious": 0.05, "syn1e5": 0.5, "syn1e6": 0.5}
+
+
+def _agg(runs):
+    """{col: (mean, min, max)} over a method's seeds."""
+    out = {}
+    for c in COLS:
+        v = [r[c] for r in runs if r.get(c) is not None and np.isfinite(r[c])]
+        if v:
+            out[c] = (float(np.mean(v)), float(np.min(v)), float(np.max(v)))
+    return out
 
 
 def _fmt(v, col):
-    if v is None or (isinstance(v, float) and not np.isfinite(v)):
-        return "—"
-    if col in ("train_s", "train_cpu_s"):
-        return f"{v:.2f}"
     if col in ("predict_ms", "predict_cpu_ms"):
         return f"{v:.3f}"
     if col in ("model_mb", "peak_mb"):
-        return f"{v:.1f}"
+        return f"{v:.0f}" if v >= 100 else f"{v:.1f}"
     return f"{v:.2f}"
 
 
-def table(results, datasets, notes):
+def _cell(a, col):
+    if col not in a:
+        return "—"
+    m, lo, hi = a[col]
+    if hi - lo > 1e-9:
+        return f"{_fmt(m, col)} ({_fmt(lo, col)}–{_fmt(hi, col)})"
+    return _fmt(m, col)
+
+
+def _ratio(a, b):
+    return a / b if b else float("nan")
+
+
+def goals(ds, by_method):
+    """Lines assessing the issue's goals on one data set (ours = ktxmlc)."""
     lines = []
+    ours = by_method.get("ktxmlc")
+    peers = {m: by_method[m] for m in PEERS if m in by_method}
+    if not ours or not peers:
+        return lines, {}
+    verdict = {}
+    for col in ("P@1", "P@5", "PSP@5"):
+        best = max(peers, key=lambda m: peers[m][col][0])
+        bm, blo, bhi = peers[best][col]
+        om = ours[col][0]
+        spread = bhi - blo
+        if om >= bm:
+            v = "met"
+        elif bm - om <= spread + 1e-9:
+            v = f"tie (within {best}'s seed spread {spread:.2f})"
+        else:
+            v = f"NOT met (by {bm - om:.2f})"
+        verdict[col] = v
+        olo, ohi = ours[col][1], ours[col][2]
+        lines.append(f"- {col}: KTXMLC {om:.2f} ({olo:.2f}–{ohi:.2f}) vs best peer {best} "
+                     f"{bm:.2f} ({blo:.2f}–{bhi:.2f}), ratio {_ratio(om, bm):.3f}: {v}")
+    p1 = ours["P@1"][0]
+    close = [m for m in peers if peers[m]["P@1"][0] >= p1 - 0.5]
+    if close:
+        fastest = min(close, key=lambda m: peers[m]["train_cpu_s"][0])
+        r = _ratio(ours["train_cpu_s"][0], peers[fastest]["train_cpu_s"][0])
+        verdict["train"] = "met" if r <= 1.0 else "NOT met"
+        lines.append(f"- training CPU: {ours['train_cpu_s'][0]:.2f} s vs {fastest} "
+                     f"{peers[fastest]['train_cpu_s'][0]:.2f} s (the fastest peer within 0.5 "
+                     f"P@1 of ours): ratio {r:.2f}: {verdict['train']}")
+    else:
+        fastest = min(peers, key=lambda m: peers[m]["train_cpu_s"][0])
+        r = _ratio(ours["train_cpu_s"][0], peers[fastest]["train_cpu_s"][0])
+        verdict["train"] = "met (no peer within 0.5 P@1)"
+        lines.append(f"- training CPU: no peer reaches within 0.5 P@1 of ours; vs the fastest "
+                     f"peer {fastest}: ratio {r:.2f}")
+    if ds in PRED_GOAL_MS:
+        pm = ours["predict_ms"][0]
+        g = PRED_GOAL_MS[ds]
+        verdict["predict"] = "met" if pm <= g else "NOT met"
+        lines.append(f"- prediction: {pm:.3f} ms/point (goal <= {g}): {verdict['predict']}")
+    if ds in LARGE and "omikuji_parabel" in peers:
+        r = _ratio(ours["peak_mb"][0], peers["omikuji_parabel"]["peak_mb"][0])
+        verdict["memory"] = "met" if r <= 1.5 else "NOT met"
+        lines.append(f"- peak memory: {ours['peak_mb'][0]:.0f} MB vs omikuji Parabel "
+                     f"{peers['omikuji_parabel']['peak_mb'][0]:.0f} MB: ratio {r:.2f} "
+                     f"(goal <= 1.5): {verdict['memory']}")
+    return lines, verdict
+
+
+def defrag_lines(ds, runs):
+    """The data-chosen DEFRAG pipeline against raw KTXMLC, seed by seed."""
+    lines = []
+    raw = {r["seed"]: r for r in runs if r["method"] == "ktxmlc" and "error" not in r}
+    dfr = {r["seed"]: r for r in runs if r["method"] == "ktxmlc_defrag" and "error" not in r}
+    for s in sorted(set(raw) & set(dfr)):
+        a, b = raw[s], dfr[s]
+        d0 = b.get("d0")
+        lines.append(
+            f"- seed {s}: chosen d0 = {d0 if d0 is not None else 'none (raw features)'}"
+            + (f" ({b.get('d_agg')} features)" if d0 is not None else "")
+            + f"; training {a['train_s'] / b['train_s']:.2f}x faster (wall), "
+            f"{a['train_cpu_s'] / b['train_cpu_s']:.2f}x (CPU); P@1 {b['P@1'] - a['P@1']:+.2f}; "
+            f"model {b['model_mb']:.1f} vs {a['model_mb']:.1f} MB; choosing took "
+            f"{b.get('choose_s', float('nan')):.1f} s. Why: {b.get('d0_reason', '?')}")
+        tab = b.get("d0_table") or []
+        if tab:
+            lines.append("  candidates (validation rows): " + "; ".join(
+                f"d0={t['d0']}: {t['features']} feats, P@1 {100 * t['P@1']:.2f}, "
+                f"work x{t['speedup']:.2f}" for t in tab))
+    return lines
+
+
+def table(records, datasets, notes, infos):
+    for r in records:
+        if "predict_cpu_s" in r and r.get("n_test"):
+            r["predict_cpu_ms"] = 1000 * r["predict_cpu_s"] / r["n_test"]
+    out = ["# XMLC benchmark: KTXMLC vs PECOS XR-Linear, omikuji, napkinXC\n"] + notes
+    summary = []
     for ds in datasets:
-        rs = [r for r in results if r["dataset"] == ds]
-        if not rs:
+        runs = [r for r in records if r["dataset"] == ds]
+        if not runs:
             continue
-        lines.append(f"\n### {ds}\n")
-        lines.append("| method | " + " | ".join(COLS) + " |")
-        lines.append("|---" * (len(COLS) + 1) + "|")
-        for r in rs:
-            name = r["method"] + (f" (K={r['K']})" if "K" in r else "") + \
-                (f" (d'={r['d_agg']})" if "d_agg" in r else "")
-            lines.append(f"| {name} | " + " | ".join(_fmt(r.get(c), c) for c in COLS) + " |")
-        peers = [r for r in rs if r["method"] in PEERS]
+        info = infos.get(ds, {})
+        out.append(f"\n## {ds}\n")
+        if info:
+            out.append(f"{info.get('desc', '')}: train {info['train'][0]:,} × {info['train'][1]:,}"
+                       f" ({info.get('nnz_train', 0):,} non-zeros), test {info['test']:,}, "
+                       f"{info['labels']:,} labels.\n")
+        methods = [m for m in OURS + PEERS if any(r["method"] == m for r in runs)]
+        by_method = {}
+        out.append("| method | seeds | " + " | ".join(COLS) + " |")
+        out.append("|---" * (len(COLS) + 2) + "|")
+        for m in methods:
+            ok = [r for r in runs if r["method"] == m and "error" not in r]
+            bad = [r for r in runs if r["method"] == m and "error" in r]
+            if ok:
+                a = _agg(ok)
+                by_method[m] = a
+                name = m + (f" (d0={ok[0].get('d0')})" if m == "ktxmlc_defrag" else "")
+                out.append(f"| {name} | {len(ok)} | " + " | ".join(_cell(a, c) for c in COLS) + " |")
+            for r in bad:
+                out.append(f"| {m} | seed {r['seed']} | " + r["error"].replace("|", "/")[:300]
+                           + " |" + " |" * (len(COLS) - 1))
+        peers = {m: by_method[m] for m in PEERS if m in by_method}
         if peers:
-            lines.append("\nRatios to the best peer (accuracy: ours / best; time, size, "
-                         "memory: ours / best, lower is better):\n")
-            lines.append("| method | " + " | ".join(COLS) + " |")
-            lines.append("|---" * (len(COLS) + 1) + "|")
-            for r in rs:
-                if r["method"] not in OURS:
+            out.append("\nRatios to the best peer of this run (accuracy: ours / best peer, "
+                       "higher is better; costs: ours / lowest peer, lower is better):\n")
+            out.append("| method | " + " | ".join(COLS) + " |")
+            out.append("|---" * (len(COLS) + 1) + "|")
+            for m in OURS:
+                if m not in by_method:
                     continue
                 cells = []
                 for c in COLS:
-                    vals = [p[c] for p in peers if p.get(c) is not None]
-                    if not vals:
+                    vals = [p[c][0] for p in peers.values() if c in p]
+                    if not vals or c not in by_method[m]:
                         cells.append("—")
                         continue
                     best = min(vals) if c in _LOWER else max(vals)
-                    cells.append(f"{r[c] / best:.2f}" if best else "—")
-                lines.append(f"| {r['method']} | " + " | ".join(cells) + " |")
-    return "\n".join(notes) + "\n" + "\n".join(lines) + "\n"
+                    cells.append(f"{_ratio(by_method[m][c][0], best):.3f}")
+                out.append(f"| {m} | " + " | ".join(cells) + " |")
+        gl, verdict = goals(ds, by_method)
+        if gl:
+            out.append("\nGoals (KTXMLC defaults):\n")
+            out.extend(gl)
+            summary.append((ds, verdict))
+        for r in runs:
+            if r["method"] == "cancel_probe" and "latencies" in r:
+                lat = {k: v for k, v in r["latencies"].items() if v is not None}
+                out.append("\nCancel (event set d s into `KTXMLC().fit`, seconds until it "
+                           "raised; the phase it was in; pool threads left): " + "; ".join(
+                               f"d={k}: {v:.2f} s ({r['phases'].get(k, '')}; "
+                               f"{len(r.get(f'threads_after_{float(k)}', []))} threads)"
+                               for k, v in lat.items()))
+        for r in runs:
+            if r["method"] == "refrag_probe" and "prototypes" in r:
+                out.append("\nREFRAG prototypes on Defrag(d0=8) clusters (`Refrag.fit`, not "
+                           "part of KTXMLC; its default is `prune_threshold=0`): " + "; ".join(
+                               f"prune_threshold={k}: {v['nnz']:,} entries, {v['mb']:.0f} MB "
+                               f"(with the transpose), fit {v['fit_s']:.1f} s, resident +"
+                               f"{v['rss_rise_mb']:.0f} MB" for k, v in r["prototypes"].items())
+                           + f"; peak {r['peak_mb']:.0f} MB.")
+        dl = defrag_lines(ds, runs)
+        if dl:
+            out.append("\nDEFRAG, data-chosen d0 (`choose_d0`) vs raw features:\n")
+            out.extend(dl)
+    if summary:
+        out.append("\n## Summary of the goals\n")
+        keys = ["P@1", "P@5", "PSP@5", "train", "predict", "memory"]
+        out.append("| set | " + " | ".join(keys) + " |")
+        out.append("|---" * (len(keys) + 1) + "|")
+        for ds, v in summary:
+            out.append(f"| {ds} | " + " | ".join(v.get(k, "—") for k in keys) + " |")
+    return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------- main
+def _load_runs(path):
+    if path and os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    return []
+
+
+def _save_runs(path, records):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(records, f, indent=0)
+    os.replace(tmp, path)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="Bibtex only, K=2 + omikuji")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: Bibtex, KTXMLC and PECOS, one seed; writes no results")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--datasets", default="bibtex,delicious,synthetic")
+    ap.add_argument("--datasets", default=",".join(REAL + LARGE))
     ap.add_argument("--methods", default=",".join(OURS + PEERS))
-    ap.add_argument("--synthetic-size", default="100000,100000,10000")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--large-seeds", default=None,
+                    help="seeds for syn1e5/syn1e6 (default: --seeds)")
+    ap.add_argument("--mem-gb", type=float, default=22.0)
+    ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "xmlc_bench_data"))
+    ap.add_argument("--runs", default=os.path.join(ROOT, "benchmarks", "results", "xmlc_runs.json"))
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "xmlc.md"))
-    ap.add_argument("--worker", nargs=3, metavar=("METHOD", "DATASET", "WORKDIR"),
-                    help=argparse.SUPPRESS)
+    ap.add_argument("--table-only", action="store_true", help="rebuild the table from --runs")
+    ap.add_argument("--worker", nargs=3, metavar=("METHOD", "DATA", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        worker(args.worker[0], args.worker[1], args.threads, args.worker[2])
+        our_worker(args.worker[0], args.worker[1], args.worker[2], args.seed)
         return
-    datasets = args.datasets.split(",")
-    methods = args.methods.split(",")
+    datasets = [d for d in args.datasets.split(",") if d]
+    methods = [m for m in args.methods.split(",") if m]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    large_seeds = [int(s) for s in (args.large_seeds or args.seeds).split(",")]
     if args.quick:
-        datasets, methods = ["bibtex"], ["ktxmlc_k2", "omikuji_parabel"]
-    env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads),
-               OMP_NUM_THREADS=str(args.threads), RAYON_NUM_THREADS=str(args.threads),
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    notes = ["# XMLC benchmark: KTXMLC vs omikuji / napkinXC\n",
-             f"Run: `{' '.join(sys.argv)}` on {os.cpu_count()} CPU(s), "
-             f"{args.threads} thread(s) for every method, "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
-             "Accuracy in %; *_cpu = CPU time (user+sys, all threads) of the process for that step, "
-             "less sensitive than wall time to the other jobs sharing the machine; predict_ms = milliseconds per test point (omikuji: one "
-             "`predict` call per point from Python, inputs prepared outside the timer); "
-             "model_mb = arrays needed to predict (ours) / saved model directory (peers); "
-             "peak_mb = peak RSS of the method's own process, data included."]
+        datasets, methods, seeds = ["bibtex"], ["ktxmlc", "pecos_xrlinear"], [0]
+    records = [] if args.quick else _load_runs(args.runs)
+    if args.table_only:
+        datasets, methods = [], []
+    notes = [f"Last run: `{' '.join(sys.argv)}` on {os.cpu_count()} CPU(s), {args.threads} "
+             f"thread(s) for every method, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+             f"load average at start {os.getloadavg()[0]:.1f}. Accuracy in %, mean over seeds "
+             "with (min–max) when they differ; train_cpu_s = CPU seconds (user+sys, all "
+             "threads) of the training call, less sensitive than wall time to other jobs on "
+             "the shared machine; predict_ms = wall milliseconds per test point (omikuji: one "
+             "`predict` call per point from Python), predict_cpu_ms = CPU milliseconds per "
+             "point (all threads); model_mb = arrays needed to predict "
+             "(ours) / saved model directory (peers); peak_mb = VmHWM of the method's own "
+             "process, data included. Seeds: random_state of KTXMLC, PECOS's and napkinXC's "
+             "seed; omikuji has none (a fresh run per seed)."]
+    peer_py = ensure_peer_venv() if any(m in PEERS for m in methods) else None
+    infos = {}
     workdir = tempfile.mkdtemp(prefix="xmlc_bench_")
-    results = []
-    try:
-        for ds in datasets:
-            if ds in REAL and not os.path.exists(os.path.join(REAL[ds], "train.txt")):
-                print(f"[skip] {ds}: {REAL[ds]} is missing")
-                notes.append(f"\n{ds}: skipped, {REAL[ds]} missing.")
+    if not os.path.isdir(DATA):
+        print(f"[skip] {DATA} is missing: real data sets skipped", flush=True)
+        notes.append(f"\n**{DATA} is missing: real data sets skipped.**")
+    for ds in datasets:
+        try:
+            path, info = prepare(ds, args.cache)
+        except FileNotFoundError as exc:
+            print(f"[skip] {ds}: missing {exc}", flush=True)
+            notes.append(f"\n{ds}: skipped, missing {exc}.")
+            continue
+        infos[ds] = info
+        for m in methods:
+            if m == "onevsall" and info["labels"] > 1000:
                 continue
-            if ds == "synthetic":
-                size = tuple(int(v) for v in args.synthetic_size.split(","))
-                shp, tshp, L = _make_synthetic(size, workdir)
-                notes.append(f"\nsynthetic: make_powerlaw_multilabel(n={size[0]}, d={size[1]}, "
-                             f"L={size[2]}, avg_labels=4, avg_features=40, test_size=0.2): "
-                             f"train {shp[0]} x {shp[1]}, test {tshp[0]}, {L} labels.")
-            for m in methods:
-                if ds == "synthetic" and m == "onevsall":
-                    continue
+            if m == "ktxmlc_d8" and info["train"][1] < 1000:
+                continue
+            for s in (large_seeds if ds in LARGE else seeds):
                 t0 = time.time()
-                proc = subprocess.run([sys.executable, __file__, "--threads",
-                                       str(args.threads), "--worker", m, ds, workdir],
-                                      env=env, capture_output=True, text=True)
-                line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
-                if proc.returncode != 0 or not line:
-                    print(f"[fail] {m} on {ds}: rc={proc.returncode}\n{proc.stderr[-2000:]}",
+                load = os.getloadavg()[0]
+                res = run_one(m, ds, s, path, args.threads, args.mem_gb, peer_py, workdir)
+                res.update(method=m, dataset=ds, seed=s, load=load)
+                if "n_test" in res:
+                    res["predict_ms"] = 1000 * res["predict_s"] / res["n_test"]
+                records = [r for r in records
+                           if (r["method"], r["dataset"], r["seed"]) != (m, ds, s)] + [res]
+                if "error" in res:
+                    print(f"[fail] {ds} {m} seed {s}: {res['error']}", flush=True)
+                elif m == "cancel_probe":
+                    print(f"{ds:9s} cancel latencies {res['latencies']} phases {res['phases']}",
                           flush=True)
-                    notes.append(f"\n{m} on {ds}: failed (rc={proc.returncode}).")
-                    continue
-                r = json.loads(line[-1][7:])
-                results.append(r)
-                if not args.quick:  # the table so far, in case a later run fails
-                    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-                    with open(args.out, "w") as f:
-                        f.write(table(results, datasets, notes + ["\n(partial: run in progress)"]))
-                print(f"{ds:10s} {m:16s} P@1 {r['P@1']:.2f} P@3 {r['P@3']:.2f} P@5 {r['P@5']:.2f}"
-                      f" PSP@5 {r['PSP@5']:.2f} train {r['train_s']:.2f}s pred "
-                      f"{r['predict_ms']:.3f}ms (cpu {r['train_cpu_s']:.2f}s, {r['predict_cpu_ms']:.3f}ms) model {r['model_mb']:.1f}MB peak "
-                      f"{r['peak_mb']:.0f}MB ({time.time() - t0:.0f}s wall)", flush=True)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    md = table(results, datasets, notes)
+                elif m == "refrag_probe":
+                    print(f"{ds:9s} REFRAG prototypes {res['prototypes']} peak "
+                          f"{res['peak_mb']:.0f} MB", flush=True)
+                else:
+                    print(f"{ds:9s} {m:16s} s{s} P@1 {res['P@1']:.2f} P@5 {res['P@5']:.2f} "
+                          f"PSP@5 {res['PSP@5']:.2f} train {res['train_s']:.2f}s (cpu "
+                          f"{res['train_cpu_s']:.2f}) pred {res['predict_ms']:.3f}ms peak "
+                          f"{res['peak_mb']:.0f}MB load {load:.1f} ({time.time() - t0:.0f}s)",
+                          flush=True)
+                if not args.quick:
+                    _save_runs(args.runs, records)
+    if args.quick:
+        print(table(records, datasets, notes, infos))
+        return
+    for ds in set(r["dataset"] for r in records) - set(infos):
+        meta = os.path.join(args.cache, f"{ds}.npz.json")
+        if os.path.exists(meta):
+            with open(meta) as f:
+                infos[ds] = json.load(f)
+    order = [d for d in list(REAL) + ["syn5e4"] + list(LARGE)
+             if any(r["dataset"] == d for r in records)]
+    md = table(records, order, notes, infos)
+    notes_path = os.path.join(ROOT, "benchmarks", "results", "xmlc_notes.md")
+    if os.path.exists(notes_path):
+        with open(notes_path) as f:
+            md += "\n" + f.read()
+    with open(args.out, "w") as f:
+        f.write(md)
     print(md)
-    if not args.quick:
-        os.makedirs(os.path.dirname(args.out), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(md)
 
 
 if __name__ == "__main__":

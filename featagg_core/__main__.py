@@ -475,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--test", help="held-out test file (the dataset's own test part)")
     s.add_argument("--method", choices=["ktxmlc", "ova"], default="ktxmlc",
                    help="ktxmlc = K-way label trees; ova = one-vs-all baseline")
-    s.add_argument("--n-clusters", type=int, default=2, help="K, children per tree node (default 2)")
+    s.add_argument("--n-clusters", type=int, default=16, help="K, at most this many children per tree node (default 16, KTXMLC's)")
     s.add_argument("--n-trees", type=int, default=3, help="trees in the ensemble (default 3)")
     s.add_argument("--max-depth", type=int, default=None, help="tree depth cap (default: library's)")
     s.add_argument("--max-leaf-labels", type=int, default=100, help="labels per leaf (default 100)")

@@ -117,6 +117,7 @@ def _calibrate() -> Dict[str, float]:
     from ._kernels import defrag as kd
     from ._kernels import vocab as kv
     from ._kernels.ktxmlc import train_children
+    from ._ktxmlc_core import CALIB_BINS, CALIB_Z
     from .synthetic import make_powerlaw_multilabel
 
     rng = np.random.default_rng(0)
@@ -173,8 +174,11 @@ def _calibrate() -> Dict[str, float]:
     lo = np.arange(0, 32, dtype=np.int64)
     hi = lo + 1
     seeds = np.arange(1, 33, dtype=np.int64)
+    # the arguments KTXMLC's fit passes (_ktxmlc_core.train_task): squared hinge, C = 1,
+    # calibration histograms of 64 rows per classifier, a stop flag nobody sets
     targs = (Xn.indptr.astype(np.int64), Xn.indices, Xn.data, d, Y.indptr.astype(np.int64),
-             Y.indices, pos, rows, lo, hi, seeds, 1.0, 0.1, 20, 0.1, 1.0)
+             Y.indices, pos, rows, lo, hi, seeds, 1.0, 0.1, 20, 0.1, 1.0,
+             CALIB_BINS, CALIB_Z, 64, 0, np.zeros(1, np.uint8))
     train_children(*targs)
 
     def solve():

@@ -15,7 +15,7 @@ PAGE = "Extreme classification"
 FEATURES = ["raw", "agglomerated (DEFRAG)"]
 #: the presets' KTXMLC settings (widget key -> value); "custom" leaves them as they are
 PRESETS = {
-    "paper": {"xmlc_K": 2, "xmlc_trees": 3, "xmlc_depth": 20, "xmlc_leaf": 100,
+    "paper": {"xmlc_K": 16, "xmlc_trees": 3, "xmlc_depth": 20, "xmlc_leaf": 100,
               "xmlc_beam": 10},
     "fast": {"xmlc_K": 16, "xmlc_trees": 1, "xmlc_depth": 4, "xmlc_leaf": 10,
              "xmlc_beam": 5},
@@ -26,16 +26,25 @@ PRESETS = {
 #: coordinate descent epochs instead of 20 (measured on 10^5 synthetic points: a third of
 #: the paper settings' time per tree, P@5 0.466 vs 0.470)
 PRESET_EXTRAS = {"fast": {"balanced": True, "kmeans_max_iter": 5, "max_iter": 5}}
-PRESET_TITLES = {"paper": "Paper (K=2, 3 trees)", "fast": "Fast (1 tree, K=16)",
+PRESET_TITLES = {"paper": "Default (K=16, 3 trees)", "fast": "Fast (1 tree, K=16)",
                  "custom": "Custom"}
 #: estimated seconds of the paper settings from which the page starts on the fast preset
 FAST_FROM_S = 120.0
 
 
+def _fit_to_labels(key, value, L_now):
+    """A preset value within its widget's range on ``L_now`` labels (K ≤ L, leaf ≤ L)."""
+    if key == "xmlc_leaf":
+        return min(value, L_now)
+    if key == "xmlc_K":
+        return min(value, max(2, min(L_now, 1000)))
+    return value
+
+
 def _apply_preset():
     L_now = st.session_state.get("_xmlc_L", 10**9)
     for key, value in PRESETS[st.session_state.get("xmlc_preset", "paper")].items():
-        st.session_state[key] = min(value, L_now) if key == "xmlc_leaf" else value
+        st.session_state[key] = _fit_to_labels(key, value, L_now)
 
 st.title(PAGE)
 
@@ -44,17 +53,22 @@ with st.expander("How it works", expanded=False):
         "**KTXMLC** (Prajapati & Thakkar 2021) learns to tag a point with a few of "
         "thousands of labels without scoring every label. It builds **label trees**: every "
         "label is described by the (normalised) average of the feature vectors of its "
-        "training points; labels are clustered into **K** groups by k-means‖ seeding and "
-        "spherical k-means, each group again into K, until a group has at most the **leaf "
-        "size** labels or the tree reaches its **depth**. Every node holds one linear "
-        "classifier per child (squared-hinge SVM, cost **C**, solved by dual coordinate "
-        "descent as liblinear does), trained only on the points that reach that node.\n\n"
+        "training points; a node's labels are split into at most **K** balanced groups (by "
+        "default as PECOS does: repeated balanced 2-means, about 100 labels per group at "
+        "most; the paper's k-means‖ is the `partition=\"kmeans\"` option), each group "
+        "again, until a group has at most the **leaf size** labels or the tree reaches its "
+        "**depth**. Every node holds one linear classifier per child (squared-hinge SVM, "
+        "cost **C**, solved by dual coordinate descent as liblinear does), trained only on "
+        "the points that reach that node; its decision value is turned into a probability "
+        "by a sigmoid fitted on the training rows (Platt scaling).\n\n"
         "To predict, a point walks down each tree keeping the **beam width** most promising "
         "nodes per level; a label's score multiplies the probabilities along its path, and "
         "the **trees** (different random seeds) are averaged.\n\n"
         "- **K = 2** gives Parabel-like balanced binary trees; a larger K (Bonsai-like) gives "
         "shallower trees — the **elbow** plot (on the training rows) shows where adding "
-        "clusters stops paying off.\n"
+        "clusters stops paying off. The defaults (K = 16, 3 trees, leaf size 100, C = 1, "
+        "beam 10, raw features) are the settings measured against omikuji, napkinXC and "
+        "PECOS in `benchmarks/results/xmlc.md`.\n"
         "- **One-vs-all** trains every label against all points: exact but slower for many "
         "labels — what the tree trades away.\n"
         "- **Agglomerated features** put a DEFRAG step before the classifier: a DEFRAG run "
@@ -117,7 +131,7 @@ if is_tree:
         # a training set on which the paper's settings would take minutes starts on the
         # fast preset; either way the person can switch
         paper = canonical_spec({"classifier": dict(
-            kind="ktxmlc", n_clusters=2, n_trees=3, max_depth=20,
+            kind="ktxmlc", n_clusters=16, n_trees=3, max_depth=20,
             max_leaf_labels=min(100, L), beam_width=10, random_state=0)})
         est = session.estimate(data, split, paper)
         st.session_state["xmlc_preset"] = ("fast" if est is not None and est > FAST_FROM_S
@@ -125,17 +139,18 @@ if is_tree:
         _apply_preset()
     st.radio("Preset", list(PRESETS), key="xmlc_preset", horizontal=True,
              format_func=PRESET_TITLES.__getitem__, on_change=_apply_preset,
-             help="**Paper**: K = 2, 3 trees, leaves of 100 labels, beam 10 (the accuracy "
-                  "the method is known for). **Fast**: one balanced 16-way tree, leaves of "
+             help="**Default**: KTXMLC's defaults, K = 16, 3 trees, leaves of 100 labels, "
+                  "beam 10 (the settings measured against omikuji, napkinXC and PECOS in "
+                  "benchmarks/results/xmlc.md). **Fast**: one balanced 16-way tree, leaves of "
                   "10 labels, a beam of 5, and 5 instead of 20 passes of k-means and of "
-                  "the SVM solver: about a sixth of the paper settings' work, a point or "
+                  "the SVM solver: about a sixth of the default settings' work, a point or "
                   "two of precision lower — a first look at a million points. The "
                   "numbers below stay editable.")
     # widgets not drawn on a run (One-vs-all picked) lose their state: refill from the
     # preset (the paper's values for "custom")
     for _k, _v in (PRESETS[st.session_state["xmlc_preset"]] or PRESETS["paper"]).items():
         if _k not in st.session_state:
-            st.session_state[_k] = min(_v, L) if _k == "xmlc_leaf" else _v
+            st.session_state[_k] = _fit_to_labels(_k, _v, L)
     p1, p2, p3 = st.columns(3)
     K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), key="xmlc_K")
     n_trees = p1.number_input("Trees", 1, 10, key="xmlc_trees")

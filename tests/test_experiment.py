@@ -136,7 +136,8 @@ def test_bad_split_arguments(ml, kw, message):
 def test_canonical_spec_fills_defaults_and_orders_keys():
     a = canonical_spec({"classifier": {"n_trees": 2}, "defrag": {}})
     b = canonical_spec({"defrag": {"d0": 8, "representation": "XY"},
-                        "classifier": {"kind": "ktxmlc", "n_trees": 2, "n_clusters": 2}})
+                        "classifier": {"kind": "ktxmlc", "n_trees": 2,
+                                       "n_clusters": KTXMLC().n_clusters}})
     assert a == b and json.dumps(a) == json.dumps(b)
     assert canonical_spec(a) == a                       # idempotent
     assert list(a) == ["defrag", "classifier"]
@@ -184,7 +185,7 @@ def test_spec_that_does_not_fit_the_data_fails_before_any_work(ml, graph, table)
 
 def test_run_names():
     assert run_name(canonical_spec({"classifier": {"n_trees": 3}, "defrag": {"d0": 8}})) == \
-        "KTXMLC K=2 T=3 · DEFRAG d0=8"
+        "KTXMLC K=16 T=3 · DEFRAG d0=8"
     assert run_name(canonical_spec({"classifier": {"kind": "ova"}})) == "One-vs-all C=1"
     assert run_name(canonical_spec({"defrag": {}})) == "DEFRAG-XY d0=8"
     assert run_name(canonical_spec({"feature_clustering": {"n_clusters": 256}})) == \
@@ -231,7 +232,7 @@ def test_pipeline_is_fitted_on_training_rows_and_predicts_as_by_hand(ml, refrag_
 def test_run_record_timings_sizes_and_spec_key(ml, refrag_run):
     run = refrag_run
     rec = json.loads(json.dumps(run.to_record()))
-    assert rec["name"] == "KTXMLC K=2 T=2 · DEFRAG d0=6 + REFRAG α=0.5"
+    assert rec["name"] == "KTXMLC K=16 T=2 · DEFRAG d0=6 + REFRAG α=0.5"
     assert rec["kind"] == "classifier" and rec["status"] == "done"
     assert rec["split"]["n_test"] == run.split.test.size and "pipeline" not in rec
     for key in ("defrag_s", "classifier_s", "rerank_s", "predict_s", "total_s",

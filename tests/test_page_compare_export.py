@@ -189,10 +189,10 @@ def test_compare_page_empty_then_the_latest_classifiers_with_deltas(ml):
     picked = next(m for m in at.multiselect if m.label == "Runs")
     assert len(picked.value) == 2
     table = at.table[0].value
-    assert list(table.index) == ["#1 KTXMLC K=2 T=1", "#2 KTXMLC K=2 T=1 · DEFRAG d0=4"]
-    assert table.loc["#1 KTXMLC K=2 T=1", "Δ P@1"] == "baseline"
+    assert list(table.index) == ["#1 KTXMLC K=16 T=1", "#2 KTXMLC K=16 T=1 · DEFRAG d0=4"]
+    assert table.loc["#1 KTXMLC K=16 T=1", "Δ P@1"] == "baseline"
     p1 = [100 * r.metrics["test"]["P@1"] for r in done]
-    assert table.loc["#2 KTXMLC K=2 T=1 · DEFRAG d0=4", "Δ P@1"] == f"{p1[1] - p1[0]:+.2f} pt"
+    assert table.loc["#2 KTXMLC K=16 T=1 · DEFRAG d0=4", "Δ P@1"] == f"{p1[1] - p1[0]:+.2f} pt"
     # one chart per unit: percentages and seconds apart (the trade-off chart aside)
     import json
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"]

@@ -107,7 +107,7 @@ def test_page_trains_on_bibtex_and_records_the_run():
     p1 = float(cards["P@1"].rstrip("%"))
     assert p1 > 55.0, cards        # omikuji (3 trees) reaches 63.9 on this split
     done = runs(at)
-    assert len(done) == 1 and done[0].name == "KTXMLC K=2 T=1"
+    assert len(done) == 1 and done[0].name == "KTXMLC K=16 T=1"
     assert 100 * done[0].metrics["test"]["P@1"] == pytest.approx(p1, abs=0.01)
     assert done[0].model_sizes["total"] > 0
     assert isinstance(done[0].pipeline.classifier, KTXMLC)

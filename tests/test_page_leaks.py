@@ -197,13 +197,13 @@ def test_multilabel_pages_fit_on_training_rows_only(watched_fits):
     split, held = _held_out(data)
     got = _drive_multilabel(data)
     names = [r.name for r in got]
-    assert names[0] == "DEFRAG-XY d0=8" and "KTXMLC K=2 T=1 · DEFRAG d0=8" in names
+    assert names[0] == "DEFRAG-XY d0=8" and "KTXMLC K=16 T=1 · DEFRAG d0=8" in names
     assert any("REFRAG" in n for n in names) and any("FIAT" in n for n in names)
     assert any(n.startswith("random balanced") for n in names)
     _assert_scored_on_test_rows(got, split)
     _assert_fits_saw_no_held_out_row(watched_fits, data.X, held, split.train)
     # the classifier on DEFRAG features reused the agglomeration run's fitted DEFRAG
-    clf = next(r for r in got if r.name == "KTXMLC K=2 T=1 · DEFRAG d0=8")
+    clf = next(r for r in got if r.name == "KTXMLC K=16 T=1 · DEFRAG d0=8")
     assert clf.reused == ["defrag"] and clf.pipeline.defrag is got[0].pipeline.defrag
 
     other = _drive_multilabel(_perturbed_multilabel(data))

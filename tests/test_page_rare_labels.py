@@ -176,7 +176,7 @@ def test_page_uses_the_picked_run_and_matches_the_library():
     at = app("rare_labels.py", state=state).run()
     ok(at)
     # the latest classifier run (on DEFRAG features) is used by default, and named
-    assert any("Using **#2 KTXMLC K=2 T=1 · DEFRAG d0=5**" in c.value for c in at.caption)
+    assert any("Using **#2 KTXMLC K=16 T=1 · DEFRAG d0=5**" in c.value for c in at.caption)
     click(at, "rl_refrag_run")
     click(at, "rl_fiat_run")
     ok(at)

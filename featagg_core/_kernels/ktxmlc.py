@@ -1,9 +1,12 @@
-"""numba kernels of :mod:`featagg_core.ktxmlc`: node clustering (k-means|| seeding +
-spherical k-means), training of a node's child classifiers, and beam-search prediction.
+"""numba kernels of :mod:`featagg_core.ktxmlc`: training of a node's child classifiers
+(with the calibration histogram of their decision values) and beam-search
+prediction. The label-tree partitioning kernels are in
+:mod:`featagg_core._kernels.ktxmlc_cluster`.
 
-All kernels take arrays and return arrays. Randomness comes from the per-call seed
-(Park-Miller generator of :mod:`featagg_core._kernels.linear`), so results never depend
-on the thread that runs a kernel.
+All kernels take arrays and return arrays; scratch is proportional to the rows and
+non-zeros a call works on (never to the number of training rows or features of the whole
+problem). Randomness comes from per-call seeds, so results never depend on the thread that
+runs a kernel.
 """
 import math
 
@@ -12,50 +15,64 @@ from numba import njit, prange
 
 from . import PARALLEL
 
-from .linear import l2svc_dual_cd, next_state, seed_state
-
-_MODULUS = 2147483647
-
-
-@njit(cache=True)
-def _uniform(state):
-    state = next_state(state)
-    return state, (state - 1) / (_MODULUS - 1.0)
+from .linear import l2svc_dual_cd_stoppable, lr_dual_cd
+from .stopflag import stop_requested
 
 
 @njit(cache=True)
 def _local_csr(indptr, indices, data, rows, n_features):
     """Gather ``rows`` of a csr matrix and renumber its columns densely (sorted order).
 
-    Returns (lp, li, ld, local_to_global)."""
+    Scratch is proportional to the gathered non-zeros, not to the matrix: the column map
+    is a dense array of ``n_features`` only when the rows hold at least ``n_features / 8``
+    non-zeros (then it costs less than sorting), otherwise the columns are found by sorting
+    and ``searchsorted``. Returns (lp, li, ld, local_to_global)."""
     m = rows.shape[0]
-    fmap = np.full(n_features, -1, np.int64)
     nnz = 0
     for r in range(m):
         i = rows[r]
         nnz += indptr[i + 1] - indptr[i]
-    feats = np.empty(nnz, np.int64)
-    nf = 0
-    for r in range(m):
-        i = rows[r]
-        for p in range(indptr[i], indptr[i + 1]):
-            f = indices[p]
-            if fmap[f] < 0:
-                fmap[f] = 0
-                feats[nf] = f
-                nf += 1
-    feats = np.sort(feats[:nf])
-    for j in range(nf):
-        fmap[feats[j]] = j
     lp = np.empty(m + 1, np.int64)
     li = np.empty(nnz, np.uint32)  # unsigned: no negative-index wraparound test per access
     ld = np.empty(nnz, data.dtype)
     lp[0] = 0
+    if 8 * nnz >= n_features:
+        fmap = np.full(n_features, -1, np.int64)
+        feats = np.empty(nnz, np.int64)
+        nf = 0
+        for r in range(m):
+            i = rows[r]
+            for p in range(indptr[i], indptr[i + 1]):
+                f = indices[p]
+                if fmap[f] < 0:
+                    fmap[f] = 0
+                    feats[nf] = f
+                    nf += 1
+        feats = np.sort(feats[:nf])
+        for j in range(nf):
+            fmap[feats[j]] = j
+        q = 0
+        for r in range(m):
+            i = rows[r]
+            for p in range(indptr[i], indptr[i + 1]):
+                li[q] = fmap[indices[p]]
+                ld[q] = data[p]
+                q += 1
+            lp[r + 1] = q
+        return lp, li, ld, feats
+    allf = np.empty(nnz, np.int64)
     q = 0
     for r in range(m):
         i = rows[r]
         for p in range(indptr[i], indptr[i + 1]):
-            li[q] = fmap[indices[p]]
+            allf[q] = indices[p]
+            q += 1
+    feats = np.unique(allf)
+    q = 0
+    for r in range(m):
+        i = rows[r]
+        for p in range(indptr[i], indptr[i + 1]):
+            li[q] = np.searchsorted(feats, indices[p])
             ld[q] = data[p]
             q += 1
         lp[r + 1] = q
@@ -64,28 +81,63 @@ def _local_csr(indptr, indices, data, rows, n_features):
 
 # --------------------------------------------------------------------------- training
 @njit(cache=True, nogil=True)
-def node_rows(Ycp, Yci, perm, lab_lo, lab_hi, n_rows):
-    """Sorted training rows that have at least one label among ``perm[lab_lo:lab_hi]``."""
-    mark = np.zeros(n_rows, np.bool_)
+def node_rows(Ycp, Yci, perm, lab_lo, lab_hi):
+    """Sorted training rows that have at least one label among ``perm[lab_lo:lab_hi]``.
+
+    ``Ycp``/``Yci``: the label matrix in csc form (rows of every label, sorted). Cost and
+    scratch are proportional to those labels' positives (no mask over all rows)."""
+    tot = 0
+    for q in range(lab_lo, lab_hi):
+        lab = perm[q]
+        tot += Ycp[lab + 1] - Ycp[lab]
+    allr = np.empty(tot, np.int64)
+    t = 0
     for q in range(lab_lo, lab_hi):
         lab = perm[q]
         for p in range(Ycp[lab], Ycp[lab + 1]):
-            mark[Yci[p]] = True
-    return np.nonzero(mark)[0]
+            allr[t] = Yci[p]
+            t += 1
+    if lab_hi - lab_lo == 1:
+        return allr  # one label: already sorted and distinct
+    return np.unique(allr)
+
+
+@njit(cache=True)
+def calibration_bin(z, n_bins, z_max):
+    """Histogram bin of a decision value ``z`` on ``n_bins`` equal bins over [-z_max, z_max]
+    (values outside fall in the end bins)."""
+    b = int(math.floor((z + z_max) * n_bins / (2.0 * z_max)))
+    if b < 0:
+        return 0
+    if b >= n_bins:
+        return n_bins - 1
+    return b
 
 
 @njit(cache=True, nogil=True)
 def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi,
-                   child_seed, C, eps, max_iter, threshold, bias):
+                   child_seed, C, eps, max_iter, threshold, bias, n_bins, z_max,
+                   calib_rows, loss, stop):
     """Train the classifiers of consecutive children of one tree node.
 
     Child ``j`` owns tree-ordered label positions ``[child_lo[j], child_hi[j])`` (``pos``
     maps a label to its position); its positives are the ``rows`` having one of them.
-    Every classifier is trained on exactly ``rows`` (the points reaching the parent).
+    Every classifier is trained on exactly ``rows`` (the points reaching the parent), by
+    the squared-hinge SVM (``loss`` 0) or logistic regression (``loss`` 1) dual solver.
 
-    Returns (counts, feats, vals, bias_w, n_iter): weight entries of child ``j`` are the
-    ``counts[j]`` next ones of ``feats``/``vals`` (global feature ids, ascending), pruned
-    to ``|w| > threshold``; ``bias_w[j]`` is its (never pruned) bias weight.
+    Calibration data: for each classifier, the decision values ``z_i = w^T x_i`` (+ bias,
+    pruned weights, as at prediction)
+    of its positives and of its negatives, each class subsampled deterministically to at
+    most ``calib_rows`` rows weighted up to stand for all, are added to a histogram ``hist``
+    (2 x n_bins: row 0 negatives, row 1 positives) of ``n_bins`` bins over
+    [-z_max, z_max]; the caller fits a sigmoid to it (Platt scaling).
+
+    ``stop`` (one-element uint8) is polled between classifiers and inside the solver: once
+    it is 1 the kernel returns what it has (the caller discards it).
+
+    Returns (counts, feats, vals, bias_w, n_iter, hist): weight entries of child ``j`` are
+    the ``counts[j]`` next ones of ``feats``/``vals`` (global feature ids, ascending),
+    pruned to ``|w| > threshold``; ``bias_w[j]`` is its (never pruned) bias weight.
     """
     nc = child_lo.shape[0]
     m = rows.shape[0]
@@ -104,23 +156,60 @@ def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi
                 if q < child_hi[j] and ymat[j, r] < 0:
                     ymat[j, r] = 1
                     npos[j] += 1
+    hist = np.zeros((2, n_bins), np.float64)
     cap = max(16, 4 * dl)
     out_f = np.empty(cap, np.int32)
     out_v = np.empty(cap, np.float32)
     counts = np.zeros(nc, np.int64)
     bias_w = np.zeros(nc, np.float32)
     iters = np.zeros(nc, np.int64)
+    alpha = np.zeros(m, ld.dtype)
     tot = 0
     for j in range(nc):
+        if stop_requested(stop):
+            break
         if npos[j] == m:
             # every point is positive: like omikuji, train nothing; a margin of exactly 1
             # gives the node a log-score of 0 (probability 1).
             bias_w[j] = 1.0 / bias if bias != 0 else 0.0
             continue
         y = ymat[j].copy()
-        w, it = l2svc_dual_cd(lp, li, ld, y, dl, C, eps, max_iter, bias, child_seed[j])
+        alpha[:] = 0.0
+        if loss == 1:
+            w, it = lr_dual_cd(lp, li, ld, y, dl, C, eps, max_iter, bias, child_seed[j],
+                               stop)
+        else:
+            w, it = l2svc_dual_cd_stoppable(lp, li, ld, y, dl, C, eps, max_iter, bias,
+                                            child_seed[j], alpha, stop)
         iters[j] = it
         bias_w[j] = w[dl]
+        for f in range(dl):
+            if abs(w[f]) <= threshold:
+                w[f] = 0.0  # pruned: the calibration sees the weights prediction uses
+        if calib_rows > 0:
+            nneg = m - npos[j]
+            # negatives: every `step`-th from a seeded offset; positives: likewise
+            step_n = max(1, (nneg + calib_rows - 1) // calib_rows)
+            step_p = max(1, (npos[j] + calib_rows - 1) // calib_rows)
+            off_n = child_seed[j] % step_n
+            off_p = (child_seed[j] // 7) % step_p
+            cn = 0
+            cp = 0
+            for r in range(m):
+                if y[r] > 0:
+                    take = cp % step_p == off_p
+                    cp += 1
+                    wgt = float(step_p)
+                else:
+                    take = cn % step_n == off_n
+                    cn += 1
+                    wgt = float(step_n)
+                if not take:
+                    continue
+                z = w[dl] * bias
+                for p in range(lp[r], lp[r + 1]):
+                    z += w[li[p]] * ld[p]
+                hist[1 if y[r] > 0 else 0, calibration_bin(z, n_bins, z_max)] += wgt
         if tot + dl > cap:
             cap = max(2 * cap, tot + dl)
             nf_ = np.empty(cap, np.int32)
@@ -132,346 +221,13 @@ def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi
         c = 0
         for f in range(dl):
             v = w[f]
-            if abs(v) > threshold:
+            if v != 0.0:
                 out_f[tot] = feats_g[f]
                 out_v[tot] = v
                 tot += 1
                 c += 1
         counts[j] = c
-    return counts, out_f[:tot].copy(), out_v[:tot].copy(), bias_w, iters
-
-
-# --------------------------------------------------------------------------- clustering
-@njit(cache=True)
-def _sims_to_rows(lp, li, ld, dense):
-    m = lp.shape[0] - 1
-    out = np.empty(m, np.float64)
-    for i in range(m):
-        s = 0.0
-        for p in range(lp[i], lp[i + 1]):
-            s += ld[p] * dense[li[p]]
-        out[i] = s
-    return out
-
-
-@njit(cache=True)
-def _scatter(lp, li, ld, i, dense, value):
-    for p in range(lp[i], lp[i + 1]):
-        dense[li[p]] = ld[p] * value
-
-
-@njit(cache=True)
-def _balanced_assign(sims, K):
-    """Capacity-constrained assignment: sizes differ by at most one.
-
-    K = 2 follows Parabel/omikuji exactly: points sorted by s0 - s1 (descending), the
-    first floor(m/2) go to cluster 0. For K > 2, points are taken in order of their
-    margin (best minus second-best similarity) and sent to their best cluster that still
-    has room (capacity ceil(m/K))."""
-    m = sims.shape[0]
-    assign = np.empty(m, np.int64)
-    if K == 2:
-        diff = np.empty(m, np.float64)
-        for i in range(m):
-            diff[i] = sims[i, 1] - sims[i, 0]
-        order = np.argsort(diff, kind="mergesort")
-        half = m // 2
-        for r in range(m):
-            assign[order[r]] = 0 if r < half else 1
-        return assign
-    margin = np.empty(m, np.float64)
-    for i in range(m):
-        b1 = -np.inf
-        b2 = -np.inf
-        for k in range(K):
-            s = sims[i, k]
-            if s > b1:
-                b2 = b1
-                b1 = s
-            elif s > b2:
-                b2 = s
-        margin[i] = b2 - b1
-    order = np.argsort(margin, kind="mergesort")
-    cap = (m + K - 1) // K
-    size = np.zeros(K, np.int64)
-    for r in range(m):
-        i = order[r]
-        best = -1
-        bs = -np.inf
-        for k in range(K):
-            if size[k] < cap and sims[i, k] > bs:
-                bs = sims[i, k]
-                best = k
-        assign[i] = best
-        size[best] += 1
-    return assign
-
-
-@njit(cache=True, nogil=True)
-def cluster_rows(Rp, Ri, Rd, n_features, K, balanced, seed, oversampling, rounds,
-                 max_iter, tol, min_size):
-    """Partition the (L2-normalised) rows of a csr matrix into at most K clusters.
-
-    k-means|| seeding (Bahmani et al. 2012): one uniform centre, then ``rounds`` rounds
-    (<= 0: min(5, ceil(log psi))) sampling every point independently with probability
-    ``oversampling * K * d^2(x) / phi``; candidates weighted by the points closest to them
-    are reduced to K centres by weighted k-means++. Then spherical k-means (cosine
-    assignment, centroid = normalised sum), optionally balanced, until the mean
-    similarity improves by less than ``tol`` or ``max_iter`` passes. Clusters with fewer
-    than ``min_size`` members are dissolved into their members' next-best clusters. With
-    K >= m every row is its own cluster; if everything collapses into one cluster the rows
-    are split into two halves in the order given.
-
-    Returns (assign, n_clusters, sims): cluster ids 0..n_clusters-1 and the m x K
-    similarity matrix of the final centroids (for diagnostics).
-    """
-    m = Rp.shape[0] - 1
-    if K >= m:
-        return np.arange(m), m, np.zeros((m, 0), np.float64)
-    rows = np.arange(m)
-    lp, li, ld, feats = _local_csr(Rp, Ri, Rd, rows, n_features)
-    dl = feats.shape[0]
-    state = seed_state(seed)
-    dense = np.zeros(max(dl, 1), np.float64)
-
-    # ---- k-means|| seeding
-    cand = np.empty(m, np.int64)
-    is_cand = np.zeros(m, np.bool_)
-    state, u = _uniform(state)
-    first = min(int(u * m), m - 1)
-    cand[0] = first
-    is_cand[first] = True
-    nc = 1
-    _scatter(lp, li, ld, first, dense, 1.0)
-    best = _sims_to_rows(lp, li, ld, dense)
-    _scatter(lp, li, ld, first, dense, 0.0)
-    near = np.zeros(m, np.int64)
-    d2 = np.empty(m, np.float64)
-    psi = 0.0
-    for i in range(m):
-        d2[i] = max(0.0, 2.0 - 2.0 * best[i])
-        psi += d2[i]
-    n_rounds = rounds
-    if n_rounds <= 0:
-        n_rounds = 1
-        if psi > 1.0:
-            n_rounds = min(5, max(1, int(math.ceil(math.log(psi)))))
-    ell = oversampling * K
-    for _ in range(n_rounds):
-        phi = 0.0
-        for i in range(m):
-            phi += d2[i]
-        if phi <= 0.0:
-            break
-        start = nc
-        for i in range(m):
-            state, u = _uniform(state)
-            if not is_cand[i] and u < ell * d2[i] / phi:
-                cand[nc] = i
-                is_cand[i] = True
-                nc += 1
-        for c in range(start, nc):
-            _scatter(lp, li, ld, cand[c], dense, 1.0)
-            s = _sims_to_rows(lp, li, ld, dense)
-            _scatter(lp, li, ld, cand[c], dense, 0.0)
-            for i in range(m):
-                if s[i] > best[i]:
-                    best[i] = s[i]
-                    near[i] = c
-                    d2[i] = max(0.0, 2.0 - 2.0 * s[i])
-    # weights of the candidates
-    wc = np.zeros(nc, np.float64)
-    for i in range(m):
-        wc[near[i]] += 1.0
-    centers = np.empty(K, np.int64)
-    if nc <= K:
-        for c in range(nc):
-            centers[c] = cand[c]
-        k_have = nc
-        # too few candidates: fill with the farthest remaining points (deterministic)
-        order = np.argsort(best, kind="mergesort")
-        r = 0
-        while k_have < K and r < m:
-            i = order[r]
-            if not is_cand[i]:
-                centers[k_have] = i
-                is_cand[i] = True
-                k_have += 1
-            r += 1
-    else:
-        # weighted k-means++ over the candidates
-        G = np.empty((nc, nc), np.float64)
-        for c in range(nc):
-            _scatter(lp, li, ld, cand[c], dense, 1.0)
-            for c2 in range(nc):
-                i2 = cand[c2]
-                s = 0.0
-                for p in range(lp[i2], lp[i2 + 1]):
-                    s += ld[p] * dense[li[p]]
-                G[c, c2] = s
-            _scatter(lp, li, ld, cand[c], dense, 0.0)
-        chosen = np.empty(K, np.int64)
-        tot = 0.0
-        for c in range(nc):
-            tot += wc[c]
-        state, u = _uniform(state)
-        target = u * tot
-        acc = 0.0
-        pick = nc - 1
-        for c in range(nc):
-            acc += wc[c]
-            if acc > target:
-                pick = c
-                break
-        chosen[0] = pick
-        cd2 = np.empty(nc, np.float64)
-        for c in range(nc):
-            cd2[c] = max(0.0, 2.0 - 2.0 * G[pick, c])
-        for kk in range(1, K):
-            tot = 0.0
-            for c in range(nc):
-                tot += wc[c] * cd2[c]
-            if tot <= 0.0:
-                # all remaining candidates coincide with a centre: take unused ones in order
-                pick = -1
-                for c in range(nc):
-                    used = False
-                    for t in range(kk):
-                        if chosen[t] == c:
-                            used = True
-                    if not used:
-                        pick = c
-                        break
-            else:
-                state, u = _uniform(state)
-                target = u * tot
-                acc = 0.0
-                pick = -1
-                for c in range(nc):
-                    acc += wc[c] * cd2[c]
-                    if acc > target and wc[c] * cd2[c] > 0.0:
-                        pick = c
-                        break
-                if pick < 0:
-                    for c in range(nc - 1, -1, -1):
-                        if wc[c] * cd2[c] > 0.0:
-                            pick = c
-                            break
-            chosen[kk] = pick
-            for c in range(nc):
-                v = max(0.0, 2.0 - 2.0 * G[pick, c])
-                if v < cd2[c]:
-                    cd2[c] = v
-        for kk in range(K):
-            centers[kk] = cand[chosen[kk]]
-
-    # ---- spherical k-means
-    cent = np.zeros((K, max(dl, 1)), np.float64)
-    for kk in range(K):
-        i = centers[kk]
-        for p in range(lp[i], lp[i + 1]):
-            cent[kk, li[p]] = ld[p]
-    sims = np.empty((m, K), np.float64)
-    assign = np.zeros(m, np.int64)
-    prev = -np.inf
-    for it in range(max(1, max_iter)):
-        for i in range(m):
-            for kk in range(K):
-                s = 0.0
-                for p in range(lp[i], lp[i + 1]):
-                    s += ld[p] * cent[kk, li[p]]
-                sims[i, kk] = s
-        if balanced:
-            assign = _balanced_assign(sims, K)
-        else:
-            for i in range(m):
-                b = 0
-                bs = sims[i, 0]
-                for kk in range(1, K):
-                    if sims[i, kk] > bs:
-                        bs = sims[i, kk]
-                        b = kk
-                assign[i] = b
-        avg = 0.0
-        for i in range(m):
-            avg += sims[i, assign[i]]
-        avg /= m
-        # new centroids = normalised sums; an empty cluster is re-seeded with the point
-        # least similar to its own centroid
-        cent[:, :] = 0.0
-        size = np.zeros(K, np.int64)
-        for i in range(m):
-            kk = assign[i]
-            size[kk] += 1
-            for p in range(lp[i], lp[i + 1]):
-                cent[kk, li[p]] += ld[p]
-        for kk in range(K):
-            if size[kk] == 0:
-                worst = 0
-                ws = np.inf
-                for i in range(m):
-                    if size[assign[i]] > 1 and sims[i, assign[i]] < ws:
-                        ws = sims[i, assign[i]]
-                        worst = i
-                for p in range(lp[worst], lp[worst + 1]):
-                    cent[kk, li[p]] = ld[p]
-                size[kk] = 1
-                prev = -np.inf  # force another pass
-                continue
-            nrm = 0.0
-            for f in range(dl):
-                nrm += cent[kk, f] * cent[kk, f]
-            if nrm > 0.0:
-                nrm = 1.0 / math.sqrt(nrm)
-                for f in range(dl):
-                    cent[kk, f] *= nrm
-        if avg - prev < tol:
-            break
-        prev = avg
-
-    # ---- dissolve clusters smaller than min_size into the members' next-best cluster
-    size = np.zeros(K, np.int64)
-    for i in range(m):
-        size[assign[i]] += 1
-    alive = size > 0
-    while True:
-        n_alive = 0
-        small = -1
-        ss = m + 1
-        for kk in range(K):
-            if alive[kk]:
-                n_alive += 1
-                if size[kk] < min_size and size[kk] < ss:
-                    ss = size[kk]
-                    small = kk
-        if small < 0 or n_alive <= 1:
-            break
-        alive[small] = False
-        for i in range(m):
-            if assign[i] == small:
-                b = -1
-                bs = -np.inf
-                for kk in range(K):
-                    if alive[kk] and sims[i, kk] > bs:
-                        bs = sims[i, kk]
-                        b = kk
-                assign[i] = b
-                size[b] += 1
-        size[small] = 0
-    # compact ids in cluster order
-    newid = np.full(K, -1, np.int64)
-    nk = 0
-    for kk in range(K):
-        if size[kk] > 0:
-            newid[kk] = nk
-            nk += 1
-    for i in range(m):
-        assign[i] = newid[assign[i]]
-    if nk == 1 and m >= 2:
-        for i in range(m):
-            assign[i] = 0 if i < m // 2 else 1
-        nk = 2
-    return assign, nk, sims
+    return counts, out_f[:tot].copy(), out_v[:tot].copy(), bias_w, iters, hist
 
 
 # --------------------------------------------------------------------------- prediction
@@ -524,9 +280,9 @@ def build_feature_major(first_child, n_children, Wp, Wi, Wd):
 
 
 @njit(cache=True)
-def _child_logscores(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr,
+def _child_decisions(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr,
                      fm_child, fm_val, bias_w, bias, out):
-    """log-score -max(0, 1 - w_c^T x)^2 of every child c of node p, written to out[:nc]."""
+    """Decision value z = w_c^T x (+ bias) of every child c of node p, written to out[:nc]."""
     nc = n_children[p]
     fc = first_child[p]
     for j in range(nc):
@@ -554,19 +310,56 @@ def _child_logscores(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_ept
             lo = s + 1
         else:
             lo = s
-    for j in range(nc):
-        mgn = 1.0 - out[j]
-        out[j] = -(mgn * mgn) if mgn > 0.0 else 0.0
+
+
+@njit(cache=True)
+def _child_logscores(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr,
+                     fm_child, fm_val, bias_w, bias, cal_a, cal_b, score_power, out):
+    """Log-score of every child c of node p, written to out[:nc]: with ``score_power`` 0
+    the calibrated log-probability log sigmoid(a_c z + b_c) of the decision value
+    z = w_c^T x (+ bias), else the lp-hinge -max(0, 1 - z)^score_power."""
+    _child_decisions(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr,
+                     fm_child, fm_val, bias_w, bias, out)
+    nc = n_children[p]
+    fc = first_child[p]
+    if score_power == 0:
+        for j in range(nc):
+            t = cal_a[fc + j] * out[j] + cal_b[fc + j]
+            # log sigmoid(t), stable for either sign
+            out[j] = -math.log1p(math.exp(-t)) if t >= 0.0 else t - math.log1p(math.exp(t))
+    else:
+        for j in range(nc):
+            mgn = 1.0 - out[j]
+            out[j] = -(mgn ** score_power) if mgn > 0.0 else 0.0
+
+
+@njit(cache=True)
+def _child_probs(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr, fm_child,
+                 fm_val, bias_w, bias, cal_a, cal_b, score_power, out):
+    """exp of :func:`_child_logscores` with one exp per child: sigmoid(a z + b), or
+    exp(-max(0, 1 - z)^p)."""
+    _child_decisions(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr,
+                     fm_child, fm_val, bias_w, bias, out)
+    nc = n_children[p]
+    fc = first_child[p]
+    if score_power == 0:
+        for j in range(nc):
+            out[j] = 1.0 / (1.0 + math.exp(-(cal_a[fc + j] * out[j] + cal_b[fc + j])))
+    else:
+        for j in range(nc):
+            mgn = 1.0 - out[j]
+            out[j] = math.exp(-(mgn ** score_power)) if mgn > 0.0 else 1.0
 
 
 @njit(cache=True, nogil=True, parallel=PARALLEL)
 def beam_predict(Xp, Xi, Xd, roots, first_child, n_children, node_label, leafc,
-                 fm_ptr, fm_feat, fm_eptr, fm_child, fm_val, bias_w, bias,
-                 n_labels, beam, k, max_children):
+                 fm_ptr, fm_feat, fm_eptr, fm_child, fm_val, bias_w, bias, cal_a, cal_b,
+                 score_power, n_labels, beam, k, max_children):
     """Beam search over every tree, scores averaged over trees, top-k per row.
 
-    Follows omikuji/Parabel: a node's log-score is the sum over its path of
-    -max(0, 1 - w^T x)^2; at each step every non-leaf node of the beam is expanded, leaf
+    Follows omikuji/Parabel/PECOS: a node's log-score is the sum over its path of its
+    nodes' log-scores (:func:`_child_logscores`: calibrated log-sigmoid, or lp-hinge as
+    PECOS's post-processors); at each step every non-leaf node of the beam is expanded, leaf
     clusters are carried over, and the beam is cut to the ``beam`` best; finally every
     label of the surviving leaf clusters gets exp(path + own log-score). Labels missing
     from a tree's beam count 0 in the average. Ties go to the lower label index.
@@ -618,7 +411,7 @@ def beam_predict(Xp, Xi, Xd, roots, first_child, n_children, node_label, leafc,
                         else:
                             _child_logscores(p, xi, xv, first_child, n_children, fm_ptr,
                                              fm_feat, fm_eptr, fm_child, fm_val, bias_w,
-                                             bias, scores)
+                                             bias, cal_a, cal_b, score_power, scores)
                             fc = first_child[p]
                             for j in range(n_children[p]):
                                 nxt_n[q] = fc + j
@@ -633,8 +426,10 @@ def beam_predict(Xp, Xi, Xd, roots, first_child, n_children, node_label, leafc,
                         cur_s = nxt_s
                 for b in range(cur_n.shape[0]):
                     p = cur_n[b]
-                    _child_logscores(p, xi, xv, first_child, n_children, fm_ptr, fm_feat,
-                                     fm_eptr, fm_child, fm_val, bias_w, bias, scores)
+                    _child_probs(p, xi, xv, first_child, n_children, fm_ptr, fm_feat,
+                                 fm_eptr, fm_child, fm_val, bias_w, bias, cal_a, cal_b,
+                                 score_power, scores)
+                    path = math.exp(cur_s[b])
                     fc = first_child[p]
                     for j in range(n_children[p]):
                         lab = node_label[fc + j]
@@ -642,7 +437,7 @@ def beam_predict(Xp, Xi, Xd, roots, first_child, n_children, node_label, leafc,
                             seen[lab] = True
                             touched[nt] = lab
                             nt += 1
-                        acc[lab] += math.exp(cur_s[b] + scores[j])
+                        acc[lab] += path * scores[j]
             # top-k by (score desc, label asc): insertion into a k-slot buffer, O(nt k)
             cnt = 0
             for r in range(nt):

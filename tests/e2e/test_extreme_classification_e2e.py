@@ -45,4 +45,4 @@ def test_train_ktxmlc_on_bibtex(app_server, page):
     page.set_viewport_size({"width": 1400, "height": 1000})
 
     goto_page(page, "Compare")
-    assert "#1 KTXMLC K=2 T=1" in page_text(page), server_log_tail(app_server)
+    assert "#1 KTXMLC K=16 T=1" in page_text(page), server_log_tail(app_server)

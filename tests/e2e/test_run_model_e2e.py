@@ -15,7 +15,7 @@ from featagg_core.artifacts import load_bundle
 from featagg_core import load_artifact
 
 SHOTS = "/tmp"
-RAW, DEFRAG = "KTXMLC K=2 T=1", "KTXMLC K=2 T=1 · DEFRAG d0=8"
+RAW, DEFRAG = "KTXMLC K=16 T=1", "KTXMLC K=16 T=1 · DEFRAG d0=8"
 
 
 def _shot(page, name, height=2600):
@@ -103,7 +103,7 @@ def test_runs_flow_from_defrag_to_export(app_server, page, tmp_path):
                for p in pipes) == 2
     assert any(p.reranker is not None for p in pipes) and any(p.imputer is not None
                                                               for p in pipes)
-    key = next(k for k in objects if k.endswith("ktxmlc_k_2_t_1_defrag_d0_8"))
+    key = next(k for k in objects if k.endswith("ktxmlc_k_16_t_1_defrag_d0_8"))
     with page.expect_download() as dl:
         main.get_by_role("button", name=f"{key}_clusters.csv").click()   # plain export too
     with page.expect_download() as dl:
