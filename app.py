@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent
 #: pages after Home, in menu order: (file, title, icon)
 PAGES = [
     ("pages/data.py", "Data", ":material/table_chart:"),
+    ("pages/triage.py", "Triage", ":material/fact_check:"),
     ("pages/feature_agglomeration.py", "Feature agglomeration", ":material/account_tree:"),
     ("pages/extreme_classification.py", "Extreme classification", ":material/label:"),
     ("pages/rare_labels.py", "Rare labels", ":material/trending_down:"),

@@ -7,6 +7,7 @@
     python -m featagg_core evaluate MODEL DATA
     python -m featagg_core select-features GRAPH --d 64 --out bmgufs.fgz
     python -m featagg_core compress TABLE --label income --budget 100 --out mapping.json
+    python -m featagg_core triage DATA --out report.html --json report.json --budget-s 120
 
 Every command that fits goes through ``featagg_core.experiment``: ``make_split`` (the
 dataset's own test part when it has one, else a random 20 % of the rows / nodes;
@@ -29,12 +30,15 @@ import os
 import sys
 import signal
 import threading
+import time
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+#: when this process started working (``triage --budget-s`` counts from here)
+_T0 = time.monotonic()
 
 
 class CliError(Exception):
@@ -365,7 +369,8 @@ def cmd_select_features(args) -> Dict[str, Any]:
     data = _require(_load(args.graph, "graph", features=args.features, classes=args.classes),
                     "graph", args.graph)
     split = _split(args, data)
-    # with --n-blocks unset, k is the number of node classes (of the training nodes)
+    # with --n-blocks unset, k is the number of node classes (of the training nodes), or the
+    # eigengap rule without classes
     spec = {"feature_selection": {"kind": "bmgufs", "d": args.d, "n_blocks": args.n_blocks,
                                   "beta_bar": args.beta_bar, "gamma": args.gamma,
                                   "n_candidates": args.n_candidates, "max_iter": args.max_iter,
@@ -516,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("graph", help="graph file (edge list, GraphML, GML, .mat, npz) or sample:NAME")
     s.add_argument("--features", help="node-feature file (for an edge list)")
     s.add_argument("--classes", help="node-class file (optional; enables ACC/NMI)")
-    s.add_argument("--n-blocks", type=int, default=None, help="blocks k (default: the number of node classes; required without classes)")
+    s.add_argument("--n-blocks", type=int, default=None, help="blocks k (default: the number of node classes; without classes, the eigengap rule of the graph)")
     s.add_argument("--beta-bar", type=float, default=0.6, help="composition ratio β̄ (default 0.6)")
     s.add_argument("--gamma", type=float, default=2.0, help="sparsity γ (default 2.0)")
     s.add_argument("--n-candidates", type=int, default=10, help="block-model restarts (default 10)")
@@ -540,6 +545,9 @@ def build_parser() -> argparse.ArgumentParser:
     _split_args(s)
     common(s)
     s.set_defaults(func=cmd_compress)
+
+    from ._triage_cli import add_parser as add_triage
+    add_triage(sub, _split_args, common, sys.modules[__name__])
     return p
 
 
@@ -565,6 +573,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .artifacts import ArtifactError
     from .data import DatasetError
     args.cancel = threading.Event()
+    # the process start under ``python -m``; the call itself when main() is called in-process
+    args.started = _T0 if __name__ == "__main__" else time.monotonic()
     previous = _install_ctrl_c(args.cancel)
     try:
         result = args.func(args)

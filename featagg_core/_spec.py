@@ -67,6 +67,10 @@ def _rerank_defaults() -> Dict[str, Any]:
     from .refrag import Refrag
     out = _params(Refrag)
     out["shortlist"] = out.pop("shortlist_size")
+    # tune: alpha, gamma and propensity_exponent picked on validation rows so that P@5
+    # drops at most tune_max_drop (featagg_core._refrag_tuning)
+    out["tune"] = False
+    out["tune_max_drop"] = 0.005
     return out
 
 
@@ -97,7 +101,8 @@ _SELECTION = {
 def _selection_defaults(kind: str) -> Dict[str, Any]:
     if kind == "bmgufs":
         from .bmgufs import BMGUFS
-        return {"d": 64, **_params(BMGUFS)}
+        # keep_d: lower gamma down the paper's grid until nnz(r) >= d (BMGUFS.fit_gamma_grid)
+        return {"d": 64, "keep_d": True, **_params(BMGUFS)}
     return dict(_SELECTION[kind])
 
 
@@ -247,8 +252,12 @@ def _rerank(path: str, given: dict, has_defrag: bool) -> dict:
     _, params = _kind_and_params(path, given, "refrag", ("refrag",), drop=("defrag",))
     out = {"kind": "refrag", **_fill(path, params, _rerank_defaults())}
     from .refrag import Refrag
-    kw = {k: v for k, v in out.items() if k not in ("kind", "shortlist")}
+    kw = {k: v for k, v in out.items()
+          if k not in ("kind", "shortlist", "tune", "tune_max_drop")}
     _run_validator(path, Refrag(shortlist_size=out["shortlist"], **kw), "_check_params")
+    if not 0.0 <= out["tune_max_drop"] < 1.0:
+        raise _err(f"{path}.tune_max_drop", f"must be a fraction in [0, 1) (0.005 = half a "
+                                            f"point of P@5), got {out['tune_max_drop']!r}")
     _clustering_source(path, given, has_defrag, out)
     return out
 
@@ -292,7 +301,8 @@ def _feature_selection(path: str, given: dict) -> dict:
         _int_at_least(f"{path}.candidate", out["candidate"], 0, allow_none=True)
         _choice(f"{path}.block_init", out["block_init"], ("spectral", "random"))
         _run_validator(path, BMGUFS(**{k: v for k, v in out.items()
-                                       if k not in ("kind", "d")}), "_validate_params")
+                                       if k not in ("kind", "d", "keep_d")}),
+                       "_validate_params")
     if "affinity" in out:
         _choice(f"{path}.affinity", out["affinity"], ("graph", "knn"))
         _int_at_least(f"{path}.n_neighbors", out["n_neighbors"], 1)
@@ -435,10 +445,7 @@ def check_spec_fits(spec: dict, data) -> None:
         if X is None or X.shape[1] == 0:
             raise _err("feature_selection", "the graph has no node features to select from")
         n_classes = _n_classes(data)
-        if fs["kind"] == "bmgufs" and fs["n_blocks"] is None and n_classes < 1:
-            raise _err("feature_selection.n_blocks",
-                       "is None and the graph's nodes have no classes, so the number of "
-                       "blocks is unknown; give n_blocks")
+        # BMGUFS without n_blocks and without classes picks k by the eigengap rule
         if fs["kind"] == "ndfs" and fs["n_clusters"] is None and n_classes < 1:
             raise _err("feature_selection.n_clusters", "is None and the graph's nodes have "
                                                        "no classes; give n_clusters")
@@ -502,7 +509,8 @@ def run_name(spec: dict) -> str:
         if "defrag" in spec:
             name += " · " + _defrag_name(spec["defrag"], standalone=False)
         if "rerank" in spec:
-            name += f" + REFRAG α={_g(spec['rerank']['alpha'])}"
+            name += (" + REFRAG tuned" if spec["rerank"].get("tune")
+                     else f" + REFRAG α={_g(spec['rerank']['alpha'])}")
         if "impute" in spec:
             name += f" + FIAT mix={_g(spec['impute']['mix'])}"
         return name

@@ -92,7 +92,8 @@ def fit_per_tree(X, Y, defrag: dict, classifier: dict, progress: Progress = None
 def fit_refrag(X, Y, params: dict, clustering):
     """REFRAG prototypes from training rows and a fitted feature clustering."""
     from .refrag import Refrag
-    kw = {k: v for k, v in params.items() if k not in ("kind", "shortlist", "defrag")}
+    kw = {k: v for k, v in params.items()
+          if k not in ("kind", "shortlist", "defrag", "tune", "tune_max_drop")}
     return Refrag(shortlist_size=params["shortlist"], **kw).fit(X, Y, clustering)
 
 
@@ -153,17 +154,25 @@ def fit_selector(A, X, y, params: dict, progress: Progress = None) -> Tuple[obje
     f = X.shape[1]
     if kind == "bmgufs":
         from .bmgufs import BMGUFS
-        kw = {k: v for k, v in params.items() if k not in ("kind", "d")}
+        kw = {k: v for k, v in params.items() if k not in ("kind", "d", "keep_d")}
         model = BMGUFS(**kw)
         _call(progress, 0.0, f"BMGUFS: {A.shape[0]:,} training nodes, {f:,} features")
-        model.fit(A, X, y if _n_classes(y) > 0 else None,
-                  progress=_bmgufs_progress(progress))
+        labels = y if _n_classes(y) > 0 else None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            if params.get("keep_d", True):
+                model.fit_gamma_grid(A, X, d, labels, progress=_bmgufs_progress(progress))
+            else:
+                model.fit(A, X, labels, progress=_bmgufs_progress(progress))
             selected = model.select(d)
-        note = next((str(w.message) for w in caught if issubclass(w.category, UserWarning)),
-                    None)
-        return model, np.asarray(selected, np.int64), note
+        notes = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+        if model.gamma_ != float(params["gamma"]):
+            notes.insert(0, f"gamma lowered from {params['gamma']:g} to {model.gamma_:g} so "
+                            f"that {d} features keep a non-zero weight (nnz(r) = "
+                            f"{model.n_nonzero_})")
+        if labels is None and params["n_blocks"] is None:
+            notes.insert(0, model.n_blocks_rule_)
+        return model, np.asarray(selected, np.int64), "; ".join(notes) or None
     Xf = sp.csr_matrix(X, dtype=np.float64)
     k = _n_classes(y)
 

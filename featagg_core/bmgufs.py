@@ -33,8 +33,15 @@ How it is computed without anything n x n or f x f dense (derivation in the docs
     ||P_F G_r P_F||^2 = ||S R S^T||^2  with  S = D^-1/2 F^T Y  (k x f),
     ||G_r||^2 = r^T H r               with  H = (Y^T Y) o (Y^T Y)  (sparse f x f),
 
-so ``L_b = 1 - ||S R S^T||^2 / r^T H r``. ``H`` is built once as a sparse product; each
-iteration costs one sparse mat-vec over the rows of the still non-zero weights plus O(k^2 f).
+so ``L_b = 1 - ||S R S^T||^2 / r^T H r``. ``H`` is built once by numba kernels
+(:func:`featagg_core._bmgufs_support.gram_squared`: a symbolic pass counts its entries,
+so a too-large H is refused by size; bag-of-words attributes make it nearly full, and
+then it is stored dense, which is smaller than CSR and streams contiguous rows); each
+iteration costs one mat-vec over the rows of the still non-zero weights plus O(k^2 f)
+serial numba work (threaded BLAS on these small products cost more than it saved on a
+busy machine). Without labels and without ``n_blocks`` the number of blocks comes from
+the eigengap rule; :meth:`BMGUFS.fit_gamma_grid` lowers gamma down the paper's grid until
+d weights stay non-zero.
 
 Choices that follow the paper / the authors' code (github.com/ZilongBai/KDD2020BMGUFS):
 the loss terms, the combination of *normalised* gradients with ``beta_bar``, the sparsity
@@ -66,6 +73,8 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 
+from ._bmgufs_support import (_SelectionProblem, block_fit_quality, choose_n_blocks,
+                              gammas_from, regularized_adjacency)
 from ._kernels import bmgufs as _k
 from ._polling import Throttle, call_polled, new_stop
 
@@ -195,10 +204,7 @@ def spectral_embedding(A: sp.csr_matrix, k: int) -> np.ndarray:
     zero row."""
     from scipy.sparse.linalg import eigsh
     n = A.shape[0]
-    d = np.asarray(A.sum(axis=1)).ravel()
-    d = d + d.mean()
-    s = _pinv(d) ** 0.5
-    N = sp.diags(s) @ A @ sp.diags(s)
+    N = regularized_adjacency(A)
     kk = min(k, n - 1)
     v0 = np.random.RandomState(0).random_sample(n)
     _, V = eigsh(N, k=kk, which="LA", v0=v0)
@@ -375,64 +381,6 @@ class BlockModel(BaseEstimator):
 # ---------------------------------------------------------------------------
 # the selection objective
 # ---------------------------------------------------------------------------
-class _SelectionProblem:
-    """Precomputed, r-independent pieces of L_b and L_m (all small or sparse)."""
-
-    def __init__(self, Y: sp.csr_matrix, labels: np.ndarray, M: np.ndarray, delta: float):
-        n, f = Y.shape
-        k = M.shape[0]
-        labels = np.ascontiguousarray(labels, dtype=np.int64)
-        sizes = np.bincount(labels, minlength=k).astype(np.float64)
-        FtY = _k.block_feature_sums(Y.indptr, Y.indices, Y.data, labels, k, f)
-        dinv = _pinv(sizes)
-        self.Dbar = np.ascontiguousarray(dinv[:, None] * FtY)          # D^-1 F^T Y
-        self.S = np.ascontiguousarray(np.sqrt(dinv)[:, None] * FtY)    # D^-1/2 F^T Y
-        Yt = Y.T.tocsr()
-        G = (Yt @ Y).tocsr()                                             # Y^T Y, sparse
-        G.data **= 2                                                     # H = G o G
-        G.sort_indices()
-        self.H = G
-        Mp = np.asarray(M, dtype=np.float64) + delta
-        self.P = Mp / Mp.sum(axis=1, keepdims=True)
-        self.delta = float(delta)
-        self.n_features = f
-
-    def losses(self, r: np.ndarray, active: Optional[np.ndarray] = None, grad: bool = True):
-        """L_b, L_m and (optionally) their gradients with respect to r.
-
-        Derivation. With ``K = S R S^T`` (k x k), ``a = ||K||^2``, ``b = r^T H r``:
-        ``L_b = 1 - a / b``; ``da/dr_l = 2 s_l^T K s_l``, ``db/dr = 2 H r``, hence
-        ``dL_b/dr = -(da/dr) / b + a (db/dr) / b^2``.
-        With ``T = Dbar R Dbar^T + delta``, ``t_i = sum_j T_ij``, ``Q = T / t``:
-        ``L_m = sum_ij P_ij (log P_ij - log T_ij + log t_i)``, so (rows of P sum to 1)
-        ``dL_m/dT_ij = -P_ij / T_ij + 1 / t_i =: W_ij`` and, as ``dT/dr_l = dbar_l dbar_l^T``,
-        ``dL_m/dr_l = dbar_l^T W dbar_l``.
-        """
-        if active is None:
-            active = np.flatnonzero(r)
-        H = self.H
-        Hr = _k.sym_matvec_active(H.indptr, H.indices, H.data, r, active.astype(np.int64))
-        b = float(r @ Hr)
-        K = (self.S * r[None, :]) @ self.S.T
-        a = float(np.sum(K * K))
-        Lb = 1.0 - a / b if b > 0 else 0.0
-        T = (self.Dbar * r[None, :]) @ self.Dbar.T + self.delta
-        t = T.sum(axis=1)
-        Q = T / t[:, None]
-        P = self.P
-        Lm = float(np.sum(P * (np.log(P) - np.log(Q))))
-        if not grad:
-            return Lb, Lm, None, None, Q
-        if b > 0:
-            ga = 2.0 * np.einsum("al,al->l", self.S, K @ self.S)
-            gLb = -ga / b + (2.0 * a / (b * b)) * Hr
-        else:
-            gLb = np.zeros_like(r)
-        W = -P / T + (1.0 / t)[:, None]
-        gLm = np.einsum("al,al->l", self.Dbar, W @ self.Dbar)
-        return Lb, Lm, gLb, gLm, Q
-
-
 # ---------------------------------------------------------------------------
 # BMGUFS
 # ---------------------------------------------------------------------------
@@ -443,7 +391,10 @@ class BMGUFS(BaseEstimator):
     ----------
     n_blocks : int or None, default None
         Number of blocks k. ``None`` uses the number of distinct classes in ``y`` given to
-        :meth:`fit` (the paper's setting); without ``y`` it must be given.
+        :meth:`fit` (the paper's setting); without ``y``, the eigengap rule of
+        :func:`featagg_core._bmgufs_support.choose_n_blocks` (the largest gap between
+        consecutive leading eigenvalues of the normalised adjacency, k = 2..20);
+        ``n_blocks_rule_`` says which k was chosen and why.
     beta_bar : float in [0, 1], default 0.6
         Composition ratio: weight of the image-matrix term ``L_m`` against the
         structural-equivalence term ``L_b`` (each gradient is normalised first).
@@ -483,6 +434,17 @@ class BMGUFS(BaseEstimator):
         ``P = rownorm(M + delta)`` and the final ``Q = rownorm(Dbar R Dbar^T + delta)``.
     n_iter_ : int
         Updates performed (fewer than ``max_iter`` only if every weight hit 0).
+    n_blocks_ : int, n_blocks_rule_ : str
+        The number of blocks used and a sentence saying how it was chosen.
+    fit_quality_ : dict
+        ``best_rre``, ``worst_rre``, ``null_rre`` (a random partition of the best model's
+        block sizes), ``explained`` (``1 - RRE^2`` of the best), ``null_explained``,
+        ``lift`` (their ratio): :func:`featagg_core._bmgufs_support.block_fit_quality`.
+    fit_warning_ : str or None
+        Set (and warned, ``UserWarning``) when every candidate has RRE >= 0.95.
+    gamma_ : float, gamma_path_ : list of (gamma, nnz(r))
+        The gamma of ``scores_`` and the gammas tried (one entry for :meth:`fit`; the
+        walk down the grid for :meth:`fit_gamma_grid`).
     timings_ : dict
         Seconds spent in "block_models", "precompute" and "selection".
 
@@ -525,7 +487,7 @@ class BMGUFS(BaseEstimator):
     def fit_block_models(self, A, y=None, *, progress: Optional[Callable] = None):
         """Fit only the ``n_candidates`` block models (stage 1) and return them."""
         A = _check_adjacency(A)
-        k = self._resolve_k(y, A.shape[0])
+        k, _ = self._resolve_k(y, A)
         _, _, n_cand, _, _, _, n_iter_block = self._validate_params()
         if self.block_init not in ("random", "spectral"):
             raise ValueError(f"block_init: expected 'random' or 'spectral', got "
@@ -549,21 +511,25 @@ class BMGUFS(BaseEstimator):
                          f"block model {c + 1}/{n_cand}: RRE {out[-1].rre_:.4f}")
         return out
 
-    def _resolve_k(self, y, n):
+    def _resolve_k(self, y, A):
+        """``(k, how it was chosen)``: ``n_blocks``; else the number of classes in ``y``
+        (the paper's setting); else the eigengap rule (:func:`choose_n_blocks`)."""
+        n = A.shape[0]
         if self.n_blocks is not None:
             k = _check_int("n_blocks", self.n_blocks, 1)
+            rule = f"k = {k} blocks (given)"
         elif y is not None:
             yy = np.asarray(y)
             if yy.shape[0] != n:
                 raise ValueError(f"y: has {yy.shape[0]} entries but the graph has {n} nodes")
             from .graph_eval import known_class_mask
             k = int(np.unique(yy[known_class_mask(yy)]).size)
+            rule = f"k = {k} blocks: the number of node classes"
         else:
-            raise ValueError("n_blocks: is None and no y was given to fit, so the number "
-                             "of blocks is unknown; pass n_blocks=k or fit(A, X, y)")
+            k, _, rule = choose_n_blocks(A)
         if k > n:
             raise ValueError(f"n_blocks: {k} blocks for a graph of {n} nodes")
-        return k
+        return k, rule
 
     def fit(self, A, X, y=None, *, block_model: Optional[BlockModel] = None,
             candidates=None, progress: Optional[Callable] = None):
@@ -592,9 +558,75 @@ class BMGUFS(BaseEstimator):
         A = _check_adjacency(A)
         n = A.shape[0]
         Y = _check_features(X, n)
-        f = Y.shape[1]
-        timings = {}
         t0 = time.perf_counter()
+        cands, idx, rule = self._candidates(A, y, block_model, candidates, progress)
+        block_s = time.perf_counter() - t0
+        bm = cands[idx]
+        t0 = time.perf_counter()
+        if progress is not None:
+            progress("selection", 0.0, "precomputing the sparse pieces of the objective")
+        prob = _SelectionProblem(Y, bm.labels_, bm.M_, delta)
+        precompute_s = time.perf_counter() - t0
+        self._set_selection(prob, beta, gamma, max_iter, eta, progress)
+        self.timings_ = {"block_models": block_s, "precompute": precompute_s,
+                         "selection": self.timings_["selection"]}
+        self._set_block_state(A, cands, idx, rule, prob)
+        self.gamma_ = float(gamma)
+        self.gamma_path_ = [(float(gamma), self.n_nonzero_)]
+        return self
+
+    def fit_gamma_grid(self, A, X, d, y=None, *, gammas=None,
+                       block_model: Optional[BlockModel] = None, candidates=None,
+                       progress: Optional[Callable] = None):
+        """:meth:`fit`, then lower gamma until at least ``d`` weights are non-zero.
+
+        Tries ``gammas`` in the given order (default: ``gamma`` itself, then the values
+        of :data:`featagg_core._bmgufs_support.GAMMA_GRID` below it — the paper's grid
+        {3, 2, 1}, then 0.5, 0.25, 0) and keeps the first whose ``nnz(r) >= d``: the
+        sparsest selection that still has ``d`` features to rank, a rule that needs no
+        labels. The block models and the precomputed terms are shared by all gammas.
+        ``gamma_`` is the value kept, ``gamma_path_`` the ``(gamma, nnz(r))`` tried. When
+        even the last gamma keeps fewer than ``d``, its weights are kept (``select``
+        then warns)."""
+        beta, gamma, _, max_iter, eta, delta, _ = self._validate_params()
+        d = _check_int("d", d, 1)
+        grid = gammas_from(gamma) if gammas is None else [float(g) for g in gammas]
+        if not grid:
+            raise ValueError("gammas: an empty list")
+        for g in grid:
+            _check_float("gammas", g, 0.0)
+        A = _check_adjacency(A)
+        n = A.shape[0]
+        Y = _check_features(X, n)
+        t0 = time.perf_counter()
+        cands, idx, rule = self._candidates(A, y, block_model, candidates, progress)
+        block_s = time.perf_counter() - t0
+        bm = cands[idx]
+        t0 = time.perf_counter()
+        if progress is not None:
+            progress("selection", 0.0, "precomputing the sparse pieces of the objective")
+        prob = _SelectionProblem(Y, bm.labels_, bm.M_, delta)
+        precompute_s = time.perf_counter() - t0
+        path, selection_s = [], 0.0
+        for i, g in enumerate(grid):
+            sub = None if progress is None else (
+                lambda stage, frac, msg, i=i, g=g: progress(
+                    stage, (i + frac) / len(grid), f"gamma {g:g}: {msg}"))
+            self._set_selection(prob, beta, g, max_iter, eta, sub)
+            selection_s += self.timings_["selection"]
+            path.append((float(g), self.n_nonzero_))
+            if self.n_nonzero_ >= d:
+                break
+        self.timings_ = {"block_models": block_s, "precompute": precompute_s,
+                         "selection": selection_s}
+        self._set_block_state(A, cands, idx, rule, prob)
+        self.gamma_ = path[-1][0]
+        self.gamma_path_ = path
+        return self
+
+    def _candidates(self, A, y, block_model, candidates, progress):
+        """``(candidate block models, index of the one to use, how k was chosen)``."""
+        n = A.shape[0]
         if block_model is not None:
             cands = [block_model]
         elif candidates is not None:
@@ -609,7 +641,11 @@ class BMGUFS(BaseEstimator):
             if bm.labels_.shape[0] != n:
                 raise ValueError(f"block_model: fitted on {bm.labels_.shape[0]} nodes but "
                                  f"the graph has {n}")
-        timings["block_models"] = time.perf_counter() - t0
+        if block_model is not None or candidates is not None:
+            rule = f"k = {cands[0].M_.shape[0]} blocks (from the given block model" + \
+                ("s)" if block_model is None else ")")
+        else:
+            rule = self._resolve_k(y, A)[1]
         rre = np.array([bm.rre_ for bm in cands])
         if block_model is not None:
             idx = 0
@@ -619,15 +655,28 @@ class BMGUFS(BaseEstimator):
                 raise ValueError(f"candidate: {idx} but only {len(cands)} candidates exist")
         else:
             idx = int(np.argmin(rre))
+        return cands, idx, rule
+
+    def _set_block_state(self, A, cands, idx, rule, prob):
         bm = cands[idx]
+        self.block_model_ = bm
+        self.candidates_ = cands
+        self.candidate_rre_ = np.array([c.rre_ for c in cands])
+        self.candidate_index_ = idx
+        self.target_similarity_ = prob.P
+        self.n_features_in_ = prob.n_features
+        self.n_blocks_ = int(bm.M_.shape[0])
+        self.n_blocks_rule_ = rule
+        rs = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
+        self.fit_quality_, self.fit_warning_ = block_fit_quality(A, cands, int(rs))
+        if self.fit_warning_:
+            warnings.warn("BMGUFS: " + self.fit_warning_, UserWarning, stacklevel=3)
 
-        t0 = time.perf_counter()
-        if progress is not None:
-            progress("selection", 0.0, "precomputing the sparse pieces of the objective")
-        prob = _SelectionProblem(Y, bm.labels_, bm.M_, delta)
-        timings["precompute"] = time.perf_counter() - t0
+    def _set_selection(self, prob, beta, gamma, max_iter, eta, progress):
+        """The projected-gradient search for r (module docstring) on a precomputed
+        problem: sets ``scores_``, ``history_``, ``n_iter_``, ``induced_similarity_``."""
+        f = prob.n_features
         clock = Throttle(0.25)
-
         t0 = time.perf_counter()
         r = np.full(f, 1.0 / math.sqrt(f))
         spars = gamma / math.sqrt(f)
@@ -654,7 +703,7 @@ class BMGUFS(BaseEstimator):
             if norm == 0.0:
                 warnings.warn(f"BMGUFS: every feature weight reached 0 at iteration {it + 1}; "
                               f"keeping the weights of iteration {it} (gamma={gamma} is too "
-                              "large for this data)", UserWarning, stacklevel=2)
+                              "large for this data)", UserWarning, stacklevel=3)
                 break
             r = r_new / norm
             active = np.flatnonzero(r).astype(np.int64)
@@ -664,21 +713,12 @@ class BMGUFS(BaseEstimator):
                 progress("selection", n_done / max(max_iter, 1),
                          f"iteration {n_done}/{max_iter}: L_b {Lb:.4f}, L_m {Lm:.4f}, "
                          f"{active.size} non-zero weights")
-        timings["selection"] = time.perf_counter() - t0
-
         self.scores_ = r
         self.history_ = {"L_b": np.array(hist_b), "L_m": np.array(hist_m),
                          "nnz": np.array(hist_nnz, dtype=np.int64)}
         self.n_iter_ = n_done
-        self.block_model_ = bm
-        self.candidates_ = cands
-        self.candidate_rre_ = rre
-        self.candidate_index_ = idx
-        self.target_similarity_ = prob.P
         self.induced_similarity_ = Q
-        self.n_features_in_ = f
-        self.timings_ = timings
-        return self
+        self.timings_ = {"selection": time.perf_counter() - t0}
 
     # ------------------------------------------------------------------
     def _check_fitted(self):
@@ -705,7 +745,8 @@ class BMGUFS(BaseEstimator):
         nnz = int(np.count_nonzero(r))
         if nnz < d:
             msg = (f"d: asked for {d} features but only {nnz} of the {r.size} BMGUFS weights "
-                   f"are non-zero (nnz(r) < d); lower gamma (now {self.gamma}) to keep more")
+                   f"are non-zero (nnz(r) < d); lower gamma (now "
+                   f"{getattr(self, 'gamma_', self.gamma):g}) to keep more")
             if strict:
                 raise ValueError(msg)
             warnings.warn(msg + f"; returning the {nnz} non-zero ones", UserWarning,
@@ -732,6 +773,11 @@ class BMGUFS(BaseEstimator):
                 "n_candidates_fitted": len(self.candidates_),
                 "candidates": [bm.get_params() for bm in self.candidates_],
                 "candidate_meta": [bm._artifact_state()[0] for bm in self.candidates_]}
+        meta.update({"n_blocks_": int(self.n_blocks_), "n_blocks_rule_": self.n_blocks_rule_,
+                     "gamma_": float(self.gamma_),
+                     "gamma_path_": [[float(g), int(z)] for g, z in self.gamma_path_],
+                     "fit_quality_": {k: float(v) for k, v in self.fit_quality_.items()},
+                     "fit_warning_": self.fit_warning_})
         arrays = {"scores_": self.scores_, "target_similarity_": self.target_similarity_,
                   "induced_similarity_": self.induced_similarity_,
                   "candidate_rre_": self.candidate_rre_}
@@ -763,6 +809,15 @@ class BMGUFS(BaseEstimator):
         obj.candidates_ = cands
         obj.candidate_index_ = int(meta["candidate_index_"])
         obj.block_model_ = cands[obj.candidate_index_]
+        # artifacts written before these attributes existed get what can be rebuilt
+        obj.n_blocks_ = int(meta.get("n_blocks_", obj.block_model_.M_.shape[0]))
+        obj.n_blocks_rule_ = meta.get("n_blocks_rule_", f"k = {obj.n_blocks_} blocks")
+        obj.gamma_ = float(meta.get("gamma_", obj.gamma))
+        obj.gamma_path_ = [(float(g), int(z)) for g, z in
+                           meta.get("gamma_path_", [[obj.gamma_, int(np.count_nonzero(
+                               obj.scores_))]])]
+        obj.fit_quality_ = dict(meta.get("fit_quality_", {}))
+        obj.fit_warning_ = meta.get("fit_warning_")
         return obj
 
 
@@ -777,6 +832,10 @@ def warmup() -> None:
     Xd = rng.random_sample((n, f)) * (rng.random_sample((n, f)) < 0.6)
     Xd[0, 0] = 1.0
     X = sp.csr_matrix(Xd)
-    BMGUFS(n_blocks=3, n_candidates=1, max_iter=2, n_iter_block=2).fit(A, X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)        # tiny graphs fit poorly
+        BMGUFS(n_blocks=3, n_candidates=1, max_iter=2, n_iter_block=2).fit(A, X)  # dense H
+        X_sparse_h = sp.identity(n, format="csr")[:, :f]                          # sparse H
+        BMGUFS(n_blocks=3, n_candidates=1, max_iter=2, n_iter_block=2).fit(A, X_sparse_h)
     from ._kernels.bmgufs import quad_diag_csr
     quad_diag_csr(A.indptr, A.indices, A.data, X.indptr, X.indices, X.data, f)

@@ -30,7 +30,12 @@ saw — the numbers are therefore not directly comparable with the paper's table
 Names re-exported here from the private modules: :class:`Split`, :func:`make_split`,
 :func:`split_rows` (``_split``), :func:`canonical_spec`, :func:`run_name` (``_spec``),
 :class:`Pipeline`, :func:`as_pipeline` (``pipeline``), :func:`evaluate` and the sweeps
-(``_evaluation``).
+(``_evaluation``), and the papers' experiments, sets of runs on one split
+(:class:`Experiment`): :func:`defrag_tradeoff`, :func:`ktxmlc_sweep` (``_experiments``),
+:func:`bmgufs_protocol`, :func:`bmgufs_heatmap`, :func:`bmgufs_robustness`
+(``_graph_experiments``), :func:`vocabulary_experiment`, :func:`vocabulary_heldout`,
+:func:`default_budget` (``_table_experiments``); the triage that runs them within a time
+budget is :mod:`featagg_core.triage`.
 """
 from __future__ import annotations
 
@@ -51,7 +56,11 @@ from ._evaluation import (BUCKET_NAMES, DEFAULT_ALPHAS, DEFAULT_DS, DEFAULT_FRAC
                           check_applicable, elbow, erasure_curve, evaluate,
                           feature_selection_comparison, predictions, refrag_alpha_curve,
                           vocabulary_budget_curve, vocabulary_report)
+from ._experiments import (DEFAULT_D0S, DEFAULT_KS, DEFAULT_TREES, Experiment,
+                           defrag_tradeoff, ktxmlc_sweep)
+from ._graph_experiments import bmgufs_heatmap, bmgufs_protocol, bmgufs_robustness
 from ._spec import canonical_spec, check_spec_fits, run_name, spec_json, spec_kind, sub_spec
+from ._table_experiments import default_budget, vocabulary_experiment, vocabulary_heldout
 from ._split import ROWS, Split, make_split, split_rows, take_rows
 from ._steps import (fit_classifier, fit_defrag, fit_feature_clustering, fit_fiat,
                      fit_per_tree, fit_refrag, fit_selector, fit_vocabulary)
@@ -63,7 +72,10 @@ __all__ = ["Split", "make_split", "split_rows", "ROWS", "canonical_spec", "run_n
            "refrag_alpha_curve", "erasure_curve", "elbow", "feature_selection_comparison",
            "vocabulary_report", "vocabulary_budget_curve", "Cancelled", "BUCKET_NAMES",
            "DEFAULT_ALPHAS", "DEFAULT_FRACTIONS", "DEFAULT_DS", "SELECTION_BASELINES",
-           "STATUSES"]
+           "STATUSES", "Experiment", "defrag_tradeoff", "ktxmlc_sweep", "bmgufs_protocol",
+           "bmgufs_heatmap", "bmgufs_robustness", "vocabulary_experiment",
+           "vocabulary_heldout", "default_budget", "DEFAULT_D0S", "DEFAULT_KS",
+           "DEFAULT_TREES"]
 
 _log = logging.getLogger(__name__)
 
@@ -216,8 +228,17 @@ def _fit_classifier_run(f: _Fit) -> Pipeline:
         return own[key]
 
     if "rerank" in spec:
-        pipe.reranker = f.step("reranker", "rerank_s", lambda: fit_refrag(
-            X, Y, spec["rerank"], clustering(spec["rerank"], 0.75, 0.8)))
+        def rerank():
+            model = fit_refrag(X, Y, spec["rerank"], clustering(spec["rerank"], 0.75, 0.8))
+            if spec["rerank"]["tune"]:             # alpha, gamma, beta on validation rows
+                from ._refrag_tuning import tune_reranker
+                model, note, _ = tune_reranker(model, f.data, f.split, spec, pipe,
+                                               clustering(spec["rerank"], 0.75, 0.8),
+                                               f.cancel, f.report(0.8, 0.84))
+                f.run.message = note
+            return model
+
+        pipe.reranker = f.step("reranker", "rerank_s", rerank)
         f.report(0.0, 0.84)(1.0, "REFRAG: label prototypes built")
     if "impute" in spec:
         pipe.imputer = f.step("imputer", "impute_s", lambda: fit_fiat(

@@ -328,6 +328,40 @@ class Refrag(BaseEstimator):
             return out, top_l, top_s
         return out
 
+    def candidates(self, X, scores):
+        """What :meth:`rerank` scores, computed once so that alpha, gamma and
+        ``propensity_exponent`` can be varied cheaply (REFRAG tuning): a dict of (n, c)
+        arrays ``labels`` (-1 padded), ``base`` (the normalised shortlist score),
+        ``cosine`` (with the label's prototype), ``shortlisted``. :meth:`rerank_candidates`
+        turns them into exactly what :meth:`rerank` returns for the current knobs."""
+        self._check_fitted()
+        X = _as_csr(X, n_features=self.n_features_in_)
+        S = self._shortlist(scores, X.shape[0])
+        Q = self._queries(X)
+        PT = self._prototypes_T
+        width = int(np.diff(S.indptr).max(initial=0)) + int(self.n_prototype_candidates)
+        lab, base, cos, short = _k.rerank_candidates(
+            Q.indptr.astype(np.int64), Q.indices.astype(np.int64), Q.data,
+            PT.indptr.astype(np.int64), PT.indices.astype(np.int64), PT.data,
+            self._has_proto, S.indptr.astype(np.int64), S.indices.astype(np.int64), S.data,
+            int(self.n_prototype_candidates), self.n_labels_, max(width, 1))
+        return {"labels": lab, "base": base, "cosine": cos, "shortlisted": short}
+
+    def rerank_candidates(self, cand, k=5):
+        """:meth:`rerank`'s csr (n, L) top-k from :meth:`candidates` with the current
+        alpha, gamma and propensity_exponent (equal to ``rerank(X, scores, k)``)."""
+        self._check_fitted()
+        self._check_params()
+        top_l, top_s = _k.score_candidates(cand["labels"], cand["base"], cand["cosine"],
+                                           cand["shortlisted"], self.label_weights(),
+                                           float(self.alpha), float(self.gamma), int(k))
+        valid = top_l >= 0
+        indptr = np.concatenate([[0], np.cumsum(valid.sum(axis=1))]).astype(np.int64)
+        out = sp.csr_matrix((top_s[valid].astype(np.float32), top_l[valid], indptr),
+                            shape=(top_l.shape[0], self.n_labels_))
+        out.sort_indices()
+        return out
+
     def affinity(self, X, labels):
         """Affinity w_l^beta exp(-gamma/2 ||x - xi_l||^2) of every point to given labels.
 
@@ -384,6 +418,8 @@ def warmup():
     X = sp.csr_matrix(np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]]))
     Y = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
     r = Refrag(n_prototype_candidates=1).fit(X, Y, np.array([0, 0, 1]))
-    r.rerank(X, sp.csr_matrix(np.array([[0.9, 0.1], [0.2, 0.0], [0.5, 0.5]])), k=2)
+    S = sp.csr_matrix(np.array([[0.9, 0.1], [0.2, 0.0], [0.5, 0.5]]))
+    r.rerank(X, S, k=2)
+    r.rerank_candidates(r.candidates(X, S), k=2)             # REFRAG tuning
     from . import fiat
     fiat.Fiat(np.array([0, 0, 1])).fit(X).transform(X)

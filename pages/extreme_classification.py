@@ -6,7 +6,7 @@ import functools
 import numpy as np
 import streamlit as st
 
-from featagg_app import display, session
+from featagg_app import display, experiment_sections, session
 from featagg_app import xmlc_view as xv
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.experiment import bucket_metrics, canonical_spec, elbow, predictions
@@ -152,7 +152,11 @@ if is_tree:
         if _k not in st.session_state:
             st.session_state[_k] = _fit_to_labels(_k, _v, L)
     p1, p2, p3 = st.columns(3)
+    if state.get("elbow_K_pending") is not None:    # the elbow's K, once computed
+        st.session_state["xmlc_K"] = int(state.pop("elbow_K_pending"))
     K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), key="xmlc_K")
+    if state.get("elbow_applied") is not None:
+        p1.caption(f"K preselected from the elbow (K = {state['elbow_applied'][1]}).")
     n_trees = p1.number_input("Trees", 1, 10, key="xmlc_trees")
     depth = p2.number_input("Max depth", 1, 30, key="xmlc_depth")
     leaf = p2.number_input("Leaf size (max labels per leaf)", 1, max(1, L), key="xmlc_leaf")
@@ -183,6 +187,11 @@ if is_tree:
                 done[state.get("elbow_asked")] = job.result
             if elbow_key in done:
                 el = done[elbow_key]
+                if (state.get("elbow_applied") or (None,))[0] != elbow_key:
+                    # preselect the elbow's K in the K widget (drawn above: next run)
+                    state["elbow_applied"] = (elbow_key, int(el.elbow))
+                    state["elbow_K_pending"] = int(el.elbow)
+                    st.rerun()
                 display.plotly_chart(xv.elbow_figure(el))
                 st.write(f"Elbow at **K = {el.elbow}**"
                          + (" (on the DEFRAG features of that run)." if defrag_run else "."))
@@ -202,6 +211,9 @@ try:
 except ValueError as exc:
     session.show_error(exc)
     st.stop()
+
+if is_tree:
+    experiment_sections.ktxmlc_sweep(PAGE, data, split, classifier)
 
 # ------------------------------------------------------------------ train
 b1, b2 = st.columns([1, 4])

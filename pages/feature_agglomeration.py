@@ -5,7 +5,7 @@ import functools
 import streamlit as st
 
 from featagg_app import defrag_view as dv
-from featagg_app import display, session
+from featagg_app import display, experiment_sections, session
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.experiment import canonical_spec
 
@@ -128,6 +128,8 @@ def _submit_baseline(kind, K, representation, max_features=None):
     except ValueError as exc:
         session.show_error(exc, context=f"The {BASELINES[kind]} baseline cannot run")
 
+
+experiment_sections.defrag_tradeoff(PAGE, data, split)
 
 new = session.follow_run(PAGE, "defrag")
 if new is not None:

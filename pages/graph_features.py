@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from featagg_app import bmgufs_view as bv
-from featagg_app import display, session
+from featagg_app import display, experiment_sections, session
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.experiment import (DEFAULT_DS, SELECTION_BASELINES, canonical_spec,
                                      feature_selection_comparison, split_rows)
@@ -73,11 +73,19 @@ c1, c2, c3 = st.columns(3)
 k = c1.number_input("Blocks k", 2, max(2, min(50, n_train - 1)),
                     int(min(n_classes or 6, max(2, min(50, n_train - 1)))), key="gf_k",
                     help="default: the number of node classes")
+k_auto = c1.checkbox("k from the data", value=False, key="gf_k_auto",
+                     help="the number of node classes when the nodes have them, else the "
+                          "eigengap rule (the largest gap between consecutive eigenvalues of "
+                          "the normalised adjacency, k = 2..20); the run says which k it took")
 n_cand = c1.number_input("Candidate block models", 1, 20, 10, key="gf_cand")
 beta = c2.slider("β̄ (weight of L_m)", 0.0, 1.0, 0.6, 0.05, key="gf_beta")
 gamma = c2.number_input("γ (sparsity)", 0.0, 10.0, 2.0, 0.5, key="gf_gamma")
 max_iter = c3.number_input("Iterations", 1, 1000, 200, 10, key="gf_iter")
 d = c3.number_input("d (features to keep)", 1, int(f), int(min(64, f)), key="gf_d")
+keep_d = c3.checkbox("Lower γ until d weights stay non-zero", value=True, key="gf_keep_d",
+                     help="walks down the paper's grid {3, 2, 1} (then 0.5, 0.25, 0) from "
+                          "the γ above, keeping the first that leaves at least d features; "
+                          "off: the γ above as it is (fewer than d features may come back)")
 with st.expander("More settings", expanded=False):
     m1, m2, m3 = st.columns(3)
     init = m1.radio("ONMtF restarts start from", ["spectral", "random"], key="gf_init",
@@ -89,7 +97,8 @@ with st.expander("More settings", expanded=False):
 
 def _spec(candidate=None):
     return canonical_spec({"feature_selection": {
-        "kind": "bmgufs", "d": int(d), "n_blocks": int(k), "beta_bar": float(beta),
+        "kind": "bmgufs", "d": int(d), "n_blocks": None if k_auto else int(k),
+        "keep_d": bool(keep_d), "beta_bar": float(beta),
         "gamma": float(gamma), "n_candidates": int(n_cand), "max_iter": int(max_iter),
         "random_state": int(seed), "learning_rate": float(eta), "block_init": str(init),
         "candidate": candidate}})
@@ -155,6 +164,13 @@ if int(choice) != int(model.candidate_index_) and session.running_job(PAGE, "bmg
         session.show_error(exc)
     st.rerun()
 
+st.caption("Blocks: " + session.md_escape(model.n_blocks_rule_)
+           + f" · γ used {model.gamma_:g}"
+           + (f" (tried {', '.join(f'{g:g} → {z} non-zero' for g, z in model.gamma_path_)})"
+              if len(model.gamma_path_) > 1 else ""))
+if model.fit_warning_:
+    st.warning(session.md_escape(model.fit_warning_[0].upper() + model.fit_warning_[1:]),
+               icon="⚠️")
 k1, k2, k3, k4 = st.columns(4)
 k1.metric("RRE of the block model", f"{model.block_model_.rre_:.4f}", border=True)
 k2.metric(f"Non-zero weights (of {f:,})", f"{model.n_nonzero_:,}", border=True,
@@ -220,6 +236,11 @@ else:
         st.caption(f"Every baseline is fitted on the training nodes; k-means (k = "
                    f"{n_classes}) on the top d features of the test nodes, for d in "
                    f"{', '.join(str(v) for v in DEFAULT_DS if v <= f)}.")
+
+experiment_sections.bmgufs_protocol(PAGE, data, split, bmgufs={
+    k_: v for k_, v in spec["feature_selection"].items()
+    if k_ in ("n_blocks", "beta_bar", "max_iter", "random_state", "learning_rate",
+              "block_init")})
 
 # ------------------------------------------------------------------ the graph
 st.subheader("The training graph, coloured by block")

@@ -8,11 +8,11 @@ import json
 import numpy as np
 import streamlit as st
 
-from featagg_app import display, session
+from featagg_app import display, experiment_sections, session
 from featagg_app import vocab_view as vv
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.data import CategoricalData
-from featagg_core.experiment import canonical_spec, vocabulary_budget_curve
+from featagg_core.experiment import canonical_spec, default_budget, vocabulary_budget_curve
 from featagg_core.vocab import CONTIGUOUS
 
 PAGE = "Vocabulary compression"
@@ -109,7 +109,14 @@ if not columns:
 SCHEMES = ["per column", "global (uniform for baselines)",
            "global (MI-proportional for baselines)"]
 p1, p2, p3 = st.columns(3)
-m = p1.select_slider("Buckets per column m", options=vv.BUDGET_STEPS, value=10, key="vc_m")
+if state.get("m_default_for") != (split.split_id, tuple(columns)):
+    # a budget that compresses: about half the median number of distinct label rates
+    # (default_budget); a budget above a column's levels would be lossless by construction
+    m0, m_why = default_budget(data, split, columns)
+    state["m_default_for"], state["m_why"] = (split.split_id, tuple(columns)), m_why
+    st.session_state["vc_m"] = m0
+m = p1.select_slider("Buckets per column m", options=vv.BUDGET_STEPS, key="vc_m",
+                     help="default: " + state.get("m_why", ""))
 scheme = p2.radio("Budget scheme", SCHEMES, index=1, key="vc_scheme")
 with st.expander("More settings", expanded=False):
     a1, a2, a3, a4 = st.columns(4)
@@ -242,6 +249,10 @@ st.caption("All measured on the test rows. There, I(X;C) of a column with many r
            "held-out MI loss of id-like columns is much larger than on the training rows "
            "the compression was fitted on (see the picture below): it is the information "
            "that does not carry over to new rows.")
+
+with st.expander(f"Fitted against held-out MI, per column ({vv.METHOD_TITLES[main_method]})",
+                 expanded=False):
+    experiment_sections.vocabulary_heldout(run_main, data, split)
 
 g1, g2 = st.columns([3, 2])
 got = {meth: curves.get((split.split_id, _key(specs[meth])))

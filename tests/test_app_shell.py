@@ -353,7 +353,7 @@ def test_navigation_lists_every_page_in_order():
     pages = next(ast.literal_eval(n.value) for n in ast.walk(tree)
                  if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PAGES")
     files = [p[0] for p in pages]
-    assert files == ["pages/data.py", "pages/feature_agglomeration.py",
+    assert files == ["pages/data.py", "pages/triage.py", "pages/feature_agglomeration.py",
                      "pages/extreme_classification.py", "pages/rare_labels.py",
                      "pages/graph_features.py", "pages/vocabulary.py", "pages/compare.py",
                      "pages/export.py"]

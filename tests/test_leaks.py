@@ -197,6 +197,7 @@ def spy(monkeypatch):
     for cls in (Defrag, KTXMLC, OneVsAll, DefragKTXMLC, Fiat, Refrag):
         wrap(cls, "fit")
     wrap(BMGUFS, "fit", x_arg=1)
+    wrap(BMGUFS, "fit_gamma_grid", x_arg=1)     # pipelines keep nnz(r) >= d through it
     for fn in ("laplacian_score", "spec_score", "variance_score", "ndfs_score", "knn_graph"):
         wrap(fsb, fn)
     for fn in ("kmeans_feature_labels", "ward_feature_labels"):

@@ -157,10 +157,15 @@ def test_page_warns_when_gamma_leaves_fewer_than_d_and_compares():
     at.number_input(key="gf_gamma").set_value(4.0)
     at.number_input(key="gf_iter").set_value(200)
     at.number_input(key="gf_d").set_value(600)
+    at.checkbox(key="gf_keep_d").uncheck()              # γ as given: fewer than d may stay
     at.run()
     click(at, "gf_run")
     assert not at.exception, at.exception
     assert any("nnz(r) < d" in w.value for w in at.warning)
+    at.checkbox(key="gf_keep_d").check()                # the grid walk keeps d features
+    at.run()
+    click(at, "gf_run")
+    assert any("gamma lowered from 4" in w.value for w in at.warning)
     at.number_input(key="gf_seeds").set_value(1)
     at.run()
     click(at, "gf_compare_btn")

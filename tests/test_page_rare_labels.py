@@ -147,15 +147,21 @@ def test_page_never_trains_unasked_then_alpha_one_is_the_classifier():
     ok(at)
     assert [r.name for r in runs(at)] == ["KTXMLC K=2 T=1"]
     assert any("Using **#1 KTXMLC K=2 T=1**" in c.value for c in at.caption)
+    # REFRAG is tuned on validation rows unless the user switches it off
+    assert at.toggle(key="rl_tune").value is True
     click(at, "rl_refrag_run")
     click(at, "rl_fiat_run")
     ok(at)
     labels = [m.label for m in at.metric]
     assert "coverage@5 with REFRAG" in labels and "P@1 erased + FIAT" in labels
     names = [r.name for r in runs(at)]
-    assert any("REFRAG α=0.4" in n for n in names) and any("FIAT mix=0.5" in n for n in names)
+    assert any(n.endswith("+ REFRAG tuned") for n in names), names
+    assert any("FIAT mix=0.5" in n for n in names)
+    assert any("REFRAG tuned on" in s.value for s in at.success)
     assert len(at.get("download_button")) == 2
     n_runs = len(runs(at))
+    at.toggle(key="rl_tune").set_value(False)
+    at.run()
     at.slider(key="rl_alpha").set_value(1.0)
     click(at, "rl_refrag_run")
     ok(at)
@@ -177,6 +183,8 @@ def test_page_uses_the_picked_run_and_matches_the_library():
     ok(at)
     # the latest classifier run (on DEFRAG features) is used by default, and named
     assert any("Using **#2 KTXMLC K=16 T=1 · DEFRAG d0=5**" in c.value for c in at.caption)
+    at.toggle(key="rl_tune").set_value(False)              # REFRAG's own defaults
+    at.run()
     click(at, "rl_refrag_run")
     click(at, "rl_fiat_run")
     ok(at)

@@ -4,7 +4,7 @@ Arrays in, arrays out; no Python objects. Sparse matrices arrive as their CSR pa
 (``indptr``, ``indices``, ``data``).
 """
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .stopflag import stop_requested
 
@@ -155,4 +155,164 @@ def quad_diag_csr(a_indptr, a_indices, a_data, x_indptr, x_indices, x_data, f):
                     out[l] += av * wl * x_data[p]
         for p in range(s, e):
             w[x_indices[p]] = 0.0
+    return out
+
+
+# ---------------------------------------------------------------------------
+# H = (Y^T Y) o (Y^T Y) and its mat-vec (the L_b normaliser of the selection)
+# ---------------------------------------------------------------------------
+#: fixed number of work chunks: the partition (hence every floating-point sum) does not
+#: depend on how many threads run them
+N_CHUNKS = 64
+
+
+@njit(cache=True, nogil=True)
+def _gram_row(l, yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, acc, seen,
+              touched):
+    """Row l of G = Y^T Y into the dense accumulator ``acc`` (Gustavson): the sum over the
+    nodes i having feature l of Y_il * row_i(Y). Returns how many entries were touched."""
+    nt = 0
+    for q in range(yt_indptr[l], yt_indptr[l + 1]):
+        i = yt_indices[q]
+        v = yt_data[q]
+        for p in range(y_indptr[i], y_indptr[i + 1]):
+            m = y_indices[p]
+            if not seen[m]:
+                seen[m] = True
+                touched[nt] = m
+                nt += 1
+            acc[m] += v * y_data[p]
+    return nt
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def gram_squared_counts(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, f):
+    """Entries per row of ``H = G o G`` (``G = Y^T Y``): the symbolic pass (also used to
+    tell the memory H needs before it is built). ``Y`` arrives as CSR (``y_*``, n x f)
+    and as its transpose (``yt_*``, f x n)."""
+    counts = np.zeros(f, np.int64)
+    csize = (f + N_CHUNKS - 1) // N_CHUNKS
+    for ch in prange(N_CHUNKS):
+        lo = ch * csize
+        hi = min(f, lo + csize)
+        if lo >= hi:
+            continue
+        acc = np.zeros(f)
+        seen = np.zeros(f, np.bool_)
+        touched = np.empty(f, np.int64)
+        for l in range(lo, hi):
+            nt = _gram_row(l, yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data,
+                           acc, seen, touched)
+            c = 0
+            for t in range(nt):
+                m = touched[t]
+                if acc[m] != 0.0:
+                    c += 1
+                acc[m] = 0.0
+                seen[m] = False
+            counts[l] = c
+    return counts
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def gram_squared_fill(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, f,
+                      indptr):
+    """CSR parts (indices sorted in each row, values ``G_lm^2``) of ``H = G o G`` with the
+    row pointers ``indptr`` from :func:`gram_squared_counts`. Each row is computed by one
+    chunk, so the values do not depend on the thread count."""
+    indices = np.empty(indptr[f], np.int32)
+    data = np.empty(indptr[f], np.float64)
+    csize = (f + N_CHUNKS - 1) // N_CHUNKS
+    for ch in prange(N_CHUNKS):
+        lo = ch * csize
+        hi = min(f, lo + csize)
+        if lo >= hi:
+            continue
+        acc = np.zeros(f)
+        seen = np.zeros(f, np.bool_)
+        touched = np.empty(f, np.int64)
+        for l in range(lo, hi):
+            nt = _gram_row(l, yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data,
+                           acc, seen, touched)
+            loc = np.sort(touched[:nt])
+            pos = indptr[l]
+            for t in range(nt):
+                m = loc[t]
+                v = acc[m]
+                if v != 0.0:
+                    indices[pos] = m
+                    data[pos] = v * v
+                    pos += 1
+                acc[m] = 0.0
+                seen[m] = False
+    return indices, data
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def gram_squared_dense(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, f):
+    """``H = G o G`` (``G = Y^T Y``) as a dense f x f array, for when H is mostly full (it
+    then takes less memory dense than as CSR). Each row is summed by one chunk in node
+    order, so the values do not depend on the thread count."""
+    H = np.zeros((f, f))
+    csize = (f + N_CHUNKS - 1) // N_CHUNKS
+    for ch in prange(N_CHUNKS):
+        for l in range(ch * csize, min(f, (ch + 1) * csize)):
+            row = H[l]
+            for q in range(yt_indptr[l], yt_indptr[l + 1]):
+                i = yt_indices[q]
+                v = yt_data[q]
+                for p in range(y_indptr[i], y_indptr[i + 1]):
+                    row[y_indices[p]] += v * y_data[p]
+            for m in range(f):
+                row[m] *= row[m]
+    return H
+
+
+@njit(cache=True, nogil=True)
+def dense_sym_matvec_active(H, r, active):
+    """``H @ r`` for a dense symmetric ``H`` when ``r`` is zero outside ``active``: the
+    sum of ``r_m H[m, :]`` over the active rows (contiguous rows, so the inner loop
+    vectorises). Serial: it runs every iteration, and parallel regions that short cost
+    more than they save on a busy machine."""
+    f = r.shape[0]
+    out = np.zeros(f)
+    for q in range(active.shape[0]):
+        m = active[q]
+        rm = r[m]
+        row = H[m]
+        for l in range(f):
+            out[l] += rm * row[l]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def weighted_gram(Vt, r, active):
+    """``K = V diag(r) V^T`` (k x k) from ``Vt = V^T`` (f x k, C order) and the features
+    where ``r`` is non-zero."""
+    k = Vt.shape[1]
+    K = np.zeros((k, k))
+    for q in range(active.shape[0]):
+        l = active[q]
+        rl = r[l]
+        for a in range(k):
+            va = rl * Vt[l, a]
+            for b in range(k):
+                K[a, b] += va * Vt[l, b]
+    return K
+
+
+@njit(cache=True, nogil=True)
+def quad_diag(Vt, K):
+    """``out_l = v_l^T K v_l`` for every row ``v_l`` of ``Vt`` (f x k): the diagonal of
+    ``V^T K V`` without forming it."""
+    f, k = Vt.shape
+    out = np.empty(f)
+    for l in range(f):
+        s = 0.0
+        for a in range(k):
+            acc = 0.0
+            for b in range(k):
+                acc += K[a, b] * Vt[l, b]
+            s += Vt[l, a] * acc
+        out[l] = s
     return out

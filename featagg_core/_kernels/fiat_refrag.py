@@ -370,3 +370,102 @@ def row_shortlist(indptr, indices, data, s, mode):
                 out_i[offs[i] + t] = cols[t]
                 out_d[offs[i] + t] = vals[t]
     return offs, out_i, out_d
+
+
+@njit(cache=True, nogil=True)
+def rerank_candidates(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, has_proto,
+                      s_indptr, s_indices, s_data, n_proto, n_labels, width):
+    """The candidates :func:`rerank_rows` scores for every row (for alpha < 1), with what
+    their score depends on: label (-1 padded), the normalised base score, the cosine with
+    the label's prototype and whether it came from the shortlist. Same loops and order of
+    summation as :func:`rerank_rows`, so :func:`score_candidates` reproduces its scores
+    bit for bit for any alpha, gamma and weights (weights are positive exactly where
+    ``has_proto``). Serial: used to tune REFRAG on validation rows."""
+    n = q_indptr.shape[0] - 1
+    cand_l = np.full((n, width), -1, np.int64)
+    cand_b = np.zeros((n, width), np.float64)
+    cand_c = np.zeros((n, width), np.float64)
+    cand_s = np.zeros((n, width), np.bool_)
+    cosv = np.zeros(n_labels, np.float64)
+    seen = np.zeros(n_labels, np.bool_)
+    touched = np.empty(n_labels, np.int64)
+    in_short = np.zeros(n_labels, np.bool_)
+    pb_s = np.empty(max(n_proto, 1), np.float64)
+    pb_l = np.empty(max(n_proto, 1), np.int64)
+    for i in range(n):
+        nt = 0
+        for p in range(q_indptr[i], q_indptr[i + 1]):
+            f = q_indices[p]
+            v = q_data[p]
+            for r in range(pt_indptr[f], pt_indptr[f + 1]):
+                lab = pt_indices[r]
+                if not seen[lab]:
+                    seen[lab] = True
+                    touched[nt] = lab
+                    nt += 1
+                cosv[lab] += v * pt_data[r]
+        c = 0
+        ss = s_indptr[i]
+        se = s_indptr[i + 1]
+        for p in range(ss, se):
+            lab = s_indices[p]
+            in_short[lab] = True
+            cand_l[i, c] = lab
+            cand_b[i, c] = s_data[p]
+            cand_c[i, c] = cosv[lab]
+            cand_s[i, c] = True
+            c += 1
+        if n_proto > 0:
+            for j in range(n_proto):
+                pb_l[j] = -1
+                pb_s[j] = 0.0
+            for t in range(nt):
+                lab = touched[t]
+                if not in_short[lab] and has_proto[lab]:
+                    _topk_insert(pb_s, pb_l, n_proto, cosv[lab], lab)
+            for j in range(n_proto):
+                lab = pb_l[j]
+                if lab < 0:
+                    break
+                cand_l[i, c] = lab
+                cand_c[i, c] = cosv[lab]
+                c += 1
+        for t in range(nt):
+            lab = touched[t]
+            cosv[lab] = 0.0
+            seen[lab] = False
+        for p in range(ss, se):
+            in_short[s_indices[p]] = False
+    return cand_l, cand_b, cand_c, cand_s
+
+
+@njit(cache=True, nogil=True)
+def score_candidates(cand_l, cand_b, cand_c, cand_s, weight, alpha, gamma, k):
+    """REFRAG's top-k of every row from :func:`rerank_candidates`' arrays: the same
+    scores, ties and -1 padding as :func:`rerank_rows` with these alpha, gamma, weights."""
+    n, width = cand_l.shape
+    out_l = np.full((n, k), -1, np.int64)
+    out_s = np.zeros((n, k), np.float64)
+    best_s = np.empty(k, np.float64)
+    best_l = np.empty(k, np.int64)
+    for i in range(n):
+        for j in range(k):
+            best_l[j] = -1
+            best_s[j] = 0.0
+        for c in range(width):
+            lab = cand_l[i, c]
+            if lab < 0:
+                break
+            if cand_s[i, c]:
+                aff = 0.0
+                if alpha < 1.0 and weight[lab] > 0.0:
+                    aff = weight[lab] * np.exp(-0.5 * gamma * (2.0 - 2.0 * cand_c[i, c]))
+                _topk_insert(best_s, best_l, k, alpha * cand_b[i, c] + (1.0 - alpha) * aff,
+                             lab)
+            elif alpha < 1.0:
+                aff = weight[lab] * np.exp(-0.5 * gamma * (2.0 - 2.0 * cand_c[i, c]))
+                _topk_insert(best_s, best_l, k, (1.0 - alpha) * aff, lab)
+        for j in range(k):
+            out_l[i, j] = best_l[j]
+            out_s[i, j] = best_s[j]
+    return out_l, out_s

@@ -612,3 +612,80 @@ def chunks_threshold(c0, c1, bounds, offset, k, eps, d):
             levels[cnt] = lv[i]
             cnt += 1
     return pos[:cnt], gains[:cnt], levels[:cnt]
+
+
+@njit(cache=True, nogil=True)
+def dp_monotone(P0, P1, m, stop):
+    """The optimum of :func:`dp_optimal` in O(m n log n) by divide-and-conquer.
+
+    On values sorted by P(C=0|x) the bucket gain ``g[a, b)`` satisfies the quadrangle
+    inequality (Iwata & Ozawa, "Quantizer design for outputs of binary-input discrete
+    memoryless channels using SMAWK algorithm", ISIT 2014), so the best last cut of
+    ``D[j, b]`` is non-decreasing in ``b`` and each layer is solved by computing the middle
+    ``b`` over its admissible cuts and recursing on both halves (the usual "divide and
+    conquer DP optimisation"). Ties go to the smallest cut. Returns ``(splits, value)``
+    with value in N nats, like :func:`dp_optimal` (tests compare the two). ``stop`` is
+    read once per layer; when set, the result is meaningless and the caller discards
+    it."""
+    n = P0.shape[0] - 1
+    m = min(m, n)
+    prev = np.full(n + 1, -_INF)
+    prev[0] = 0.0
+    cur = np.full(n + 1, -_INF)
+    arg = np.zeros((m + 1, n + 1), np.int32)
+    # explicit stack of (lo, hi, opt_lo, opt_hi) ranges of b
+    stack = np.empty((4 * (n + 2) + 64, 4), np.int64)
+    for j in range(1, m + 1):
+        for b in range(n + 1):
+            cur[b] = -_INF
+        lo_b, hi_b = j, n - (m - j)
+        if lo_b > hi_b or stop_requested(stop):
+            break
+        top = 0
+        stack[0, 0] = lo_b
+        stack[0, 1] = hi_b
+        stack[0, 2] = j - 1
+        stack[0, 3] = hi_b - 1
+        top = 1
+        while top > 0:
+            top -= 1
+            lo = stack[top, 0]
+            hi = stack[top, 1]
+            olo = stack[top, 2]
+            ohi = stack[top, 3]
+            if lo > hi:
+                continue
+            mid = (lo + hi) >> 1
+            best = -_INF
+            bi = olo
+            end = min(ohi, mid - 1)
+            for a in range(olo, end + 1):
+                pa = prev[a]
+                if pa == -_INF:
+                    continue
+                v = pa + _bucket(P0, P1, a, mid)
+                if v > best:
+                    best = v
+                    bi = a
+            cur[mid] = best
+            arg[j, mid] = bi
+            stack[top, 0] = lo
+            stack[top, 1] = mid - 1
+            stack[top, 2] = olo
+            stack[top, 3] = bi
+            top += 1
+            stack[top, 0] = mid + 1
+            stack[top, 1] = hi
+            stack[top, 2] = bi
+            stack[top, 3] = ohi
+            top += 1
+        for b in range(n + 1):
+            prev[b] = cur[b]
+    value = prev[n] - _bucket(P0, P1, 0, n)
+    splits = np.empty(m - 1, np.int64)
+    b = n
+    for j in range(m, 1, -1):
+        a = arg[j, b]
+        splits[j - 2] = a
+        b = a
+    return splits, value

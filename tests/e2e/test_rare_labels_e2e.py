@@ -1,6 +1,7 @@
 """End-to-end: a person picks Bibtex and opens Rare labels with no classifier yet: the page
 says so and trains nothing; they train the small default it offers (named, through the job
-runner), re-rank with REFRAG and read the before/after cards and charts, move α to 1 and
+runner), re-rank with REFRAG (tuned on validation rows, the default: the page says what it
+chose) and read the before/after cards and charts, switch tuning off, move α to 1 and
 re-rank again (REFRAG = the classifier), open the FIAT tab, impute and read the erasure
 curve and the imputed point, and find the runs on the Compare page."""
 import re
@@ -38,6 +39,7 @@ def test_rare_labels_on_bibtex(app_server, page):
     p5 = _pct(cards["P@5 with REFRAG"])
     assert 15.0 < p5 < 40.0, cards                       # Bibtex P@5 is about 28
     assert _pct(cards["coverage@5 with REFRAG"]) > 50.0, cards
+    assert "REFRAG tuned on" in page_text(page)          # the chosen α, γ, β are named
     # the α curve is its own job, queued once the REFRAG run is shown
     main.get_by_text(re.compile(r"Coverage@5 (doubles|does not double)")).first.wait_for(
         timeout=180_000)
@@ -51,7 +53,10 @@ def test_rare_labels_on_bibtex(app_server, page):
     page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_rare_labels_refrag.png", full_page=True)
     page.set_viewport_size({"width": 1400, "height": 1000})
 
-    # alpha = 1: the re-ranking is the classifier's ranking (keyboard on the slider thumb)
+    # tuning off, alpha = 1: the re-ranking is the classifier's ranking (keyboard on the
+    # slider thumb)
+    main.get_by_text("Tune α, γ and β on validation rows").click()
+    wait_for_app(page)
     thumb = main.locator('[data-testid="stSlider"]').filter(
         has_text="weight of the classifier").get_by_role("slider")
     thumb.focus()

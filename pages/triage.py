@@ -1,0 +1,119 @@
+"""Triage page: a bounded battery of the papers' experiments on the current dataset, and a
+report (self-contained HTML + JSON) to hand on."""
+import functools
+import re
+
+import streamlit as st
+
+from featagg_app import session
+from featagg_app import triage_view as tv
+
+PAGE = "triage"
+
+st.title("Triage")
+
+with st.expander("How it works", expanded=False):
+    st.markdown(
+        "One click runs the experiments that say most about a dataset, within a **time "
+        "budget**, and writes a report you can send to someone who has no dashboard: a "
+        "single HTML file (charts included, it opens offline) and a JSON file with every "
+        "number in it.\n\n"
+        "* **Multi-label data**: the shape of the label space (how much of it is the "
+        "*tail*: the least frequent labels that together carry half of the label "
+        "occurrences), KTXMLC on the raw features against KTXMLC on DEFRAG's agglomerated "
+        "features at several *d0* (the largest cluster of features summed into one), "
+        "one-vs-all against the label trees, and REFRAG (rare-label re-ranking) tuned on "
+        "validation rows so that it does not cost more than half a point of P@5.\n"
+        "* **Graphs**: BMGUFS against the other feature selections, then its parameter grid "
+        "and how it copes with noisy edges.\n"
+        "* **Tables**: every column's vocabulary compressed, with the mutual information it "
+        "was fitted to next to the one it keeps on rows it never saw.\n\n"
+        "**Budget**: every step is estimated first; steps are taken in order of importance "
+        "while they fit, and a step that runs far over its estimate is stopped. The report "
+        "lists what was left out. Every fit is a run on this session's split (it appears "
+        "in Compare), and the report records the split, the seeds and the library versions "
+        "so that a second run reproduces its numbers.")
+
+data = session.current_dataset()
+if data is None:
+    data = session.require_dataset("multilabel")
+try:
+    split = session.current_split(data)
+except ValueError as exc:
+    session.show_error(exc)
+    st.stop()
+state = session.page_state(PAGE, data)
+st.caption(f"**{session.md_escape(session.dataset_label(data))}** · "
+           + session.md_escape(session.split_caption(split))
+           + ("" if split.valid.size or data.kind != "multilabel" else
+              " · no validation rows: REFRAG is tuned on rows carved from the training rows "
+              "(set a validation share in the sidebar to tune on the split's own)."))
+
+c1, c2 = st.columns([2, 1])
+budget = c1.select_slider("Time budget", options=tv.BUDGETS, value=60, key="tri_budget",
+                          format_func=lambda s: f"{s} s" if s < 120 else f"{s // 60} min",
+                          help="the battery is planned to finish within this time")
+c2.write("")
+start = c2.button("Run the triage", type="primary", key="tri_run")
+if start:
+    from featagg_core.triage import run_triage
+    source = session.current_source_id()
+
+    def work(progress, cancel, data=data, split=split, budget=budget, source=source):
+        return run_triage(data, budget_s=float(budget), split=split, progress=progress,
+                          cancel=cancel, source=f"sample:{source}" if source and
+                          source != "upload" else "")
+
+    session.submit_job(PAGE, "triage", f"Triage of {data.name or 'the dataset'}", work,
+                       estimate_s=float(budget), kind="triage")
+job = session.follow_job(PAGE, "triage")
+if job is not None and job.status == "done":
+    report = job.result
+    for run in report.runs:
+        if run.status == "done":
+            session.add_run(run)
+    state["record"] = report.record
+
+record = state.get("record")
+if record is None:
+    if session.running_job(PAGE, "triage") is None:
+        st.info("Pick a budget and press **Run the triage**.")
+    st.stop()
+
+st.subheader("Verdict")
+st.markdown("\n".join(f"- {session.md_escape(v)}" for v in record["verdict"]))
+if record["status"] != "done":
+    st.warning("The triage was cancelled: the report holds what finished.")
+name = re.sub(r"[^A-Za-z0-9_.-]+", "_", record["dataset"]["name"]) or "dataset"
+d1, d2, _ = st.columns([1, 1, 2])
+d1.download_button("Download the report (HTML)", functools.partial(tv.html_bytes, record),
+                   file_name=f"triage_{name}.html", mime="text/html", key="tri_dl_html",
+                   type="primary", on_click="ignore")
+d2.download_button("Download every number (JSON)", functools.partial(tv.json_bytes, record),
+                   file_name=f"triage_{name}.json", mime="application/json",
+                   key="tri_dl_json", on_click="ignore")
+
+figs = tv.experiment_figures(record)
+with st.expander("Dataset", expanded=False):
+    st.table(tv.stats_frame(record))
+    for cap, fig in figs.get("stats", []):
+        st.plotly_chart(fig, width="stretch")
+        st.caption(cap)
+for i, exp in enumerate(record["experiments"]):
+    st.subheader(exp["title"])
+    for v in exp["verdict"]:
+        st.markdown(session.md_escape(v))
+    for cap, fig in figs.get(str(i), []):
+        st.plotly_chart(fig, width="stretch")
+        st.caption(cap)
+    frame = tv.summary_frame(exp)
+    if len(frame):
+        if len(frame) <= 40:
+            st.table(frame)
+        else:
+            st.dataframe(frame, hide_index=True)
+with st.expander("What ran and how long it took", expanded=False):
+    st.table(tv.steps_frame(record))
+    st.caption(f"Budget {record['budget']['budget_s']:.0f} s, used "
+               f"{record['budget']['used_s']:.0f} s. Reproduce from the JSON: "
+               f"`{record['reproduce']['command']}`")

@@ -1,0 +1,113 @@
+"""The experiment sections of the pages (AppTest, small data): each is one job, its runs go
+to the registry, the table and verdict come from featagg_core.experiment, the elbow's K
+lands in the K widget, REFRAG tuned says what it chose, the vocabulary page starts at a
+budget that compresses and shows fitted against held-out MI."""
+import numpy as np
+import pandas as pd
+
+from page_util import app, click, ok, runs
+from featagg_core.data import CategoricalData
+from featagg_core.synthetic import make_attributed_sbm, make_powerlaw_multilabel
+
+
+def _ml():
+    return make_powerlaw_multilabel(260, 100, 15, random_state=4, test_size=0.25)
+
+
+def test_feature_agglomeration_raw_vs_defrag_section():
+    at = app("feature_agglomeration.py", _ml())
+    at.run()
+    ok(at)
+    page = "Feature agglomeration"
+    at.multiselect(key=f"{page}_tr_d0s").set_value([1, 8])
+    at.multiselect(key=f"{page}_tr_kinds").set_value(["KTXMLC"])
+    at.checkbox(key=f"{page}_tr_per_tree").uncheck()
+    at.run()
+    click(at, f"{page}_tr_run")
+    ok(at)
+    tables = [t.value for t in at.table]
+    tr = next(t for t in tables if "P@1 kept" in t.columns)
+    assert list(tr["d0"]) == ["–", "1", "8"]
+    assert tr["P@1 kept"].iloc[1] == "100.00 %"           # d0 = 1: every feature kept
+    assert any(m.value.startswith("KTXMLC: ") for m in at.markdown)
+    names = [r.name for r in runs(at)]
+    assert sum("KTXMLC" in n for n in names) == 3
+
+
+def test_extreme_classification_sweep_and_elbow_preselect():
+    at = app("extreme_classification.py", _ml())
+    at.run()
+    ok(at)
+    page = "Extreme classification"
+    at.radio(key=f"{page}_sw_param").set_value("trees T")
+    at.run()
+    at.multiselect(key=f"{page}_sw_n_trees").set_value([1, 2])
+    at.run()
+    click(at, f"{page}_sw_run")
+    ok(at)
+    t = next(t.value for t in at.table if "T" in t.value.columns)
+    assert list(t["T"]) == ["1", "2"]
+    at.toggle(key="xmlc_elbow_on").set_value(True)
+    from page_util import settle
+    settle(at)
+    settle(at)
+    ok(at)
+    st = at.session_state["featagg.pages"][page]
+    assert st.get("elbow_applied") is not None
+    assert at.number_input(key="xmlc_K").value == st["elbow_applied"][1]
+
+
+def test_graph_features_protocol_section():
+    g = make_attributed_sbm(180, 3, p_in=0.15, p_out=0.01, n_informative=9, n_noise=27,
+                            random_state=5)
+    at = app("graph_features.py", g)
+    at.run()
+    at.number_input(key="gf_cand").set_value(1)
+    at.number_input(key="gf_iter").set_value(30)
+    at.number_input(key="gf_d").set_value(8)
+    at.checkbox(key="gf_k_auto").check()
+    at.run()
+    click(at, "gf_run")
+    ok(at)
+    assert any("blocks" in c.value and "k = 3" in c.value for c in at.caption)
+    page = "Graph feature selection"
+    at.multiselect(key=f"{page}_bp_ds").set_value([8, 16])
+    at.number_input(key=f"{page}_bp_cand").set_value(1)
+    at.run()
+    click(at, f"{page}_bp_run")
+    ok(at)
+    t = next(t.value for t in at.table if "method" in t.value.columns)
+    assert {"BMGUFS", "variance", "all features"} <= set(t["method"])
+
+
+def test_rare_labels_tuned_refrag():
+    data = _ml()
+    at = app("rare_labels.py", data).run()
+    ok(at)
+    click(at, "rl_train_default")                        # a small classifier to re-rank
+    ok(at)
+    assert at.toggle(key="rl_tune").value is True        # tuned unless switched off
+    click(at, "rl_refrag_run")
+    ok(at)
+    assert any("REFRAG tuned on" in s.value for s in at.success)
+    assert any(r.name.endswith("+ REFRAG tuned") for r in runs(at))
+
+
+def test_vocabulary_default_budget_and_heldout_table():
+    from featagg_core.experiment import default_budget, make_split
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 40, 3000)
+    t = CategoricalData(table=pd.DataFrame({"a": a.astype(str),
+                                            "b": rng.integers(0, 6, 3000).astype(str)}),
+                        labels=(rng.random(3000) < rng.random(40)[a]).astype(np.int8),
+                        label_name="y", name="t")
+    at = app("vocabulary.py", t)
+    at.run()
+    ok(at)
+    m0, _ = default_budget(t, make_split(t), ["a", "b"])
+    assert at.select_slider(key="vc_m").value == m0
+    click(at, "vc_run")
+    ok(at)
+    tables = [x.value for x in at.table]
+    held = next(x for x in tables if "held-out MI loss" in x.columns)
+    assert list(held["column"]) == ["a", "b", "total"]
