@@ -187,9 +187,20 @@ def table_summary(t) -> dict:
 
 
 def vocabulary_sizes(t) -> pd.DataFrame:
-    """Distinct values per column (missing values count as one value), largest first."""
-    rows = [(str(c), int(t.table[c].nunique(dropna=False))) for c in t.table.columns]
-    df = pd.DataFrame(rows, columns=["column", "values"])
+    """Distinct values per column (missing values count as one value), largest first.
+
+    One factorisation of the whole table and a row-wise sort of the codes, not one
+    ``nunique`` per column (~50 us of pandas overhead each: minutes for a wide upload)."""
+    arr = t.table.to_numpy(dtype=object)
+    n, c = arr.shape
+    if n and c:
+        codes, _ = pd.factorize(arr.ravel(order="F"), use_na_sentinel=False)
+        per_col = np.sort(codes.reshape(c, n), axis=1)
+        counts = 1 + np.count_nonzero(np.diff(per_col, axis=1), axis=1)
+    else:
+        counts = np.zeros(c, np.int64)
+    df = pd.DataFrame({"column": [str(x) for x in t.table.columns],
+                       "values": counts.astype(np.int64)})
     return df.sort_values("values", ascending=False, kind="stable").reset_index(drop=True)
 
 

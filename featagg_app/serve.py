@@ -17,6 +17,11 @@
 The first page is served as soon as Streamlit is up (a few seconds), whatever the state
 of numba's cache; ``[featagg] kernels: … ready after … s`` lines in the log say when each
 page's kernels are there (``benchmarks/cold_start_bench.py`` measures both).
+
+Where it listens: ``127.0.0.1`` (this machine only) unless ``--server.address`` says
+otherwise (``dashboard.sh --public`` passes ``0.0.0.0``: every interface, for a
+classroom); :func:`listen_banner` says which at start. The load budget of uploads and
+artifact imports defaults to 256 MiB in the server (``FEATAGG_MAX_LOAD_MB``).
 """
 from __future__ import annotations
 
@@ -63,9 +68,37 @@ def server_defaults(environ=None) -> dict:
     return set_now
 
 
+def _option(argv, name: str):
+    """Value of a ``--name value`` / ``--name=value`` streamlit option in ``argv``."""
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def listen_banner(argv) -> str:
+    """One line saying where the server listens and who can reach it."""
+    address = (_option(argv, "--server.address")
+               or os.environ.get("STREAMLIT_SERVER_ADDRESS") or "127.0.0.1")
+    port = _option(argv, "--server.port") or "8501"
+    if address in ("0.0.0.0", "::", ""):
+        return (f"[featagg] PUBLIC: listening on every network interface, port {port}: anyone "
+                f"who can reach this machine can open http://<this machine>:{port} and "
+                f"upload files")
+    return (f"[featagg] listening on http://{address}:{port} only (this machine); "
+            f"bash scripts/dashboard.sh --public to serve a classroom")
+
+
 def main(argv=None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # localhost unless told otherwise (streamlit's own default is every interface); a
+    # command-line --server.address wins over this environment default
+    os.environ.setdefault("STREAMLIT_SERVER_ADDRESS", "127.0.0.1")
+    os.environ.setdefault("FEATAGG_MAX_LOAD_MB", "256")
+    print(listen_banner(argv), file=sys.stderr, flush=True)
     server_defaults()
     from featagg_app.memory import limit_malloc_arenas
     limit_malloc_arenas(int(os.environ.get("MALLOC_ARENA_MAX", "2") or 2))

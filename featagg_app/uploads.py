@@ -5,7 +5,10 @@ calls :func:`parse_upload` with the bytes of ``st.file_uploader``'s files.
 
 Safety: the size is checked before parsing (:data:`MAX_UPLOAD_MB`), only the listed file
 types are accepted, and parsing goes through ``featagg_core`` readers, which never
-unpickle (npz is read with ``allow_pickle=False``) and never execute anything.
+unpickle (npz is read with ``allow_pickle=False``) and never execute anything. The readers
+run with the dashboard's load budget (:func:`max_load_bytes`: compressed members may
+inflate to at most that many bytes, checked before inflating) and refuse declared sizes
+over :data:`MAX_UPLOAD_DIM` before allocating anything of that size.
 """
 from __future__ import annotations
 
@@ -34,6 +37,20 @@ MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 #: a few dense arrays per feature/label (counts, weights), so a header claiming billions of
 #: columns in a tiny file would cost gigabytes on a server shared by a class.
 MAX_UPLOAD_DIM = 5_000_000
+#: default load budget of one upload (MiB): well under the memory of a server shared by a
+#: class; ``FEATAGG_MAX_LOAD_MB`` (``scripts/dashboard.sh --max-load-mb``) overrides it
+DEFAULT_LOAD_MB = 256
+
+
+def max_load_bytes() -> int:
+    """The load budget of one upload in bytes: ``FEATAGG_MAX_LOAD_MB`` when set to a
+    positive number, else :data:`DEFAULT_LOAD_MB`."""
+    text = os.environ.get("FEATAGG_MAX_LOAD_MB", "").strip()
+    try:
+        mb = float(text) if text else DEFAULT_LOAD_MB
+    except ValueError:
+        mb = DEFAULT_LOAD_MB
+    return int((mb if mb > 0 else DEFAULT_LOAD_MB) * (1 << 20))
 
 #: accepted extensions (without dot) of the main file, per kind of data
 UPLOAD_TYPES = {
@@ -125,12 +142,13 @@ def parse_upload(kind: str, name: str, raw: bytes, *, extras: Optional[dict] = N
     try:
         import featagg_core.data as fd
         fh = _NamedBytes(raw, name)
+        limits = {"max_bytes": max_load_bytes(), "max_dim": MAX_UPLOAD_DIM}
         if kind == "multilabel":
-            data = fd.load_dataset(fh, **_reader_kwargs(fd.load_dataset, kw))
+            data = fd.load_dataset(fh, **_reader_kwargs(fd.load_dataset, kw), **limits)
         elif kind == "graph":
-            data = fd.load_graph(fh, **_reader_kwargs(fd.load_graph, kw))
+            data = fd.load_graph(fh, **_reader_kwargs(fd.load_graph, kw), **limits)
         else:
-            data = fd.load_categorical(fh, label=label or None)
+            data = fd.load_categorical(fh, label=label or None, **limits)
     except DatasetError:
         raise
     except MemoryError as exc:

@@ -61,7 +61,43 @@ def _ks(text: str) -> List[int]:
         raise argparse.ArgumentTypeError(f"--k must be comma-separated integers, got {text!r}")
     if not ks or min(ks) < 1:
         raise argparse.ArgumentTypeError("--k values must be positive integers")
+    if max(ks) > _MAX_K or len(ks) > 20:
+        raise argparse.ArgumentTypeError(f"--k values must be at most {_MAX_K:,} (and at most "
+                                         f"20 of them), got {text[:40]!r}")
     return ks
+
+
+_MAX_K = 10_000
+
+
+def _int_in(lo: int, hi: int, zero_ok: bool = False):
+    """argparse type: an integer in [lo, hi] (or 0 when ``zero_ok``), written in digits;
+    anything else -- '1e11', '3.5', a number beyond ``hi`` -- is refused, saying the range."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number in [{lo:,}, {hi:,}], "
+                                             f"got {text[:40]!r}") from None
+        if not (lo <= v <= hi or (zero_ok and v == 0)):
+            raise argparse.ArgumentTypeError(f"{v:,} is out of range: expected "
+                                             f"{'0 or ' if zero_ok else ''}[{lo:,}, {hi:,}]")
+        return v
+    return parse
+
+
+def _float_in(lo: float, hi: float, lo_open: bool = False):
+    """argparse type: a finite number in [lo, hi] (``(lo, hi]`` with ``lo_open``)."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+        if not (v == v and abs(v) != float("inf")) or v > hi or v < lo or (lo_open and v == lo):
+            raise argparse.ArgumentTypeError(f"{text[:40]} is out of range: expected "
+                                             f"{'(' if lo_open else '['}{lo:g}, {hi:g}]")
+        return v
+    return parse
 
 
 # --------------------------------------------------------------------------- loading
@@ -190,12 +226,12 @@ def _ranking_out(flat: Dict[str, float], ks) -> Dict[str, Any]:
 
 
 def _split_args(sp, what="rows"):
-    sp.add_argument("--test-size", type=float, default=None,
+    sp.add_argument("--test-size", type=_float_in(0, 0.95, lo_open=True), default=None,
                     help=f"fraction of the {what} held out for testing: a random split (default: "
                          "the dataset's own test part when it has one, else 0.2)")
-    sp.add_argument("--valid-size", type=float, default=None,
+    sp.add_argument("--valid-size", type=_float_in(0, 0.95), default=None,
                     help=f"fraction of the {what} held out for validation (default 0)")
-    sp.add_argument("--split-seed", type=int, default=None,
+    sp.add_argument("--split-seed", type=_int_in(0, 2**32 - 1), default=None,
                     help="seed of the random split (default 0, as the dashboard's)")
 
 
@@ -512,7 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(sp, seed=True):
         if seed:
-            sp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+            sp.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="random seed (default 0)")
 
     def scheduler(sp):
         sp.add_argument("--scheduler", metavar="ADDRESS",
@@ -533,7 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
                                            "(fitted on the training rows of the split)")
     s.add_argument("data", help="multi-label dataset file or sample:NAME")
     s.add_argument("--test", help="held-out test file (the dataset's own test part)")
-    s.add_argument("--d0", type=int, default=8, help="largest leaf cluster (default 8)")
+    s.add_argument("--d0", type=_int_in(1, 1_000_000), default=8, help="largest leaf cluster (default 8)")
     s.add_argument("--representation", choices=["XY", "X"], default="XY",
                    help="feature representation: XY = label-weighted XᵀY rows, X = data columns")
     s.add_argument("--out", help="write the fitted Defrag artifact here")
@@ -550,20 +586,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--test", help="held-out test file (the dataset's own test part)")
     s.add_argument("--method", choices=["ktxmlc", "ova"], default="ktxmlc",
                    help="ktxmlc = K-way label trees; ova = one-vs-all baseline")
-    s.add_argument("--n-clusters", type=int, default=16, help="K, at most this many children per tree node (default 16, KTXMLC's)")
-    s.add_argument("--n-trees", type=int, default=3, help="trees in the ensemble (default 3)")
-    s.add_argument("--max-depth", type=int, default=None, help="tree depth cap (default: library's)")
-    s.add_argument("--max-leaf-labels", type=int, default=100, help="labels per leaf (default 100)")
-    s.add_argument("--C", type=float, default=1.0, help="SVM cost (default 1.0)")
-    s.add_argument("--beam-width", type=int, default=10, help="beam width at prediction (default 10)")
-    s.add_argument("--defrag", type=int, metavar="D0", default=0,
+    s.add_argument("--n-clusters", type=_int_in(2, 100_000), default=16, help="K, at most this many children per tree node (default 16, KTXMLC's)")
+    s.add_argument("--n-trees", type=_int_in(1, 1_000), default=3, help="trees in the ensemble (default 3)")
+    s.add_argument("--max-depth", type=_int_in(1, 1_000), default=None, help="tree depth cap (default: library's)")
+    s.add_argument("--max-leaf-labels", type=_int_in(1, 1_000_000), default=100, help="labels per leaf (default 100)")
+    s.add_argument("--C", type=_float_in(0, 1e6, lo_open=True), default=1.0, help="SVM cost (default 1.0)")
+    s.add_argument("--beam-width", type=_int_in(1, 100_000), default=10, help="beam width at prediction (default 10)")
+    s.add_argument("--defrag", type=_int_in(1, 1_000_000, zero_ok=True), metavar="D0", default=0,
                    help="agglomerate features with DEFRAG (leaf size D0) before training")
     s.add_argument("--representation", choices=["XY", "X"], default="XY",
                    help="DEFRAG representation (default XY)")
     s.add_argument("--refrag", action="store_true", help="add REFRAG rare-label re-ranking")
-    s.add_argument("--alpha", type=float, help="REFRAG mixing weight (default: library's)")
-    s.add_argument("--gamma", type=float, help="REFRAG affinity bandwidth (default: library's)")
-    s.add_argument("--shortlist", type=int, default=100, help="labels re-ranked by REFRAG (default 100)")
+    s.add_argument("--alpha", type=_float_in(0, 1), help="REFRAG mixing weight (default: library's)")
+    s.add_argument("--gamma", type=_float_in(0, 1e6), help="REFRAG affinity bandwidth (default: library's)")
+    s.add_argument("--shortlist", type=_int_in(1, 1_000_000), default=100, help="labels re-ranked by REFRAG (default 100)")
     s.add_argument("--k", type=_ks, default=[1, 3, 5], help="cut-offs, e.g. 1,3,5")
     s.add_argument("--out", help="write the trained pipeline (one artifact) here")
     _split_args(s)
@@ -574,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("predict", help="top-k labels of each point with a trained model or bundle")
     s.add_argument("model", help="artifact or bundle written by train")
     s.add_argument("data", help="multi-label dataset file or sample:NAME")
-    s.add_argument("--k", type=int, default=5, help="labels per point (default 5)")
+    s.add_argument("--k", type=_int_in(1, _MAX_K), default=5, help="labels per point (default 5)")
     s.add_argument("--out", help="write scores as text: header 'N L', then 'label:score ...'")
     s.set_defaults(func=cmd_predict)
 
@@ -592,12 +628,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("graph", help="graph file (edge list, GraphML, GML, .mat, npz) or sample:NAME")
     s.add_argument("--features", help="node-feature file (for an edge list)")
     s.add_argument("--classes", help="node-class file (optional; enables ACC/NMI)")
-    s.add_argument("--n-blocks", type=int, default=None, help="blocks k (default: the number of node classes; without classes, the eigengap rule of the graph)")
-    s.add_argument("--beta-bar", type=float, default=0.6, help="composition ratio β̄ (default 0.6)")
-    s.add_argument("--gamma", type=float, default=2.0, help="sparsity γ (default 2.0)")
-    s.add_argument("--n-candidates", type=int, default=10, help="block-model restarts (default 10)")
-    s.add_argument("--max-iter", type=int, default=200, help="gradient iterations (default 200)")
-    s.add_argument("--d", type=int, default=64, help="features to select (default 64)")
+    s.add_argument("--n-blocks", type=_int_in(1, 100_000), default=None, help="blocks k (default: the number of node classes; without classes, the eigengap rule of the graph)")
+    s.add_argument("--beta-bar", type=_float_in(0, 1), default=0.6, help="composition ratio β̄ (default 0.6)")
+    s.add_argument("--gamma", type=_float_in(0, 1e6), default=2.0, help="sparsity γ (default 2.0)")
+    s.add_argument("--n-candidates", type=_int_in(1, 1_000), default=10, help="block-model restarts (default 10)")
+    s.add_argument("--max-iter", type=_int_in(0, 1_000_000), default=200, help="gradient iterations (default 200)")
+    s.add_argument("--d", type=_int_in(1, 10_000_000), default=64, help="features to select (default 64)")
     s.add_argument("--out", help="write the fitted BMGUFS artifact here")
     _split_args(s, "nodes")
     common(s)
@@ -608,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("table", help="CSV, TSV or parquet table, or sample:NAME")
     s.add_argument("--label", help="binary label column (required for files)")
     s.add_argument("--columns", help="comma-separated columns (default: all but the label)")
-    s.add_argument("--budget", type=int, default=100, help="buckets per column (default 100)")
+    s.add_argument("--budget", type=_int_in(1, 10_000_000), default=100, help="buckets per column (default 100)")
     s.add_argument("--method", default="submodular",
                    choices=["submodular", "threshold", "dp", "frequency", "bucketing", "divisive"],
                    help="compression method (default submodular)")
@@ -621,6 +657,20 @@ def build_parser() -> argparse.ArgumentParser:
     from ._triage_cli import add_parser as add_triage
     add_triage(sub, _split_args, common, sys.modules[__name__])
     return p
+
+
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Usage errors as one line on stderr, exit status 2 (argparse prints the usage too)."""
+    def error(message: str):
+        print(f"featagg: error: {' '.join(str(message).split())} (see --help)", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        p.error = error
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
 
 
 def _install_ctrl_c(cancel: threading.Event):
@@ -640,7 +690,11 @@ def _install_ctrl_c(cancel: threading.Event):
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Run one command. Every failure -- bad input, a damaged or foreign file, an option out
+    of range, even an internal error -- is exit status 2 with one line on stderr
+    (``FEATAGG_DEBUG=1`` adds the traceback)."""
     parser = build_parser()
+    _one_line_errors(parser)
     args = parser.parse_args(argv)
     from .artifacts import ArtifactError
     from .data import DatasetError
@@ -661,6 +715,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_BAD_INPUT
     except OSError as exc:
         print(f"featagg: error: {exc.filename or ''} {exc.strerror or exc}".strip(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        print("featagg: error: not enough memory for this input", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback (unless debugging)
+        if os.environ.get("FEATAGG_DEBUG"):
+            import traceback
+            traceback.print_exc()
+        message = " ".join(str(exc).split())[:300]
+        print(f"featagg: error: {args.command} failed ({type(exc).__name__}: {message})",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     finally:
         if previous is not None:

@@ -30,6 +30,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import zipfile
 from importlib import import_module
 from typing import Any, Dict, Optional, Tuple
@@ -37,6 +38,9 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from . import _EXPORTS
+from ._artifact_checks import validate_state
+from ._bounded import (Budget, iter_names, loads_json, member_info, open_zip, read_member,
+                       read_npy_member)
 
 FORMAT = "featagg-artifact"
 FORMAT_VERSION = 1
@@ -48,8 +52,9 @@ ARTIFACT_CLASSES: Dict[str, str] = {
     for name in ("Defrag", "Fiat", "Refrag", "KTXMLC", "OneVsAll", "DefragKTXMLC", "BlockModel",
                  "BMGUFS", "VocabularyCompressor", "Pipeline")}
 
-# Refuse archives whose declared content is absurdly large before reading it (zip bombs).
-_MAX_MEMBER_BYTES = 4 << 30
+# Bounds of the JSON members (manifest.json, bundle.json): size and bracket nesting.
+_MAX_MANIFEST_BYTES = 64 << 20
+_MAX_JSON_DEPTH = 64
 _ALLOWED_KINDS = set("biuf")  # bool, signed/unsigned int, float: no object / string arrays
 
 
@@ -120,6 +125,9 @@ def artifact_bytes(obj, *, dataset_fingerprint: Optional[str] = None,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     try:
+        # the digest is taken over the JSON round trip, i.e. exactly what a load will see
+        manifest["state_sha256"] = _state_digest(json.loads(json.dumps(
+            manifest, default=_json_default)))
         manifest_text = json.dumps(manifest, default=_json_default, indent=1, sort_keys=True)
     except TypeError as exc:
         raise ArtifactError(f"cannot save {name}: parameters or state are not "
@@ -167,69 +175,130 @@ def _read_source(path_or_file) -> Tuple[bytes, str]:
         raise ArtifactError(f"{path}: cannot read artifact ({exc.strerror or exc})") from exc
 
 
-def read_manifest(path_or_file) -> Dict[str, Any]:
+def read_manifest(path_or_file, *, max_bytes: Optional[int] = None) -> Dict[str, Any]:
     """The checked manifest of an artifact, without rebuilding the estimator."""
-    manifest, _ = _open_checked(path_or_file)
+    manifest, _ = _open_checked(path_or_file, Budget(max_bytes))
     return manifest
 
 
-def _open_zip(path_or_file, what: str) -> Tuple[zipfile.ZipFile, str]:
+def _failer(where: str, what: str = ""):
+    def fail(message: str):
+        raise ArtifactError(f"{where}: {what}{message}")
+    return fail
+
+
+def _open_zip(path_or_file, what: str, budget: Budget) -> Tuple[zipfile.ZipFile, str]:
     """The input as an open zip archive (and its printable name); refuses empty files,
-    non-zip or truncated data and members too large to be real (zip bombs)."""
+    non-zip or truncated data, duplicate member names, encrypted members and compression
+    methods other than stored/deflated (see :func:`featagg_core._bounded.open_zip`)."""
     data, where = _read_source(path_or_file)
     if not data:
         raise ArtifactError(f"{where}: the file is empty")
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise ArtifactError(f"{where}: not a featagg {what} (not a zip archive, or truncated)")
-    for info in zf.infolist():
-        if info.file_size > _MAX_MEMBER_BYTES:
-            zf.close()
-            raise ArtifactError(f"{where}: member {info.filename} is implausibly large")
+    budget.add_input(len(data))
+    zf = open_zip(data, _failer(where, f"not a featagg {what}: "), what=f"featagg {what}")
     return zf, where
 
 
-def _read_json_member(zf: zipfile.ZipFile, member: str, where: str, missing: str) -> Any:
-    """Parse the JSON member ``member``; ``missing`` is the message when it is absent."""
-    if member not in zf.namelist():
+def _read_json_member(zf: zipfile.ZipFile, member: str, where: str, missing: str,
+                      budget: Budget) -> Any:
+    """Parse the JSON member ``member`` (size and nesting bounded); ``missing`` is the
+    message when it is absent."""
+    if member_info(zf, member) is None:
         raise ArtifactError(f"{where}: {missing}")
-    try:
-        return json.loads(zf.read(member).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, zipfile.BadZipFile, EOFError) as exc:
-        raise ArtifactError(f"{where}: {member} is not valid JSON ({exc})") from exc
+    fail = _failer(where)
+    raw = read_member(zf, member, budget, fail, limit=min(_MAX_MANIFEST_BYTES, budget.allowance))
+    return loads_json(raw, member, fail, max_depth=_MAX_JSON_DEPTH)
 
 
-def _open_checked(path_or_file) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
-    zf, where = _open_zip(path_or_file, "artifact")
+_ARRAY_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
+_DTYPE_TEXT = re.compile(r"[<>|=]?[biuf][1248]|[<>|=]?b1|\|?b1|[<>|=]?f16")
+
+
+def _array_spec(key, spec, where: str):
+    """(shape, dtype, sha256) of a manifest ``arrays`` entry, every part type-checked."""
+    if not isinstance(key, str) or not _ARRAY_NAME.fullmatch(key):
+        raise ArtifactError(f"{where}: manifest names an array {str(key)[:60]!r} (names are "
+                            "1-200 letters, digits, '_', '.', '-')")
+    if not isinstance(spec, dict) or set(spec) != {"shape", "dtype", "sha256"}:
+        raise ArtifactError(f"{where}: manifest entry for array {key!r} is malformed")
+    shape, dtype, digest = spec["shape"], spec["dtype"], spec["sha256"]
+    if not isinstance(shape, list) or len(shape) > 4 or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**40 for s in shape):
+        raise ArtifactError(f"{where}: manifest entry for array {key!r} has a malformed "
+                            f"shape {str(shape)[:60]}")
+    if not isinstance(dtype, str) or not _DTYPE_TEXT.fullmatch(dtype):
+        raise ArtifactError(f"{where}: manifest entry for array {key!r} has dtype "
+                            f"{str(dtype)[:30]!r}; artifacts hold numeric arrays only")
+    if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise ArtifactError(f"{where}: manifest entry for array {key!r} has a malformed "
+                            "checksum")
+    return tuple(shape), np.dtype(dtype), digest
+
+
+def _check_informational(manifest: Dict[str, Any], where: str) -> None:
+    """The fields only shown to people must still have the types the pages expect."""
+    lib = manifest.get("library", {})
+    if not isinstance(lib, dict) or not all(isinstance(v, str) for v in lib.values()):
+        raise ArtifactError(f"{where}: manifest field 'library' is malformed")
+    metrics = manifest.get("metrics") or {}
+    if not isinstance(metrics, dict) or not all(
+            isinstance(v, (int, float, str, bool)) or v is None for v in metrics.values()):
+        raise ArtifactError(f"{where}: manifest field 'metrics' is malformed")
+    for key in ("created", "dataset_fingerprint"):
+        if not isinstance(manifest.get(key), (str, type(None))):
+            raise ArtifactError(f"{where}: manifest field {key!r} is malformed")
+
+
+def _state_digest(manifest: Dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of what the estimator is rebuilt from (class, params,
+    meta and the array specs, whose checksums cover the array bytes). Written into the
+    manifest as ``state_sha256``: an edited or damaged manifest is refused outright. It is
+    no signature (anyone can recompute it); the checks of ``_artifact_checks`` are what
+    make a forged file harmless."""
+    core = {k: manifest.get(k) for k in ("format", "format_version", "class", "params",
+                                           "meta", "arrays")}
+    text = json.dumps(core, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _open_checked(path_or_file, budget: Budget) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
+    zf, where = _open_zip(path_or_file, "artifact", budget)
     with zf:
-        names = set(zf.namelist())
-        manifest = _read_json_member(zf, "manifest.json", where, "manifest.json is missing")
+        manifest = _read_json_member(zf, "manifest.json", where, "manifest.json is missing",
+                                     budget)
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise ArtifactError(f"{where}: manifest does not describe a featagg artifact")
         version = manifest.get("format_version")
-        if version != FORMAT_VERSION:
+        if version != FORMAT_VERSION or isinstance(version, bool):
             raise ArtifactError(f"{where}: unsupported artifact format version {version!r} "
                                 f"(this featagg reads version {FORMAT_VERSION})")
         cls_name = manifest.get("class")
-        if cls_name not in ARTIFACT_CLASSES:
-            raise ArtifactError(f"{where}: unknown artifact class {cls_name!r}")
+        if not isinstance(cls_name, str) or cls_name not in ARTIFACT_CLASSES:
+            raise ArtifactError(f"{where}: unknown artifact class {str(cls_name)[:60]!r}")
         for key in ("params", "meta", "arrays"):
             if not isinstance(manifest.get(key), dict):
                 raise ArtifactError(f"{where}: manifest field {key!r} is missing or malformed")
+        _check_informational(manifest, where)
+        specs = {key: _array_spec(key, spec, where) for key, spec in manifest["arrays"].items()}
+        members = {f"arrays/{key}.npy": key for key in specs}
+        for name in iter_names(zf):
+            if name != "manifest.json" and name not in members:
+                raise ArtifactError(f"{where}: member {name[:80]!r} is not part of a featagg "
+                                    "artifact")
+        total = 0
+        for member in members:
+            info = member_info(zf, member)
+            if info is None:
+                raise ArtifactError(f"{where}: array {members[member]!r} is missing from the "
+                                    "archive")
+            total += info.file_size
+        budget.charge(total, "the arrays", _failer(where))
+        budget.used -= total          # charged again, member by member, while reading
         arrays: Dict[str, np.ndarray] = {}
-        for key, spec in manifest["arrays"].items():
-            member = f"arrays/{key}.npy"
-            if member not in names:
-                raise ArtifactError(f"{where}: array {key!r} is missing from the archive")
-            try:
-                arr = np.lib.format.read_array(io.BytesIO(zf.read(member)), allow_pickle=False)
-            except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-                raise ArtifactError(f"{where}: array {key!r} is unreadable ({exc})") from exc
-            try:
-                shape, dtype, digest = tuple(spec["shape"]), np.dtype(spec["dtype"]), spec["sha256"]
-            except (KeyError, TypeError) as exc:
-                raise ArtifactError(f"{where}: manifest entry for array {key!r} is malformed") from exc
+        for member, key in members.items():
+            shape, dtype, digest = specs[key]
+            arr = read_npy_member(zf, member, budget,
+                                  _failer(where, f"array {key!r} is unreadable: "))
             if arr.shape != shape:
                 raise ArtifactError(f"{where}: array {key!r} has shape {arr.shape}, "
                                     f"manifest says {shape}")
@@ -240,15 +309,24 @@ def _open_checked(path_or_file) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
                 raise ArtifactError(f"{where}: array {key!r} does not match its checksum "
                                     "(the file was modified or damaged)")
             arrays[key] = arr
+        stated = manifest.get("state_sha256")
+        if stated is not None and stated != _state_digest(manifest):
+            raise ArtifactError(f"{where}: manifest.json does not match its checksum "
+                                "state_sha256 (the file was edited or damaged)")
+        validate_state(cls_name, manifest["params"], manifest["meta"], arrays,
+                       f"{where}", ArtifactError)
     return manifest, arrays
 
 
-def load_artifact(path_or_file):
+def load_artifact(path_or_file, *, max_bytes: Optional[int] = None, _budget=None):
     """Load a fitted estimator saved by :func:`save_artifact`.
 
     Parameters
     ----------
     path_or_file : str, os.PathLike or binary file object (e.g. a Streamlit upload)
+    max_bytes : int, optional
+        Most bytes the load may inflate (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB; a load
+        never inflates more than 50x the file beyond 64 MiB either).
 
     Returns
     -------
@@ -258,17 +336,25 @@ def load_artifact(path_or_file):
     ------
     ArtifactError
         When the file is not a featagg artifact, has an unknown format version or
-        class, or any array is missing, mis-shaped, of the wrong dtype or tampered with.
+        class, any array is missing, mis-shaped, of the wrong dtype or tampered with, or
+        the state is not one the class can use (every field and array is validated by
+        :mod:`featagg_core._artifact_checks` before the estimator is rebuilt).
+        Nothing else escapes.
     """
-    manifest, arrays = _open_checked(path_or_file)
+    budget = _budget if _budget is not None else Budget(max_bytes)
+    manifest, arrays = _open_checked(path_or_file, budget)
     cls_name = manifest["class"]
     cls = getattr(import_module(ARTIFACT_CLASSES[cls_name]), cls_name)
     try:
         obj = cls._from_artifact_state(manifest["params"], manifest["meta"], arrays)
     except ArtifactError:
         raise
-    except (KeyError, ValueError, TypeError, IndexError) as exc:
-        raise ArtifactError(f"artifact of class {cls_name} is inconsistent: {exc}") from exc
+    except MemoryError as exc:
+        raise ArtifactError(f"artifact of class {cls_name}: not enough memory to "
+                            "rebuild it") from exc
+    except Exception as exc:  # noqa: BLE001 - the contract: only ArtifactError escapes
+        raise ArtifactError(f"artifact of class {cls_name} is inconsistent: "
+                            f"{type(exc).__name__}: {exc}") from exc
     obj.artifact_manifest_ = manifest
     return obj
 
@@ -303,33 +389,47 @@ def save_bundle(objects: Dict[str, Any], path, **kw) -> None:
 
 
 def is_bundle(path_or_file) -> bool:
-    """True when the file is a bundle (has ``bundle.json``), False for a single artifact."""
+    """True when the file is a bundle (has ``bundle.json``), False for a single artifact
+    (or anything that is not a readable zip: loading it then says what is wrong)."""
     data, _ = _read_source(path_or_file)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             return "bundle.json" in zf.namelist()
-    except zipfile.BadZipFile:
+    except Exception:  # noqa: BLE001 - any damage: not a bundle; load_artifact explains
         return False
 
 
-def load_bundle(path_or_file) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+def load_bundle(path_or_file, *, max_bytes: Optional[int] = None
+                ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """Load a bundle: returns (objects by name, info). Each entry is checked as in
-    :func:`load_artifact`."""
-    zf, where = _open_zip(path_or_file, "bundle")
+    :func:`load_artifact`; the whole bundle shares one budget (``max_bytes``)."""
+    budget = Budget(max_bytes)
+    zf, where = _open_zip(path_or_file, "bundle", budget)
     with zf:
         index = _read_json_member(zf, "bundle.json", where,
-                                  "bundle.json is missing (is this a single artifact?)")
+                                  "bundle.json is missing (is this a single artifact?)", budget)
         if not isinstance(index, dict) or index.get("format") != BUNDLE_FORMAT:
             raise ArtifactError(f"{where}: bundle.json does not describe a featagg bundle")
         if index.get("format_version") != FORMAT_VERSION:
             raise ArtifactError(f"{where}: unsupported bundle format version "
-                                f"{index.get('format_version')!r}")
+                                f"{str(index.get('format_version'))[:30]!r}")
+        entries = index.get("entries", [])
+        if not isinstance(entries, list) or len(set(map(str, entries))) != len(entries) \
+                or not all(isinstance(k, str) and _ARRAY_NAME.fullmatch(k) for k in entries):
+            raise ArtifactError(f"{where}: bundle.json 'entries' must list distinct names")
+        info = index.get("info", {})
+        if not isinstance(info, dict):
+            raise ArtifactError(f"{where}: bundle.json 'info' is malformed")
+        wanted = {f"artifacts/{key}.fgz" for key in entries} | {"bundle.json"}
+        for name in iter_names(zf):
+            if name not in wanted:
+                raise ArtifactError(f"{where}: member {name[:80]!r} is not part of the bundle")
         objects = {}
-        for key in index.get("entries", []):
+        for key in entries:
             member = f"artifacts/{key}.fgz"
-            if member not in zf.namelist():
+            if member_info(zf, member) is None:
                 raise ArtifactError(f"{where}: entry {key!r} is missing from the bundle")
-            entry = io.BytesIO(zf.read(member))
+            entry = io.BytesIO(read_member(zf, member, budget, _failer(where, f"entry {key!r}: ")))
             entry.name = f"{where}:{key}"
-            objects[key] = load_artifact(entry)
-    return objects, index.get("info", {})
+            objects[key] = load_artifact(entry, _budget=budget)
+    return objects, info

@@ -118,6 +118,10 @@ if state.get("file_id") != file_id:
             imported, info = {upload.name.rsplit(".", 1)[0]: load_artifact(upload)}, {}
     except (ArtifactError, ValueError) as exc:
         state.pop("file_id", None)
+        # the loader's message starts with the file's name; the context already says it
+        text = str(exc)
+        if text.startswith(f"{upload.name}: "):
+            exc = ValueError(text[len(upload.name) + 2:])
         session.show_error(exc, context=f"{upload.name} was refused")
         st.stop()
     state.update(file_id=file_id, name=upload.name, objects=imported,

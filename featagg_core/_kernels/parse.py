@@ -647,3 +647,62 @@ def gather_tokens(buf, tok_start, tok_end, width):
         for k in range(tok_end[i] - s):
             out[i, k] = buf[s + k]
     return out
+
+
+@njit(cache=True)
+def _mix_hash(h):
+    """splitmix64 finaliser: spreads the hash over the low bits used as a table slot."""
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def intern_tokens(buf, tok_start, tok_end, seed):
+    """Number byte-span tokens by order of first appearance.
+
+    An open-addressing hash table (FNV-1a over the token's bytes, seeded with ``seed`` so
+    that colliding names cannot be prepared in advance, then splitmix64) maps each distinct
+    token to its id; equal hashes are confirmed by comparing bytes. Memory is O(number of
+    tokens) whatever their length, time O(total token bytes) expected.
+
+    Returns ``(ids, first)``: the id of every token and, per id, the index of the token
+    where it first appears.
+    """
+    m = tok_start.shape[0]
+    size = 2
+    while size < 2 * m:
+        size *= 2
+    mask = np.uint64(size - 1)
+    table = np.full(size, -1, np.int64)
+    first = np.empty(m, np.int64)
+    ids = np.empty(m, np.int64)
+    n_unique = 0
+    for i in range(m):
+        s = tok_start[i]
+        e = tok_end[i]
+        h = np.uint64(14695981039346656037) ^ np.uint64(seed)
+        for q in range(s, e):
+            h = (h ^ np.uint64(buf[q])) * np.uint64(1099511628211)
+        slot = _mix_hash(h) & mask
+        while True:
+            u = table[slot]
+            if u < 0:
+                table[slot] = n_unique
+                first[n_unique] = i
+                ids[i] = n_unique
+                n_unique += 1
+                break
+            j = first[u]
+            s2 = tok_start[j]
+            if tok_end[j] - s2 == e - s:
+                same = True
+                for q in range(e - s):
+                    if buf[s + q] != buf[s2 + q]:
+                        same = False
+                        break
+                if same:
+                    ids[i] = u
+                    break
+            slot = (slot + np.uint64(1)) & mask
+    return ids, first[:n_unique].copy()

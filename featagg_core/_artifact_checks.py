@@ -1,0 +1,989 @@
+"""Full validation of an artifact's state before any estimator is rebuilt from it.
+
+A kernel trusts its arrays: a cluster id beyond ``n_clusters``, a tree child index outside
+the tree or a csr ``indptr`` that runs past its ``indices`` is an out-of-bounds read or
+write in compiled code, i.e. a crashed server. So :func:`validate_state` checks, for the
+class named in the manifest, **everything** a kernel or a method will index with:
+
+* every ``params`` field against the constructor's parameter set (no field missing, none
+  unknown) and its declared type and range, then the estimator's own parameter check
+  when it has one (``_check_params`` / ``_validate`` / ``_validate_params``); a
+  constructor parameter added to an estimator after its checks were written must be a
+  plain JSON scalar (it is declared here as soon as a loaded model uses it);
+* every ``meta`` field against its declared type and range (unknown fields refused);
+* every array's presence, dtype kind, shape and value range against the others (cluster
+  ids < n_clusters, tree parents before children and child indices inside the tree,
+  permutations, csr ``indptr`` monotone from 0 to nnz and ``indices`` < the column
+  count, finite values, counts that equal the counts they summarise), and that no array
+  is left unclaimed;
+* the class against the structure it must have (a one-vs-all "tree" is one root with
+  every label as a child; a KTXMLC model has ``n_trees`` trees whose nodes have at most
+  ``n_clusters`` cluster children).
+
+The checks are declared here, one function per class name registered with
+:func:`checks_for` (the estimator modules belong to other people; this keeps the loader's
+safety in one reviewed place). :func:`validate_state` refuses a class that has no
+registered checks, so a class added to ``ARTIFACT_CLASSES`` cannot be loaded until its
+checks are written. Every failure is an ``ArtifactError`` naming the member (``meta``,
+``params`` or ``arrays/<name>.npy``) and the field. No module-level mutable state beyond
+the registry filled at import time.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from importlib import import_module
+from typing import Callable, Dict, NoReturn, Optional, Sequence
+
+import numpy as np
+
+INT32_MAX = 2**31 - 1
+_MAX_TREES = 10_000
+
+#: class name -> check function; filled once at import by @checks_for below
+_CHECKS: Dict[str, Callable[["StateChecker"], None]] = {}
+
+
+def checks_for(name: str):
+    def register(fn):
+        _CHECKS[name] = fn
+        return fn
+    return register
+
+
+def has_checks(name: str) -> bool:
+    return name in _CHECKS
+
+
+class StateChecker:
+    """Typed access to (params, meta, arrays) of one artifact (or one member of a
+    composite artifact, ``prefix`` naming it); every accessor validates and records what
+    was consumed, :meth:`finish` refuses anything left over."""
+
+    def __init__(self, cls_name: str, params: dict, meta: dict, arrays: Dict[str, np.ndarray],
+                 where: str, error, prefix: str = "", label: str = ""):
+        self.cls_name = cls_name
+        self.params, self.meta, self.arrays = params, meta, arrays
+        self.where, self.error, self.prefix = where, error, prefix
+        self.label = label or cls_name
+        self._p, self._m, self._a = set(), set(), set()
+        if not isinstance(params, dict):
+            self.fail("params", "is not an object")
+        if not isinstance(meta, dict):
+            self.fail("meta", "is not an object")
+
+    # -- errors
+    def fail(self, field: str, message: str) -> NoReturn:
+        raise self.error(f"{self.where}: {self.label} {field}: {message}")
+
+    def _pname(self, key):
+        return f"params field {key!r}"
+
+    def _mname(self, key):
+        return f"meta field {key!r}"
+
+    def aname(self, key):
+        return f"arrays/{self.prefix}{key}.npy"
+
+    # -- scalars
+    def _get(self, store, used, key, label, optional=False, default=None):
+        if key not in store:
+            if optional:
+                used.add(key)
+                return default
+            self.fail(label, "is missing")
+        used.add(key)
+        return store[key]
+
+    def _int(self, v, label, lo, hi, none):
+        if v is None and none:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int):
+            self.fail(label, f"must be an integer, got {_short(v)}")
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            self.fail(label, f"= {v} is out of range [{lo}, {hi}]")
+        return int(v)
+
+    def _float(self, v, label, lo, hi, none, lo_open=False, finite=True):
+        if v is None and none:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            self.fail(label, f"must be a number, got {_short(v)}")
+        v = float(v)
+        if finite and not math.isfinite(v):
+            self.fail(label, f"must be finite, got {v}")
+        if (lo is not None and (v < lo or (lo_open and v == lo))) or (hi is not None and v > hi):
+            self.fail(label, f"= {v} is out of range {'(' if lo_open else '['}{lo}, {hi}]")
+        return v
+
+    def _choice(self, v, label, choices):
+        if not any(v is c or (type(v) is type(c) and v == c) for c in choices):
+            self.fail(label, f"must be one of {list(choices)}, got {_short(v)}")
+        return v
+
+    def p_int(self, key, lo=None, hi=INT32_MAX, none=False):
+        return self._int(self._get(self.params, self._p, key, self._pname(key)),
+                         self._pname(key), lo, hi, none)
+
+    def p_float(self, key, lo=None, hi=None, none=False, lo_open=False):
+        return self._float(self._get(self.params, self._p, key, self._pname(key)),
+                           self._pname(key), lo, hi, none, lo_open)
+
+    def p_choice(self, key, choices):
+        return self._choice(self._get(self.params, self._p, key, self._pname(key)),
+                            self._pname(key), choices)
+
+    def p_bool(self, key, none=False):
+        return self.p_choice(key, (True, False, None) if none else (True, False))
+
+    def p_any(self, key):
+        return self._get(self.params, self._p, key, self._pname(key))
+
+    def has_param(self, key) -> bool:
+        """True when ``key`` is in params (a parameter only some versions of a class have:
+        check it when present, so that it is never left unchecked)."""
+        return key in self.params
+
+    def m_int(self, key, lo=None, hi=INT32_MAX, none=False, optional=False):
+        v = self._get(self.meta, self._m, key, self._mname(key), optional)
+        return None if (optional and key not in self.meta) else \
+            self._int(v, self._mname(key), lo, hi, none)
+
+    def m_float(self, key, lo=None, hi=None, none=False, optional=False, finite=True):
+        v = self._get(self.meta, self._m, key, self._mname(key), optional)
+        return None if (optional and key not in self.meta) else \
+            self._float(v, self._mname(key), lo, hi, none, finite=finite)
+
+    def m_choice(self, key, choices):
+        return self._choice(self._get(self.meta, self._m, key, self._mname(key)),
+                            self._mname(key), choices)
+
+    def m_any(self, key, optional=False):
+        return self._get(self.meta, self._m, key, self._mname(key), optional)
+
+    def m_list(self, key, length=None):
+        v = self._get(self.meta, self._m, key, self._mname(key))
+        if not isinstance(v, list):
+            self.fail(self._mname(key), f"must be a list, got {_short(v)}")
+        if length is not None and len(v) != length:
+            self.fail(self._mname(key), f"has {len(v)} entries, expected {length}")
+        return v
+
+    # -- arrays
+    def has(self, key) -> bool:
+        return (self.prefix + key) in self.arrays
+
+    def arr(self, key, kind: str, shape: Sequence[Optional[int]], *, lo=None, hi=None,
+            finite=True, rule: str = "") -> np.ndarray:
+        """Array ``key``: dtype kind in ``kind`` ("i" = any integer, "f" = float), the given
+        shape (None = any length on that axis), values in [lo, hi] and finite; ``rule``
+        says in the message where the bounds come from."""
+        full = self.prefix + key
+        label = self.aname(key)
+        if full not in self.arrays:
+            self.fail(label, "is missing")
+        self._a.add(full)
+        a = self.arrays[full]
+        ok_kind = {"i": "iu", "f": "f", "n": "iuf"}[kind]
+        if a.dtype.kind not in ok_kind:
+            self.fail(label, f"has dtype {a.dtype}, expected {'an integer' if kind == 'i' else 'a float'} array")
+        if a.ndim != len(shape) or any(s is not None and a.shape[i] != s
+                                       for i, s in enumerate(shape)):
+            want = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
+            self.fail(label, f"has shape {a.shape}, expected {want}")
+        if a.size:
+            if a.dtype.kind == "f" and finite and not np.isfinite(a).all():
+                self.fail(label, "holds NaN or infinite values")
+            if lo is not None or hi is not None:
+                mn, mx = a.min(), a.max()
+                if (lo is not None and mn < lo) or (hi is not None and mx > hi):
+                    self.fail(label, f"holds values in [{_num(mn)}, {_num(mx)}], expected "
+                                     f"[{lo}, {hi}]" + (f" ({rule})" if rule else ""))
+        return a
+
+    def permutation(self, key, n: int, shape=None) -> np.ndarray:
+        a = self.arr(key, "i", shape or (n,), lo=0, hi=max(n - 1, 0))
+        rows = a.reshape(-1, n) if n else a.reshape(-1, 0)
+        for r in rows:
+            if np.bincount(r, minlength=n).max(initial=1) != 1:
+                self.fail(self.aname(key), f"is not a permutation of 0..{n - 1}")
+        return a
+
+    def csr(self, data_key, indices_key, indptr_key, shape, *, finite=True) -> None:
+        """The parts of a csr matrix of ``shape``: indptr n+1 non-decreasing from 0 to nnz,
+        indices in [0, n_cols), data finite."""
+        n, m = shape
+        ptr = self.arr(indptr_key, "i", (n + 1,))
+        nnz = int(ptr[-1]) if ptr.size else 0
+        if ptr[0] != 0 or (n and np.any(np.diff(ptr.astype(np.int64)) < 0)):
+            self.fail(self.aname(indptr_key), "is not non-decreasing from 0")
+        self.arr(indices_key, "i", (nnz,), lo=0, hi=m - 1 if m else -1,
+                 rule=f"column indices of a matrix with {m} columns")
+        self.arr(data_key, "f", (nnz,), finite=finite)
+
+    def sub(self, cls_name: str, params, meta, prefix: str, label: str) -> "StateChecker":
+        """A checker for a member of a composite artifact (arrays prefixed ``prefix``)."""
+        sub = StateChecker(cls_name, params, meta, self.arrays, self.where, self.error,
+                           prefix=self.prefix + prefix, label=label)
+        run_checks(sub)
+        self._a |= sub._a
+        return sub
+
+    def finish(self) -> None:
+        ctor = set(_ctor_params(self.cls_name))
+        for key in self.params:
+            if key in self._p:
+                continue
+            if key not in ctor:
+                self.fail(self._pname(key), "is not a parameter of this class")
+            # a constructor parameter these checks do not declare (added to the estimator
+            # since): only a plain JSON scalar, then the estimator's own check; nothing a
+            # loaded model indexes with may be left to this rule
+            v = self.params[key]
+            if not (v is None or isinstance(v, (bool, str)) or
+                    (isinstance(v, (int, float)) and math.isfinite(v) and abs(v) < 2**63)) \
+                    or (isinstance(v, str) and len(v) > 100):
+                self.fail(self._pname(key), f"must be a number, string, bool or null, got "
+                                            f"{_short(v)}")
+        for key in self.meta:
+            if key not in self._m:
+                self.fail(self._mname(key), "is unexpected")
+        if not self.prefix:
+            left = sorted(k for k in self.arrays if k not in self._a)
+            if left:
+                self.fail(f"arrays/{left[0]}.npy", "is not part of this class's state")
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _num(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def run_checks(c: StateChecker) -> None:
+    fn = _CHECKS.get(c.cls_name)
+    if fn is None:
+        c.fail("class", "has no declared artifact checks, so it cannot be loaded")
+    _check_param_names(c)
+    fn(c)
+    c.finish()
+    _estimator_param_check(c)
+
+
+def validate_state(cls_name: str, params: dict, meta: dict, arrays: Dict[str, np.ndarray],
+                   where: str, error) -> None:
+    """Raise ``error`` (ArtifactError) unless (params, meta, arrays) is a consistent state of
+    class ``cls_name`` that every method of the rebuilt estimator can use safely."""
+    run_checks(StateChecker(cls_name, params, meta, arrays, where, error))
+
+
+def _cls(name: str):
+    """The class named ``name``: one of the artifact table, or a step class that only lives
+    inside a Pipeline artifact (``featagg_core.pipeline._LOCAL_CLASSES``)."""
+    from .artifacts import ARTIFACT_CLASSES
+    if name in ARTIFACT_CLASSES:
+        return getattr(import_module(ARTIFACT_CLASSES[name]), name)
+    try:
+        local = getattr(import_module("featagg_core.pipeline"), "_LOCAL_CLASSES", {})
+    except ImportError:
+        local = {}
+    return local[name]
+
+
+def _ctor_params(cls_name: str) -> list:
+    """The parameter names ``get_params`` reports (a scikit-learn estimator's constructor
+    arguments; a Pipeline's ``spec``)."""
+    cls = _cls(cls_name)
+    try:
+        return list(cls().get_params(deep=False))
+    except Exception:  # noqa: BLE001 - a constructor that needs arguments
+        return [p for p in inspect.signature(cls.__init__).parameters
+                if p != "self" and inspect.signature(cls.__init__).parameters[p].kind
+                not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
+
+
+def _check_param_names(c: StateChecker) -> None:
+    """params must name exactly the constructor's parameters (so a class name edited to a
+    sibling class with a subset of the parameters is caught)."""
+    for p in _ctor_params(c.cls_name):
+        if p not in c.params:
+            c.fail(c._pname(p), "is missing (it is a parameter of this class)")
+
+
+def _estimator_param_check(c: StateChecker) -> None:
+    """The estimator's own parameter validation, when it has one, on an instance built
+    from the (already type-checked) params."""
+    cls = _cls(c.cls_name)
+    params = dict(c.params)
+    if c.cls_name == "Fiat":
+        params["defrag"] = None
+    try:
+        obj = cls(**params)
+        for method in ("_check_params", "_validate", "_validate_params"):
+            fn = getattr(cls, method, None)       # featagg's own, not scikit-learn's
+            if fn is not None and getattr(fn, "__module__", "").startswith("featagg_core"):
+                getattr(obj, method)()
+    except Exception as exc:  # noqa: BLE001 - any refusal is an invalid artifact
+        c.fail("params", f"refused by {c.cls_name}'s own check ({exc})")
+
+
+# ============================================================================ Defrag
+@checks_for("Defrag")
+def _defrag(c: StateChecker) -> None:
+    d0 = c.p_int("d0", 1)
+    c.p_choice("representation", ("XY", "X"))
+    c.p_int("random_state", 0, 2**63 - 1)
+    c.p_float("sample_points", 0.0, 1.0, lo_open=True)
+    c.p_float("sample_labels", 0.0, 1.0, lo_open=True)
+    c.p_float("prune_threshold", 0.0, 1.0)
+    c.p_float("eps", 0.0)
+    c.p_int("max_iter", 1)
+    c.p_choice("aggregation", ("sum", "avg"))
+    d = c.m_int("n_features_in_", 1)
+    K = c.m_int("n_clusters_", 1, d)
+    c.m_float("clustering_error_", 0.0)
+    c.m_int("n_iter_", 0, 2**62)
+    labels = c.arr("labels_", "i", (d,), lo=0, hi=K - 1,
+                   rule=f"cluster ids below meta n_clusters_ = {K}")
+    sizes = c.arr("cluster_sizes_", "i", (K,), lo=1, hi=d)
+    zero = c.arr("zero_features_", "i", (None,), lo=0, hi=d - 1)
+    if zero.size > 1 and np.any(np.diff(zero) <= 0):
+        c.fail(c.aname("zero_features_"), "is not strictly increasing")
+    tree = _check_binary_tree(c, d, d0)
+    leaves = tree["leaves"]
+    if leaves.size != K:
+        c.fail(c._mname("n_clusters_"), f"= {K} but the tree has {leaves.size} leaves")
+    if not np.array_equal(sizes, tree["n_members"][leaves]):
+        c.fail(c.aname("cluster_sizes_"), "does not match the sizes of the tree's leaves")
+    expect = np.repeat(np.arange(K), tree["n_members"][leaves])
+    if not np.array_equal(labels[tree["order"]], expect):
+        c.fail(c.aname("labels_"), "does not match the clusters of the tree's leaves")
+
+
+def _check_binary_tree(c: StateChecker, d: int, d0: int) -> dict:
+    """DefragTree arrays: node 0 the root, parents before children, each inner node with a
+    left and a right child splitting its contiguous range of ``order``, leaves numbered
+    0..K-1 left to right, ``order`` a permutation of the d features."""
+    parent = c.arr("tree_parent", "i", (None,), lo=-1)
+    N = parent.shape[0]
+    if N < 1:
+        c.fail(c.aname("tree_parent"), "is empty (a tree has at least its root)")
+    ids = np.arange(N)
+    left = c.arr("tree_left", "i", (N,), lo=-1, hi=N - 1,
+                 rule=f"child node ids inside the tree of {N} nodes, -1 at leaves")
+    right = c.arr("tree_right", "i", (N,), lo=-1, hi=N - 1,
+                  rule=f"child node ids inside the tree of {N} nodes, -1 at leaves")
+    depth = c.arr("tree_depth", "i", (N,), lo=0, hi=N)
+    start = c.arr("tree_start", "i", (N,), lo=0, hi=d)
+    size = c.arr("tree_n_members", "i", (N,), lo=1, hi=d)
+    c.arr("tree_n_iter", "i", (N,), lo=0)
+    cluster = c.arr("tree_cluster", "i", (N,), lo=-1, hi=N - 1)
+    order = c.permutation("tree_order", d)
+    if parent[0] != -1 or depth[0] != 0 or start[0] != 0 or size[0] != d:
+        c.fail(c.aname("tree_parent"), "node 0 is not a root spanning every feature")
+    if N > 1:
+        pv = parent[1:]
+        if np.any(pv < 0) or np.any(pv >= ids[1:]):
+            c.fail(c.aname("tree_parent"), "a node's parent does not come before it")
+    inner = left >= 0
+    if np.any(inner != (right >= 0)):
+        c.fail(c.aname("tree_right"), "a node has exactly one child")
+    vi = ids[inner]
+    li, ri = left[inner], right[inner]
+    if np.any(li <= vi) or np.any(ri <= vi) or np.any(li == ri):
+        c.fail(c.aname("tree_left"), "a child does not come after its parent")
+    if np.any(parent[li] != vi) or np.any(parent[ri] != vi):
+        c.fail(c.aname("tree_parent"), "does not agree with tree_left/tree_right")
+    n_child = np.bincount(parent[1:], minlength=N) if N > 1 else np.zeros(N, np.int64)
+    if np.any(n_child != 2 * inner):
+        c.fail(c.aname("tree_parent"), "a node is the child of no one or of two nodes")
+    if N > 1 and np.any(depth[1:] != depth[parent[1:]] + 1):
+        c.fail(c.aname("tree_depth"), "is not the parent's depth + 1")
+    if np.any(start[li] != start[vi]) or np.any(size[li] + size[ri] != size[vi]) \
+            or np.any(start[ri] != start[vi] + size[li]):
+        c.fail(c.aname("tree_start"), "a node's children do not split its feature range")
+    if np.any(size[vi] <= d0):
+        c.fail(c.aname("tree_n_members"), f"a node of at most d0 = {d0} features is split")
+    if np.any(start + size > d):
+        c.fail(c.aname("tree_start"), "a node's range runs past the features")
+    leaf = ids[~inner]
+    if np.any(cluster[inner] != -1) or np.any(cluster[leaf] < 0):
+        c.fail(c.aname("tree_cluster"), "must be -1 exactly at the inner nodes")
+    leaves = leaf[np.argsort(start[leaf], kind="stable")]
+    if not np.array_equal(cluster[leaves], np.arange(leaves.size)):
+        c.fail(c.aname("tree_cluster"), "leaves are not numbered 0..K-1 from left to right")
+    return {"leaves": leaves, "n_members": size, "order": order}
+
+
+# ============================================================================ FIAT / REFRAG
+@checks_for("Fiat")
+def _fiat(c: StateChecker) -> None:
+    from .fiat import NORMALIZATIONS
+    d = c.m_int("n_features", 1)
+    K = c.m_int("n_clusters", 1, d)
+    _clustering_param(c, d, K)
+    c.p_choice("normalization", NORMALIZATIONS)
+    c.p_float("mix", 0.0)
+    c.p_float("min_weight", 0.0)
+    c.arr("labels", "i", (d,), lo=0, hi=K - 1, rule=f"cluster ids below meta n_clusters = {K}")
+    c.csr("C_data", "C_indices", "C_indptr", (d, d))
+    c.csr("T_data", "T_indices", "T_indptr", (d, d))
+
+
+def _clustering_param(c: StateChecker, d: int, K: int) -> None:
+    """``defrag`` is reported as None (a Defrag object) or as the list of cluster ids."""
+    v = c.p_any("defrag")
+    if v is None:
+        return
+    if not isinstance(v, list) or len(v) != d or not all(
+            isinstance(x, int) and not isinstance(x, bool) and 0 <= x < K for x in v):
+        c.fail(c._pname("defrag"), f"must be None or {d} cluster ids in [0, {K})")
+
+
+@checks_for("Refrag")
+def _refrag(c: StateChecker) -> None:
+    from .fiat import NORMALIZATIONS
+    from .refrag import SCORE_NORMALIZATIONS
+    c.p_float("alpha", 0.0, 1.0)
+    c.p_float("gamma", 0.0)
+    c.p_int("shortlist_size", 1)
+    c.p_int("n_prototype_candidates", 0)
+    c.p_choice("normalization", NORMALIZATIONS)
+    c.p_float("prune_threshold", 0.0, 1.0)
+    c.p_choice("score_normalization", tuple(SCORE_NORMALIZATIONS))
+    c.p_bool("impute_query")
+    c.p_float("propensity_exponent", 0.0)
+    c.p_float("propensity_A", 0.0)
+    c.p_float("propensity_B", 0.0)
+    d = c.m_int("n_features", 1)
+    L = c.m_int("n_labels", 1)
+    K = c.m_int("n_clusters", 1, d)
+    c.arr("labels", "i", (d,), lo=0, hi=K - 1, rule=f"cluster ids below meta n_clusters = {K}")
+    c.arr("label_frequency", "i", (L,), lo=0)
+    c.arr("inv_propensity", "f", (L,), lo=0.0)
+    c.csr("P_data", "P_indices", "P_indptr", (L, d))
+    c.csr("T_data", "T_indices", "T_indptr", (d, d))
+
+
+# ============================================================================ KTXMLC, OneVsAll
+_TREE_KEYS = ("parent", "first_child", "n_children", "label", "depth", "lo", "hi")
+
+
+def _solver_params(c: StateChecker) -> None:
+    c.p_float("C", 0.0, lo_open=True)
+    c.p_float("eps", 0.0, lo_open=True)
+    c.p_int("max_iter", 1)
+    c.p_float("weight_threshold", 0.0)
+    c.p_float("bias", 0.0)
+    c.p_bool("normalize")
+    c.p_int("random_state", 0, 2**63 - 1)
+    c.p_int("n_jobs", 1, 4096, none=True)
+    # parameters of the calibrated-score KTXMLC (checked when the class has them)
+    if c.has_param("score"):
+        c.p_choice("score", ("calibrated", "l2-hinge", "l3-hinge"))
+    if c.has_param("calibration_rows"):
+        c.p_int("calibration_rows", 0)
+    if c.has_param("loss"):
+        c.p_choice("loss", ("squared_hinge", "log", "mixed"))
+    if c.has_param("C_log"):
+        c.p_float("C_log", 0.0, lo_open=True)
+
+
+@checks_for("KTXMLC")
+def _ktxmlc(c: StateChecker) -> None:
+    K = c.p_int("n_clusters", 2)
+    n_trees = c.p_int("n_trees", 1, _MAX_TREES)
+    c.p_int("max_depth", 1)
+    c.p_int("max_leaf_labels", 1)
+    c.p_int("beam_width", 1)
+    c.p_choice("representation", ("input", "joint"))
+    c.p_float("joint_weight", 0.0)
+    c.p_bool("balanced", none=True)
+    c.p_int("min_cluster_size", 1)
+    c.p_float("kmeans_oversampling", 0.0, lo_open=True)
+    c.p_int("kmeans_rounds", 1, none=True)
+    c.p_int("kmeans_max_iter", 1)
+    c.p_float("kmeans_tol", 0.0)
+    if c.has_param("partition"):
+        c.p_choice("partition", ("bisect", "kmeans"))
+    _solver_params(c)
+    _check_tree_model(c, ova=False, n_trees=n_trees, K=K)
+
+
+@checks_for("OneVsAll")
+def _one_vs_all(c: StateChecker) -> None:
+    _solver_params(c)
+    _check_tree_model(c, ova=True)
+
+
+def _check_tree_model(c: StateChecker, ova: bool, n_trees=None, K=None) -> None:
+    """The stacked label trees and node classifiers of KTXMLC / OneVsAll (see
+    ``ktxmlc._TreeModel``): what ``build_feature_major`` and ``beam_predict`` index with."""
+    d = c.m_int("n_features_in_", 0)
+    L = c.m_int("n_labels_", 1)
+    T = c.m_int("n_trees_", 1, _MAX_TREES)
+    bias = c.m_float("bias_value", 0.0)
+    c.m_float("train_time_", 0.0, none=True, optional=True)
+    shape = c.m_list("W_shape", 2)
+    if ova and T != 1:
+        c.fail(c._mname("n_trees_"), f"= {T}; a one-vs-all model has exactly one tree")
+    if n_trees is not None and T != n_trees:
+        c.fail(c._mname("n_trees_"), f"= {T} but params n_trees = {n_trees}")
+    if bias != float(c.params["bias"]):
+        c.fail(c._mname("bias_value"), f"= {bias} but params bias = {c.params['bias']}")
+    off = c.arr("node_offsets", "i", (T + 1,), lo=0)
+    if off[0] != 0 or np.any(np.diff(off) < 1):
+        c.fail(c.aname("node_offsets"), "must start at 0 and increase by at least 1 per tree")
+    N = int(off[-1])
+    if not (isinstance(shape[0], int) and shape[0] == N and isinstance(shape[1], int)
+            and shape[1] == d):
+        c.fail(c._mname("W_shape"), f"= {shape}, expected [{N}, {d}] (nodes, features)")
+    c.csr("W_data", "W_indices", "W_indptr", (N, d))
+    c.arr("bias_w", "f", (N,))
+    # the per-node score calibration of the calibrated-score KTXMLC, when it has one
+    if c.has("calibration_a") or c.has("calibration_b"):
+        c.arr("calibration_a", "f", (N,))
+        c.arr("calibration_b", "f", (N,))
+    if "state_version" in c.meta:
+        c.m_int("state_version", 1, 1000)
+    if "calibration" in c.meta:
+        cal = c.m_list("calibration")
+        if not all(isinstance(g, list) and g and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                for x in g) for g in cal):
+            c.fail(c._mname("calibration"), "must be a list of lists of finite numbers")
+    perm = c.permutation("perm", L, shape=(T, L))
+    tr = {k: c.arr("tree_" + k, "i", (N,), lo=-1, hi=max(N, L)) for k in _TREE_KEYS}
+    Wp = c.arrays[c.prefix + "W_indptr"]
+    for t in range(T):
+        a, b = int(off[t]), int(off[t + 1])
+        _check_label_tree(c, t, {k: v[a:b].astype(np.int64) for k, v in tr.items()},
+                          perm[t], L, ova, K)
+        if Wp[a + 1] != Wp[a]:
+            c.fail(c.aname("W_indptr"), f"tree {t}'s root has a classifier (it must not)")
+
+
+def _check_label_tree(c, t, tr, perm, L, ova, K) -> None:
+    P, FC, NC, LAB = tr["parent"], tr["first_child"], tr["n_children"], tr["label"]
+    DEP, LO, HI = tr["depth"], tr["lo"], tr["hi"]
+    N = P.shape[0]
+    ids = np.arange(N)
+    where = f"tree {t}"
+
+    def bad(key, msg):
+        c.fail(c.aname("tree_" + key), f"{where}: {msg}")
+
+    if P[0] != -1 or DEP[0] != 0 or LO[0] != 0 or HI[0] != L or LAB[0] != -1:
+        bad("parent", "node 0 is not a root holding every label")
+    if N > 1 and (np.any(P[1:] < 0) or np.any(P[1:] >= ids[1:])):
+        bad("parent", "a node's parent does not come before it")
+    if np.any(NC < 0) or np.any(NC > N):
+        bad("n_children", "out of range")
+    has = NC > 0
+    if np.any(FC[~has] != -1):
+        bad("first_child", "set on a node without children")
+    if np.any(FC[has] <= ids[has]) or np.any(FC[has] + NC[has] > N):
+        bad("first_child", "children outside the tree or before their parent")
+    if N > 1:
+        counts = np.bincount(P[1:], minlength=N)
+        if np.any(counts != NC):
+            bad("n_children", "does not match the nodes naming that parent")
+        pv = P[1:]
+        v = ids[1:]
+        if np.any(v < FC[pv]) or np.any(v >= FC[pv] + NC[pv]):
+            bad("first_child", "a node lies outside its parent's block of children")
+        if np.any(DEP[1:] != DEP[pv] + 1):
+            bad("depth", "is not the parent's depth + 1")
+    elif NC[0] != 0:
+        bad("n_children", "the root has children outside the tree")
+    if np.any(LO < 0) or np.any(HI < LO) or np.any(HI > L):
+        bad("lo", "label ranges out of [0, n_labels]")
+    is_lab = LAB >= 0
+    if np.any(LAB >= L) or np.any(LAB < -1):
+        bad("label", f"label ids out of [0, {L})")
+    if np.any(NC[is_lab] != 0) or np.any(HI[is_lab] != LO[is_lab] + 1):
+        bad("label", "a label node has children or holds other than one label")
+    if is_lab.any() and np.any(perm[LO[is_lab]] != LAB[is_lab]):
+        bad("label", "does not match perm at the node's position")
+    if np.any(~is_lab & ~has & (HI != LO)):
+        bad("n_children", "a cluster node holding labels has no children")
+    if N > 1:
+        pv = P[1:]
+        v = ids[1:]
+        first = v == FC[pv]
+        if np.any(is_lab[v] != is_lab[FC[pv]]):
+            bad("label", "a node mixes label children and cluster children")
+        if np.any(LO[v][first] != LO[pv][first]):
+            bad("lo", "a first child does not start where its parent starts")
+        nf = ~first
+        if np.any(LO[v][nf] != HI[v - 1][nf]):
+            bad("lo", "children's label ranges are not consecutive")
+        last = v == FC[pv] + NC[pv] - 1
+        if np.any(HI[v][last] != HI[pv][last]):
+            bad("hi", "the last child does not end where its parent ends")
+    leafc = np.zeros(N, bool)
+    leafc[has] = is_lab[FC[has]]
+    inner = has & ~leafc
+    if ova:
+        if N != L + 1 or not leafc[0]:
+            bad("parent", "a one-vs-all tree is one root with every label as its child")
+        return
+    if K is not None and inner.any() and int(NC[inner].max()) > K:
+        bad("n_children", f"a node has more than n_clusters = {K} cluster children")
+
+
+# ============================================================================ DefragKTXMLC
+@checks_for("DefragKTXMLC")
+def _defrag_ktxmlc(c: StateChecker) -> None:
+    c.p_int("d0", 1)
+    c.p_choice("defrag_representation", ("XY", "X"))
+    per_tree = c.p_bool("per_tree")
+    c.p_int("n_clusters", 2)
+    n_trees = c.p_int("n_trees", 1, _MAX_TREES)
+    c.p_int("max_depth", 1)
+    c.p_int("max_leaf_labels", 1)
+    c.p_float("C", 0.0, lo_open=True)
+    c.p_int("beam_width", 1)
+    c.p_int("random_state", 0, 2**62)
+    c.p_int("n_jobs", 1, 4096, none=True)
+    d = c.m_int("n_features_in_", 1)
+    L = c.m_int("n_labels_", 1)
+    c.m_float("train_time_", 0.0, none=True, optional=True)
+    members = c.m_list("members", n_trees if per_tree else 1)
+    for t, m in enumerate(members):
+        if not isinstance(m, dict) or set(m) != {"defrag", "model", "defrag_params",
+                                                 "model_params"}:
+            c.fail(c._mname("members"), f"entry {t} is not a member description")
+        df = c.sub("Defrag", m["defrag_params"], m["defrag"], f"m{t}.defrag.",
+                   f"DefragKTXMLC member {t} Defrag")
+        kt = c.sub("KTXMLC", m["model_params"], m["model"], f"m{t}.model.",
+                   f"DefragKTXMLC member {t} KTXMLC")
+        if df.meta["n_features_in_"] != d:
+            c.fail(c._mname("members"), f"member {t}'s Defrag has "
+                   f"{df.meta['n_features_in_']} features, the model {d}")
+        if kt.meta["n_features_in_"] != df.meta["n_clusters_"]:
+            c.fail(c._mname("members"), f"member {t}'s KTXMLC takes "
+                   f"{kt.meta['n_features_in_']} features but its Defrag makes "
+                   f"{df.meta['n_clusters_']}")
+        if kt.meta["n_labels_"] != L:
+            c.fail(c._mname("members"), f"member {t}'s KTXMLC has {kt.meta['n_labels_']} "
+                   f"labels, the model {L}")
+
+
+# ============================================================================ BlockModel, BMGUFS
+@checks_for("BlockModel")
+def _block_model(c: StateChecker) -> None:
+    k = c.p_int("n_blocks", 1)
+    c.p_int("n_iter", 0)
+    c.p_int("random_state", 0, 2**63 - 1, none=True)
+    c.p_choice("init", ("random", "spectral"))
+    c.m_float("rre_", 0.0)
+    n = c.m_int("n_nodes_", 1)
+    n_iter = c.m_int("n_iter_", 0, 2**31)
+    if k > n:
+        c.fail(c._pname("n_blocks"), f"= {k} blocks for {n} nodes")
+    labels = c.arr("labels_", "i", (n,), lo=0, hi=k - 1)
+    c.arr("M_", "f", (k, k))
+    sizes = c.arr("block_sizes_", "f", (k,), lo=0)
+    c.arr("F_", "f", (n, k))
+    c.arr("S_", "f", (k, k))
+    c.arr("objective_", "f", (n_iter + 1,), finite=False)
+    if not np.array_equal(sizes, np.bincount(labels, minlength=k).astype(sizes.dtype)):
+        c.fail(c.aname("block_sizes_"), "does not count the nodes of each block")
+
+
+@checks_for("BMGUFS")
+def _bmgufs(c: StateChecker) -> None:
+    c.p_int("n_blocks", 1, none=True)
+    c.p_float("beta_bar", 0.0, 1.0)
+    c.p_float("gamma", 0.0)
+    c.p_int("n_candidates", 1, 10_000)
+    max_iter = c.p_int("max_iter", 0)
+    c.p_int("random_state", 0, 2**63 - 1, none=True)
+    c.p_float("learning_rate", 0.0, lo_open=True)
+    c.p_float("delta", 0.0, lo_open=True)
+    c.p_int("n_iter_block", 0)
+    c.p_int("candidate", 0, none=True)
+    c.p_choice("block_init", ("random", "spectral"))
+    n_iter = c.m_int("n_iter_", 0, max_iter)
+    f = c.m_int("n_features_in_", 1)
+    timings = c.m_any("timings_", optional=True)
+    if timings is not None and (not isinstance(timings, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in timings.values())):
+        c.fail(c._mname("timings_"), "must map names to seconds")
+    n_cand = c.m_int("n_candidates_fitted", 1, 10_000)
+    idx = c.m_int("candidate_index_", 0, n_cand - 1)
+    cand_params = c.m_list("candidates", n_cand)
+    cand_meta = c.m_list("candidate_meta", n_cand)
+    c.arr("scores_", "f", (f,), lo=0.0)
+    c.arr("candidate_rre_", "f", (n_cand,), lo=0.0)
+    h = n_iter + 1
+    for key in ("history_L_b", "history_L_m"):
+        a = c.arr(key, "f", (None,), finite=False)
+        if not 1 <= a.shape[0] <= max_iter + 1:
+            c.fail(c.aname(key), f"has {a.shape[0]} entries for {h} iterations")
+    c.arr("history_nnz", "i", (None,), lo=0, hi=f)
+    nodes = None
+    for j in range(n_cand):
+        bm = c.sub("BlockModel", cand_params[j], cand_meta[j], f"cand{j}_",
+                   f"BMGUFS candidate {j}")
+        n = bm.meta["n_nodes_"]
+        if nodes is not None and n != nodes:
+            c.fail(c._mname("candidate_meta"), f"candidate {j} has {n} nodes, candidate 0 "
+                   f"{nodes}")
+        nodes = n
+    k = int(cand_params[idx]["n_blocks"])
+    c.arr("target_similarity_", "f", (k, k))
+    c.arr("induced_similarity_", "f", (k, k))
+
+
+# ============================================================================ vocabulary
+@checks_for("VocabularyCompressor")
+def _vocabulary(c: StateChecker) -> None:
+    import pandas as pd
+
+    from .vocab import METHODS, _Prepared
+    c.p_int("budget", 1)
+    method = c.p_choice("method", METHODS)
+    c.p_int("random_state", None, None, none=True)
+    c.p_float("epsilon", 0.0, 1.0, none=True)
+    c.p_bool("refine")
+    unseen_mode = c.p_choice("handle_unseen", ("prior", "dedicated"))
+    min_count = c.p_int("min_count", 1)
+    merge_ties = c.p_bool("merge_ties")
+    c.p_int("max_iter", 1)
+    c.p_float("tol", 0.0)
+    c.p_int("max_dp_values", 1)
+    if c.has("vocabulary"):
+        vocab = c.arr("vocabulary", "i", (None,))
+        values = pd.Index(vocab)
+    else:
+        vocab = c.m_list("vocabulary")
+        if not all(v is None or isinstance(v, (str, int, float, bool)) for v in vocab):
+            c.fail(c._mname("vocabulary"), "holds values that are not str, int, float, "
+                                           "bool or null")
+        values = pd.Index(np.array(vocab, dtype=object) if vocab else np.zeros(0, object),
+                          dtype=object)
+    V = len(values)
+    if V < 1:
+        c.fail(c._mname("vocabulary"), "is empty")
+    if not values.is_unique:
+        c.fail(c._mname("vocabulary") if not c.has("vocabulary") else c.aname("vocabulary"),
+               "names a value twice")
+    counts = c.arr("counts", "i", (V, 2), lo=0, hi=2**53)
+    if counts[:, 0].sum() == 0 or counts[:, 1].sum() == 0:
+        c.fail(c.aname("counts"), "both classes must occur")
+    order = c.permutation("order", V)
+    # forged counts may pool rare values of total count 0 (a NaN key): the order check
+    # below still decides, without a RuntimeWarning in the server log
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prep = _Prepared(counts[:, 0].astype(np.int64), counts[:, 1].astype(np.int64),
+                         min_count, merge_ties)
+    if not np.array_equal(order, prep.order):
+        c.fail(c.aname("order"), "is not the order of the values by P(C=0|x)")
+    n_buckets = c.m_int("n_buckets_", 1, V)
+    bucket_of = c.arr("bucket_of", "i", (V,), lo=0, hi=n_buckets - 1)
+    if int(bucket_of.max()) != n_buckets - 1:
+        c.fail(c._mname("n_buckets_"), "is not the number of buckets used")
+    bc = c.arr("bucket_counts", "i", (n_buckets, 2), lo=0)
+    for j in (0, 1):
+        if not np.array_equal(bc[:, j], np.bincount(bucket_of, weights=counts[:, j],
+                                                    minlength=n_buckets).astype(np.int64)):
+            c.fail(c.aname("bucket_counts"), "does not add up the counts of each bucket")
+    c.m_int("n_atoms_", 1, V)
+    for key in ("mutual_information_", "mutual_information_full_"):
+        c.m_float(key)
+    c.m_float("mi_loss_", 0.0, 1.0)
+    for key in ("fit_time_", "optimize_time_"):
+        c.m_float(key, 0.0, none=True)
+    hi = n_buckets if unseen_mode == "dedicated" else n_buckets - 1
+    c.m_int("unseen_bucket_", 0, hi)
+    boundaries = prep.bpos
+    chosen = c.arr("chosen", "i", (None,), lo=1, hi=max(V - 1, 1))
+    if chosen.size and not np.isin(chosen, boundaries).all():
+        c.fail(c.aname("chosen"), "holds a split that is not an atom boundary")
+    c.arr("gains", "f", (chosen.shape[0],))
+    levels = c.arr("levels", "i", (None,))
+    if levels.shape[0] not in (0, chosen.shape[0]):
+        c.fail(c.aname("levels"), f"has {levels.shape[0]} entries for {chosen.shape[0]} splits")
+    has_splits = c.m_choice("has_splits", (True, False))
+    if has_splits:
+        sp_ = c.arr("split_points", "i", (None,), lo=1, hi=max(V - 1, 1))
+        if sp_.size > 1 and np.any(np.diff(sp_) <= 0):
+            c.fail(c.aname("split_points"), "is not strictly increasing")
+        if sp_.size and not np.isin(sp_, boundaries).all():
+            c.fail(c.aname("split_points"), "holds a split that is not an atom boundary")
+    if method in ("submodular", "threshold") and not has_splits:
+        c.fail(c._mname("has_splits"), f"method {method!r} always has split points")
+
+
+# ============================================================================ Pipeline
+#: which classes may fill each step of a Pipeline (featagg_core.pipeline.STEPS)
+_PIPELINE_STEPS = {"imputer": ("Fiat",), "defrag": ("Defrag",),
+                   "feature_clustering": ("FeatureClusters",),
+                   "classifier": ("KTXMLC", "OneVsAll", "DefragKTXMLC"),
+                   "reranker": ("Refrag",), "selector": ("BMGUFS", "FeatureRanking")}
+
+
+def _json_ok(v, depth=0) -> bool:
+    """A JSON document of plain values, at most 20 levels deep."""
+    if depth > 20:
+        return False
+    if v is None or isinstance(v, (bool, str)):
+        return True
+    if isinstance(v, (int, float)):
+        return not isinstance(v, float) or math.isfinite(v)
+    if isinstance(v, list):
+        return all(_json_ok(x, depth + 1) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _json_ok(x, depth + 1) for k, x in v.items())
+    return False
+
+
+@checks_for("Pipeline")
+def _pipeline(c: StateChecker) -> None:
+    """Every fitted step of a run (featagg_core.pipeline.Pipeline): each step checked as its
+    own class with its arrays prefixed ``<step>.``, the dimensions chained the way data
+    flows (imputer and DEFRAG take the raw features, the classifier DEFRAG's clusters
+    unless it agglomerates itself, the re-ranker the raw features and the classifier's
+    labels), selected columns inside the features, the vocabulary's compressors."""
+    from .vocab import METHODS
+    spec = c.p_any("spec")
+    if not isinstance(spec, dict) or not _json_ok(spec):
+        c.fail(c._pname("spec"), "must be a JSON object of plain values")
+    rerank = spec.get("rerank")
+    if isinstance(rerank, dict) and "shortlist" in rerank:
+        sl = rerank["shortlist"]
+        if isinstance(sl, bool) or not isinstance(sl, int) or not 1 <= sl <= 1_000_000:
+            c.fail(c._pname("spec"), f"rerank shortlist must be an integer in [1, 1000000], "
+                                     f"got {_short(sl)}")
+    for key in ("split_id", "dataset_fingerprint"):
+        v = c.m_any(key, optional=True)
+        if v is not None and (not isinstance(v, str) or len(v) > 200):
+            c.fail(c._mname(key), "must be a short string or null")
+    st = c.m_any("split_settings", optional=True)
+    if st is not None:
+        ok = isinstance(st, dict) and set(st) <= {"how", "test_size", "valid_size",
+                                                  "random_state"}
+        ok = ok and st.get("how") in (None, "dataset", "random")
+        for k in ("test_size", "valid_size"):
+            v = st.get(k) if ok else None
+            ok = ok and (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                       and 0 <= v < 1))
+        rs = st.get("random_state") if ok else None
+        ok = ok and (rs is None or (isinstance(rs, int) and not isinstance(rs, bool)
+                                    and 0 <= rs < 2**63))
+        if not ok:
+            c.fail(c._mname("split_settings"), "must give how, test_size, valid_size and "
+                                               "random_state of a split")
+    d = c.m_int("n_features_in_", 0, INT32_MAX, none=True, optional=True)
+    L = c.m_int("n_labels_", 1, INT32_MAX, none=True, optional=True)
+    in_clf = c.m_choice("defrag_in_classifier", (True, False)) \
+        if "defrag_in_classifier" in c.meta else False
+    steps = c.m_any("steps")
+    if not isinstance(steps, dict):
+        c.fail(c._mname("steps"), "must map step names to their state")
+    subs = {}
+    for name, entry in steps.items():
+        if name not in _PIPELINE_STEPS:
+            c.fail(c._mname("steps"), f"unknown step {str(name)[:40]!r}")
+        if not isinstance(entry, dict) or set(entry) != {"class", "params", "meta"}:
+            c.fail(c._mname("steps"), f"step {name!r} is not a step description")
+        cls = entry["class"]
+        if cls not in _PIPELINE_STEPS[name]:
+            c.fail(c._mname("steps"), f"step {name!r} cannot be a {str(cls)[:40]!r} (one of "
+                                      f"{', '.join(_PIPELINE_STEPS[name])})")
+        subs[name] = c.sub(cls, entry["params"], entry["meta"], f"{name}.",
+                           f"Pipeline step {name} ({cls})")
+
+    def dim(name, key):
+        return subs[name].meta.get(key) if name in subs else None
+
+    def need(name, key, want, what):
+        got = dim(name, key)
+        if name in subs and want is not None and got is not None and got != want:
+            c.fail(c._mname("steps"), f"step {name} takes {got} {what}, expected {want}")
+
+    per_tree = "classifier" in subs and steps["classifier"]["class"] == "DefragKTXMLC"
+    if in_clf and (not per_tree or "defrag" in subs):
+        c.fail(c._mname("defrag_in_classifier"), "is set but the classifier does not hold "
+                                                 "the DEFRAG step")
+    need("imputer", "n_features", d, "features")
+    need("defrag", "n_features_in_", d, "features")
+    need("feature_clustering", "n_features_in_", d, "features")
+    need("selector", "n_features_in_", d, "features")
+    need("reranker", "n_features", d, "features")
+    if "classifier" in subs:
+        if "defrag" in subs and not per_tree:
+            need("classifier", "n_features_in_", dim("defrag", "n_clusters_"), "features")
+        else:
+            need("classifier", "n_features_in_", d, "features")
+        need("classifier", "n_labels_", L, "labels")
+        need("reranker", "n_labels", dim("classifier", "n_labels_"), "labels")
+    # a FeatureRanking selector has no n_features_in_: its scores (one per feature) say it
+    n_sel = dim("selector", "n_features_in_")
+    if "selector" in subs and steps["selector"]["class"] == "FeatureRanking":
+        n_sel = int(subs["selector"].arrays[subs["selector"].prefix + "scores_"].shape[0])
+        if d is not None and n_sel != d:
+            c.fail(c._mname("steps"), f"step selector ranks {n_sel} features, expected {d}")
+    if c.has("selected"):
+        n_cols = d if d is not None else n_sel
+        if n_cols is None:
+            c.fail(c.aname("selected"), "selects columns but the pipeline declares no "
+                                        "number of features (meta n_features_in_)")
+        c.arr("selected", "i", (None,), lo=0, hi=n_cols - 1,
+              rule=f"columns of the pipeline's {n_cols} features")
+    voc = c.m_any("vocabulary", optional=True)
+    if voc is not None:
+        ok = isinstance(voc, dict) and set(voc) == {"columns", "method", "budget", "seconds",
+                                                    "allocation", "compressors"}
+        cols = voc.get("columns") if ok else None
+        ok = ok and isinstance(cols, list) and all(isinstance(x, str) for x in cols) \
+            and len(set(cols)) == len(cols)
+        ok = ok and voc["method"] in METHODS and isinstance(voc["budget"], int) \
+            and not isinstance(voc["budget"], bool) and voc["budget"] >= 1
+        ok = ok and isinstance(voc["seconds"], (int, float)) and math.isfinite(voc["seconds"])
+        ok = ok and isinstance(voc["allocation"], list) and len(voc["allocation"]) == len(cols) \
+            and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                    for x in voc["allocation"])
+        ok = ok and isinstance(voc["compressors"], list) and len(voc["compressors"]) == len(cols)
+        if not ok:
+            c.fail(c._mname("vocabulary"), "must give columns, method, budget, seconds, "
+                                           "allocation and one compressor per column")
+        for i, entry in enumerate(voc["compressors"]):
+            if not isinstance(entry, dict) or set(entry) != {"class", "params", "meta"} \
+                    or entry["class"] != "VocabularyCompressor":
+                c.fail(c._mname("vocabulary"), f"compressor {i} is not a "
+                                               "VocabularyCompressor description")
+            c.sub("VocabularyCompressor", entry["params"], entry["meta"], f"vocabulary.{i}.",
+                  f"Pipeline vocabulary compressor {i} ({cols[i]!r})")
+
+
+@checks_for("FeatureClusters")
+def _feature_clusters(c: StateChecker) -> None:
+    c.p_choice("kind", ("kmeans", "random_balanced", "ward"))
+    c.p_int("n_clusters", 1)
+    c.p_choice("representation", ("XY", "X"))
+    c.p_int("max_features", 1, none=True)
+    c.p_int("random_state", 0, 2**63 - 1, none=True)
+    d = c.m_int("n_features_in_", 1)
+    c.arr("labels_", "i", (d,), lo=0, hi=d - 1, rule=f"cluster ids of {d} features")
+
+
+@checks_for("FeatureRanking")
+def _feature_ranking(c: StateChecker) -> None:
+    c.p_choice("kind", ("bmgufs", "laplacian", "spec", "ndfs", "variance", "random", "all"))
+    params = c.p_any("params")
+    if params is not None and (not isinstance(params, dict) or not _json_ok(params)):
+        c.fail(c._pname("params"), "must be null or a JSON object of plain values")
+    c.m_choice("larger_is_better_", (True, False))
+    scores = c.arr("scores_", "f", (None,), finite=False)
+    c.permutation("order_", int(scores.shape[0]))
+
+
+def registered() -> tuple:
+    """Class names with declared checks (a test compares them with ARTIFACT_CLASSES)."""
+    return tuple(sorted(_CHECKS))
