@@ -1,11 +1,11 @@
 """featagg dashboard entry point: ``streamlit run app.py`` (or ``bash scripts/dashboard.sh``,
 which starts it through ``featagg_app.serve`` with the kernels compiled before serving).
 
-Runs on every script run of every session: page config, one warm-up per server process
-(skipped when the environment has FEATAGG_WARMUP=0, as the in-process AppTest tests do),
-the sidebar dataset picker, and navigation over the pages that exist.
+Runs on every script run of every session: page config, the server's background kernel
+compilation and session reaper (started once per server process; skipped when the
+environment has FEATAGG_WARMUP=0, as the in-process AppTest tests do), the sidebar dataset
+picker, and navigation over the pages that exist.
 """
-import os
 import sys
 from pathlib import Path
 
@@ -23,7 +23,7 @@ if sys.getswitchinterval() > 0.001:
 st.set_page_config(page_title="featagg", page_icon="🧮", layout="wide",
                    initial_sidebar_state="expanded")
 
-from featagg_app import home, session, sidebar, warmup  # noqa: E402
+from featagg_app import home, jobs, reaper, session, sidebar  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 
@@ -41,19 +41,18 @@ PAGES = [
 ]
 
 
-@st.cache_resource(show_spinner=False)
-def _warm_up_once():
-    """Compile the numba kernels once per server process, in a background thread
-    (see featagg_app/warmup.py for why that cannot race with a page)."""
-    return warmup.start_background()
-
-
 def main() -> None:
-    # FEATAGG_WARMUP=0: in-process AppTest runs; FEATAGG_WARMED_UP=1: started by
-    # featagg_app.serve (scripts/dashboard.sh), which warmed up before serving.
-    if (os.environ.get("FEATAGG_WARMUP", "1") != "0"
-            and os.environ.get("FEATAGG_WARMED_UP") != "1"):
-        _warm_up_once()
+    # the server's background compilation of the numba kernels (featagg_app/warmup.py:
+    # child processes fill numba's cache in the order pages need it, jobs wait for the
+    # kernels they need) and its session reaper (featagg_app/reaper.py: a closed or idle
+    # session's runs are freed). FEATAGG_WARMUP=0 (in-process AppTest runs): neither.
+    if jobs.kernel_warmup_enabled():
+        jobs.kernels()
+        reaper.session_seen()
+    if st.session_state.pop(reaper.FREED_KEY, False):
+        st.info("This session was idle for a long time: its dataset and runs were freed to "
+                "make room for others on this server. Pick a dataset to start again.",
+                icon=":material/bedtime:")
     pages = [st.Page(home.render, title="Home", icon=":material/home:", url_path="home",
                      default=True)]
     pages += [st.Page(str(ROOT / f), title=t, icon=i) for f, t, i in PAGES]

@@ -16,6 +16,8 @@ from plotly.subplots import make_subplots
 from featagg_app.charts import PALETTE, style
 
 MAX_NODES_DRAWN = 400
+#: edges drawn at most (each is three x/y entries: two ends and a break)
+MAX_EDGES_DRAWN = 1500
 
 
 def _legend_below(fig: go.Figure) -> go.Figure:
@@ -230,8 +232,12 @@ def node_figure(A, nodes, blocks, classes=None, class_names=None, seed: int = 0)
     G.add_edges_from((int(i), int(j)) for i, j in zip(sub.row, sub.col) if i < j)
     pos = nx.spring_layout(G, seed=seed, iterations=60)
     xy = np.array([pos[i] for i in range(nodes.size)])
+    edges = list(G.edges())
+    if len(edges) > MAX_EDGES_DRAWN:          # the figure stays under charts.MAX_MARKS
+        pick = np.random.default_rng(seed).choice(len(edges), MAX_EDGES_DRAWN, replace=False)
+        edges = [edges[k] for k in np.sort(pick)]
     ex, ey = [], []
-    for i, j in G.edges():
+    for i, j in edges:
         ex += [xy[i, 0], xy[j, 0], None]
         ey += [xy[i, 1], xy[j, 1], None]
     fig = go.Figure(go.Scatter(x=ex, y=ey, mode="lines", line=dict(width=0.5, color="#bbb"),

@@ -2,8 +2,14 @@
 
 Every builder takes already-aggregated numbers (counts per bin, per rank, per category), so
 a figure never ships n raw values to the browser, and returns a ``plotly.graph_objects.Figure``
-with the house style (:func:`style`). Use them from pages with
-``st.plotly_chart(fig, width="stretch")``.
+with the house style (:func:`style`). Pages draw them with
+``featagg_app.display.plotly_chart(fig)`` (the session's large-text setting applied).
+
+**Bounded.** No figure of the dashboard holds more than :data:`MAX_MARKS` marks (points,
+bars, sectors, cells; :func:`mark_count`), whatever the data's size: rank curves are
+log-spaced (:func:`log_spaced_ranks`), histograms binned, other curves decimated
+(:func:`decimate`), trees drawn a few levels at a time with drill-down. The AppTests assert
+it on the figures the pages build.
 """
 from __future__ import annotations
 
@@ -16,6 +22,73 @@ PALETTE = ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#F
            "#9D755D", "#BAB0AC", "#EECA3B"]
 HEAD_COLOR, TAIL_COLOR = "#E45756", "#4C78A8"
 MAX_POINTS = 2000
+#: most marks (points, bars, sectors, heatmap cells) one figure may hold
+MAX_MARKS = 5000
+#: fonts of the large-text (projector) display: base, titles
+LARGE_FONT, LARGE_TITLE_FONT = 19, 24
+
+
+def mark_count(fig: go.Figure) -> int:
+    """Marks a figure draws: per trace its points (x/y), sectors (ids/labels), cells (z)
+    or values, whichever it has, plus shapes and annotations."""
+    total = 0
+    for t in fig.data:
+        n = 0
+        z = getattr(t, "z", None)
+        if z is not None:
+            n = int(np.asarray(z, dtype=object).size)
+        else:
+            for attr in ("ids", "labels", "x", "y", "values", "r"):
+                v = getattr(t, attr, None)
+                if v is not None:
+                    n = max(n, len(v))
+        total += n
+    total += len(fig.layout.shapes or ()) + len(fig.layout.annotations or ())
+    return total
+
+
+def decimate(x, y, max_points: int = MAX_POINTS):
+    """``(x, y)`` thinned to at most ``max_points`` points for a line or scatter chart: every
+    k-th point, and the first, the last and each block's extremes of ``y`` kept (a peak
+    never disappears). Returns numpy arrays (unchanged when already short)."""
+    x, y = np.asarray(x), np.asarray(y)
+    n = x.shape[0]
+    if n <= max_points:
+        return x, y
+    blocks = max(1, max_points // 3)
+    edges = np.linspace(0, n, blocks + 1).round().astype(np.int64)
+    keep = [0, n - 1]
+    yv = np.asarray(y, dtype=float)
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b <= a:
+            continue
+        seg = yv[a:b]
+        finite = np.isfinite(seg)
+        keep.append(a)
+        if finite.any():
+            idx = np.flatnonzero(finite)
+            keep.append(a + int(idx[np.argmin(seg[finite])]))
+            keep.append(a + int(idx[np.argmax(seg[finite])]))
+    keep = np.unique(np.asarray(keep, dtype=np.int64))[:max_points]
+    return x[keep], y[keep]
+
+
+def for_display(fig: go.Figure, large: bool = False) -> go.Figure:
+    """``fig`` as a page shows it: with ``large`` (the projector setting) a copy with
+    bigger fonts (base, title, axes, legend, hover) and a taller canvas; else ``fig``."""
+    if not large:
+        return fig
+    out = go.Figure(fig)
+    height = out.layout.height or 360
+    out.update_layout(font=dict(size=LARGE_FONT), title_font_size=LARGE_TITLE_FONT,
+                      legend_font_size=LARGE_FONT, hoverlabel_font_size=LARGE_FONT,
+                      height=int(height * 1.25))
+    out.update_xaxes(title_font_size=LARGE_FONT, tickfont_size=LARGE_FONT - 2)
+    out.update_yaxes(title_font_size=LARGE_FONT, tickfont_size=LARGE_FONT - 2)
+    if any(getattr(t, "type", "") in ("icicle", "sunburst", "treemap") for t in out.data):
+        out.update_traces(textfont_size=LARGE_FONT, insidetextfont_size=LARGE_FONT,
+                          selector=lambda t: t.type in ("icicle", "sunburst", "treemap"))
+    return out
 
 
 def style(fig: go.Figure, title: Optional[str] = None, height: int = 360,
@@ -145,11 +218,15 @@ def count_histogram(values: np.ndarray, *, title: str = "", xlabel: str = "",
 def bar(names: Sequence, values: Sequence, *, title: str = "", xlabel: str = "",
         ylabel: str = "", horizontal: bool = False, log_value: bool = False,
         color: str = PALETTE[0], height: int = 360, hover_suffix: str = "",
-        show_values: bool = False) -> go.Figure:
+        show_values: bool = False, max_bars: int = 200) -> go.Figure:
     """Plain bar chart of ``values`` per name (horizontal bars list the first name on top);
-    ``show_values`` writes each value on its bar."""
+    ``show_values`` writes each value on its bar. Only the first ``max_bars`` names are
+    drawn (callers sort them, largest first); the title then says so."""
     names = [str(n) for n in names]
     values = list(values)
+    if len(names) > max_bars:
+        title = f"{title} (first {max_bars:,} of {len(names):,})"
+        names, values = names[:max_bars], values[:max_bars]
     fig = go.Figure()
     if horizontal:
         fig.add_trace(go.Bar(y=names[::-1], x=values[::-1], orientation="h", marker_color=color,
@@ -170,14 +247,27 @@ def bar(names: Sequence, values: Sequence, *, title: str = "", xlabel: str = "",
 def loglog_distribution(values: np.ndarray, *, title: str = "", xlabel: str = "",
                         ylabel: str = "number of nodes", height: int = 360) -> go.Figure:
     """How many items have each value (e.g. nodes per degree), on log–log axes; zeros are
-    counted in the caption's sense but cannot be drawn on a log axis and are left out."""
+    counted in the caption's sense but cannot be drawn on a log axis and are left out.
+    More than :data:`MAX_POINTS` distinct values are binned in log-spaced bins (the count
+    per bin divided by its width)."""
     v = np.asarray(values).ravel().astype(np.int64)
     v = v[v > 0]
     fig = go.Figure()
     if v.size:
         cnt = np.bincount(v)
         xs = np.flatnonzero(cnt)
-        fig.add_trace(go.Scatter(x=xs, y=cnt[xs], mode="markers",
+        ys = cnt[xs]
+        if xs.size > MAX_POINTS:
+            # log-spaced bins past the first values: a count per bin, divided by the bin's
+            # width (so the heavy tail keeps its slope on log-log axes)
+            edges = np.unique(np.round(np.geomspace(1, xs.max() + 1, MAX_POINTS)).astype(
+                np.int64))
+            b = np.searchsorted(edges, xs, side="right") - 1
+            tot = np.bincount(b, weights=ys, minlength=edges.size)
+            width = np.diff(np.append(edges, xs.max() + 1)).astype(float)
+            nz = np.flatnonzero(tot)
+            xs, ys = edges[nz], tot[nz] / width[nz]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers",
                                  marker=dict(size=6, color=PALETTE[0]),
                                  hovertemplate="%{x:,}: %{y:,}<extra></extra>"))
     log_axes(fig)
@@ -201,7 +291,9 @@ def line(x: Sequence, series: dict, *, title: str = "", xlabel: str = "", ylabel
     """Lines with markers, one per series (``series``: name -> y values over ``x``)."""
     fig = go.Figure()
     for i, (name, ys) in enumerate(series.items()):
-        fig.add_trace(go.Scatter(x=list(x), y=list(ys), mode="lines+markers", name=str(name),
+        xs, ys = decimate(np.asarray(list(x)), np.asarray(list(ys)),
+                          max(2, MAX_POINTS // max(1, len(series))))
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=str(name),
                                  marker=dict(color=PALETTE[i % len(PALETTE)]),
                                  line=dict(color=PALETTE[i % len(PALETTE)])))
     log_axes(fig, x=log_x, y=log_y)

@@ -32,6 +32,16 @@ def column_counts(M: sp.csr_matrix) -> np.ndarray:
     return np.bincount(M.indices[M.data != 0], minlength=M.shape[1]).astype(np.int64)
 
 
+def column_counts_of_rows(M: sp.csr_matrix, rows) -> np.ndarray:
+    """:func:`column_counts` of ``M[rows]`` (e.g. the training rows of a split) without
+    copying those rows: a row mask expanded over the stored entries."""
+    M = sp.csr_matrix(M)
+    keep = np.zeros(M.shape[0], dtype=bool)
+    keep[np.asarray(rows, dtype=np.int64)] = True
+    per_entry = np.repeat(keep, np.diff(M.indptr)) & (M.data != 0)
+    return np.bincount(M.indices[per_entry], minlength=M.shape[1]).astype(np.int64)
+
+
 def multilabel_summary(data) -> dict:
     """Headline numbers of a MultiLabelData (training split; test split counted apart)."""
     X, Y = data.X, data.Y
@@ -67,16 +77,18 @@ def head_size(freq: np.ndarray, share: float = 0.5) -> int:
     return int(np.searchsorted(np.cumsum(f), share * total, side="left") + 1)
 
 
-def top_items(counts: np.ndarray, names: Optional[Sequence[str]], k: int = 15,
+def top_items(counts: np.ndarray, names: Optional[Sequence[str]], k: Optional[int] = 15,
               what: str = "label", total: Optional[int] = None,
               unit: str = "point") -> pd.DataFrame:
-    """The ``k`` items with the largest counts (ties: lower index first) as a table with
-    columns ``what``, "<unit>s" and "share of <unit>s" (count / ``total``)."""
+    """The ``k`` items with the largest counts (ties: lower index first; ``k=None``: all of
+    them, for a paginated table) as a table with columns "rank", ``what``, "<unit>s" and
+    "share of <unit>s" (count / ``total``)."""
     counts = np.asarray(counts)
-    k = min(k, counts.size)
+    k = counts.size if k is None else min(k, counts.size)
     order = np.lexsort((np.arange(counts.size), -counts))[:k]
     labels = [str(names[i]) if names is not None else f"#{i}" for i in order]
-    df = pd.DataFrame({what: labels, f"{unit}s": counts[order].astype(np.int64)})
+    df = pd.DataFrame({"rank": np.arange(1, k + 1), what: labels,
+                       f"{unit}s": counts[order].astype(np.int64)})
     if total:
         df[f"share of {unit}s"] = df[f"{unit}s"] / float(total)
     return df

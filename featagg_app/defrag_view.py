@@ -1,8 +1,11 @@
 """Figure builders and helpers for the Feature agglomeration page (no streamlit here).
 
 The tree figures never ship the whole hierarchy to the browser: they draw the subtree under
-one node down to a few levels (``DefragTree.to_plotly``), and the page lets the user drill
-down by picking a node; a 10^5-feature tree (~3·10^4 nodes) stays responsive.
+one node down to a few levels (``DefragTree.to_plotly``, at most ``charts.MAX_MARKS``
+blocks), labelled with the words each block stands for, and the page lets the user drill
+down by picking a node; a 10^5-feature tree (~3·10^4 nodes) stays responsive. The cluster
+inspector works on the whole matrix with row masks (a matrix-vector product per cluster),
+never on a copy of the training rows.
 """
 from __future__ import annotations
 
@@ -15,38 +18,82 @@ import pandas as pd
 import plotly.graph_objects as go
 import scipy.sparse as sp
 
-from featagg_app.charts import PALETTE, style
+from featagg_app.charts import MAX_MARKS, PALETTE, style
 
 MAX_TREE_LEVELS = 8
 
 
 # ----------------------------------------------------------------------------- tree
+def _name(feature_names, j: int) -> str:
+    return str(feature_names[j]) if feature_names is not None else f"f{j}"
+
+
+def top_features(tree, v: int, counts: Optional[np.ndarray], k: int = 3) -> np.ndarray:
+    """The ``k`` features under node ``v`` that occur in the most training points (ties:
+    lower index first); without ``counts``, its first ``k`` members by index."""
+    s, n = int(tree.start[int(v)]), int(tree.n_members[int(v)])
+    members = np.asarray(tree.order[s:s + n], dtype=np.int64)
+    if counts is None:
+        return np.sort(members)[:k]
+    c = np.asarray(counts)[members]
+    if members.size > 4 * k:
+        # everything tied with the k-th largest count stays a candidate (the lower index
+        # wins a tie, whatever order argpartition leaves them in)
+        kth = np.partition(c, members.size - k)[members.size - k]
+        keep = c >= kth
+        members, c = members[keep], c[keep]
+    order = np.lexsort((members, -c))
+    return members[order[:k]]
+
+
+def node_words(tree, v: int, counts=None, feature_names=None, k: int = 2) -> str:
+    """"learning · neural": the node's ``k`` most frequent features, by name."""
+    return " · ".join(_name(feature_names, j) for j in top_features(tree, v, counts, k))
+
+
 def tree_figure(tree, root: int = 0, levels: int = 4, kind: str = "icicle",
-                feature_names: Optional[Sequence[str]] = None, height: int = 460) -> go.Figure:
+                feature_names: Optional[Sequence[str]] = None, height: int = 460,
+                feature_counts: Optional[np.ndarray] = None) -> go.Figure:
     """Icicle (or sunburst) of the subtree under ``root``, ``levels`` levels deep.
 
-    Sizes are member counts (``branchvalues="total"``); the colour is the depth. Clicking a
-    block zooms into it in the browser; the page's drill-down re-roots the figure so that
-    deeper levels can be shown.
+    Every block is labelled with the words it stands for: its two most frequent features
+    (``feature_counts``: points of the training rows per feature; by index without it),
+    a leaf with its cluster id and top three. Sizes are member counts
+    (``branchvalues="total"``); the colour is the depth. At most ``MAX_MARKS`` blocks are
+    drawn (fewer levels when needed); the page's drill-down re-roots the figure to show
+    deeper levels, and clicking a block zooms into it in the browser.
     """
     if kind not in ("icicle", "sunburst"):
         raise ValueError(f"kind must be 'icicle' or 'sunburst', got {kind!r}")
     levels = int(max(1, min(levels, MAX_TREE_LEVELS)))
-    cols = tree.to_plotly(root=int(root), max_depth=levels, feature_names=feature_names)
-    depth0 = int(tree.depth[int(root)])
+    root = int(root)
+    while levels > 1 and sum(1 for _ in tree.iter_nodes(root, max_depth=levels)) > MAX_MARKS:
+        levels -= 1
+    cols = tree.to_plotly(root=root, max_depth=levels)
+    depth0 = int(tree.depth[root])
     rel = [d - depth0 for d in cols["depth"]]
     colors = [PALETTE[r % len(PALETTE)] for r in rel]
-    hover = [f"{lab}<br>{v:,} features<br>depth {d}" + ("<br>(leaf cluster)" if leaf else "")
-             for lab, v, d, leaf in zip(cols["labels"], cols["values"], cols["depth"],
-                                        cols["is_leaf"])]
-    common = dict(ids=cols["ids"], labels=cols["labels"], parents=cols["parents"],
+    labels, hover = [], []
+    for v, val, d, leaf in zip(cols["node"], cols["values"], cols["depth"], cols["is_leaf"]):
+        top = [_name(feature_names, j) for j in top_features(tree, v, feature_counts, 5)]
+        if leaf:
+            labels.append(f"cluster {int(tree.cluster[v])}: " + ", ".join(top[:3])
+                          + ("…" if val > 3 else ""))
+        else:
+            labels.append(" · ".join(top[:2]))
+        where = (f"cluster {int(tree.cluster[v])} (node {v})" if leaf else
+                 ("root" if v == 0 else f"node {v}"))
+        hover.append(f"{where} · depth {d}<br>{val:,} features<br>most frequent: "
+                     + ", ".join(top))
+    common = dict(ids=cols["ids"], labels=labels, parents=cols["parents"],
                   values=cols["values"], branchvalues="total",
                   marker=dict(colors=colors, line=dict(width=0.5, color="white")),
                   hovertext=hover, hoverinfo="text", maxdepth=levels + 1)
     trace = go.Icicle(**common, tiling=dict(orientation="v")) if kind == "icicle" \
         else go.Sunburst(**common)
     fig = go.Figure(trace)
-    title = (f"Hierarchy under node {root} ({int(tree.n_members[root]):,} features), "
+    title = (f"Hierarchy under {'the root' if root == 0 else f'node {root}'} "
+             f"({int(tree.n_members[root]):,} features), "
              f"{levels} level{'s' if levels != 1 else ''}")
     return style(fig, title=title, height=height)
 
@@ -68,16 +115,21 @@ def drill_options(tree, root: int, levels: int) -> list:
     return out
 
 
-def node_label(tree, v: int) -> str:
-    """"root · 1,836 features", "node 5 · depth 2 · 459 features" or
-    "cluster 17 (node 300) · depth 8 · 7 features"."""
+def node_label(tree, v: int, counts=None, feature_names=None) -> str:
+    """"root · 1,836 features", "node 5 · depth 2 · 459 features — learning · neural" or
+    "cluster 17 (node 300) · depth 8 · 7 features — …" (the words with ``counts`` or
+    ``feature_names``)."""
     v = int(v)
     n = f"{int(tree.n_members[v]):,} features"
+    words = ""
+    if counts is not None or feature_names is not None:
+        words = " — " + node_words(tree, v, counts, feature_names)
     if v == 0:
-        return f"root · {n}"
+        return f"root · {n}{words}"
     if tree.is_leaf(v):
-        return f"cluster {int(tree.cluster[v])} (node {v}) · depth {int(tree.depth[v])} · {n}"
-    return f"node {v} · depth {int(tree.depth[v])} · {n}"
+        return (f"cluster {int(tree.cluster[v])} (node {v}) · depth {int(tree.depth[v])} · "
+                f"{n}{words}")
+    return f"node {v} · depth {int(tree.depth[v])} · {n}{words}"
 
 
 # ----------------------------------------------------------------------------- sizes
@@ -127,22 +179,38 @@ def column_nnz(X) -> np.ndarray:
     return np.bincount(cols, weights=(X.data != 0), minlength=X.shape[1]).astype(np.int64)
 
 
-def cluster_table(model, cluster: int, X, feature_names=None) -> pd.DataFrame:
-    """The features of one cluster: index, name and the number of points using it."""
+def cluster_table(model, cluster: int, X=None, feature_names=None,
+                  counts: Optional[np.ndarray] = None) -> pd.DataFrame:
+    """The features of one cluster: index, name and the number of points using it (from
+    ``counts``, points per feature, when given — e.g. of the training rows, computed once
+    — else counted in ``X``)."""
     members = model.cluster_members(int(cluster))
-    counts = column_nnz(X[:, members])
+    if counts is None:
+        counts_m = column_nnz(X[:, members])
+    else:
+        counts_m = np.asarray(counts, dtype=np.int64)[members]
     names = [str(feature_names[j]) if feature_names is not None else f"feature {j}"
              for j in members]
-    df = pd.DataFrame({"feature": members, "name": names, "points": counts})
+    df = pd.DataFrame({"feature": members, "name": names, "points": counts_m})
     return df.sort_values(["points", "feature"], ascending=[False, True]).reset_index(drop=True)
 
 
-def cluster_top_labels(model, cluster: int, X, Y, label_names=None, k: int = 5) -> pd.DataFrame:
+def cluster_top_labels(model, cluster: int, X, Y, label_names=None, k: int = 5,
+                       rows: Optional[np.ndarray] = None) -> pd.DataFrame:
     """Labels most associated with a cluster: the largest entries of the cluster's row of
-    (X G)ᵀ Y, i.e. how often the cluster's features occur with each label."""
+    (X G)ᵀ Y, i.e. how often the cluster's features occur with each label — over ``rows``
+    of X and Y (all rows when None). Two sparse matrix-vector products: no copy of the
+    rows or columns."""
     members = model.cluster_members(int(cluster))
-    w = np.asarray(sp.csr_matrix(X)[:, members].sum(axis=1)).ravel()
-    scores = np.asarray(sp.csr_matrix(Y).T @ w).ravel()
+    X, Y = sp.csr_matrix(X), sp.csr_matrix(Y)
+    g = np.zeros(X.shape[1], dtype=np.float64)
+    g[members] = 1.0
+    w = np.asarray(X @ g).ravel()
+    if rows is not None:
+        keep = np.zeros(X.shape[0], dtype=bool)
+        keep[np.asarray(rows, dtype=np.int64)] = True
+        w[~keep] = 0.0
+    scores = np.asarray(Y.T @ w).ravel()
     top = np.argsort(-scores, kind="stable")[:k]
     top = top[scores[top] > 0]
     names = [str(label_names[j]) if label_names is not None else f"label {j}" for j in top]

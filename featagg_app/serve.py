@@ -1,12 +1,22 @@
-"""Start the dashboard with the numba kernels already compiled in the server process.
+"""Start the dashboard at once and compile the numba kernels in the background.
 
-``python -m featagg_app.serve [streamlit options]`` runs :func:`featagg_app.warmup.warm_up`
-in this process first (so every featagg_core kernel is compiled, or loaded from numba's
-on-disk cache, before the first browser connects), marks the process as warmed up
-(``FEATAGG_WARMED_UP=1``, which ``app.py`` reads to skip its own background warm-up), and
-then hands over to Streamlit's own command line: ``streamlit run app.py [options]`` in the
-same process, so the sessions import the already-compiled modules. ``scripts/dashboard.sh``
-uses it. No streamlit is imported before the warm-up is done.
+``python -m featagg_app.serve [streamlit options]`` (what ``scripts/dashboard.sh`` runs):
+
+1. sets the server's defaults (each only when the environment does not say otherwise):
+   ``FEATAGG_PARALLEL_KERNELS=0`` when the job runner gives every job one thread (workers
+   = cores, the default: a ``prange`` kernel cannot pay there and compiles 2-4x slower),
+   with numba's cache in ``.cache/numba-server/`` (numba's cache index does not tell the
+   serial and parallel variants apart); glibc's malloc limited to 2 arenas (many session
+   threads otherwise each keep their own free pages);
+2. starts the server's :class:`featagg_app.warmup.KernelWarmup` (``jobs.kernels()``):
+   child processes compile the kernels into numba's on-disk cache in the order pages need
+   them while the pages are already served; jobs wait for the kernels they need;
+3. hands over to Streamlit's own command line, ``streamlit run app.py [options]``, in the
+   same process.
+
+The first page is served as soon as Streamlit is up (a few seconds), whatever the state
+of numba's cache; ``[featagg] kernels: … ready after … s`` lines in the log say when each
+page's kernels are there (``benchmarks/cold_start_bench.py`` measures both).
 
 Where it listens: ``127.0.0.1`` (this machine only) unless ``--server.address`` says
 otherwise (``dashboard.sh --public`` passes ``0.0.0.0``: every interface, for a
@@ -20,7 +30,8 @@ import os
 import sys
 from pathlib import Path
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
 
 
 def use_st_navigation_only() -> None:
@@ -36,6 +47,25 @@ def use_st_navigation_only() -> None:
     """
     from streamlit.runtime.pages_manager import PagesManager
     PagesManager.uses_pages_directory = False
+
+
+def server_defaults(environ=None) -> dict:
+    """The environment defaults :func:`main` sets (see the module docstring); returns the
+    ones it set. Must run before numba is imported."""
+    env = os.environ if environ is None else environ
+    set_now = {}
+
+    def default(key, value):
+        if key not in env:
+            env[key] = set_now[key] = value
+
+    from featagg_app.jobs import default_workers       # no numba, no streamlit session
+    if default_workers() >= (os.cpu_count() or 1):
+        default("FEATAGG_PARALLEL_KERNELS", "0")
+    if env.get("FEATAGG_PARALLEL_KERNELS", "1").strip() == "0":
+        default("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba-server"))
+    default("MALLOC_ARENA_MAX", "2")
+    return set_now
 
 
 def _option(argv, name: str):
@@ -69,10 +99,12 @@ def main(argv=None) -> None:
     os.environ.setdefault("STREAMLIT_SERVER_ADDRESS", "127.0.0.1")
     os.environ.setdefault("FEATAGG_MAX_LOAD_MB", "256")
     print(listen_banner(argv), file=sys.stderr, flush=True)
-    from featagg_app.warmup import warm_up
-    report = warm_up()
-    print(f"[featagg] {report.summary()}", file=sys.stderr, flush=True)
-    os.environ["FEATAGG_WARMED_UP"] = "1"
+    server_defaults()
+    from featagg_app.memory import limit_malloc_arenas
+    limit_malloc_arenas(int(os.environ.get("MALLOC_ARENA_MAX", "2") or 2))
+    from featagg_app import jobs
+    if jobs.kernel_warmup_enabled():
+        jobs.kernels()              # background compilation starts now, not at the 1st visit
     use_st_navigation_only()
     from streamlit.web import cli
     cli.main(["run", str(APP), *argv], prog_name="streamlit")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+import weakref
 from typing import Callable, Optional
 
 import streamlit as st
@@ -54,6 +55,7 @@ _SPLIT_SETTINGS = "featagg.split_settings"   # fingerprint -> dict like DEFAULT_
 _SESSION_ID = "featagg.session_id"
 _PICKED = "featagg.picker_auto"     # picker key -> the run id it picked by itself
 _ESTIMATES = "featagg.estimates"    # (dataset, split, spec) -> estimated seconds
+_NAMES = "featagg.names_digest"     # fingerprint -> (weakref to data, digest of its names)
 #: seconds between two redraws of a running job's panel (each is a fragment rerun that every
 #: other session pays for in GIL hand-offs while a job computes: once a second is enough)
 PANEL_REFRESH_S = 1.0
@@ -432,10 +434,19 @@ def estimate(data, split, spec) -> Optional[float]:
     cache = st.session_state.setdefault(_ESTIMATES, {})
     key = (data.fingerprint, split.split_id, _spec_text(spec))
     if key not in cache:
+        from featagg_app import jobs
+        k = jobs.kernels()
+        if k is not None and not k.ready(("defrag",)):
+            # the estimate counts XᵀY's non-zeros with a DEFRAG kernel: on a server still
+            # compiling it in the background, a page must not compile it in its rerun
+            # (seconds of JIT for a visitor); "unknown" now, the real number once it is there
+            return None
         if len(cache) > 200:
             cache.clear()
         try:
-            cache[key] = float(estimate_seconds(data, split, spec))
+            # the server's calibration, measured in the background (never in a rerun)
+            from featagg_app.jobs import machine_speed
+            cache[key] = float(estimate_seconds(data, split, spec, speed=machine_speed()))
         except ValueError:
             cache[key] = None
     return cache[key]
@@ -448,23 +459,33 @@ def sampling_plan(data, split, spec, budget_s: float) -> dict:
     cache = st.session_state.setdefault(_ESTIMATES, {})
     key = ("plan", data.fingerprint, split.split_id, _spec_text(spec), float(budget_s))
     if key not in cache:
-        cache[key] = plan(data, split, spec, budget_s=budget_s)
+        from featagg_app.jobs import machine_speed
+        cache[key] = plan(data, split, spec, speed=machine_speed(), budget_s=budget_s)
     return cache[key]
 
 
 def submit_job(page: str, slot: str, label: str, fn: Callable, *,
-               estimate_s: Optional[float] = None, kind: str = ""):
+               estimate_s: Optional[float] = None, kind: str = "",
+               needs: Optional[tuple] = None, share_key: Optional[str] = None,
+               adapt: Optional[Callable] = None):
     """Queue ``fn(progress, cancel)`` on the server's job runner for this session and
     remember the job in ``page``'s namespace under ``slot`` (one job per slot; a new
-    submit replaces a finished one, never a running one). Returns the Job, or None when this session's queue is full (the page says so)."""
+    submit replaces a finished one, never a running one). Returns the Job, or None when
+    this session's queue is full (the page says so). ``needs``: the kernel groups the job
+    needs (default: the page's, ``warmup.groups_for_page``), so a job on a server that is
+    still compiling them waits in the queue instead of compiling in-process;
+    ``share_key``/``adapt``: see ``jobs.JobRunner.submit`` (identical fits are shared)."""
     from featagg_app import jobs
+    from featagg_app.warmup import groups_for_page
     slots = _jobs_of(page)
     old = slots.get(slot)
     if old is not None and old.status in ("queued", "running"):
         return old
     try:
-        job = jobs.get_runner().submit(session_id(), label, fn, estimate_s=estimate_s,
-                                       kind=kind)
+        job = jobs.get_runner().submit(
+            session_id(), label, fn, estimate_s=estimate_s, kind=kind,
+            needs=groups_for_page(page) if needs is None else needs,
+            share_key=share_key, adapt=adapt)
     except jobs.JobQueueFull as exc:
         st.warning(str(exc), icon=":material/hourglass_top:")
         return None
@@ -473,11 +494,66 @@ def submit_job(page: str, slot: str, label: str, fn: Callable, *,
     return job
 
 
+def _names_digest(data) -> str:
+    """A digest of what a person sees of ``data`` beyond its numbers (its name, feature,
+    label and class names, table columns), kept per session and dataset: two uploads with
+    equal numbers and different names never share a fit."""
+    import hashlib
+    memo = st.session_state.setdefault(_NAMES, {})
+    fp = data.fingerprint
+    hit = memo.get(fp)
+    if hit is not None and hit[0]() is data:
+        return hit[1]
+    h = hashlib.sha1()
+    h.update(str(getattr(data, "name", "")).encode())
+    for attr in ("feature_names", "label_names", "class_names", "label_name"):
+        names = getattr(data, attr, None)
+        h.update(f"|{attr}:".encode())
+        if names is None:
+            continue
+        if isinstance(names, str):
+            h.update(names.encode())
+            continue
+        h.update("\x1f".join(map(str, names)).encode())
+    table = getattr(data, "table", None)
+    if table is not None:
+        h.update("|columns:".encode() + "\x1f".join(map(str, table.columns)).encode())
+    digest = h.hexdigest()[:16]
+    if len(memo) > 32:
+        memo.clear()
+    memo[fp] = (weakref.ref(data), digest)      # never keeps an old dataset alive
+    return digest
+
+
+def share_key(data, planned_runs) -> str:
+    """The job runner's share key of fitting ``planned_runs`` (``experiment.plan_run``
+    results) on ``data``: their spec keys (dataset fingerprint, split, canonical spec) and
+    :func:`_names_digest`."""
+    keys = ",".join(r.spec_key for r in planned_runs)
+    return f"runs:{keys}:{_names_digest(data)}"
+
+
+def own_copy(run, data):
+    """This session's own Run of a fit shared with another session: a new run id, time
+    stamp and the dataset name this session knows; the metrics, timings and sizes copied;
+    the fitted pipeline shared read-only (nothing in the app modifies a fitted pipeline)."""
+    import copy
+    import dataclasses
+    import datetime as _dt
+    return dataclasses.replace(
+        run, run_id=uuid.uuid4().hex,
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        dataset_name=str(getattr(data, "name", "") or ""), timings=dict(run.timings),
+        metrics=copy.deepcopy(run.metrics), model_sizes=dict(run.model_sizes),
+        reused=list(run.reused))
+
+
 def submit_run(page: str, data, split, spec: dict, *, slot: str = "run", base=None,
                label: Optional[str] = None, estimate_s: Optional[float] = None):
     """Queue ``experiment.run_pipeline(data, split, spec, base=base)`` as a job of this
     session (see :func:`submit_job`); :func:`follow_run` picks its Run up. The spec is
     checked first, so a bad spec raises ValueError here, before anything is queued."""
+    from featagg_app.warmup import groups_for_page, groups_for_spec
     from featagg_core.distributed import scheduler_from_env
     from featagg_core.experiment import plan_run, run_pipeline
     planned = plan_run(data, split, spec)
@@ -490,8 +566,13 @@ def submit_run(page: str, data, split, spec: dict, *, slot: str = "run", base=No
 
     if estimate_s is None:
         estimate_s = estimate(data, split, spec_c)
+    # an identical fit (same data, names, split and spec) of any session is shared; a run
+    # reusing this session's steps (base) is its own
+    shared = {} if base is not None else {
+        "share_key": share_key(data, [planned]), "adapt": lambda run: own_copy(run, data)}
+    needs = tuple(dict.fromkeys(groups_for_spec(spec_c) + groups_for_page(page)))
     return submit_job(page, slot, label or planned.name, work, estimate_s=estimate_s,
-                      kind="run")
+                      kind="run", needs=needs, **shared)
 
 
 def submit_runs(page: str, data, split, specs: list, *, slot: str, label: str,
@@ -502,7 +583,8 @@ def submit_runs(page: str, data, split, specs: list, *, slot: str, label: str,
     from featagg_core._cancel import cancelling_progress
     from featagg_core.distributed import scheduler_from_env
     from featagg_core.experiment import plan_run, run_pipeline
-    planned = [plan_run(data, split, spec).spec for spec in specs]
+    plans = [plan_run(data, split, spec) for spec in specs]
+    planned = [p.spec for p in plans]
     scheduler = scheduler_from_env()
 
     def work(progress, cancel):
@@ -519,7 +601,12 @@ def submit_runs(page: str, data, split, specs: list, *, slot: str, label: str,
 
     if estimate_s is None:
         estimate_s = sum(estimate(data, split, spec) or 0.0 for spec in planned)
-    return submit_job(page, slot, label, work, estimate_s=estimate_s, kind="run")
+    from featagg_app.warmup import groups_for_page, groups_for_spec
+    needs = tuple(dict.fromkeys(g for spec in planned for g in groups_for_spec(spec)))
+    needs = tuple(dict.fromkeys(needs + groups_for_page(page)))
+    return submit_job(page, slot, label, work, estimate_s=estimate_s, kind="run",
+                      needs=needs, share_key=share_key(data, plans),
+                      adapt=lambda runs: [own_copy(r, data) for r in runs])
 
 
 def running_job(page: str, slot: str):

@@ -1,7 +1,12 @@
 """The sidebar shown on every page (``app.py`` calls :func:`dataset_picker`): the dataset
-picker and the session's split of that dataset.
+picker, the session's split of that dataset, and the display options.
 
-Pick a bundled sample (grouped by kind) or upload a file. The chosen dataset is kept per
+Pick a bundled sample (grouped by kind), a file of the server's data folder (when the
+server has one: ``FEATAGG_DATA_DIR``, see :mod:`featagg_app.data_folder`), or upload a
+file. Uploads speak the dashboard's language: an ARFF without its XML asks for the number
+of label columns at the end, a table with a single 0/1 column proposes it as the label,
+replacing the main file clears its companion files, and the dataset keeps the uploaded
+file's name. The chosen dataset is kept per
 browser session through :mod:`featagg_app.session`. An upload is parsed once per new file
 (or new options); its error, if any, stays shown under the uploader until the file changes.
 
@@ -13,12 +18,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from featagg_app import session
+from featagg_app import data_folder, display, session
 from featagg_core.samples import list_samples
 from featagg_app.uploads import (EXTRA_FILES, FORMAT_HELP, MAX_UPLOAD_MB, UPLOAD_TYPES,
-                                 parse_upload)
+                                 UploadError, propose_label, read_upload)
 
 SOURCE_SAMPLE = "Bundled sample"
+SOURCE_FOLDER = "Data folder"
 SOURCE_UPLOAD = "Upload a file"
 KIND_ORDER = {k: i for i, k in enumerate(session.KINDS)}
 KIND_GROUP = {"multilabel": "Multi-label", "graph": "Graph", "table": "Table"}
@@ -28,8 +34,12 @@ K_SOURCE = "featagg_source"
 K_SAMPLE = "featagg_sample"
 K_UPLOAD_KIND = "featagg_upload_kind"
 K_LABEL_COL = "featagg_label_column"
+K_N_LABELS = "featagg_upload_n_labels"      # ARFF without XML: label columns at the end
 _UPLOAD_SIG = "featagg.upload_sig"          # what the last parse was run on
-_UPLOAD_RESULT = "featagg.upload_result"    # ("ok", text) | ("error", message)
+_UPLOAD_RESULT = "featagg.upload_result"    # ("ok"|"error", text, needed option or None)
+_UPLOAD_MAIN = "featagg.upload_main"        # kind -> file id of the main file seen last
+_COMPANION_GEN = "featagg.companion_gen"    # kind -> generation of the companion uploaders
+_LABEL_PROPOSAL = "featagg.label_proposal"  # the 0/1 column proposed for the last table
 _UPLOAD_DATA = "featagg.upload_data"        # last successfully parsed upload
 
 
@@ -65,30 +75,68 @@ def _file_id(f) -> str:
     return getattr(f, "file_id", None) or f"{f.name}:{f.size}"
 
 
+def _main_changed(kind: str, main) -> int:
+    """Bookkeeping when the main file of ``kind`` changes: returns the companion uploaders'
+    generation (bumped when one main file is replaced by another or removed, so the
+    companions of the old file are cleared: Streamlit cannot empty an uploader, a new key
+    gives a new, empty one) and forgets the label settings of the old file."""
+    seen = st.session_state.setdefault(_UPLOAD_MAIN, {})
+    gens = st.session_state.setdefault(_COMPANION_GEN, {})
+    now = None if main is None else _file_id(main)
+    before = seen.get(kind)
+    if now != before:
+        if before is not None:
+            gens[kind] = gens.get(kind, 0) + 1
+        seen[kind] = now
+        st.session_state.pop(K_N_LABELS, None)
+        if kind == "table":
+            st.session_state.pop(K_LABEL_COL, None)
+            proposal = None if main is None else propose_label(main.name, main.getvalue())
+            st.session_state[_LABEL_PROPOSAL] = proposal
+            if proposal:
+                st.session_state[K_LABEL_COL] = proposal
+    return gens.get(kind, 0)
+
+
 def _upload_picker() -> None:
     kind = st.radio("Kind of data", list(session.KINDS), key=K_UPLOAD_KIND, horizontal=True,
                     format_func=lambda k: KIND_GROUP[k])
-    st.caption(f"{FORMAT_HELP[kind]} Up to **{MAX_UPLOAD_MB} MB** per file. Files are parsed "
-               f"by featagg's readers only: never unpickled, never executed.")
+    st.caption(f"{FORMAT_HELP[kind]} Up to **{MAX_UPLOAD_MB} MB** per file"
+               + (" (larger files: the server's *Data folder*)" if data_folder.configured()
+                  else "")
+               + ". Files are parsed by featagg's readers only: never unpickled, never "
+                 "executed.")
     main = st.file_uploader("Data file", type=UPLOAD_TYPES[kind], key=f"featagg_upload_{kind}",
                             max_upload_size=MAX_UPLOAD_MB)
     result_slot = st.container()      # the outcome shows right under the file, not below
+    gen = _main_changed(kind, main)
     extras = {}
     if EXTRA_FILES[kind]:
+        keys = {r: f"featagg_upload_{kind}_{r}_{gen}" for r in EXTRA_FILES[kind]}
         with st.expander("Optional companion files",
-                         expanded=any(f"featagg_upload_{kind}_{r}" in st.session_state and
-                                      st.session_state[f"featagg_upload_{kind}_{r}"]
-                                      for r in EXTRA_FILES[kind])):
+                         expanded=any(st.session_state.get(k) for k in keys.values())):
             for role, (label, types) in EXTRA_FILES[kind].items():
-                f = st.file_uploader(label, type=types, key=f"featagg_upload_{kind}_{role}",
+                f = st.file_uploader(label, type=types, key=keys[role],
                                      max_upload_size=MAX_UPLOAD_MB)
                 if f is not None:
                     extras[role] = f
-    label_col = None
+    label_col = n_labels = None
     if kind == "table":
         label_col = st.text_input("Label column (binary 0/1)", key=K_LABEL_COL,
                                   placeholder="e.g. income",
                                   help="Leave empty to let the reader find it.").strip() or None
+        proposal = st.session_state.get(_LABEL_PROPOSAL)
+        if proposal and label_col == proposal:
+            st.caption(f"Proposed **{session.md_escape(proposal)}** as the label: it is the "
+                       "file's only column of 0/1 values. Type another column to change it.")
+    status, text, needs = st.session_state.get(_UPLOAD_RESULT, ("", "", None))
+    if kind == "multilabel" and main is not None and "xml" not in extras and (
+            needs == "n_labels" or st.session_state.get(K_N_LABELS) is not None):
+        n_labels = st.number_input(
+            "Number of label columns at the end", 1, 1_000_000, None, key=K_N_LABELS,
+            placeholder="e.g. 374",
+            help="MULAN ARFF files keep the labels as the last attributes; its XML label "
+                 "header (under Optional companion files) would name them instead.")
     if main is None:
         last = st.session_state.get(_UPLOAD_DATA)
         if last is not None and last.kind == kind:
@@ -97,31 +145,34 @@ def _upload_picker() -> None:
             result_slot.caption(f"Using your earlier upload **{session.md_escape(last.name)}**.")
         return
     sig = (kind, _file_id(main), tuple(sorted((r, _file_id(f)) for r, f in extras.items())),
-           label_col)
+           label_col, n_labels)
     if st.session_state.get(_UPLOAD_SIG) != sig:
         st.session_state[_UPLOAD_SIG] = sig
         try:
             with result_slot, st.spinner(f"Reading {main.name}…"):
                 data = load_upload(kind, main.name, main.getvalue(),
                                    extras={r: (f.name, f.getvalue()) for r, f in extras.items()},
-                                   label=label_col)
-        except Exception as exc:  # noqa: BLE001 - load_upload only raises DatasetError
-            st.session_state[_UPLOAD_RESULT] = ("error", session.error_message(exc))
+                                   label=label_col, n_labels=n_labels)
+        except UploadError as exc:
+            st.session_state[_UPLOAD_RESULT] = ("error", str(exc), exc.needs)
+        except Exception as exc:  # noqa: BLE001 - load_upload only raises UploadError
+            st.session_state[_UPLOAD_RESULT] = ("error", session.error_message(exc), None)
         else:
             st.session_state[_UPLOAD_DATA] = data
             session.set_dataset(data, origin="upload", source_id="upload")
-            st.session_state[_UPLOAD_RESULT] = ("ok", f"Loaded {session.dataset_label(data)}")
-    status, text = st.session_state.get(_UPLOAD_RESULT, ("", ""))
+            st.session_state[_UPLOAD_RESULT] = ("ok", f"Loaded {session.dataset_label(data)}",
+                                                None)
+        st.rerun()                    # the widgets above follow the outcome (what to ask for)
     if status == "error":
         result_slot.error(f"Could not load this file: {session.md_escape(text)}", icon="⚠️")
     elif status == "ok":
         result_slot.success(session.md_escape(text))
 
 
-def load_upload(kind: str, name: str, raw: bytes, *, extras=None, label=None):
-    """Parse an upload (see :func:`featagg_app.uploads.parse_upload`); every failure comes
-    out as a DatasetError whose message the sidebar shows."""
-    return parse_upload(kind, name, raw, extras=extras, label=label)
+def load_upload(kind: str, name: str, raw: bytes, *, extras=None, label=None, n_labels=None):
+    """Parse an upload (see :func:`featagg_app.uploads.read_upload`); every failure comes
+    out as an UploadError whose message (in the dashboard's words) the sidebar shows."""
+    return read_upload(kind, name, raw, extras=extras, label=label, n_labels=n_labels)
 
 
 def dataset_picker():
@@ -129,10 +180,16 @@ def dataset_picker():
     (loading the default Bibtex sample on a session's first run)."""
     with st.sidebar:
         st.subheader("Dataset")
-        source = st.radio("Source", [SOURCE_SAMPLE, SOURCE_UPLOAD], key=K_SOURCE,
-                          horizontal=True, label_visibility="collapsed")
+        sources = [SOURCE_SAMPLE] + ([SOURCE_FOLDER] if data_folder.configured() else []) \
+            + [SOURCE_UPLOAD]
+        if st.session_state.get(K_SOURCE) not in sources:
+            st.session_state[K_SOURCE] = SOURCE_SAMPLE
+        source = st.radio("Source", sources, key=K_SOURCE, horizontal=True,
+                          label_visibility="collapsed")
         if source == SOURCE_SAMPLE:
             _sample_picker()
+        elif source == SOURCE_FOLDER:
+            data_folder.folder_picker()
         else:
             _upload_picker()
         data = session.current_dataset()
@@ -142,6 +199,7 @@ def dataset_picker():
         else:
             st.caption("No dataset in use yet.")
         _cluster_line()
+        display.display_options()
     return data
 
 

@@ -17,7 +17,21 @@ import logging
 import os
 from typing import Optional
 
-MAX_UPLOAD_MB = 50
+from featagg_core.data import DatasetError
+
+def _upload_mb() -> int:
+    """The per-file upload cap in MB: ``FEATAGG_MAX_UPLOAD_MB`` when set to a positive
+    whole number, else 50 (the dashboard's file uploaders pass it to Streamlit, which
+    then overrides ``server.maxUploadSize``). Larger data belongs in the server's data
+    folder (``FEATAGG_DATA_DIR``), which has no cap."""
+    try:
+        mb = int(os.environ.get("FEATAGG_MAX_UPLOAD_MB", "").strip() or 50)
+    except ValueError:
+        mb = 50
+    return mb if mb > 0 else 50
+
+
+MAX_UPLOAD_MB = _upload_mb()
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 #: Largest number of points, features, labels or nodes an upload may declare. The pages keep
 #: a few dense arrays per feature/label (counts, weights), so a header claiming billions of
@@ -94,7 +108,7 @@ def check_file(name: str, raw: bytes, allowed: list, what: str = "file") -> None
 
 
 def parse_upload(kind: str, name: str, raw: bytes, *, extras: Optional[dict] = None,
-                 label: Optional[str] = None):
+                 label: Optional[str] = None, n_labels: Optional[int] = None):
     """Parse an uploaded file into a MultiLabelData / GraphData / CategoricalData.
 
     Parameters
@@ -104,6 +118,7 @@ def parse_upload(kind: str, name: str, raw: bytes, *, extras: Optional[dict] = N
     extras : optional companion files, ``role -> (name, bytes)`` with roles from
         :data:`EXTRA_FILES` ("xml" for ARFF; "features", "labels" for graphs).
     label : the label column (tables); None lets the reader use its default.
+    n_labels : the number of label columns at the end of an ARFF without its XML.
 
     Raises
     ------
@@ -122,6 +137,8 @@ def parse_upload(kind: str, name: str, raw: bytes, *, extras: Optional[dict] = N
                                path=ename)
         check_file(ename, eraw, EXTRA_FILES[kind][role][1], what=f"{role} file")
         kw[role] = _NamedBytes(eraw, ename)
+    if n_labels is not None and kind == "multilabel" and "xml" not in kw:
+        kw["n_labels"] = int(n_labels)
     try:
         import featagg_core.data as fd
         fh = _NamedBytes(raw, name)
@@ -193,3 +210,70 @@ def _reader_kwargs(reader, kw: dict) -> dict:
         else:
             out[role] = value
     return out
+
+
+# ---------------------------------------------------------------------------
+# the upload boundary: messages in the dashboard's words, what to ask for
+# ---------------------------------------------------------------------------
+
+class UploadError(DatasetError):
+    """A DatasetError in the dashboard's words (:func:`featagg_app.guidance.ui_message`);
+    ``needs`` names the widget that would let the file load: ``"n_labels"`` (an ARFF
+    without its XML), ``"label"`` (a table whose label column is not obvious), or None."""
+
+    def __init__(self, exc, needs: Optional[str] = None):
+        from featagg_app.guidance import ui_message
+        super().__init__(ui_message(getattr(exc, "reason", str(exc))),
+                         path=getattr(exc, "path", None), line=getattr(exc, "line", None),
+                         field=getattr(exc, "field", None))
+        self.needs = needs
+
+
+def read_upload(kind: str, name: str, raw: bytes, *, extras: Optional[dict] = None,
+                label: Optional[str] = None, n_labels: Optional[int] = None):
+    """:func:`parse_upload` as the sidebar calls it: the dataset keeps the uploaded file's
+    name (``"train.txt"``, not the reader's ``"train"``), and every failure is an
+    :class:`UploadError` whose message has no API keyword (no "pass xml=") and whose
+    ``needs`` says which widget would fix it."""
+    from featagg_app.guidance import needed_option
+    try:
+        data = parse_upload(kind, name, raw, extras=extras, label=label, n_labels=n_labels)
+    except DatasetError as exc:
+        raise UploadError(exc, needed_option(str(exc))) from exc
+    try:
+        data.name = os.path.basename(str(name)) or data.name
+    except Exception:  # noqa: BLE001 - frozen container: keep the reader's name
+        pass
+    return data
+
+
+_LABEL_NAMES = ("label", "target", "class", "y", "click")
+#: rows looked at to propose a label column (the reader checks every row)
+_PROPOSE_ROWS = 20_000
+
+
+def propose_label(name: str, raw: bytes) -> Optional[str]:
+    """The label column to propose for an uploaded table: its only column of 0/1 values
+    (both present, in the first rows), when the reader would not find one by name
+    (``label``, ``target``, ``class``, ``y``, ``click``); else None. Never raises."""
+    import pandas as pd
+    ext = _ext(name)
+    try:
+        if ext == "parquet":
+            df = pd.read_parquet(io.BytesIO(raw)).head(_PROPOSE_ROWS)
+        elif ext in ("csv", "tsv"):
+            df = pd.read_csv(io.BytesIO(raw), sep="\t" if ext == "tsv" else ",", dtype=str,
+                             nrows=_PROPOSE_ROWS, keep_default_na=False)
+        else:
+            return None
+    except Exception:  # noqa: BLE001 - the reader will say what is wrong
+        return None
+    cols = [str(c) for c in df.columns]
+    if sum(c.lower() in _LABEL_NAMES for c in cols) == 1:
+        return None
+    binary = []
+    for c, col in zip(cols, df.columns):
+        vals = set(df[col].astype(str).str.strip().unique().tolist())
+        if vals == {"0", "1"}:
+            binary.append(c)
+    return binary[0] if len(binary) == 1 else None

@@ -136,7 +136,7 @@ def allocation_figure(results: Dict[str, ColumnCompression]) -> go.Figure:
     return fig
 
 
-def split_curve_data(vc, max_points: int = 20000) -> dict:
+def split_curve_data(vc, max_points: int = charts.MAX_POINTS) -> dict:
     """The paper's key picture as arrays: values in sorted order on x (cumulative share of
     the rows, so frequent values take more room), P(C=0|x) on y, the split points (x of
     each cut) and every bucket's P(C=0|z) as a horizontal segment."""

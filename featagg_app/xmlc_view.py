@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import scipy.sparse as sp
 
+from featagg_app.charts import MAX_MARKS
 from featagg_core import metrics
 
 KS = (1, 3, 5)
@@ -63,33 +64,105 @@ def elbow_figure(elbow) -> go.Figure:
     return fig
 
 
-def tree_sunburst(model, tree: int = 0, label_names: Optional[Sequence[str]] = None,
-                  max_depth: int = 4) -> go.Figure:
-    """The label tree as a sunburst: rings are tree levels, leaves are labels (by name).
+def _label_name(label_names, lab: int) -> str:
+    return str(label_names[lab]) if label_names is not None else f"label {lab}"
 
-    Every node's value is the number of labels below it; ``max_depth`` rings are shown
-    at once (click a sector to zoom in)."""
-    nodes = model.tree_nodes(tree)
+
+def _top_labels(labels: np.ndarray, counts, k: int) -> np.ndarray:
+    """The ``k`` labels of ``labels`` seen in the most training points (ties: lower id);
+    the first ``k`` by id without ``counts``."""
+    labels = np.asarray(labels, dtype=np.int64)
+    if counts is None or labels.size == 0:
+        return np.sort(labels)[:k]
+    c = np.asarray(counts)[labels]
+    order = np.lexsort((labels, -c))
+    return labels[order[:k]]
+
+
+def shown_nodes(nodes: dict, root: int = 0, max_marks: int = MAX_MARKS):
+    """Node ids of the label tree to draw under ``root``: the whole subtree when it has at
+    most ``max_marks`` nodes, else as many whole levels as fit (at least the root and its
+    children, the children cut to ``max_marks - 1``). Returns ``(ids, complete)``."""
+    children = nodes["children"]
+    out, level, complete = [int(root)], [int(root)], True
+    while level:
+        nxt = [int(c) for v in level for c in children[v]]
+        if not nxt:
+            break
+        if len(out) + len(nxt) > max_marks:
+            complete = False
+            if len(out) == 1:
+                out.extend(nxt[:max_marks - 1])
+            break
+        out.extend(nxt)
+        level = nxt
+    return out, complete
+
+
+def tree_sunburst(model, tree: int = 0, label_names: Optional[Sequence[str]] = None,
+                  max_depth: int = 4, root: int = 0, label_counts=None,
+                  max_marks: int = MAX_MARKS, nodes: Optional[dict] = None) -> go.Figure:
+    """The label tree as a sunburst: rings are tree levels, leaves are labels (by name),
+    every inner node named by its most frequent labels (``label_counts``: training points
+    per label).
+
+    Every node's value is the number of labels below it; ``max_depth`` rings are shown at
+    once (click a sector to zoom in). A tree of more than ``max_marks`` nodes is drawn
+    from ``root`` down as many whole levels as fit (:func:`shown_nodes`): the page's
+    drill-down re-roots it. ``nodes`` is ``model.tree_nodes(tree)`` when already at hand."""
+    nodes = model.tree_nodes(tree) if nodes is None else nodes
     parent, label = nodes["parent"], nodes["label"]
-    N = parent.shape[0]
-    ids = [f"n{v}" for v in range(N)]
-    parents = ["" if parent[v] < 0 else f"n{parent[v]}" for v in range(N)]
-    texts = []
-    for v in range(N):
+    ids_v, complete = shown_nodes(nodes, root, max_marks)
+    ids = [f"n{v}" for v in ids_v]
+    parents = ["" if v == root else f"n{parent[v]}" for v in ids_v]
+    texts, hover = [], []
+    for v in ids_v:
+        n_lab = int(nodes["n_labels"][v])
         if label[v] >= 0:
-            lab = int(label[v])
-            texts.append(str(label_names[lab]) if label_names is not None else f"label {lab}")
-        elif v == 0:
-            texts.append(f"all {nodes['n_labels'][0]} labels")
-        else:
-            texts.append(f"cluster {v} ({nodes['n_labels'][v]})")
+            name = _label_name(label_names, int(label[v]))
+            texts.append(name)
+            hover.append(f"{name}" + (f"<br>{int(label_counts[label[v]]):,} training points"
+                                      if label_counts is not None else ""))
+            continue
+        top = [_label_name(label_names, int(j))
+               for j in _top_labels(nodes["labels"][v], label_counts, 3)]
+        head = f"all {n_lab:,} labels" if v == 0 else f"node {v}"
+        texts.append(f"{head}: {' · '.join(top[:2])}" if v else head)
+        hover.append(f"{head} · {n_lab:,} label(s)<br>most frequent: {', '.join(top)}")
     fig = go.Figure(go.Sunburst(ids=ids, parents=parents, labels=texts,
-                                values=nodes["n_labels"].astype(float), branchvalues="total",
-                                maxdepth=max_depth,
-                                hovertemplate="%{label}<br>%{value} label(s)<extra></extra>"))
-    fig.update_layout(title=f"Label tree {tree + 1} (K-way clusters → labels)", height=560,
-                      margin=dict(l=10, r=10, t=50, b=10))
+                                values=nodes["n_labels"][ids_v].astype(float),
+                                branchvalues="total", maxdepth=max_depth,
+                                hovertext=hover, hoverinfo="text"))
+    what = "" if root == 0 else f" under node {root}"
+    more = "" if complete else " (top levels; drill down for the rest)"
+    fig.update_layout(title=f"Label tree {tree + 1}{what} (K-way clusters → labels){more}",
+                      height=560, margin=dict(l=10, r=10, t=50, b=10))
     return fig
+
+
+def tree_drill_options(nodes: dict, root: int, shown: Sequence[int]) -> list:
+    """Inner nodes to re-root the label tree at: ``root``'s ancestors, ``root``, then the
+    inner nodes drawn below it."""
+    parent, label = nodes["parent"], nodes["label"]
+    anc, v = [], int(parent[int(root)])
+    while v >= 0:
+        anc.append(v)
+        v = int(parent[v])
+    out = list(reversed(anc)) + [int(root)]
+    out += [int(v) for v in shown if int(v) != int(root) and label[v] < 0
+            and len(nodes["children"][v])]
+    return out
+
+
+def tree_node_label(nodes: dict, v: int, label_names=None, label_counts=None) -> str:
+    """"root · 10,000 labels" / "node 12 · depth 2 · 640 labels — tagA · tagB"."""
+    v = int(v)
+    n = f"{int(nodes['n_labels'][v]):,} labels"
+    top = " · ".join(_label_name(label_names, int(j))
+                     for j in _top_labels(nodes["labels"][v], label_counts, 2))
+    if v == 0:
+        return f"root · {n}"
+    return f"node {v} · depth {int(nodes['depth'][v])} · {n} — {top}"
 
 
 def example_predictions(Y_true, S, label_names=None, rows: Sequence[int] = (0, 1, 2, 3, 4),

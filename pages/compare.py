@@ -3,7 +3,7 @@ against a baseline run and one chart per unit."""
 import streamlit as st
 
 from featagg_app import compare_view as cv
-from featagg_app import session
+from featagg_app import display, session
 
 st.title("Compare runs")
 
@@ -98,7 +98,7 @@ for g in chosen_groups:
 
 if metrics:
     for unit, ms in cv.unit_groups(metrics).items():
-        st.plotly_chart(cv.unit_figure(pool, run_ids, ms, unit, baseline), width="stretch",
+        display.plotly_chart(cv.unit_figure(pool, run_ids, ms, unit, baseline),
                         key=f"cmp_fig_{unit}")
 
 with st.expander("Trade-off of two numbers", expanded=False):
@@ -108,7 +108,7 @@ with st.expander("Trade-off of two numbers", expanded=False):
         yd = next((m for m in metrics if m != xd), all_metrics[1])
         x = t1.selectbox("x axis", all_metrics, index=all_metrics.index(xd), key="cmp_x")
         y = t2.selectbox("y axis", all_metrics, index=all_metrics.index(yd), key="cmp_y")
-        st.plotly_chart(cv.tradeoff_figure(pool, run_ids, x, y), width="stretch")
+        display.plotly_chart(cv.tradeoff_figure(pool, run_ids, x, y))
 
 with st.expander("Every run of this session (table)", expanded=False):
     st.dataframe(df.drop(columns=["group"]), hide_index=True, width="stretch")

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from featagg_app import data_view as dv
-from featagg_app import session
+from featagg_app import display, session
 
 st.title("Data")
 
@@ -40,8 +40,9 @@ def _multilabel_view(fingerprint: str, _data):
         "label_fig": dv.label_frequency_figure(_data.Y, _data.label_names),
         "lpp_fig": dv.per_point_figure(_data.Y, "label"),
         "fpp_fig": dv.per_point_figure(_data.X, "feature"),
-        "top_labels": dv.top_items(freq, _data.label_names, 15, "label", s["n"]),
-        "top_features": dv.top_items(dv.column_counts(_data.X), _data.feature_names, 15,
+        # every label and feature by frequency: the tables page through them
+        "top_labels": dv.top_items(freq, _data.label_names, None, "label", s["n"]),
+        "top_features": dv.top_items(dv.column_counts(_data.X), _data.feature_names, None,
                                      "feature", s["n"]),
     }
 
@@ -55,7 +56,7 @@ def _graph_view(fingerprint: str, _data):
     if _data.X is not None and _data.X.shape[1]:
         out["fpp_fig"] = dv.per_point_figure(_data.X, "feature", unit="node")
         out["top_features"] = dv.top_items(dv.column_counts(_data.X), _data.feature_names,
-                                           15, "feature", _data.A.shape[0], unit="node")
+                                           None, "feature", _data.A.shape[0], unit="node")
     return out
 
 
@@ -86,7 +87,7 @@ def _multilabel_page():
             ("Labels / point", f"{s['labels_per_point']:.2f}", "mean over training points"),
             ("Features / point", f"{s['features_per_point']:.1f}", "mean over training points"),
             ("Density", f"{s['density']:.3%}", "nnz / (n × d)")])
-    st.plotly_chart(v["label_fig"], width="stretch")
+    display.plotly_chart(v["label_fig"])
     st.markdown(
         f"**Head and tail.** The **{v['head']:,}** most frequent labels "
         f"({v['head'] / max(s['L'], 1):.1%} of L) hold half of all label assignments; the "
@@ -98,15 +99,16 @@ def _multilabel_page():
         + (f"; {s['unused_labels']:,} never appear in training" if s["unused_labels"] else "")
         + ".")
     c1, c2 = st.columns(2)
-    c1.plotly_chart(v["lpp_fig"], width="stretch")
-    c2.plotly_chart(v["fpp_fig"], width="stretch")
+    display.plotly_chart(v["lpp_fig"], c1)
+    display.plotly_chart(v["fpp_fig"], c2)
     c1, c2 = st.columns(2)
+    pct = {"share of points": st.column_config.NumberColumn(format="percent")}
     c1.markdown("**Most frequent labels**")
-    c1.dataframe(v["top_labels"], hide_index=True, width="stretch",
-                 column_config={"share of points": st.column_config.NumberColumn(format="percent")})
+    display.table(v["top_labels"], "data_top_labels", c1, rows=15, what="labels",
+                  hide_index=True, column_config=pct)
     c2.markdown("**Most frequent features**")
-    c2.dataframe(v["top_features"], hide_index=True, width="stretch",
-                 column_config={"share of points": st.column_config.NumberColumn(format="percent")})
+    display.table(v["top_features"], "data_top_features", c2, rows=15, what="features",
+                  hide_index=True, column_config=pct)
 
 
 def _graph_page():
@@ -125,18 +127,19 @@ def _graph_page():
         f"many (max {s['max_degree']:,}): on log–log axes the degree distribution falls "
         f"roughly along a line — the same heavy tail as label frequencies.")
     c1, c2 = st.columns(2)
-    c1.plotly_chart(v["degree_fig"], width="stretch")
+    display.plotly_chart(v["degree_fig"], c1)
     if "class_fig" in v:
-        c2.plotly_chart(v["class_fig"], width="stretch")
+        display.plotly_chart(v["class_fig"], c2)
     else:
         c2.info("This graph has no node classes.")
     if "fpp_fig" in v:
         c1, c2 = st.columns(2)
-        c1.plotly_chart(v["fpp_fig"], width="stretch")
+        display.plotly_chart(v["fpp_fig"], c1)
         c2.markdown("**Most frequent features**")
-        c2.dataframe(v["top_features"], hide_index=True, width="stretch",
-                     column_config={"share of nodes":
-                                    st.column_config.NumberColumn(format="percent")})
+        display.table(v["top_features"], "data_graph_top_features", c2, rows=15,
+                      what="features", hide_index=True,
+                      column_config={"share of nodes":
+                                     st.column_config.NumberColumn(format="percent")})
 
 
 def _table_page():
@@ -145,7 +148,7 @@ def _table_page():
     _cards([("Rows", f"{s['rows']:,}", None), ("Columns", f"{s['columns']:,}", None),
             ("Positives", f"{s['positives']:,}", f"rows with {data.label_name} = 1"),
             ("Positive rate", f"{s['positive_rate']:.1%}", None)])
-    st.plotly_chart(v["vocab_fig"], width="stretch")
+    display.plotly_chart(v["vocab_fig"])
     st.markdown(
         f"The largest column has **{s['largest_vocabulary']:,}** distinct values "
         f"({s['total_vocabulary']:,} over all columns). Big vocabularies (ids, zip codes) make "

@@ -6,13 +6,46 @@ import functools
 import numpy as np
 import streamlit as st
 
-from featagg_app import experiment_sections, session
+from featagg_app import display, experiment_sections, session
 from featagg_app import xmlc_view as xv
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.experiment import bucket_metrics, canonical_spec, elbow, predictions
 
 PAGE = "Extreme classification"
 FEATURES = ["raw", "agglomerated (DEFRAG)"]
+#: the presets' KTXMLC settings (widget key -> value); "custom" leaves them as they are
+PRESETS = {
+    "paper": {"xmlc_K": 16, "xmlc_trees": 3, "xmlc_depth": 20, "xmlc_leaf": 100,
+              "xmlc_beam": 10},
+    "fast": {"xmlc_K": 16, "xmlc_trees": 1, "xmlc_depth": 4, "xmlc_leaf": 10,
+             "xmlc_beam": 5},
+    "custom": {},
+}
+#: settings of a preset that have no widget (KTXMLC parameters): the fast preset balances
+#: its 16-way clusters (a shallow tree), and runs 5 spherical k-means passes and 5 dual
+#: coordinate descent epochs instead of 20 (measured on 10^5 synthetic points: a third of
+#: the paper settings' time per tree, P@5 0.466 vs 0.470)
+PRESET_EXTRAS = {"fast": {"balanced": True, "kmeans_max_iter": 5, "max_iter": 5}}
+PRESET_TITLES = {"paper": "Default (K=16, 3 trees)", "fast": "Fast (1 tree, K=16)",
+                 "custom": "Custom"}
+#: estimated seconds of the paper settings from which the page starts on the fast preset
+FAST_FROM_S = 120.0
+
+
+def _fit_to_labels(key, value, L_now):
+    """A preset value within its widget's range on ``L_now`` labels (K ≤ L, leaf ≤ L)."""
+    if key == "xmlc_leaf":
+        return min(value, L_now)
+    if key == "xmlc_K":
+        return min(value, max(2, min(L_now, 1000)))
+    return value
+
+
+def _apply_preset():
+    L_now = st.session_state.get("_xmlc_L", 10**9)
+    for key, value in PRESETS[st.session_state.get("xmlc_preset", "paper")].items():
+        st.session_state[key] = _fit_to_labels(key, value, L_now)
+
 st.title(PAGE)
 
 with st.expander("How it works", expanded=False):
@@ -52,6 +85,14 @@ with st.expander("How it works", expanded=False):
 data = session.require_dataset("multilabel")
 split = session.current_split(data)
 state = session.page_state(PAGE, data)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _train_label_counts(fingerprint, split_id, _Y, _rows):
+    """Training points per label (names the label tree's inner nodes), once per split."""
+    from featagg_app.data_view import column_counts_of_rows
+    return column_counts_of_rows(_Y, _rows)
+
 st.caption(f"**{session.md_escape(session.dataset_label(data))}**")
 st.caption(session.split_caption(split))
 
@@ -84,24 +125,47 @@ if features == FEATURES[1]:
 
 # ------------------------------------------------------------------ parameters
 L = data.Y.shape[1]
+st.session_state["_xmlc_L"] = int(L)
 if is_tree:
+    if "xmlc_preset" not in st.session_state:
+        # a training set on which the paper's settings would take minutes starts on the
+        # fast preset; either way the person can switch
+        paper = canonical_spec({"classifier": dict(
+            kind="ktxmlc", n_clusters=16, n_trees=3, max_depth=20,
+            max_leaf_labels=min(100, L), beam_width=10, random_state=0)})
+        est = session.estimate(data, split, paper)
+        st.session_state["xmlc_preset"] = ("fast" if est is not None and est > FAST_FROM_S
+                                           else "paper")
+        _apply_preset()
+    st.radio("Preset", list(PRESETS), key="xmlc_preset", horizontal=True,
+             format_func=PRESET_TITLES.__getitem__, on_change=_apply_preset,
+             help="**Default**: KTXMLC's defaults, K = 16, 3 trees, leaves of 100 labels, "
+                  "beam 10 (the settings measured against omikuji, napkinXC and PECOS in "
+                  "benchmarks/results/xmlc.md). **Fast**: one balanced 16-way tree, leaves of "
+                  "10 labels, a beam of 5, and 5 instead of 20 passes of k-means and of "
+                  "the SVM solver: about a sixth of the default settings' work, a point or "
+                  "two of precision lower — a first look at a million points. The "
+                  "numbers below stay editable.")
+    # widgets not drawn on a run (One-vs-all picked) lose their state: refill from the
+    # preset (the paper's values for "custom")
+    for _k, _v in (PRESETS[st.session_state["xmlc_preset"]] or PRESETS["paper"]).items():
+        if _k not in st.session_state:
+            st.session_state[_k] = _fit_to_labels(_k, _v, L)
     p1, p2, p3 = st.columns(3)
     if state.get("elbow_K_pending") is not None:    # the elbow's K, once computed
         st.session_state["xmlc_K"] = int(state.pop("elbow_K_pending"))
-    k_max = max(2, min(L, 1000))
-    # defaults = KTXMLC's, the benchmark's settings (benchmarks/results/xmlc.md)
-    K = p1.number_input("K (children per node)", 2, k_max, min(16, k_max), key="xmlc_K")
+    K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), key="xmlc_K")
     if state.get("elbow_applied") is not None:
         p1.caption(f"K preselected from the elbow (K = {state['elbow_applied'][1]}).")
-    n_trees = p1.number_input("Trees", 1, 10, 3, key="xmlc_trees")
-    depth = p2.number_input("Max depth", 1, 30, 20, key="xmlc_depth")
-    leaf = p2.number_input("Leaf size (max labels per leaf)", 1, max(1, L), min(100, L),
-                           key="xmlc_leaf")
+    n_trees = p1.number_input("Trees", 1, 10, key="xmlc_trees")
+    depth = p2.number_input("Max depth", 1, 30, key="xmlc_depth")
+    leaf = p2.number_input("Leaf size (max labels per leaf)", 1, max(1, L), key="xmlc_leaf")
     C = p3.number_input("C (SVM cost)", 0.01, 100.0, 1.0, key="xmlc_C", format="%.2f")
-    beam = p3.number_input("Beam width", 1, 200, 10, key="xmlc_beam")
+    beam = p3.number_input("Beam width", 1, 200, key="xmlc_beam")
     classifier = dict(kind="ktxmlc", n_clusters=int(K), n_trees=int(n_trees),
                       max_depth=int(depth), max_leaf_labels=int(leaf), C=float(C),
                       beam_width=int(beam), random_state=0)
+    classifier.update(PRESET_EXTRAS.get(st.session_state.get("xmlc_preset"), {}))
 
     with st.expander("Elbow plot: which K?", expanded=False):
         st.caption("Within-cluster sum of squares of the label vectors of the training rows "
@@ -128,7 +192,7 @@ if is_tree:
                     state["elbow_applied"] = (elbow_key, int(el.elbow))
                     state["elbow_K_pending"] = int(el.elbow)
                     st.rerun()
-                st.plotly_chart(xv.elbow_figure(el), width="stretch")
+                display.plotly_chart(xv.elbow_figure(el))
                 st.write(f"Elbow at **K = {el.elbow}**"
                          + (" (on the DEFRAG features of that run)." if defrag_run else "."))
 else:
@@ -205,13 +269,33 @@ if views.get("run_id") != run.run_id:
     views["run_id"] = run.run_id
     views["buckets"] = bucket_metrics(run, data, split, "test", k=5)
     views["pred"] = predictions(run, data, split, "test", k=5)
-st.plotly_chart(xv.bucket_figure(views["buckets"], k=5), width="stretch")
+display.plotly_chart(xv.bucket_figure(views["buckets"], k=5))
 
 clf = run.pipeline.classifier
 if hasattr(clf, "tree_nodes"):
     st.subheader("Label tree")
-    t = st.selectbox("Tree", list(range(1, len(clf.trees_) + 1)), key="xmlc_tree_pick") - 1
-    st.plotly_chart(xv.tree_sunburst(clf, t, data.label_names), width="stretch")
+    lc = _train_label_counts(data.fingerprint, split.split_id, data.Y, split.train)
+    l1, l2 = st.columns([1, 3])
+    t = l1.selectbox("Tree", list(range(1, len(clf.trees_) + 1)), key="xmlc_tree_pick") - 1
+    if views.get("tree") != t:
+        views["tree"], views["tree_nodes"], views["tree_root"] = t, clf.tree_nodes(t), 0
+    nodes, tree_root = views["tree_nodes"], int(views.get("tree_root", 0))
+    shown, complete = xv.shown_nodes(nodes, tree_root)
+    if not complete or tree_root:
+        opts = xv.tree_drill_options(nodes, tree_root, shown)
+        opt_labels = {v: xv.tree_node_label(nodes, v, data.label_names, lc) for v in opts}
+        pick = l2.selectbox("Drill down to", opts, index=opts.index(tree_root),
+                            format_func=opt_labels.__getitem__,
+                            key=f"xmlc_tree_drill_{t}_{tree_root}",
+                            help="the tree has too many nodes to draw at once: re-draw it "
+                                 "from this node (pick an ancestor to go back up)")
+        if pick != tree_root:
+            views["tree_root"] = int(pick)
+            st.rerun()
+    display.plotly_chart(xv.tree_sunburst(clf, t, data.label_names, root=tree_root,
+                                          label_counts=lc, nodes=nodes))
+    st.caption("Inner sectors are named by their most frequent labels (training rows); "
+               "the outer ring holds the labels themselves. Click a sector to zoom in.")
 
 st.subheader("A few test points")
 pred = views["pred"]

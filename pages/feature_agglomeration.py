@@ -5,9 +5,9 @@ import functools
 import streamlit as st
 
 from featagg_app import defrag_view as dv
-from featagg_app import experiment_sections, session
+from featagg_app import display, experiment_sections, session
 from featagg_core.artifacts import artifact_bytes
-from featagg_core.experiment import canonical_spec, split_rows
+from featagg_core.experiment import canonical_spec
 
 PAGE = "Feature agglomeration"
 BASELINES = {"random_balanced": "random balanced", "kmeans": "k-means (MiniBatchKMeans)",
@@ -58,6 +58,15 @@ with st.expander("How it works", expanded=False):
 
 d = data.X.shape[1]
 names = data.feature_names
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _train_counts(fingerprint, split_id, _X, _rows):
+    """Training points per feature (the tree's words, the inspector's counts): counted
+    once per dataset and split, shared by every session."""
+    from featagg_app.data_view import column_counts_of_rows
+    return column_counts_of_rows(_X, _rows)
+
 
 # ------------------------------------------------------------------ controls
 c1, c2, c3 = st.columns([1.2, 1, 1])
@@ -224,7 +233,7 @@ for kind, r in baseline_runs.items():
     titles[BASELINES[kind]] = session.run_title(r)
 e1, e2 = st.columns([1, 1])
 with e1:
-    st.plotly_chart(dv.error_figure(errors, titles), width="stretch")
+    display.plotly_chart(dv.error_figure(errors, titles))
     parts = [f"DEFRAG's error **{errors['DEFRAG']:.4f}**"]
     for kind, r in baseline_runs.items():
         secs = r.timings.get("feature_clustering_s", 0.0)
@@ -236,11 +245,12 @@ with e1:
     st.markdown(" vs ".join(parts[:1]) + (" vs " + ", ".join(parts[1:]) if parts[1:] else "")
                 + ".")
 with e2:
-    st.plotly_chart(dv.size_histogram(model.cluster_sizes_, d0=model.d0), width="stretch")
+    display.plotly_chart(dv.size_histogram(model.cluster_sizes_, d0=model.d0))
 
 # ------------------------------------------------------------------ the tree
 st.subheader("The hierarchy")
 tree = model.tree_
+counts = _train_counts(data.fingerprint, split.split_id, data.X, split.train)
 t1, t2, t3 = st.columns([1, 1, 2])
 kind = t1.radio("Chart", ["icicle", "sunburst"], horizontal=True, key="fa_kind")
 max_lv = max(1, min(dv.MAX_TREE_LEVELS, tree.max_depth))
@@ -255,20 +265,23 @@ root = int(state.get("root", 0))
 if root >= tree.n_nodes:
     root = 0
 options = dv.drill_options(tree, root, levels)
+# labels made now: format_func must not read the session state (AppTest calls it outside
+# the script run)
+option_labels = {v: dv.node_label(tree, v, counts, names) for v in options}
 picked = t3.selectbox("Drill down to", options, index=options.index(root),
-                      format_func=lambda v: dv.node_label(tree, v), key=f"fa_drill_{root}",
+                      format_func=option_labels.__getitem__, key=f"fa_drill_{root}",
                       help="re-draw the tree from this node (pick an ancestor to go back up)")
 if picked != root:
     state["root"] = int(picked)
     st.rerun()
-st.plotly_chart(dv.tree_figure(tree, root=root, levels=levels, kind=kind,
-                               feature_names=names), width="stretch")
-st.caption("Block width = number of features. Click a block to zoom in, click the top "
+display.plotly_chart(dv.tree_figure(tree, root=root, levels=levels, kind=kind,
+                                    feature_names=names, feature_counts=counts))
+st.caption("Each block is named by its most frequent features (in the training rows); "
+           "its width is its number of features. Click a block to zoom in, click the top "
            "block to zoom out; use *Drill down to* for levels below the ones drawn.")
 
 # ------------------------------------------------------------------ cluster inspector
 st.subheader("Cluster inspector")
-train = split_rows(data, split, "train")
 i1, i2 = st.columns([1, 2])
 query = i2.text_input("Find the cluster of a feature (name contains…)", key="fa_query")
 hits = dv.find_feature(names, query)
@@ -283,10 +296,11 @@ cluster = i1.number_input("Cluster", 0, K - 1, default_c, step=1,
                           key=f"fa_cluster_{default_c}")
 k1, k2 = st.columns([3, 2])
 k1.markdown(f"**Features of cluster {int(cluster)}** (points of the training rows)")
-k1.dataframe(dv.cluster_table(model, int(cluster), train.X, names), hide_index=True,
-             width="stretch")
+display.table(dv.cluster_table(model, int(cluster), feature_names=names, counts=counts),
+              f"fa_cluster_table_{int(cluster)}", k1, what="features", hide_index=True)
 k2.markdown("**Labels it occurs with most** (training rows)")
-k2.dataframe(dv.cluster_top_labels(model, int(cluster), train.X, train.Y, data.label_names),
+k2.dataframe(dv.cluster_top_labels(model, int(cluster), data.X, data.Y, data.label_names,
+                                   rows=split.train),
              hide_index=True, width="stretch")
 
 # ------------------------------------------------------------------ downloads

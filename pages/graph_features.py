@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from featagg_app import bmgufs_view as bv
-from featagg_app import experiment_sections, session
+from featagg_app import display, experiment_sections, session
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.experiment import (DEFAULT_DS, SELECTION_BASELINES, canonical_spec,
                                      feature_selection_comparison, split_rows)
@@ -185,12 +185,12 @@ if has_classes and "ACC" in test:
                f"NMI **{100 * test['NMI']:.1f} %**.")
 
 left, right = st.columns([3, 2])
-left.plotly_chart(bv.rre_figure(model), width="stretch")
+display.plotly_chart(bv.rre_figure(model), left)
 right.dataframe(bv.candidates_table(model), hide_index=True, width="stretch")
 h1, h2 = st.columns([2, 3])
-h1.plotly_chart(bv.image_matrix_figure(model), width="stretch")
-h2.plotly_chart(bv.similarity_figure(model), width="stretch")
-st.plotly_chart(bv.convergence_figure(model.history_), width="stretch")
+display.plotly_chart(bv.image_matrix_figure(model), h1)
+display.plotly_chart(bv.similarity_figure(model), h2)
+display.plotly_chart(bv.convergence_figure(model.history_))
 
 # ------------------------------------------------------------------ selected features
 idx = np.asarray(run.pipeline.selected_, np.int64)
@@ -200,7 +200,7 @@ if run.message:
 t1, t2 = st.columns([3, 2])
 table = bv.top_features_table(model, idx, data.feature_names, train.X)
 t1.dataframe(table, hide_index=True, width="stretch", height=360)
-t2.plotly_chart(bv.weights_figure(model), width="stretch")
+display.plotly_chart(bv.weights_figure(model), t2)
 
 # ------------------------------------------------------------------ comparison
 st.subheader("ACC / NMI against the baselines")
@@ -228,7 +228,7 @@ else:
         done[state["compare_asked"]] = job.result
     if cmp_key in done:
         cmp = done[cmp_key]
-        st.plotly_chart(bv.acc_nmi_figure(cmp), width="stretch")
+        display.plotly_chart(bv.acc_nmi_figure(cmp))
         tab_acc, tab_nmi = st.tabs(["ACC table", "NMI table"])
         tab_acc.dataframe(bv.comparison_table(cmp, "acc"), width="stretch")
         tab_nmi.dataframe(bv.comparison_table(cmp, "nmi"), width="stretch")
@@ -252,10 +252,9 @@ def _node_fig(fingerprint, split_id, run_id, _A, _blocks, _y, class_names):
     return bv.node_figure(_A, nodes, _blocks, _y, class_names)
 
 
-st.plotly_chart(_node_fig(data.fingerprint, split.split_id, run.run_id, train.A,
+display.plotly_chart(_node_fig(data.fingerprint, split.split_id, run.run_id, train.A,
                           model.block_model_.labels_, train.y,
-                          None if data.class_names is None else tuple(data.class_names)),
-                width="stretch")
+                          None if data.class_names is None else tuple(data.class_names)))
 st.caption(f"The {train.A.shape[0]:,} training nodes the block model was fitted on.")
 
 # ------------------------------------------------------------------ downloads

@@ -5,7 +5,7 @@ import functools
 import streamlit as st
 
 from featagg_app import rare_labels_view as rv
-from featagg_app import session
+from featagg_app import display, session
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.experiment import (DEFAULT_ALPHAS, DEFAULT_FRACTIONS, bucket_metrics,
                                      canonical_spec, erasure_curve, predictions,
@@ -194,8 +194,7 @@ with tab_r:
             views[int(kb)] = rv.bucket_table(bucket_metrics(ref, data, split, "test",
                                                             k=int(kb)), k=int(kb))
         bt = views[int(kb)]
-        st.plotly_chart(rv.bucket_figure(bt, ["classifier", "REFRAG"], k=int(kb)),
-                        width="stretch")
+        display.plotly_chart(rv.bucket_figure(bt, ["classifier", "REFRAG"], k=int(kb)))
         st.dataframe(bt.style.format({c: "{:.2f}" for c in bt.columns if "@" in c
                                       or c.startswith("coverage")}), width="stretch",
                      hide_index=True)
@@ -230,7 +229,7 @@ with tab_r:
                 curves[state["alpha_asked"]] = job.result
         if ckey in curves:
             sweep = curves[ckey]
-            st.plotly_chart(rv.sweep_figure(sweep, a_cur), width="stretch")
+            display.plotly_chart(rv.sweep_figure(sweep, a_cur))
             at1 = sweep[sweep["alpha"] == 1.0].iloc[0]
             base_cov, base_p5 = 100 * at1["coverage@5"], 100 * at1["P@5"]
             dbl = sweep[100 * sweep["coverage@5"] >= 2 * base_cov]
@@ -311,7 +310,7 @@ with tab_f:
                 st.write(f"FIAT recovers {100 * (fiat - erased) / lost:.0f} % of the P@1 lost "
                          f"to erasure (on the first {n_eval:,} test rows).")
             st.subheader("Precision as features are erased")
-            st.plotly_chart(rv.erasure_figure(curve), width="stretch")
+            display.plotly_chart(rv.erasure_figure(curve))
             st.caption(f"On the first {n_eval:,} test rows; the same random erasure (seed 0) "
                        "for every method, nested across fractions.")
 

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from featagg_app import experiment_sections, session
+from featagg_app import display, experiment_sections, session
 from featagg_app import vocab_view as vv
 from featagg_core.artifacts import artifact_bytes
 from featagg_core.data import CategoricalData
@@ -259,11 +259,11 @@ got = {meth: curves.get((split.split_id, _key(specs[meth])))
        for meth in methods}
 got = {k: v for k, v in got.items() if v is not None}
 if got:
-    g1.plotly_chart(vv.loss_curve_figure(vv.curves_frame(got)), width="stretch",
+    display.plotly_chart(vv.loss_curve_figure(vv.curves_frame(got)), g1,
                     key="vc_fig_curves")
     if len(got) < len(methods):
         g1.caption("Curves of the other methods are still running (or were not asked for).")
-g2.plotly_chart(vv.time_figure(summary), width="stretch", key="vc_fig_time")
+display.plotly_chart(vv.time_figure(summary), g2, key="vc_fig_time")
 
 st.subheader("Sorted P(C = 0 | x) and the split points")
 st.caption("From the training rows' counts (what the compression was fitted on).")
@@ -274,7 +274,7 @@ pic_col = s1.selectbox("Column", columns, key=f"vc_pic_col_{ds_key}",
 pic_method = s2.selectbox("Method", pic_methods, format_func=lambda k: vv.METHOD_TITLES[k],
                           key="vc_pic_method")
 vc = results[pic_method].pipeline.vocabulary.compressors[pic_col]
-st.plotly_chart(vv.split_curve_figure(vc, str(pic_col)), width="stretch", key="vc_fig_split")
+display.plotly_chart(vv.split_curve_figure(vc, str(pic_col)), key="vc_fig_split")
 st.caption(f"{vc.n_buckets_} buckets over {len(vc.vocabulary_):,} training values "
            f"({vc.n_atoms_:,} distinct P(C=0|x) levels); on the training rows I(Z;C) = "
            f"{vc.mutual_information_:.5f} of I(X;C) = {vc.mutual_information_full_:.5f} nats.")
@@ -282,7 +282,7 @@ st.caption(f"{vc.n_buckets_} buckets over {len(vc.vocabulary_):,} training value
 st.subheader("Per-column budget allocation")
 ccs = {meth: r.pipeline.vocabulary for meth, r in results.items()}
 b1, b2 = st.columns([3, 2])
-b1.plotly_chart(vv.allocation_figure(ccs), width="stretch", key="vc_fig_alloc")
+display.plotly_chart(vv.allocation_figure(ccs), b1, key="vc_fig_alloc")
 b2.dataframe(vv.allocation_table(ccs), width="stretch")
 if scheme != SCHEMES[0]:
     b2.caption("Greedy methods: the paper's merge of per-column marginal gains; baselines: "

@@ -19,15 +19,19 @@ while [ $# -gt 0 ]; do
     --port) PORT="${2:?--port needs a number}"; shift 2 ;;
     --max-load-mb) export FEATAGG_MAX_LOAD_MB="${2:?--max-load-mb needs a number of MiB}"; shift 2 ;;
     --data-dir) export FEATAGG_DATA_DIR="${2:?--data-dir needs a folder}"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     [0-9]*) PORT="$1"; shift ;;
     *) echo "[featagg] unknown option $1 (see bash scripts/dashboard.sh --help)" >&2; exit 2 ;;
   esac
 done
 export FEATAGG_MAX_LOAD_MB="${FEATAGG_MAX_LOAD_MB:-256}"
-# featagg_app.serve compiles the numba kernels in the server process (warm_up), says where
-# it listens, and then runs `streamlit run app.py` there, so no visitor waits for the JIT.
+# featagg_app.serve serves at once and compiles the numba kernels in background processes
+# (in the order pages need them; a job waits for the kernels it needs), so a fresh machine
+# shows the first page within seconds; it says where it listens. A session whose browser
+# went away is freed after disconnectedSessionTTL seconds (its jobs cancelled, its runs
+# dropped; featagg_app/reaper.py); a reconnect within that time resumes it.
 exec .venv/bin/python -m featagg_app.serve \
   --server.port "$PORT" --server.address "$ADDRESS" --server.headless true \
   --browser.gatherUsageStats false --server.fileWatcherType none \
-  --client.showErrorDetails none --server.maxUploadSize 50
+  --client.showErrorDetails none --server.maxUploadSize 50 \
+  --server.disconnectedSessionTTL "${FEATAGG_SESSION_TTL_S:-60}"

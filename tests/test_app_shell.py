@@ -469,33 +469,65 @@ def test_upload_table_formats(fmt, tmp_path):
         parse_upload("table", p.name, p.read_bytes(), label="no_such_column")
 
 
-def test_app_starts_the_warm_up_once_per_process(monkeypatch):
+def test_app_starts_the_warm_up_and_the_reaper_once_per_process(monkeypatch):
     import streamlit as st
-    from featagg_app import warmup as warmup_mod
-    calls = []
-    monkeypatch.setattr(warmup_mod, "start_background", lambda: calls.append(1) or "report")
+    from featagg_app import reaper as reaper_mod, warmup as warmup_mod
+    started, seen = [], []
+
+    class FakeWarmup:
+        def start(self):
+            started.append(1)
+            return self
+
+        def ready(self, names):
+            return True
+
+        def pending(self, names):
+            return []
+
+        def speed(self):
+            return dict(warmup_mod.REFERENCE_SPEED)
+
+    monkeypatch.setattr(warmup_mod, "KernelWarmup", FakeWarmup)
+    monkeypatch.setattr(warmup_mod, "watch_compiles", lambda log=None: (lambda: 0))
+    monkeypatch.setattr(reaper_mod, "session_seen", lambda: seen.append(1))
     monkeypatch.setenv("FEATAGG_WARMUP", "1")
     st.cache_resource.clear()
     try:
         _ok(_app())
         _ok(_app().run())           # a second session and a rerun: no second warm-up
-        assert calls == [1]
+        assert started == [1]
+        assert len(seen) >= 2       # every script run tells the reaper the session is alive
     finally:
         st.cache_resource.clear()
 
 
-def test_serve_warms_up_before_handing_over_to_streamlit(monkeypatch):
+def test_serve_starts_the_background_compilation_then_hands_over(monkeypatch):
     from streamlit.web import cli
-    from featagg_app import serve, warmup as warmup_mod
+    from featagg_app import jobs, serve
     order = []
-    monkeypatch.setattr(warmup_mod, "warm_up",
-                        lambda: order.append("warm") or warmup_mod.WarmupReport())
+    monkeypatch.setattr(jobs, "kernels", lambda: order.append("kernels"))
     monkeypatch.setattr(cli, "main", lambda args, prog_name: order.append(("run", args)))
-    monkeypatch.delenv("FEATAGG_WARMED_UP", raising=False)
+    monkeypatch.setenv("FEATAGG_WARMUP", "1")
+    for key in ("FEATAGG_PARALLEL_KERNELS", "NUMBA_CACHE_DIR", "MALLOC_ARENA_MAX"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(serve, "server_defaults", lambda: order.append("defaults") or {})
     serve.main(["--server.port", "9999"])
-    assert order == ["warm", ("run", ["run", str(ROOT / "app.py"), "--server.port", "9999"])]
-    assert os.environ["FEATAGG_WARMED_UP"] == "1"
-    monkeypatch.delenv("FEATAGG_WARMED_UP")
+    assert order == ["defaults", "kernels",
+                     ("run", ["run", str(ROOT / "app.py"), "--server.port", "9999"])]
+
+
+def test_server_defaults_never_override_the_environment(monkeypatch):
+    from featagg_app import serve
+    monkeypatch.setenv("FEATAGG_JOB_WORKERS", str(os.cpu_count() or 1))
+    env = {"MALLOC_ARENA_MAX": "4"}
+    set_now = serve.server_defaults(env)
+    assert env["MALLOC_ARENA_MAX"] == "4" and "MALLOC_ARENA_MAX" not in set_now
+    assert env["FEATAGG_PARALLEL_KERNELS"] == "0"          # one thread per job: serial
+    assert env["NUMBA_CACHE_DIR"].endswith("numba-server")  # its own cache of that variant
+    env2 = {"FEATAGG_PARALLEL_KERNELS": "1"}
+    serve.server_defaults(env2)
+    assert "NUMBA_CACHE_DIR" not in env2
 
 
 def test_upload_declaring_huge_dimensions_is_refused():

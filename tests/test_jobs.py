@@ -8,6 +8,8 @@ import weakref
 
 import pytest
 
+os.environ.setdefault("FEATAGG_WARMUP", "0")  # no background compilation in AppTest runs
+
 from featagg_app.jobs import JobQueueFull, JobRunner, friendly_error, status_text
 
 WAIT = 20.0   # generous: the machine is shared; nothing here asserts on time
@@ -137,7 +139,6 @@ def test_cancel_a_running_job_stops_it_and_frees_the_worker(runner):
 
 def test_cancel_session_cancels_queued_and_running(runner):
     stop_seen = threading.Event()
-
     inside = threading.Event()
 
     def spin(progress, cancel):

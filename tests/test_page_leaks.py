@@ -88,23 +88,25 @@ def _row_hashes(X) -> list:
 
 @pytest.fixture
 def watched_fits(monkeypatch):
-    """Every raw-feature fit of DEFRAG, REFRAG, FIAT, KTXMLC/one-vs-all and BMGUFS while a
-    test runs: (class, row hashes of the X it was given)."""
+    """Every raw-feature fit of DEFRAG, REFRAG, FIAT, KTXMLC/one-vs-all and BMGUFS (``fit``
+    and ``fit_gamma_grid``) while a test runs: (class, row hashes of the X it was given)."""
     from featagg_core import bmgufs, defrag, fiat, ktxmlc, refrag
     seen = []
 
-    def watch(cls, x_pos):
-        orig = cls.fit
+    def watch(cls, x_pos, method="fit"):
+        orig = getattr(cls, method)
 
         def fit(self, *args, **kw):
             X = args[x_pos] if len(args) > x_pos else kw.get("X")
             seen.append((cls.__name__, _row_hashes(X)))
             return orig(self, *args, **kw)
-        monkeypatch.setattr(cls, "fit", fit)
+        monkeypatch.setattr(cls, method, fit)
 
     for cls, pos in ((defrag.Defrag, 0), (refrag.Refrag, 0), (fiat.Fiat, 0),
                      (ktxmlc.KTXMLC, 0), (ktxmlc.OneVsAll, 0), (bmgufs.BMGUFS, 1)):
         watch(cls, pos)
+    # the graph page walks BMGUFS down the gamma grid (fit_gamma_grid does not call fit)
+    watch(bmgufs.BMGUFS, 1, "fit_gamma_grid")
     return seen
 
 

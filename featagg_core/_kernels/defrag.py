@@ -14,6 +14,8 @@ not depend on how the nodes are spread over threads.
 import numpy as np
 from numba import njit, prange
 
+from . import PARALLEL
+
 from .stopflag import stop_requested
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -210,7 +212,7 @@ def split_node(indptr, indices, data, order, start, n, seed, node_id, eps, max_i
     return it
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def split_level(indptr, indices, data, n_cols, order, starts, sizes, node_ids, seed, eps,
                 max_iter, n_chunks, stop):
     """Split every node of one tree level (nodes given by ``starts``/``sizes``/``node_ids``).
@@ -237,7 +239,7 @@ def split_level(indptr, indices, data, n_cols, order, starts, sizes, node_ids, s
     return iters
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def cluster_sse(indptr, indices, data, n_cols, order, starts, sizes, n_chunks):
     """Per cluster: sum over members of ``||r_j - mean||^2`` (= sum ||r_j||^2 - ||sum||^2 / size).
 
@@ -278,7 +280,7 @@ def cluster_sse(indptr, indices, data, n_cols, order, starts, sizes, n_chunks):
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def agglomerate(indptr, indices, data, labels, n_clusters, average, n_chunks):
     """``X @ G`` for the 0/1 membership matrix ``G`` (d x K) given by ``labels``, row by row.
 
@@ -349,7 +351,7 @@ def _distinct_labels(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp):
     return cnt
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
     """Rows of ``Xᵀ Y`` (csr, sorted indices) from ``Xᵀ`` in csr (= X in csc) and ``Y`` in
     csr: row j sums the label rows of the points where feature j is non-zero, weighted

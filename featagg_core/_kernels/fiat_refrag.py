@@ -9,6 +9,8 @@ list of touched entries, so a row costs O(its work), never O(d) or O(L).
 import numpy as np
 from numba import njit, prange
 
+from . import PARALLEL
+
 _CHUNK = 256      # at least this many rows (or features) per parallel work item
 _MAX_CHUNKS = 64  # at most this many work items: scratch arrays are allocated per item
 
@@ -64,7 +66,7 @@ def _block_row(a, r_indptr, r_indices, r_data, c_indptr, c_indices, c_data,
     return nt
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def block_gram(r_indptr, r_indices, r_data, c_indptr, c_indices, c_data,
                block_lo, block_hi, order, max_block):
     """Pseudo co-occurrence C^F = sum_k X_{F_k}^T X_{F_k} (points x features notation).
@@ -131,7 +133,7 @@ def block_gram(r_indptr, r_indices, r_data, c_indptr, c_indices, c_data,
     return indptr, indices, data
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def impute_rows(x_indptr, x_indices, x_data, t_indptr, t_indices, t_data, mix,
                 n_features, out_bound):
     """FIAT imputation of every row of X with the operator T = M^T (csr, d x d).
@@ -231,7 +233,7 @@ def _topk_insert(best_s, best_l, kk, s, lab):
     best_l[pos] = lab
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def rerank_rows(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, weight,
                 s_indptr, s_indices, s_data, alpha, gamma, n_proto, k, n_labels):
     """REFRAG re-ranking of every row.
@@ -315,7 +317,7 @@ def rerank_rows(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, wei
     return out_l, out_s
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def row_shortlist(indptr, indices, data, s, mode):
     """Keep the ``s`` best entries of every row (ties: lower column) and map their scores
     to [0, 1]: mode 0 as given, 1 divide by the row maximum, 2 min-max over the kept

@@ -13,6 +13,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from . import PARALLEL
+
 from .linear import l2svc_dual_cd_stoppable, lr_dual_cd
 from .stopflag import stop_requested
 
@@ -349,7 +351,7 @@ def _child_probs(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_eptr, f
             out[j] = math.exp(-(mgn ** score_power)) if mgn > 0.0 else 1.0
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def beam_predict(Xp, Xi, Xd, roots, first_child, n_children, node_label, leafc,
                  fm_ptr, fm_feat, fm_eptr, fm_child, fm_val, bias_w, bias, cal_a, cal_b,
                  score_power, n_labels, beam, k, max_children):

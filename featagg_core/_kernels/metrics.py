@@ -6,8 +6,10 @@ are ``prange`` loops whose results do not depend on the number of threads.
 import numpy as np
 from numba import njit, prange
 
+from . import PARALLEL
 
-@njit(cache=True, nogil=True, parallel=True)
+
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def csr_top_k(indptr, indices, data, k):
     """Top-``k`` stored entries of every csr row, best first.
 
@@ -50,7 +52,7 @@ def csr_top_k(indptr, indices, data, k):
     return cols, vals
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def rank_gains(indptr, indices, top, weights):
     """Gain of every ranked position: ``weights[l]`` when label ``l = top[i, r]`` is a true
     label of point ``i`` (csr ``indptr``/``indices`` with sorted indices), else 0.
@@ -80,7 +82,7 @@ def rank_gains(indptr, indices, top, weights):
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def oracle_gains(indptr, indices, weights, k):
     """Best achievable gains of every point: its true labels' weights in decreasing
     order, first ``k`` of them, padded with 0 (the "oracle" ranking pyxclib uses to
@@ -148,7 +150,7 @@ def bucket_hits(gains, top, buckets, n_buckets):
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=PARALLEL)
 def dense_top_k(S, k):
     """Top-``k`` columns of every row of a dense score matrix, best first (larger value
     first, ties towards the lower column); ``-1`` beyond the row length. One pass per row

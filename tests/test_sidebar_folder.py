@@ -1,0 +1,98 @@
+"""The sidebar's Data folder and Large text toggle, in-process (AppTest of app.py): a folder
+file opens through a job and becomes the session's dataset, an ARFF without its XML asks
+for its label columns, and the large-text CSS is there only when asked for."""
+import os
+import time
+
+import pytest
+
+from page_util import ROOT
+
+ARFF = "\n".join(["@relation tiny", "@attribute f0 numeric", "@attribute f1 numeric",
+                  "@attribute a {0,1}", "@attribute b {0,1}", "@data", "1,2,0,1",
+                  "0,3,1,1", "2,0,1,0", "1,1,0,1"]) + "\n"
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    from featagg_core.data import save_xc
+    from featagg_core.synthetic import make_powerlaw_multilabel
+    (tmp_path / "corel5k").mkdir()
+    d = make_powerlaw_multilabel(300, 50, 8, random_state=5)
+    save_xc(d, tmp_path / "synth.txt")
+    (tmp_path / "corel5k" / "train.arff").write_text(ARFF)
+    monkeypatch.setenv("FEATAGG_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("FEATAGG_DATA_CACHE_MIN_MB", "0.001")
+    return tmp_path, d
+
+
+def _app():
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    return at
+
+
+def _settle(at, timeout=120):
+    deadline = time.monotonic() + timeout
+    at.run()
+    while "featagg.folder_job" in at.session_state:
+        job = at.session_state["featagg.folder_job"][2]
+        job.wait(1.0)
+        at.run()
+        if time.monotonic() > deadline:
+            raise TimeoutError("the folder job did not finish")
+    at.run()
+    return at
+
+
+def _dataset(at):
+    return at.session_state["featagg.dataset"]["data"]
+
+
+def test_folder_file_opens_as_the_sessions_dataset(folder):
+    root, d = folder
+    at = _app()
+    assert not at.exception
+    at.radio(key="featagg_source").set_value("Data folder").run()
+    box = at.selectbox(key="featagg_folder_file")
+    assert [o.split(" · ")[0] for o in box.options] == ["corel5k/train.arff", "synth.txt"]
+    box.set_value("synth.txt")
+    _settle(at)
+    assert not at.exception
+    data = _dataset(at)
+    assert data.name == "synth.txt" and data.X.shape == d.X.shape
+    assert abs(data.X - d.X).max() == 0
+    assert (root / ".featagg-cache" / "synth.txt.npz").is_file()
+    assert any("In use: **synth.txt" in c.value for c in at.sidebar.caption)
+    assert not any(str(root) in c.value for c in at.sidebar.caption)
+
+
+def test_folder_arff_without_xml_asks_for_the_label_columns(folder):
+    at = _app()
+    at.radio(key="featagg_source").set_value("Data folder").run()
+    at.selectbox(key="featagg_folder_file").set_value("corel5k/train.arff")
+    _settle(at)
+    errors = [e.value for e in at.sidebar.error]
+    assert any("does not say which attributes are labels" in e for e in errors), errors
+    assert not any("xml=" in e or "n_labels" in e for e in errors)
+    at.number_input(key="featagg_folder_n_labels:corel5k/train.arff").set_value(2).run()
+    at.button(key="featagg_folder_n_labels:corel5k/train.arff:go").click()
+    _settle(at)
+    data = _dataset(at)
+    assert data.name == "corel5k/train.arff"
+    assert data.X.shape == (4, 2) and data.Y.toarray().tolist() == [[0, 1], [1, 1], [1, 0],
+                                                                    [0, 1]]
+
+
+def test_large_text_css_only_when_asked(folder):
+    at = _app()
+
+    def css():
+        return [h for h in at.get("html") if "font-size" in str(h.proto)]
+
+    assert not css()
+    at.toggle(key="featagg_large_text").set_value(True).run()
+    assert css() and "21px" in str(css()[0].proto)
+    at.toggle(key="featagg_large_text").set_value(False).run()
+    assert not css()

@@ -1,0 +1,192 @@
+"""Background kernel compilation (featagg_app/warmup.py): which kernels a job needs, the
+claim protocol of the compile workers, the server's loader and the job runner's gate.
+Fake kernel modules stand in for featagg_core's (their ``warmup()`` records who ran it)."""
+import json
+import os
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+os.environ.setdefault("FEATAGG_WARMUP", "0")  # no server warm-up in this test process
+
+from featagg_app import warmup as W
+from featagg_app.jobs import JobRunner, panel_progress_text, status_text
+
+WAIT = 60.0        # generous: child processes start Python on a shared machine
+
+
+def test_every_warmed_module_is_in_a_group_and_groups_are_in_page_order():
+    grouped = {m for g in W.GROUPS for m in g.modules}
+    assert set(W.MODULES) <= grouped
+    assert W.GROUP_NAMES[:3] == ("defrag", "xmlc", "readers")      # what a class clicks first
+    assert len(set(W.GROUP_NAMES)) == len(W.GROUP_NAMES)
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ({"defrag": {"d0": 8}}, ("defrag",)),
+    ({"feature_clustering": {"kind": "kmeans"}}, ("defrag",)),
+    ({"classifier": {"kind": "ktxmlc"}}, ("defrag", "xmlc")),
+    ({"defrag": {}, "classifier": {}, "rerank": {}}, ("defrag", "xmlc", "rare_labels")),
+    ({"classifier": {}, "impute": {}}, ("defrag", "xmlc", "rare_labels")),
+    ({"feature_selection": {"kind": "bmgufs"}}, ("graph",)),
+    ({"vocabulary": {"method": "dp"}}, ("vocabulary",)),
+    ({}, W.GROUP_NAMES),
+])
+def test_groups_for_spec(spec, expected):
+    assert W.groups_for_spec(spec) == expected
+
+
+def test_groups_for_page_waits_for_everything_on_unknown_pages():
+    assert W.groups_for_page("Feature agglomeration") == ("defrag",)
+    assert W.groups_for_page("Compare") == ()
+    assert W.groups_for_page("Export") == W.GROUP_NAMES      # imported pipelines: anything
+    assert W.groups_for_page("Triage") == W.GROUP_NAMES
+
+
+# ----------------------------------------------------------------------------- fake modules
+@pytest.fixture
+def fake_kernels(tmp_path, monkeypatch):
+    """Modules ``fk_a``, ``fk_b``, ``fk_bad``, ``fk_crash`` whose warmup() appends
+    ``<module> <pid>`` to ``log.txt``; fk_bad raises, fk_crash kills a child process (and
+    only records in the server)."""
+    log = tmp_path / "log.txt"
+    src = tmp_path / "mods"
+    src.mkdir()
+    body = {
+        "fk_a": "",
+        "fk_b": "time.sleep(0.2)",
+        "fk_bad": "raise RuntimeError('no compiler today')",
+        "fk_crash": "if os.getpid() != SERVER: os._exit(3)",
+    }
+    for name, extra in body.items():
+        (src / f"{name}.py").write_text(textwrap.dedent(f"""
+            import os, time
+            SERVER = {os.getpid()}
+            def warmup():
+                with open({str(log)!r}, "a") as f:
+                    f.write("{name} " + str(os.getpid()) + "\\n")
+                {extra}
+        """))
+    monkeypatch.syspath_prepend(str(src))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]))
+    for name in body:
+        sys.modules.pop(name, None)
+    return log
+
+
+def _runs(log):
+    if not log.exists():
+        return []
+    return [tuple(line.split()) for line in log.read_text().splitlines()]
+
+
+def test_workers_claim_each_group_once(tmp_path, fake_kernels):
+    groups = [W.KernelGroup(f"g{i}", f"group {i}", ("fk_a",)) for i in range(6)]
+    status = tmp_path / "status"
+    status.mkdir()
+    done = []
+    threads = [threading.Thread(target=lambda: done.append(W.compile_groups(status, groups)))
+               for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT)
+    assert sorted(g for mine in done for g in mine) == [g.name for g in groups]
+    for g in groups:
+        info = json.loads((status / f"{g.name}.done").read_text())
+        assert info["errors"] == {} and info["seconds"] >= 0
+    assert W.compile_groups(status, groups) == []            # nothing left to claim
+    assert len(_runs(fake_kernels)) == len(groups)
+
+
+def test_a_failing_warmup_is_marked_failed(tmp_path, fake_kernels):
+    status = tmp_path / "status"
+    status.mkdir()
+    W.compile_groups(status, [W.KernelGroup("bad", "bad", ("fk_bad",))])
+    info = json.loads((status / "bad.failed").read_text())
+    assert "no compiler today" in info["errors"]["fk_bad"]
+
+
+def test_the_server_loads_what_the_children_compiled(fake_kernels):
+    groups = (W.KernelGroup("a", "group A", ("fk_a",)), W.KernelGroup("b", "group B", ("fk_b",)),
+              W.KernelGroup("bad", "group bad", ("fk_bad",)),
+              W.KernelGroup("crash", "group crash", ("fk_crash",)))
+    lines = []
+    k = W.KernelWarmup(groups, processes=2, calibrate=False, log=lines.append)
+    try:
+        assert not k.ready(["a"]) and k.pending(["a", "zz"])[0].name == "a"
+        k.start()
+        assert k.wait(["a", "b", "bad", "crash"], timeout=WAIT), (k.state(), lines)
+        deadline = time.time() + WAIT
+        while not k.all_ready and time.time() < deadline:
+            time.sleep(0.05)
+        state = k.state()
+        assert state["a"] == state["b"] == "ready"
+        assert state["bad"] == "failed" and k.ready(["bad"])   # jobs go on: compile in-process
+        assert state["crash"] == "ready"                       # a dead child: the server did it
+        me = str(os.getpid())
+        runs = _runs(fake_kernels)
+        for mod in ("fk_a", "fk_b"):
+            pids = [pid for m, pid in runs if m == mod]
+            assert len(pids) == 2 and pids.count(me) == 1      # once in a child, once loaded here
+        assert [pid for m, pid in runs if m == "fk_crash"].count(me) == 1
+        assert any("a ready after" in line and "compiled in the background" in line
+                   for line in lines)
+        assert any("all 4 groups ready" in line for line in lines)
+        assert k.speed() == W.REFERENCE_SPEED                  # no calibration asked for
+    finally:
+        k.close()
+    assert all(p.poll() is not None for p in k._procs)
+
+
+class _Gate:
+    """A gate whose groups open when the test says so."""
+
+    def __init__(self):
+        self.open = set()
+
+    def ready(self, names):
+        return all(n in self.open for n in names)
+
+    def pending(self, names):
+        return [W.KernelGroup(n, f"the {n} kernels", ()) for n in names if n not in self.open]
+
+
+def test_the_runner_passes_over_jobs_whose_kernels_are_compiling():
+    gate = _Gate()
+    r = JobRunner(max_workers=1, gate=gate)
+    try:
+        order = []
+        slow = r.submit("A", "DEFRAG", lambda p, c: order.append("A") or "a", needs=("defrag",))
+        other = r.submit("B", "Compare", lambda p, c: order.append("B") or "b", needs=())
+        assert other.wait(WAIT) and order == ["B"]              # B did not wait behind A
+        time.sleep(0.3)
+        assert slow.status == "queued" and slow.waiting_for == ["the defrag kernels"]
+        assert "still compiling the kernels for the defrag kernels" in panel_progress_text(slow)
+        assert "queued, next in line" in status_text(slow)
+        gate.open.add("defrag")
+        assert slow.wait(WAIT) and slow.result == "a" and order == ["B", "A"]
+    finally:
+        r.shutdown()
+
+
+def test_a_page_estimate_waits_for_the_kernels_it_would_compile(monkeypatch):
+    """While the DEFRAG kernels compile in the background, a page's time estimate is
+    "unknown" (it would compile xt_y_nnz in the visitor's rerun), and it is not cached:
+    once they are ready, the real number comes."""
+    from featagg_app import jobs, session
+    from featagg_core.experiment import make_split
+    from featagg_core.synthetic import make_powerlaw_multilabel
+    gate = _Gate()
+    gate.speed = lambda: dict(W.REFERENCE_SPEED)
+    monkeypatch.setattr(jobs, "kernels", lambda: gate)
+    data = make_powerlaw_multilabel(300, 200, 12, random_state=0, test_size=0.25)
+    split = make_split(data)
+    spec = {"defrag": {"d0": 8}}
+    assert session.estimate(data, split, spec) is None
+    gate.open.add("defrag")
+    est = session.estimate(data, split, spec)
+    assert isinstance(est, float) and est > 0
