@@ -128,7 +128,7 @@ def test_folder_arff_without_xml_asks_for_label_columns(folder_server, page):
     _options(page)
     _open(page, "corel5k/train.arff")
     sb = sidebar(page)
-    sb.get_by_text("Number of label columns at the end").wait_for(timeout=90_000)
+    sb.get_by_text("Number of label columns at the end", exact=True).wait_for(timeout=90_000)
     text = sb.inner_text()
     assert "does not say which attributes are labels" in text
     assert "xml=" not in text and "n_labels" not in text

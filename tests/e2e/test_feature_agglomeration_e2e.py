@@ -39,7 +39,7 @@ def test_run_defrag_inspect_and_download(app_server, page):
     plots = main.locator(".js-plotly-plot")
     plots.nth(2).wait_for(state="visible")
     assert plots.count() >= 3
-    assert "Hierarchy under node 0" in text
+    assert "Hierarchy under the root" in text        # the tree, named by top words
     assert main.locator("g.iciclelayer, .iciclelayer").count() >= 1
     assert "Traceback" not in page.content()
 
