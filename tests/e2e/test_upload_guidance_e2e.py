@@ -38,7 +38,7 @@ def test_arff_without_xml_asks_for_the_label_columns(app_server, page, tmp_path)
     _kind(page, "Multi-label")
     upload_file(page, arff, within=sidebar(page))
     sb = sidebar(page)
-    sb.get_by_text("Number of label columns at the end").wait_for()
+    sb.get_by_text("Number of label columns at the end", exact=True).wait_for()
     text = sb.inner_text()
     assert "does not say which attributes are labels" in text
     assert "xml=" not in text and "n_labels" not in text
@@ -68,7 +68,7 @@ def test_replacing_the_main_file_clears_its_companions(app_server, page, tmp_pat
     comp = sb.locator('[data-testid="stFileUploader"]').filter(has_text="MULAN XML label header")
     assert comp.locator('[data-testid="stFileChip"]').count() == 1
     upload_file(page, second, within=sb)            # a new main file ...
-    sb.get_by_text("Number of label columns at the end").wait_for()
+    sb.get_by_text("Number of label columns at the end", exact=True).wait_for()
     comp = sb.locator('[data-testid="stFileUploader"]').filter(has_text="MULAN XML label header")
     assert comp.locator('[data-testid="stFileChip"]').count() == 0    # ... no stale XML
     assert "does not say which attributes are labels" in sb.inner_text()
