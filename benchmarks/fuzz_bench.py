@@ -205,7 +205,7 @@ def main(argv=None) -> int:
     blobs = {k: artifact_bytes(m) for k, m in models.items()}
     original = {k: fs.run(hc.load_and_use, b)["detail"] for k, b in blobs.items()}
     art_rows = []
-    per = max(1, n_artifacts // len(blobs))
+    per = max(1, -(-n_artifacts // len(blobs)))   # rounded up: at least n_artifacts in all
     for name, blob in blobs.items():
         for cat, what, data in hc.tampered_artifacts(blob, rng, per):
             r = fs.run(hc.load_and_use, data)
