@@ -220,7 +220,10 @@ def test_fingerprint_is_hashed_once_and_follows_replaced_fields():
     from featagg_core.data import MultiLabelData
     d = make_powerlaw_multilabel(300, 40, 6, random_state=2)
     fp = d.fingerprint
-    fresh = MultiLabelData(X=d.X.copy(), Y=d.Y.copy())   # a new object hashes afresh
+    # a new object with equal contents hashes afresh to the same value (the names are part
+    # of the fingerprint, so they are copied too)
+    fresh = MultiLabelData(X=d.X.copy(), Y=d.Y.copy(), feature_names=d.feature_names,
+                           label_names=d.label_names)
     assert fresh.fingerprint == fp
     assert d.fingerprint is fp                            # the memo, not a new hash
     d.X = sp.csr_matrix(d.X * 2)

@@ -84,7 +84,7 @@ def test_vocabulary_compression_of_an_uploaded_csv(app_server, page, tmp_path):
     upload_file(page, csv)
     sb.locator('[data-testid="stAlert"]').filter(has_text="Loaded").wait_for()
     wait_for_app(page)
-    assert "clicks — table, 600 rows × 2 columns" in page_text(page), server_log_tail(app_server)
+    assert "clicks.csv — table, 600 rows × 2 columns" in page_text(page), server_log_tail(app_server)
     click_and_wait(page, "Compress", timeout_ms=300_000)
     try:
         cards = metric_cards(page, timeout_ms=240_000)
