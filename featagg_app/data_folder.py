@@ -224,6 +224,10 @@ def folder_picker() -> None:
     if rel is None:
         return
     held = st.session_state.get(_JOB)
+    if held is not None and held[0] == rel and held[2].done:
+        # it finished after _collect() above looked (a small file opens in milliseconds):
+        # collect it in a fresh run instead of opening the file again without its options
+        st.rerun()
     if held is not None and held[2].status in ("queued", "running"):
         if held[0] == rel:
             jobs.job_panel(held[2], key="job:sidebar:folder", run_every=session.PANEL_REFRESH_S)
