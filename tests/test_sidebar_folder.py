@@ -96,3 +96,29 @@ def test_large_text_css_only_when_asked(folder):
     assert css() and "21px" in str(css()[0].proto)
     at.toggle(key="featagg_large_text").set_value(False).run()
     assert not css()
+
+
+def test_a_job_finishing_after_the_collect_is_not_opened_again(folder, monkeypatch):
+    """The window between the picker's collect and its status check: an ARFF opened with its
+    label columns that finishes right after ``_collect`` looked must be used on the next
+    run, not opened once more without the label columns (which asks for them again)."""
+    from featagg_app import data_folder
+    at = _app()
+    at.radio(key="featagg_source").set_value("Data folder").run()
+    at.selectbox(key="featagg_folder_file").set_value("corel5k/train.arff")
+    _settle(at)
+    at.number_input(key="featagg_folder_n_labels:corel5k/train.arff").set_value(2).run()
+    at.button(key="featagg_folder_n_labels:corel5k/train.arff:go").click().run()
+    held = at.session_state["featagg.folder_job"]
+    assert held[1] and held[2].wait(60)               # opened with options, now finished
+    original, calls = data_folder._collect, []
+
+    def collect_too_early():                          # the first collect of the next run
+        calls.append(1)                               # looks before the job has finished
+        if len(calls) > 1:
+            original()
+    monkeypatch.setattr(data_folder, "_collect", collect_too_early)
+    _settle(at)
+    assert not at.exception
+    data = _dataset(at)
+    assert data.name == "corel5k/train.arff" and data.Y.shape == (4, 2)
