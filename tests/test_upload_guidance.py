@@ -19,9 +19,10 @@ ARFF = ("@relation tiny\n@attribute f0 numeric\n@attribute f1 numeric\n"
 
 
 def _reader_messages():
-    """Every DatasetError message of featagg_core/data.py, its f-string holes filled the
+    """Every DatasetError message of featagg_core/data/*.py, its f-string holes filled the
     way the readers fill them (numbers, repr'd names)."""
-    tree = ast.parse((ROOT / "featagg_core" / "data.py").read_text())
+    sources = sorted((ROOT / "featagg_core" / "data").glob("*.py"))
+    tree = ast.parse("\n".join(p.read_text() for p in sources))
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "DatasetError" \
