@@ -13,7 +13,28 @@ import scipy.sparse as sp
 
 
 class DatasetError(ValueError):
-    """Malformed or unsupported input: the message names file, line/field and problem."""
+    """Malformed or unsupported input: the message names file, line/field and problem.
+
+    The message reads ``"<path>, line <n>, field <f>: <message>"`` (the parts that are
+    given); it is the only exception a public reader lets escape.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, in the user's terms (kept as ``reason``).
+    path : str, optional
+        The file: a path or an upload's name.
+    line : int, optional
+        The 1-based line of a text file.
+    field : str, optional
+        The field, archive member, variable or column.
+
+    Attributes
+    ----------
+    path, line, field : as given
+    reason : str
+        ``message`` without the location.
+    """
 
     def __init__(self, message: str, *, path: Optional[str] = None, line: Optional[int] = None,
                  field: Optional[str] = None):
@@ -76,8 +97,31 @@ def _names_or_none(values):
 class MultiLabelData:
     """A sparse multi-label dataset.
 
-    X : csr float32, n x d.   Y : csr float32 of 0/1, n x L.
     ``X_test``/``Y_test`` hold a held-out split when the source has one.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix
+        The features: csr float32, n x d.
+    Y : scipy.sparse.csr_matrix
+        The labels: csr float32 of 0/1, n x L.
+    feature_names : sequence of str, optional
+        One name per column of ``X``.
+    label_names : sequence of str, optional
+        One name per column of ``Y``.
+    X_test : scipy.sparse.csr_matrix, optional
+        Held-out features (d columns).
+    Y_test : scipy.sparse.csr_matrix, optional
+        Held-out labels (L columns), given together with ``X_test``.
+    name : str
+        A short name (the readers use the file's stem).
+    source : str
+        Where the data came from (format and file), for display.
+
+    Attributes
+    ----------
+    kind : str
+        ``"multilabel"`` (not a parameter).
     """
     X: sp.csr_matrix
     Y: sp.csr_matrix
@@ -91,19 +135,46 @@ class MultiLabelData:
 
     @property
     def n_samples(self) -> int:
+        """Number of training rows.
+
+        Returns
+        -------
+        int
+            Rows of ``X``.
+        """
         return self.X.shape[0]
 
     @property
     def n_features(self) -> int:
+        """Number of features.
+
+        Returns
+        -------
+        int
+            Columns of ``X``.
+        """
         return self.X.shape[1]
 
     @property
     def n_labels(self) -> int:
+        """Number of labels.
+
+        Returns
+        -------
+        int
+            Columns of ``Y``.
+        """
         return self.Y.shape[1]
 
     @property
     def fingerprint(self) -> str:
-        """Hash of X, Y, the test part and the feature and label names."""
+        """Hash of X, Y, the test part and the feature and label names.
+
+        Returns
+        -------
+        str
+            16 hex digits of a sha1 over the content (see :func:`_fingerprint`).
+        """
         return _fingerprint(self.X, self.Y, self.X_test, self.Y_test,
                             _names_or_none(self.feature_names),
                             _names_or_none(self.label_names))
@@ -111,7 +182,30 @@ class MultiLabelData:
 
 @dataclass
 class GraphData:
-    """An attributed graph: A csr n x n symmetric, X node features (csr), y classes or None."""
+    """An attributed graph: A csr n x n symmetric, X node features (csr), y classes or None.
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix
+        The adjacency: csr float32, n x n, symmetric, non-negative weights.
+    X : scipy.sparse.csr_matrix
+        Node features: csr float32, n x d (n x 0 when there are none).
+    y : numpy.ndarray, optional
+        int64 class of each node, -1 = unknown; None when the graph has no classes.
+    feature_names : sequence of str, optional
+        One name per column of ``X``.
+    class_names : sequence of str, optional
+        The name of each class code 0, 1, ...
+    name : str
+        A short name (the readers use the file's stem).
+    source : str
+        Where the data came from (format and file), for display.
+
+    Attributes
+    ----------
+    kind : str
+        ``"graph"`` (not a parameter).
+    """
     A: sp.csr_matrix
     X: sp.csr_matrix
     y: Optional[np.ndarray] = None
@@ -123,11 +217,24 @@ class GraphData:
 
     @property
     def n_nodes(self) -> int:
+        """Number of nodes.
+
+        Returns
+        -------
+        int
+            Rows of ``A``.
+        """
         return self.A.shape[0]
 
     @property
     def fingerprint(self) -> str:
-        """Hash of A, X, y and the feature and class names."""
+        """Hash of A, X, y and the feature and class names.
+
+        Returns
+        -------
+        str
+            16 hex digits of a sha1 over the content (see :func:`_fingerprint`).
+        """
         return _fingerprint(self.A, self.X, self.y, _names_or_none(self.feature_names),
                             _names_or_none(self.class_names))
 
@@ -136,8 +243,24 @@ class GraphData:
 class CategoricalData:
     """A table of categorical columns with a binary label.
 
-    table : pandas.DataFrame of the categorical columns (label column removed).
-    labels : int8 array of 0/1, one per row.
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The categorical columns (label column removed); the readers keep every cell as
+        text, missing values as ``"<NA>"``.
+    labels : numpy.ndarray
+        int8 array of 0/1, one per row.
+    label_name : str
+        The name of the label column in the source.
+    name : str
+        A short name (the readers use the file's stem).
+    source : str
+        Where the data came from (format and file), for display.
+
+    Attributes
+    ----------
+    kind : str
+        ``"table"`` (not a parameter).
     """
     table: "object"
     labels: np.ndarray
@@ -148,16 +271,36 @@ class CategoricalData:
 
     @property
     def n_rows(self) -> int:
+        """Number of rows.
+
+        Returns
+        -------
+        int
+            Entries of ``labels``.
+        """
         return len(self.labels)
 
     @property
     def columns(self):
+        """The categorical columns' names.
+
+        Returns
+        -------
+        list
+            The column labels of ``table``, in order.
+        """
         return list(self.table.columns)
 
     @property
     def fingerprint(self) -> str:
         """Hash of the labels, the label name, the column names and every cell (as text),
-        column by column; one pass over the table's block, whatever its width."""
+        column by column; one pass over the table's block, whatever its width.
+
+        Returns
+        -------
+        str
+            16 hex digits of a sha1 over the content (see :func:`_fingerprint`).
+        """
         cells = self.table.to_numpy(dtype=object).ravel(order="F")
         return _fingerprint(self.labels, _Names([str(self.label_name)]),
                             _Names(map(str, self.table.columns)),

@@ -223,6 +223,33 @@ def load_arff(path_or_file, *, xml=None, n_labels=None):
     label columns keep the attributes' order. Feature and label names are kept.
     A missing value ``?`` is read as absent (0) for a feature and is an error for a label.
     Nominal features must have numeric values (their numeric value is stored).
+
+    Parameters
+    ----------
+    path_or_file : str, os.PathLike or binary file-like
+        The ARFF file (a file-like object is named by its ``.name``).
+    xml : str, os.PathLike or binary file-like, optional
+        MULAN's label XML, naming the label attributes.
+    n_labels : int, optional
+        The number of label attributes, the last ones (when there is no XML).
+    max_bytes : int, optional
+        The most bytes the load may inflate from compressed members or allocate for
+        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
+        the input beyond 64 MiB; added by :func:`_guard`).
+    max_dim : int, optional
+        The largest number of rows, columns, labels or nodes accepted, checked before
+        anything of that size is allocated (default: the int32 index space).
+
+    Returns
+    -------
+    MultiLabelData
+        X csr float32 of the features, Y csr float32 of 0/1 of the labels, with their
+        attribute names; named by the file's stem.
+
+    Raises
+    ------
+    DatasetError
+        For any malformed input, or when the labels cannot be told from the features.
     """
     raw, name = _read_bytes(path_or_file)
     relation, attrs, start, first_line = _parse_arff_header(raw, name)

@@ -249,6 +249,44 @@ def load_graph(path_or_file, features=None, labels=None, *, format=None, node_id
     features and classes: an array/sparse matrix, or a file (see ``_matrix_from_any``,
     ``_labels_from_any``). X is csr float32 (n x 0 when there are none), y int64 with -1 =
     unknown, or None.
+
+    Parameters
+    ----------
+    path_or_file : str, os.PathLike or binary file-like
+        The graph file; a file-like object is named by its ``.name``.
+    features : array, sparse matrix, str, os.PathLike or binary file-like, optional
+        Node features, one row per node in node order: a matrix, or a file (.npz in
+        ``scipy.sparse.save_npz`` layout, .npy, XC ``N D`` features or svmlight lines).
+    labels : sequence, str, os.PathLike or binary file-like, optional
+        Node classes: one per node, or a text file of one class per line (node order) or
+        ``node class`` lines (unlisted nodes get -1).
+    format : {"npz", "mat", "graphml", "gml", "edgelist"}, optional
+        Force a format instead of guessing it from the extension and content.
+    node_ids : {"auto", "int", "appearance"}
+        Edge lists only: how node names become node indices (see above).
+    self_loops : bool, optional
+        Keep self-loops (default: drop them; an npz keeps what it stores unless False).
+    class_attr : str, optional
+        GraphML / GML only: the node attribute holding the classes.
+    name : str, optional
+        The dataset's name (default: the file's stem).
+    max_bytes : int, optional
+        The most bytes the load may inflate from compressed members or allocate for
+        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
+        the input beyond 64 MiB; added by :func:`_guard`).
+    max_dim : int, optional
+        The largest number of rows, columns, labels or nodes accepted, checked before
+        anything of that size is allocated (default: the int32 index space).
+
+    Returns
+    -------
+    GraphData
+        A symmetric csr float32, X csr float32, y int64 (-1 = unknown) or None.
+
+    Raises
+    ------
+    DatasetError
+        For any malformed input (and for a bad ``node_ids``), or an npz of another kind.
     """
     raw, src = _read_bytes(path_or_file)
     if _blank(raw):

@@ -48,6 +48,48 @@ def load_dataset(path_or_file, *, test=None, labels_path=None, test_labels_path=
     ``test_labels_path=`` for the XC split format); the two must agree on the number of
     features and labels (svmlight: shapes and the 1-based shift are decided jointly, as
     ``sklearn.datasets.load_svmlight_files`` does). Nothing but DatasetError escapes.
+
+    Parameters
+    ----------
+    path_or_file : str, os.PathLike or binary file-like
+        The (training) file; a file-like object is named by its ``.name``.
+    test : str, os.PathLike or binary file-like, optional
+        A second file of the same format, read into ``X_test`` / ``Y_test``.
+    labels_path : str, os.PathLike or binary file-like, optional
+        The XC split format's labels file of ``path_or_file``.
+    test_labels_path : str, os.PathLike or binary file-like, optional
+        The XC split format's labels file of ``test``.
+    xml : str, os.PathLike or binary file-like, optional
+        ARFF only: MULAN's label XML (see :func:`load_arff`).
+    n_labels : int, optional
+        ARFF: the number of label attributes (the last ones); svmlight: the number of
+        labels.
+    zero_based : {"auto", True, False}
+        svmlight only: the index base (see :func:`load_svmlight`).
+    n_features : int, optional
+        svmlight only: the number of features.
+    format : {"npz", "arff", "xc", "xc_split", "svmlight"}, optional
+        Force a format instead of guessing it from the extension and content.
+    name : str, optional
+        The dataset's name (default: the file's stem, or the name an npz stores).
+    max_bytes : int, optional
+        The most bytes the load may inflate from compressed members or allocate for
+        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
+        the input beyond 64 MiB; added by :func:`_guard`).
+    max_dim : int, optional
+        The largest number of rows, columns, labels or nodes accepted, checked before
+        anything of that size is allocated (default: the int32 index space).
+
+    Returns
+    -------
+    MultiLabelData
+        The training part, and the held-out part when ``test`` is given.
+
+    Raises
+    ------
+    DatasetError
+        For any malformed input, an npz of another kind, an unknown ``format``, or a test
+        file whose features or labels differ from the training file's.
     """
     raw, src = _read_bytes(path_or_file)
     ext = _suffix(src)

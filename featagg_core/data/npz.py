@@ -37,6 +37,18 @@ def save_npz(data, path) -> None:
     ``columns`` (unicode), one unicode array ``col_<i>`` per column (missing values as
     "<NA>"), ``labels`` int8 and ``label_name``. The file is written atomically
     (temporary file + ``os.replace``).
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset to write.
+    path : str or os.PathLike
+        The file to write (replaced whole, never half-written).
+
+    Raises
+    ------
+    TypeError
+        When ``data`` is none of the three containers.
     """
     arrays = {"name": np.array(str(getattr(data, "name", "") or "")),
               "source": np.array(str(getattr(data, "source", "") or ""))}

@@ -63,6 +63,27 @@ def planetoid_to_npz(prefix, out_path=None, *, name=None) -> GraphData:
     y = -1. A is built from the adjacency lists directly with node i = index i (symmetric,
     binary, duplicates collapsed, self-loops dropped). Unpickling is restricted to the
     numpy/scipy/collections classes the files hold, and only used on trusted local files.
+
+    Parameters
+    ----------
+    prefix : str or os.PathLike
+        The common prefix of the files, e.g. ``".../ind.cora"``.
+    out_path : str or os.PathLike, optional
+        Also write the graph there with :func:`save_npz`.
+    name : str, optional
+        The dataset's name (default: the prefix without ``ind.``).
+
+    Returns
+    -------
+    GraphData
+        A (symmetric, binary), X csr float32, y int64 with -1 for nodes without a class,
+        class names "0", "1", ...
+
+    Raises
+    ------
+    DatasetError
+        When a part or the test index cannot be read, or tx does not match the test
+        index.
     """
     prefix = os.fspath(prefix)
     parts = {}

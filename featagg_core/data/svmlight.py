@@ -56,7 +56,38 @@ def load_svmlight(path_or_file, *, zero_based="auto", n_features=None,
     """Read svmlight/libsvm multilabel text (``l1,l2 i:v i:v ...``, no header; ``#``
     comments, blank lines and ``qid:`` are skipped as sklearn does) with the numba
     tokenizer of :func:`load_xc`. See :func:`_svmlight_assemble` for ``zero_based``.
-    NaN/inf values are rejected (sklearn accepts them)."""
+    NaN/inf values are rejected (sklearn accepts them).
+
+    Parameters
+    ----------
+    path_or_file : str, os.PathLike or binary file-like
+        The file (a file-like object is named by its ``.name``).
+    zero_based : {"auto", True, False}
+        ``"auto"``: indices are shifted down by one when the file has features and none
+        has index 0 (sklearn's heuristic); True: used as given; False: 1-based (an index
+        0 is an error). Labels are never shifted.
+    n_features : int, optional
+        The number of features (default: the largest index + 1).
+    n_labels : int, optional
+        The number of labels (default: the largest label + 1).
+    max_bytes : int, optional
+        The most bytes the load may inflate from compressed members or allocate for
+        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
+        the input beyond 64 MiB; added by :func:`_guard`).
+    max_dim : int, optional
+        The largest number of rows, columns, labels or nodes accepted, checked before
+        anything of that size is allocated (default: the int32 index space).
+
+    Returns
+    -------
+    MultiLabelData
+        X csr float32, Y csr float32 of 0/1; named by the file's stem.
+
+    Raises
+    ------
+    DatasetError
+        For any malformed input (and for a bad ``zero_based``).
+    """
     raw, name = _read_bytes(path_or_file)
     (X, Y), = _svmlight_assemble([_svmlight_parse(raw, name)], zero_based, n_features,
                                  n_labels)

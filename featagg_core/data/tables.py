@@ -190,6 +190,41 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
     ``str``); missing values (empty cells and pandas' default NA spellings such as
     ``NA``/``NaN``/``null``) become the token ``"<NA>"``. Labels follow
     :func:`_binary_labels` (``positive=`` picks the positive value). Files must be UTF-8.
+
+    Parameters
+    ----------
+    path_or_file : str, os.PathLike or binary file-like
+        The table file; a file-like object is named by its ``.name``.
+    label : str or int, optional
+        The label column: its name, or its position when ``header=False``.
+    columns : sequence of str, optional
+        The categorical columns to keep (default: all but the label).
+    sep : str, optional
+        The CSV separator (default: tab for .tsv/.tab, else sniffed).
+    positive : object, optional
+        The label value that is the positive class (compared as text).
+    header : bool
+        Whether the first row names the columns (else they are ``c0``, ``c1``, ...).
+    name : str, optional
+        The dataset's name (default: the file's stem); an npz keeps the name it stores.
+    max_bytes : int, optional
+        The most bytes the load may inflate from compressed members or allocate for
+        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
+        the input beyond 64 MiB; added by :func:`_guard`).
+    max_dim : int, optional
+        The largest number of rows, columns, labels or nodes accepted, checked before
+        anything of that size is allocated (default: the int32 index space).
+
+    Returns
+    -------
+    CategoricalData
+        The columns as text (missing = ``"<NA>"``) and int8 0/1 labels.
+
+    Raises
+    ------
+    DatasetError
+        For any malformed input: no or several label candidates, a label column that is
+        not binary, missing or repeated columns, an npz of another kind.
     """
     import pandas as pd
     raw, src = _read_bytes(path_or_file)

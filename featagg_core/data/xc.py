@@ -61,6 +61,32 @@ def load_xc(path_or_file, labels_path=None) -> MultiLabelData:
     (sklearn's reader) gives. Blank lines after the last row are tolerated; any other
     count mismatch, out-of-range or duplicate index, NaN/inf value, or malformed token is
     a DatasetError naming the line.
+
+    Parameters
+    ----------
+    path_or_file : str, os.PathLike or binary file-like
+        The combined file, or the split format's features file (a file-like object, such
+        as Streamlit's ``UploadedFile``, is named by its ``.name``).
+    labels_path : str, os.PathLike or binary file-like, optional
+        The split format's labels file (header ``N L``); only with a features file.
+    max_bytes : int, optional
+        The most bytes the load may inflate from compressed members or allocate for
+        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
+        the input beyond 64 MiB; added by :func:`_guard`).
+    max_dim : int, optional
+        The largest number of rows, columns, labels or nodes accepted, checked before
+        anything of that size is allocated (default: the int32 index space).
+
+    Returns
+    -------
+    MultiLabelData
+        X csr float32 n x D, Y csr float32 of 0/1 n x L; named by the file's stem.
+
+    Raises
+    ------
+    DatasetError
+        For any malformed input (and for ``labels_path`` given with a combined file, or
+        missing with a features file).
     """
     raw, name = _read_bytes(path_or_file)
     return _load_xc_raw(raw, name, labels_path)
@@ -124,6 +150,23 @@ def save_xc(data_or_X_Y, path, labels_path=None) -> None:
     ``labels_path`` gets ``N L`` and ``l:1`` lines. Values are written as the shortest
     decimal that reads back to the same float32 (numpy's repr, '.0' dropped), so
     ``load_xc(save_xc(X, Y))`` gives bit-identical arrays; explicit zeros are not written.
+
+    Parameters
+    ----------
+    data_or_X_Y : MultiLabelData or tuple
+        The dataset (its training part), or an ``(X, Y)`` pair of matrices with the same
+        number of rows (Y of 0/1).
+    path : str or os.PathLike
+        The file to write (the combined format, or the split format's features file).
+    labels_path : str or os.PathLike, optional
+        Write the split format: the labels go to this file.
+
+    Raises
+    ------
+    TypeError
+        When ``data_or_X_Y`` is neither a MultiLabelData nor an ``(X, Y)`` pair.
+    ValueError
+        When X and Y have different numbers of rows, X has NaN/inf values or Y is not 0/1.
     """
     X, Y = _as_X_Y(data_or_X_Y)
     n, d = X.shape
