@@ -32,7 +32,23 @@ def _csr_members(prefix: str, M) -> dict:
 def write_npz_cache(data: MultiLabelData, path: str, meta: dict) -> None:
     """Write ``data`` (with ``meta``, a JSON-able dict) to ``path`` as an uncompressed npz
     that :func:`open_npz_cache` maps, atomically (temporary file in the same folder, fsync,
-    ``os.replace``)."""
+    ``os.replace``).
+
+    Parameters
+    ----------
+    data : MultiLabelData
+        The dataset (training and test parts, names).
+    path : str
+        The cache file to write.
+    meta : dict
+        JSON-able facts to record (the sources' sizes and times, the options); the cache
+        version is added.
+
+    Raises
+    ------
+    OSError
+        When the file cannot be written (nothing is left behind).
+    """
     from .data import _atomic_write
     arrays = {"meta": np.array(json.dumps(dict(meta, version=CACHE_VERSION))),
               "name": np.array(str(data.name or "")),
@@ -116,8 +132,27 @@ def _mapped_csr(z: dict, prefix: str, binary: bool = False) -> Optional[sp.csr_m
 
 def open_npz_cache(path: str) -> Tuple[MultiLabelData, dict]:
     """Open a cache written by :func:`write_npz_cache`: ``(data, meta)`` with every large
-    array a read-only ``np.memmap`` of the file. Raises ValueError when the file is not a
-    whole cache of this version (the caller rebuilds it)."""
+    array a read-only ``np.memmap`` of the file.
+
+    Parameters
+    ----------
+    path : str
+        The cache file.
+
+    Returns
+    -------
+    data : MultiLabelData
+        The dataset, its arrays mapped read-only (small ones read).
+    meta : dict
+        What :func:`write_npz_cache` recorded, with ``version``.
+
+    Raises
+    ------
+    ValueError
+        When the file is not a whole cache of this version (the caller rebuilds it).
+    OSError
+        When the file cannot be opened.
+    """
     z = _member_arrays(path)
     try:
         meta = json.loads(str(z["meta"][()]))

@@ -26,9 +26,10 @@ the user's cache (``FEATAGG_CACHE_DIR``, else ``$XDG_CACHE_HOME/featagg/data-cac
 two servers converting the same file at once both end with a whole cache. The cache
 records the size and modification time of its source (and of the companion files it
 read: the ARFF's XML, the test part), and is rebuilt when any of them changes. Opening it
-maps the arrays read-only (:func:`open_npz_cache`): no parse, no copy, and the operating
-system's page cache holds one copy for every process that opens it. A cache file that does
-not check out (truncated, foreign, another version) is rebuilt, never trusted.
+maps the arrays read-only (:func:`open_npz_cache`; the file's layout is in
+:mod:`featagg_core._mapped_npz`): no parse, no copy, and the operating system's page cache
+holds one copy for every process that opens it. A cache file that does not check out
+(truncated, foreign, another version) is rebuilt, never trusted.
 
 **Companions.** ``<stem>.xml`` beside an ARFF is its MULAN label header. A file whose name
 contains ``train`` gets the sibling with ``test`` in its place (``bibtex_train.txt`` →
@@ -81,9 +82,21 @@ def _ext(name: str) -> str:
 class FolderFile:
     """One dataset file of a :class:`DataFolder` (what the sidebar lists).
 
-    ``relpath`` is the path relative to the folder with ``/`` separators (the only path a
-    browser user sees), ``kind`` "multilabel" | "graph" | "table", ``cached`` True when a
-    fresh disk cache of it exists, ``companions`` role -> relpath ("xml", "test").
+    Parameters
+    ----------
+    relpath : str
+        The path relative to the folder with ``/`` separators (the only path a browser
+        user sees).
+    size : int
+        Bytes of the file.
+    mtime_ns : int
+        Its modification time (ns).
+    kind : str
+        "multilabel" | "graph" | "table".
+    cached : bool
+        True when a fresh disk cache of it exists.
+    companions : tuple of (str, str)
+        ``(role, relpath)`` pairs, role "xml" or "test".
     """
     relpath: str
     size: int
@@ -94,7 +107,12 @@ class FolderFile:
 
     @property
     def size_text(self) -> str:
-        """"133 MB", "12.4 MB", "840 kB"."""
+        """The size for people: "133 MB", "12.4 MB", "840 kB".
+
+        Returns
+        -------
+        str
+        """
         s = float(self.size)
         if s >= 100e6:
             return f"{s / 1e6:,.0f} MB"
@@ -104,7 +122,12 @@ class FolderFile:
 
     @property
     def label(self) -> str:
-        """"corel5k/train.arff · 1.2 MB (+ XML, test part)"."""
+        """What the sidebar shows: "corel5k/train.arff · 1.2 MB (+ XML, test part)".
+
+        Returns
+        -------
+        str
+        """
         extra = {"xml": "XML", "test": "test part"}
         comp = ", ".join(extra[r] for r, _ in self.companions if r in extra)
         return f"{self.relpath} · {self.size_text}" + (f" (+ {comp})" if comp else "")
@@ -112,7 +135,13 @@ class FolderFile:
 
 def user_cache_dir() -> str:
     """Where caches go when a data folder cannot be written: ``FEATAGG_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/featagg/data-cache``, else ``~/.cache/featagg/data-cache``."""
+    ``$XDG_CACHE_HOME/featagg/data-cache``, else ``~/.cache/featagg/data-cache``.
+
+    Returns
+    -------
+    str
+        The folder (read from the environment at each call; not created here).
+    """
     explicit = os.environ.get("FEATAGG_CACHE_DIR", "").strip()
     if explicit:
         return explicit
@@ -123,7 +152,18 @@ def user_cache_dir() -> str:
 
 def data_nbytes(data) -> int:
     """Bytes of the arrays a dataset holds (sparse parts, names counted roughly): what a
-    :class:`DatasetStore` charges for keeping it."""
+    :class:`DatasetStore` charges for keeping it.
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset (any object with some of their attributes).
+
+    Returns
+    -------
+    int
+        The estimate in bytes.
+    """
     total = 0
     for attr in ("X", "Y", "X_test", "Y_test", "A"):
         M = getattr(data, attr, None)
@@ -158,11 +198,18 @@ class DataFolder:
 
     Parameters
     ----------
-    root : str, the folder.
+    root : str
+        The folder.
     cache_dir : str, optional
         Where caches go when a file's own folder cannot be written (default
         :func:`user_cache_dir`).
-    convert_min_bytes : int, multi-label files from this size on get a disk cache.
+    convert_min_bytes : int
+        Multi-label files from this size on get a disk cache.
+
+    Raises
+    ------
+    DatasetError
+        When ``root`` is not an existing folder.
     """
 
     def __init__(self, root: str, cache_dir: Optional[str] = None,
@@ -182,9 +229,23 @@ class DataFolder:
     def resolve(self, relpath: str) -> str:
         """The real path of the folder's file ``relpath`` (``/``-separated, relative).
 
-        Raises DatasetError (naming ``relpath`` only) for an absolute path, ``..``, a
-        hidden component, a symlink that leads out of the folder, or anything that is not
-        a readable regular file in it."""
+        Parameters
+        ----------
+        relpath : str
+            The file's path relative to the folder.
+
+        Returns
+        -------
+        str
+            Its real path on the server (symlinks followed).
+
+        Raises
+        ------
+        DatasetError
+            (naming ``relpath`` only) for an absolute path, ``..``, a hidden component, a
+            symlink that leads out of the folder, or anything that is not a readable
+            regular file in it.
+        """
         rel = str(relpath)
         bad = DatasetError("not a file of the data folder", path=rel[:200])
         if not rel or "\x00" in rel or "\\" in rel or rel.startswith("/") or \
@@ -214,7 +275,20 @@ class DataFolder:
         """The dataset files of the folder, sorted by path: readable regular files (or
         symlinks to files inside the folder) that a reader takes, at most ``max_depth``
         folders deep, at most ``max_files``. Hidden entries and cache folders are left
-        out; so are ``.xml`` label headers (they are an ARFF's companion)."""
+        out; so are ``.xml`` label headers (they are an ARFF's companion).
+
+        Parameters
+        ----------
+        max_files : int
+            Stop after this many files.
+        max_depth : int
+            Look at most this many folders deep (1 = the folder itself).
+
+        Returns
+        -------
+        list of FolderFile
+            Sorted by ``relpath``.
+        """
         out: List[FolderFile] = []
         root_depth = self.root.rstrip(os.sep).count(os.sep)
         for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
@@ -233,8 +307,25 @@ class DataFolder:
         return sorted(out, key=lambda f: f.relpath)
 
     def describe(self, relpath: str, quiet: bool = False) -> Optional[FolderFile]:
-        """The :class:`FolderFile` of ``relpath`` (None with ``quiet`` when it is not a
-        dataset file of the folder; else DatasetError)."""
+        """The :class:`FolderFile` of ``relpath``.
+
+        Parameters
+        ----------
+        relpath : str
+            The file's path relative to the folder.
+        quiet : bool
+            Return None instead of raising when it is not a dataset file of the folder.
+
+        Returns
+        -------
+        FolderFile or None
+            None only with ``quiet``.
+
+        Raises
+        ------
+        DatasetError
+            Without ``quiet``, when ``relpath`` is not a dataset file of the folder.
+        """
         try:
             real, st = self._stat(relpath)
             kind = self._kind(real)
@@ -289,7 +380,20 @@ class DataFolder:
     def companions(self, relpath: str, kind: Optional[str] = None) -> Dict[str, str]:
         """Companion files of ``relpath`` in the folder: ``"xml"`` (``<stem>.xml`` beside
         an ARFF) and ``"test"`` (the sibling with ``test`` for ``train`` in its name, of the
-        same format) — only those that exist."""
+        same format) — only those that exist.
+
+        Parameters
+        ----------
+        relpath : str
+            The file's path relative to the folder.
+        kind : str, optional
+            Its kind when known; only multi-label files have companions.
+
+        Returns
+        -------
+        dict
+            role (``"xml"``, ``"test"``) -> relpath.
+        """
         out = {}
         if kind not in (None, "multilabel"):
             return out
@@ -350,15 +454,49 @@ class DataFolder:
 
     def cache_key(self, relpath: str, options: Optional[dict] = None) -> tuple:
         """The key a :class:`DatasetStore` keeps ``relpath`` (opened with ``options``)
-        under: real path, size, mtime and those of its companions."""
+        under: real path, size, mtime and those of its companions.
+
+        Parameters
+        ----------
+        relpath : str
+            The file's path relative to the folder.
+        options : dict, optional
+            The reader options it is opened with (as for :meth:`load`).
+
+        Returns
+        -------
+        tuple
+            ``(real path, sources' signature as JSON, options as JSON)``.
+
+        Raises
+        ------
+        DatasetError
+            When ``relpath`` is not a dataset file of the folder.
+        """
         entry = self.describe(relpath)
         sig = self._signature(entry)
         return (self.resolve(relpath), json.dumps(sig, sort_keys=True),
                 json.dumps(options or {}, sort_keys=True, default=str))
 
     def cache_location(self, relpath: str) -> Optional[str]:
-        """The fresh cache file of ``relpath`` on the server, or None (server side only:
-        never shown in a browser)."""
+        """The fresh cache file of ``relpath`` on the server (server side only: never shown
+        in a browser).
+
+        Parameters
+        ----------
+        relpath : str
+            The file's path relative to the folder.
+
+        Returns
+        -------
+        str or None
+            The cache's path, or None when there is no fresh one.
+
+        Raises
+        ------
+        DatasetError
+            When ``relpath`` is not a dataset file of the folder.
+        """
         return self._fresh_cache(self.describe(relpath))
 
     # -- loading
@@ -372,7 +510,25 @@ class DataFolder:
         everything else is parsed by the readers. ``progress(fraction, message)`` is
         called between the steps (it may raise to cancel). The dataset is named by
         ``relpath`` and every message names ``relpath``, never the server path.
-        Raises DatasetError.
+
+        Parameters
+        ----------
+        relpath : str
+            The file's path relative to the folder.
+        options : dict, optional
+            Reader options (``n_labels``, ``label``).
+        progress : callable, optional
+            ``progress(fraction, message)``, called between the steps.
+
+        Returns
+        -------
+        MultiLabelData, GraphData or CategoricalData
+            The dataset, named ``relpath``.
+
+        Raises
+        ------
+        DatasetError
+            For a path outside the folder, an unknown format or a malformed file.
         """
         report = progress or (lambda f, m: None)
         options = dict(options or {})
@@ -475,6 +631,11 @@ class DatasetStore:
     (threads asking for the same key meanwhile wait for that one load), keeps it, and
     drops the least recently used others while the total is over ``max_bytes`` (the one
     just loaded stays even when it alone is larger). Thread-safe.
+
+    Parameters
+    ----------
+    max_bytes : int
+        The most bytes (:func:`data_nbytes`) kept at once.
     """
 
     def __init__(self, max_bytes: int):
@@ -484,7 +645,18 @@ class DatasetStore:
         self._loading: Dict[tuple, threading.Lock] = {}
 
     def peek(self, key):
-        """The dataset kept under ``key``, or None (nothing is loaded)."""
+        """The dataset kept under ``key``, or None (nothing is loaded).
+
+        Parameters
+        ----------
+        key : hashable
+            As given to :meth:`get` (e.g. :meth:`DataFolder.cache_key`).
+
+        Returns
+        -------
+        object or None
+            The dataset (now the most recently used), or None.
+        """
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
@@ -493,6 +665,23 @@ class DatasetStore:
         return None
 
     def get(self, key, load: Callable[[], object]):
+        """The dataset kept under ``key``, loaded by ``load()`` when it is not kept yet.
+
+        Threads asking for the same key while it loads wait for that one load; then the
+        least recently used others are dropped while the total is over ``max_bytes``.
+
+        Parameters
+        ----------
+        key : hashable
+            What the dataset is kept under (e.g. :meth:`DataFolder.cache_key`).
+        load : callable
+            ``load()`` returns the dataset; its exceptions propagate (nothing is kept).
+
+        Returns
+        -------
+        object
+            The dataset, shared: do not change it.
+        """
         hit = self.peek(key)
         if hit is not None:
             return hit
@@ -519,7 +708,12 @@ class DatasetStore:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the datasets kept now."""
+        """Bytes of the datasets kept now.
+
+        Returns
+        -------
+        int
+        """
         with self._lock:
             return int(sum(s for _, s in self._items.values()))
 
