@@ -4,6 +4,7 @@ thread (moved out of ``estimate.py`` to keep it short; ``estimate`` re-exports t
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Callable, Dict
 
