@@ -56,7 +56,18 @@ SPEED_MAX_AGE_S = 300.0
 
 
 def format_seconds(seconds) -> str:
-    """"under a second", "12 s", "4 min", "1.5 h" (how estimates are shown)."""
+    """A duration as estimates are shown: "under a second", "12 s", "4 min", "1.5 h".
+
+    Parameters
+    ----------
+    seconds : float or None
+        The duration; None gives "unknown".
+
+    Returns
+    -------
+    str
+        The duration in words.
+    """
     if seconds is None:
         return "unknown"
     s = float(seconds)
@@ -71,8 +82,16 @@ def format_seconds(seconds) -> str:
 
 # ============================================================================ calibration
 def job_threads() -> int:
-    """numba/OpenMP threads one job gets on the dashboard's runner: the cores divided by
-    the workers (``FEATAGG_JOB_WORKERS``, default one worker per core), at least 1."""
+    """numba/OpenMP threads one job gets on the dashboard's runner.
+
+    The cores divided by the workers (``FEATAGG_JOB_WORKERS``, default one worker per
+    core), at least 1.
+
+    Returns
+    -------
+    int
+        The number of threads.
+    """
     cores = os.cpu_count() or 1
     raw = os.environ.get("FEATAGG_JOB_WORKERS", "").strip()
     workers = cores
@@ -89,10 +108,20 @@ def measure_speed(threads: Optional[int] = None) -> Dict[str, float]:
 
     The kernels run in a helper thread limited to ``threads`` numba and OpenMP threads
     (default :func:`job_threads`), single-threaded work units are timed in CPU seconds of
-    that thread. Returns a dict of rates (work units per CPU second: ``sparse``,
-    ``defrag``, ``linear``, ``pairs``, ``pairs_big``, ``stream``, ``onmtf``,
-    ``kmeans_dense``, ``vocab``, ``matvec``, ``dp``, ``py``), ``wall_factor`` (wall / CPU seconds while
-    calibrating, >= 1: the load), ``threads`` and ``measured`` (a time stamp).
+    that thread.
+
+    Parameters
+    ----------
+    threads : int, optional
+        The numba/OpenMP threads of the helper thread; default :func:`job_threads`.
+
+    Returns
+    -------
+    dict of str to float
+        Rates (work units per CPU second: ``sparse``, ``defrag``, ``linear``, ``pairs``,
+        ``pairs_big``, ``stream``, ``onmtf``, ``kmeans_dense``, ``vocab``, ``matvec``,
+        ``dp``, ``py``), ``wall_factor`` (wall / CPU seconds while calibrating, >= 1: the
+        load), ``threads`` and ``measured`` (a time stamp).
     """
     n_threads = job_threads() if threads is None else max(1, int(threads))
     box: dict = {}
@@ -127,8 +156,21 @@ def _cached_speed(bucket: int, threads: int) -> Dict[str, float]:
 
 
 def default_speed(threads: Optional[int] = None) -> Dict[str, float]:
-    """:func:`measure_speed`, measured at most once per ``SPEED_MAX_AGE_S`` seconds (the
-    load changes; a read-only result shared by every caller of the process)."""
+    """:func:`measure_speed`, measured at most once per ``SPEED_MAX_AGE_S`` seconds.
+
+    The load changes, so a calibration is reused for a few minutes only; the result is
+    read-only and shared by every caller of the process (a copy is returned).
+
+    Parameters
+    ----------
+    threads : int, optional
+        The numba/OpenMP threads to calibrate with; default :func:`job_threads`.
+
+    Returns
+    -------
+    dict
+        The rates of :func:`measure_speed`.
+    """
     n_threads = job_threads() if threads is None else max(1, int(threads))
     return dict(_cached_speed(int(time.time() // SPEED_MAX_AGE_S), n_threads))
 
@@ -570,8 +612,30 @@ def _vocabulary_parts(data, split, voc: dict, speed, C) -> Dict[str, float]:
 
 # ============================================================================ entry points
 def estimate_breakdown(data, split, spec, speed: Optional[dict] = None) -> Dict[str, float]:
-    """Estimated wall seconds of each part of the run ``spec`` on ``split`` (keys are short
-    descriptions, e.g. ``"KTXMLC K=2: training"``), plus ``"total"``."""
+    """Estimated wall seconds of each part of the run ``spec`` on ``split``.
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset the run would use.
+    split : Split
+        The split (from :func:`featagg_core.experiment.make_split`) of ``data``.
+    spec : dict
+        A run spec of docs/RUN_MODEL.md (made canonical first).
+    speed : dict, optional
+        :func:`measure_speed`'s dict; default :func:`default_speed`.
+
+    Returns
+    -------
+    dict of str to float
+        Seconds per part, keyed by short descriptions (e.g. ``"KTXMLC K=2: training"``),
+        plus ``"total"``.
+
+    Raises
+    ------
+    ValueError
+        For a bad spec or one that does not fit the data.
+    """
     from ._spec import canonical_spec, check_spec_fits, spec_kind
     spec = canonical_spec(spec)
     check_spec_fits(spec, data)
@@ -605,9 +669,30 @@ def estimate_breakdown(data, split, spec, speed: Optional[dict] = None) -> Dict[
 
 
 def estimate_seconds(data, split, spec, speed: Optional[dict] = None) -> float:
-    """Estimated wall seconds of ``run_pipeline(data, split, spec)`` as a job on the
-    dashboard's runner (fit on the training rows + scoring the held-out rows), from the
-    data's sizes and this machine's measured speed (``speed``: :func:`measure_speed`'s
-    dict; default :func:`default_speed`). Raises ``ValueError`` for a bad spec or one
-    that does not fit the data."""
+    """Estimated wall seconds of ``run_pipeline(data, split, spec)`` as a job.
+
+    As a job on the dashboard's runner (fit on the training rows + scoring the held-out
+    rows), from the data's sizes and this machine's measured speed.
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset the run would use.
+    split : Split
+        The split (from :func:`featagg_core.experiment.make_split`) of ``data``.
+    spec : dict
+        A run spec of docs/RUN_MODEL.md (made canonical first).
+    speed : dict, optional
+        :func:`measure_speed`'s dict; default :func:`default_speed`.
+
+    Returns
+    -------
+    float
+        Wall seconds.
+
+    Raises
+    ------
+    ValueError
+        For a bad spec or one that does not fit the data.
+    """
     return estimate_breakdown(data, split, spec, speed)["total"]
