@@ -14,6 +14,8 @@ The rule (docs/CONVENTIONS.md, numpydoc):
 * a ``Parameters`` section (the header underlined with dashes) is required when the
   function takes a parameter besides ``self`` / ``cls``, and every parameter name must
   appear in it as an entry (``name : type``, ``a, b : type``, ``*args``, ``**kwargs``);
+  a parameter whose name starts with ``_`` is private (an internal hand-over such as
+  ``load_artifact``'s ``_budget``) and need not be listed;
 * a ``Returns`` or ``Yields`` section is required when the function's own body (not a
   nested ``def``, ``lambda`` or class) has a ``return <value>`` other than ``return None``,
   or a ``yield``.
@@ -135,7 +137,7 @@ def problems_of(fn, qualname: str) -> list:
         sig = None
     params = [] if sig is None else [
         p for i, p in enumerate(sig.parameters.values())
-        if not (i == 0 and p.name in ("self", "cls"))]
+        if not (i == 0 and p.name in ("self", "cls")) and not p.name.startswith("_")]
     if params:
         if "Parameters" not in secs:
             out.append(f"{qualname}: no Parameters section (takes "
@@ -238,7 +240,7 @@ def test_the_check_catches_each_missing_section():
         """
         yield from range(n)
 
-    def fine(a, b=2, *args, **kwargs):
+    def fine(a, b=2, *args, _hand_over=None, **kwargs):   # _hand_over: private
         """Summary.
 
         Parameters
