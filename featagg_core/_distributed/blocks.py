@@ -216,7 +216,7 @@ def row_blocks(ex: Executor, X, Y, n_parts: Optional[int],
     if n_parts is None:
         n_parts = max(2, ex.total_threads())
     if isinstance(n_parts, bool) or not isinstance(n_parts, (int, np.integer)) or n_parts < 1:
-        raise ValueError(f"n_parts: must be an integer >= 1, got {n_parts!r}")
+        raise ValueError(f"n_parts must be an integer >= 1, got {n_parts!r}")
     n_parts = int(max(1, min(n_parts, n)))
     starts = np.round(np.linspace(0, n, n_parts + 1)).astype(np.int64)
     parts = [(X[a:b], None if Y is None else Y[a:b]) for a, b in zip(starts[:-1], starts[1:])]
