@@ -172,8 +172,9 @@ def load_xc_shards(client, pattern, **reader_kwargs) -> ShardedMultiLabel:
         fmts = {m[5] for m in meta}
         if "svmlight" in fmts:
             if reader_kwargs.get("zero_based", "auto") == "auto":
-                raise ValueError("zero_based: svmlight shards need zero_based=True or False "
-                                 "(auto-detection per shard could shift one shard's indices)")
+                raise ValueError("zero_based must be True or False for svmlight shards "
+                                 "(auto-detection per shard could shift one shard's indices), "
+                                 f"got {reader_kwargs.get('zero_based', 'auto')!r}")
             if len(meta) > 1 and ("n_features" not in reader_kwargs
                                   or "n_labels" not in reader_kwargs):
                 raise ValueError("n_features/n_labels: svmlight shards need both (a shard "
