@@ -20,8 +20,10 @@ The rule (docs/CONVENTIONS.md, numpydoc):
   nested ``def``, ``lambda`` or class) has a ``return <value>`` other than ``return None``,
   or a ``yield``.
 
-On failure the message lists every offender of the module. The last test runs the checker
-on functions written to break each rule, so the check itself can fail.
+The same rule holds for the public functions of the private modules listed in
+``DOCUMENTED_PRIVATE_MODULES``. On failure the message lists every offender of the module.
+A test runs the checker on functions written to break each rule, so the check itself can
+fail.
 """
 from __future__ import annotations
 
@@ -182,6 +184,28 @@ def module_problems(modname: str) -> list:
 
 @pytest.mark.parametrize("modname", public_modules())
 def test_public_functions_have_numpydoc_sections(modname):
+    problems = module_problems(modname)
+    assert not problems, (f"{len(problems)} docstring(s) in {modname} miss numpydoc "
+                          "sections:\n  " + "\n  ".join(problems))
+
+
+#: private modules whose public functions are documented to the same rule (the plan asks
+#: for them "when time allows"; add a module here once it passes, so it stays that way)
+DOCUMENTED_PRIVATE_MODULES = [
+    "featagg_core._bounded", "featagg_core._cancel", "featagg_core._cli_parser",
+    "featagg_core._distributed.blocks", "featagg_core._distributed.defrag",
+    "featagg_core._distributed.executor", "featagg_core._distributed.groups",
+    "featagg_core._distributed.ktxmlc", "featagg_core._distributed.vocab",
+    "featagg_core._estimate_calibration", "featagg_core._evaluation",
+    "featagg_core._experiments", "featagg_core._graph_experiments", "featagg_core._polling",
+    "featagg_core._products", "featagg_core._refrag_tuning", "featagg_core._spec",
+    "featagg_core._split", "featagg_core._steps", "featagg_core._table_experiments",
+    "featagg_core._triage_cli",
+]
+
+
+@pytest.mark.parametrize("modname", DOCUMENTED_PRIVATE_MODULES)
+def test_documented_private_modules_keep_their_sections(modname):
     problems = module_problems(modname)
     assert not problems, (f"{len(problems)} docstring(s) in {modname} miss numpydoc "
                           "sections:\n  " + "\n  ".join(problems))
