@@ -191,7 +191,7 @@ def cmd_info(args) -> Dict[str, Any]:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of the subcommand (:func:`build_parser`).
+        The parsed options of ``info``: DATA, ``--kind`` and the reader options.
 
     Returns
     -------
@@ -203,7 +203,7 @@ def cmd_info(args) -> Dict[str, Any]:
     Raises
     ------
     CliError
-        For input the command cannot use (said in the user's terms, as one line).
+        For a file that is not a dataset (one line, in the user's terms).
     """
     data = _load(args.data, args.kind, test=args.test, label=args.label,
                  features=args.features, classes=args.classes)
@@ -234,7 +234,7 @@ def cmd_agglomerate(args) -> Dict[str, Any]:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of the subcommand (:func:`build_parser`).
+        The parsed options of ``agglomerate``: DATA, d0, representation, split and output options.
 
     Returns
     -------
@@ -245,7 +245,7 @@ def cmd_agglomerate(args) -> Dict[str, Any]:
     Raises
     ------
     CliError
-        For input the command cannot use (said in the user's terms, as one line).
+        For data that is not a multilabel dataset (one line, in the user's terms).
     """
     from .artifacts import save_artifact
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
@@ -308,7 +308,7 @@ def cmd_train(args) -> Dict[str, Any]:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of the subcommand (:func:`build_parser`).
+        The parsed options of ``train``: DATA, the classifier, DEFRAG / REFRAG and split options.
 
     Returns
     -------
@@ -320,7 +320,8 @@ def cmd_train(args) -> Dict[str, Any]:
     Raises
     ------
     CliError
-        For input the command cannot use (said in the user's terms, as one line).
+        For data that is not multilabel, or ``--scheduler`` with one-vs-all (one line,
+        in the user's terms).
     """
     from .artifacts import save_artifact
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
@@ -375,7 +376,7 @@ def cmd_predict(args) -> Dict[str, Any]:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of the subcommand (:func:`build_parser`).
+        The parsed options of ``predict``: MODEL, DATA, ``--k`` and ``--out``.
 
     Returns
     -------
@@ -386,7 +387,8 @@ def cmd_predict(args) -> Dict[str, Any]:
     Raises
     ------
     CliError
-        For input the command cannot use (said in the user's terms, as one line).
+        For a model that does not predict labels or data of another width (one line, in
+        the user's terms).
     """
     pipe = _load_pipeline(args.model)
     if pipe.kind != "classifier":
@@ -419,7 +421,7 @@ def cmd_evaluate(args) -> Dict[str, Any]:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of the subcommand (:func:`build_parser`).
+        The parsed options of ``evaluate``: MODEL, DATA, ``--k`` and the split options.
 
     Returns
     -------
@@ -430,7 +432,8 @@ def cmd_evaluate(args) -> Dict[str, Any]:
     Raises
     ------
     CliError
-        For input the command cannot use (said in the user's terms, as one line).
+        For a model that is not a classifier or data it cannot score (one line, in the
+        user's terms).
     """
     from .experiment import _evaluate
     pipe = _load_pipeline(args.model)
@@ -456,7 +459,7 @@ def cmd_select_features(args) -> Dict[str, Any]:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of the subcommand (:func:`build_parser`).
+        The parsed options of ``select-features``: GRAPH, the BMGUFS and split options.
 
     Returns
     -------
@@ -467,7 +470,7 @@ def cmd_select_features(args) -> Dict[str, Any]:
     Raises
     ------
     CliError
-        For input the command cannot use (said in the user's terms, as one line).
+        For data that is not a graph (one line, in the user's terms).
     """
     from .artifacts import save_artifact
     data = _require(_load(args.graph, "graph", features=args.features, classes=args.classes),
@@ -512,7 +515,8 @@ def cmd_compress(args) -> Dict[str, Any]:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of the subcommand (:func:`build_parser`).
+        The parsed options of ``compress``: TABLE, ``--columns``, budget, method, split
+        and output options.
 
     Returns
     -------
@@ -524,7 +528,7 @@ def cmd_compress(args) -> Dict[str, Any]:
     Raises
     ------
     CliError
-        For input the command cannot use (said in the user's terms, as one line).
+        For a table without the columns asked for (one line, in the user's terms).
     """
     data = _require(_load(args.table, "table", label=args.label), "table", args.table)
     columns = args.columns.split(",") if args.columns else list(data.table.columns)
