@@ -52,8 +52,16 @@ Fail = Callable[[str], NoReturn]
 
 
 def default_max_bytes() -> int:
-    """``FEATAGG_MAX_LOAD_MB`` (MiB) when set to a positive number, else
-    :data:`DEFAULT_MAX_BYTES`."""
+    """The byte budget of one load.
+
+    ``FEATAGG_MAX_LOAD_MB`` (MiB) when set to a positive number, else
+    :data:`DEFAULT_MAX_BYTES`.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
     text = os.environ.get("FEATAGG_MAX_LOAD_MB", "").strip()
     if text:
         try:
@@ -66,6 +74,18 @@ def default_max_bytes() -> int:
 
 
 def mib(n: int) -> str:
+    """A byte count for messages: MiB with one decimal, or GiB with two from 1 GiB on.
+
+    Parameters
+    ----------
+    n : int
+        Bytes.
+
+    Returns
+    -------
+    str
+        E.g. "12.5 MiB".
+    """
     return f"{n / (1 << 20):,.1f} MiB" if n < (1 << 30) else f"{n / (1 << 30):,.2f} GiB"
 
 
@@ -96,17 +116,49 @@ class Budget:
         return min(self.max_bytes, max(MIN_BUDGET_BYTES, MAX_INFLATION_RATIO * self.input_bytes))
 
     def add_input(self, n: int) -> None:
+        """Count ``n`` more bytes of input files (raising the allowance up to ``max_bytes``).
+
+        Parameters
+        ----------
+        n : int
+            Bytes of an input file.
+        """
         self.input_bytes += int(n)
 
     def remaining(self) -> int:
+        """Bytes left of the allowance.
+
+        Returns
+        -------
+        int
+            At least 0.
+        """
         return max(0, self.allowance - self.used)
 
     def describe(self) -> str:
+        """The allowance for messages, saying where it comes from.
+
+        Returns
+        -------
+        str
+            E.g. "64.0 MiB (50x the input size)".
+        """
         why = ("the load budget" if self.allowance == self.max_bytes else
                f"{MAX_INFLATION_RATIO}x the input size")
         return f"{mib(self.allowance)} ({why})"
 
     def charge(self, n: int, what: str, fail: Fail) -> None:
+        """Add ``n`` bytes to the bytes used; refuse (via ``fail``) what would exceed the allowance.
+
+        Parameters
+        ----------
+        n : int
+            Bytes about to be inflated or allocated.
+        what : str
+            What they are, for the message.
+        fail : callable
+            ``fail(message)`` raises the caller's error (it does not return).
+        """
         n = int(n)
         if n < 0 or self.used + n > self.allowance:
             fail(f"{what} would need {mib(max(n, 0))}, over {self.describe()}; "
@@ -114,9 +166,20 @@ class Budget:
         self.used += n
 
     def check_dims(self, dims: Dict[str, int], fail: Fail, bytes_per_entry: int = 8) -> None:
-        """Refuse declared dimensions before anything of their size is allocated: each
-        must be within ``max_dim`` (when set), and ``bytes_per_entry`` per row + column
-        (an index pointer and a per-column array) must fit in the budget."""
+        """Refuse declared dimensions before anything of their size is allocated.
+
+        Each must be within ``max_dim`` (when set), and ``bytes_per_entry`` per row + column
+        (an index pointer and a per-column array) must fit in the budget.
+
+        Parameters
+        ----------
+        dims : dict of str to int
+            What -> declared size (e.g. ``{"rows": n, "features": d}``).
+        fail : callable
+            ``fail(message)`` raises the caller's error (it does not return).
+        bytes_per_entry : int, default=8
+            Bytes allocated per row or column.
+        """
         for what, size in dims.items():
             size = int(size)
             if self.max_dim is not None and size > self.max_dim:
@@ -131,8 +194,25 @@ class Budget:
 
 # ------------------------------------------------------------------------------ zip
 def open_zip(data: bytes, fail: Fail, what: str = "archive") -> zipfile.ZipFile:
-    """``data`` as a zip archive whose every member is stored or deflated, unencrypted,
-    named once and of a declared size within 2**40; else ``fail``."""
+    """``data`` as a checked zip archive.
+
+    Every member stored or deflated, unencrypted, named once and of a declared size within
+    2**40; else ``fail``.
+
+    Parameters
+    ----------
+    data : bytes
+        The archive's bytes.
+    fail : callable
+        ``fail(message)`` raises the caller's error (it does not return).
+    what : str, default="archive"
+        What the file is, for messages.
+
+    Returns
+    -------
+    zipfile.ZipFile
+        The open archive.
+    """
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
         infos = zf.infolist()
@@ -160,6 +240,20 @@ def open_zip(data: bytes, fail: Fail, what: str = "archive") -> zipfile.ZipFile:
 
 
 def member_info(zf: zipfile.ZipFile, name: str) -> Optional[zipfile.ZipInfo]:
+    """The ``ZipInfo`` of member ``name``, or None when there is none.
+
+    Parameters
+    ----------
+    zf : zipfile.ZipFile
+        An archive opened by :func:`open_zip`.
+    name : str
+        The member's name.
+
+    Returns
+    -------
+    zipfile.ZipInfo or None
+        Its entry.
+    """
     try:
         return zf.getinfo(name)
     except KeyError:
@@ -168,9 +262,29 @@ def member_info(zf: zipfile.ZipFile, name: str) -> Optional[zipfile.ZipInfo]:
 
 def read_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
                 limit: Optional[int] = None) -> bytes:
-    """The bytes of member ``name``: its declared size is checked against ``limit`` and
-    charged to ``budget`` before inflating; inflation stops at that size (and the CRC is
-    checked)."""
+    """The bytes of member ``name``, inflated within the budget.
+
+    Its declared size is checked against ``limit`` and charged to ``budget`` before
+    inflating; inflation stops at that size (and the CRC is checked).
+
+    Parameters
+    ----------
+    zf : zipfile.ZipFile
+        An archive opened by :func:`open_zip`.
+    name : str
+        The member's name.
+    budget : Budget
+        The load's budget.
+    fail : callable
+        ``fail(message)`` raises the caller's error (it does not return).
+    limit : int, optional
+        The most bytes this member may have.
+
+    Returns
+    -------
+    bytes
+        The member's content.
+    """
     info = member_info(zf, name)
     if info is None:
         fail(f"member {name!r} is missing")
@@ -205,7 +319,26 @@ def read_npy_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
     kind must be in ``kinds`` (no object, structured or sub-array dtypes), and
     shape x itemsize must equal the bytes that follow the header in the member, so a
     header cannot declare more than the member holds. The member's declared size is
-    charged to ``budget`` before its data are inflated."""
+    charged to ``budget`` before its data are inflated.
+
+    Parameters
+    ----------
+    zf : zipfile.ZipFile
+        An archive opened by :func:`open_zip`.
+    name : str
+        The member's name.
+    budget : Budget
+        The load's budget.
+    fail : callable
+        ``fail(message)`` raises the caller's error (it does not return).
+    kinds : str, default="biuf"
+        The allowed dtype kinds.
+
+    Returns
+    -------
+    ndarray
+        The array.
+    """
     info = member_info(zf, name)
     if info is None:
         fail(f"member {name!r} is missing")
@@ -227,9 +360,27 @@ def read_npy_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
 
 
 def read_npy_bytes(raw: bytes, budget: Budget, fail: Fail, kinds: str = "biuf") -> np.ndarray:
-    """The array of a whole ``.npy`` file held in ``raw`` (same checks as
-    :func:`read_npy_member`: no pickles, the header may not declare more than the file
-    holds)."""
+    """The array of a whole ``.npy`` file held in ``raw``.
+
+    Same checks as :func:`read_npy_member`: no pickles, the header may not declare more
+    than the file holds.
+
+    Parameters
+    ----------
+    raw : bytes
+        The file's bytes.
+    budget : Budget
+        The load's budget.
+    fail : callable
+        ``fail(message)`` raises the caller's error (it does not return).
+    kinds : str, default="biuf"
+        The allowed dtype kinds.
+
+    Returns
+    -------
+    ndarray
+        The array.
+    """
     shape, fortran, dtype, offset = _npy_header(raw[:_NPY_MAX_HEADER + 16], "<.npy>", fail)
     count = _npy_count(shape, dtype, kinds, len(raw) - offset, "the .npy array", fail)
     budget.charge(len(raw) - offset, "the .npy array", fail)
@@ -282,9 +433,23 @@ _JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 
 
 def json_depth_ok(text: bytes, max_depth: int) -> bool:
-    """True when the brackets of a JSON document nest at most ``max_depth`` deep (brackets
-    inside strings do not count). Linear: strings are cut out by a regular expression
-    without backtracking, then the depth is a cumulative sum."""
+    """Whether the brackets of a JSON document nest at most ``max_depth`` deep.
+
+    Brackets inside strings do not count. Linear: strings are cut out by a regular
+    expression without backtracking, then the depth is a cumulative sum.
+
+    Parameters
+    ----------
+    text : bytes
+        The document.
+    max_depth : int
+        The deepest nesting allowed.
+
+    Returns
+    -------
+    bool
+        True when within the depth.
+    """
     bare = np.frombuffer(_JSON_STRING.sub(b'""', text), np.uint8)
     step = (((bare == 0x5B) | (bare == 0x7B)).astype(np.int8)
             - ((bare == 0x5D) | (bare == 0x7D)).astype(np.int8))
@@ -292,7 +457,24 @@ def json_depth_ok(text: bytes, max_depth: int) -> bool:
 
 
 def loads_json(text: bytes, what: str, fail: Fail, max_depth: int = 64):
-    """``json.loads`` of ``text`` after a nesting check; any failure goes to ``fail``."""
+    """``json.loads`` of ``text`` after a nesting check; any failure goes to ``fail``.
+
+    Parameters
+    ----------
+    text : bytes
+        The document.
+    what : str
+        What it is, for the message.
+    fail : callable
+        ``fail(message)`` raises the caller's error (it does not return).
+    max_depth : int, default=64
+        The deepest nesting allowed.
+
+    Returns
+    -------
+    object
+        The decoded JSON value.
+    """
     if not json_depth_ok(text, max_depth):
         fail(f"{what} nests deeper than {max_depth} levels")
     try:
@@ -307,10 +489,24 @@ class _Refused(Exception):
 
 
 def parse_xml_safely(raw: bytes, fail: Fail, start=None, end=None, what: str = "XML") -> None:
-    """Parse ``raw`` with expat, refusing a DOCTYPE, any entity or notation declaration
-    and external entity references, in whatever encoding the document is written.
-    ``start(tag, attrs)`` / ``end(tag)`` receive the elements (namespaces as ``{uri}tag``).
-    Malformed XML goes to ``fail`` with the line expat reports."""
+    """Parse ``raw`` with expat, refusing a DOCTYPE, entity or notation declarations.
+
+    Also external entity references, in whatever encoding the document is written.
+    Malformed XML goes to ``fail`` with the line expat reports.
+
+    Parameters
+    ----------
+    raw : bytes
+        The document.
+    fail : callable
+        ``fail(message)`` raises the caller's error (it does not return).
+    start : callable, optional
+        ``start(tag, attrs)`` receives each element's start (namespaces as ``{uri}tag``).
+    end : callable, optional
+        ``end(tag)`` receives each element's end.
+    what : str, default="XML"
+        What the document is, for messages.
+    """
     from xml.parsers import expat
 
     p = expat.ParserCreate(namespace_separator="}")
@@ -345,4 +541,16 @@ def _ns(tag: str) -> str:
 
 
 def iter_names(zf: zipfile.ZipFile) -> List[str]:
+    """The member names of an archive, in order.
+
+    Parameters
+    ----------
+    zf : zipfile.ZipFile
+        An archive opened by :func:`open_zip`.
+
+    Returns
+    -------
+    list of str
+        The names.
+    """
     return [i.filename for i in zf.infolist()]

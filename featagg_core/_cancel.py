@@ -29,17 +29,44 @@ class Cancelled(Exception):
 
 
 def check_cancel(cancel) -> None:
-    """Raise :class:`Cancelled` if ``cancel`` (a ``threading.Event``-like object with
-    ``is_set()``, or None) is set."""
+    """Raise :class:`Cancelled` if ``cancel`` is set.
+
+    Parameters
+    ----------
+    cancel : threading.Event-like or None
+        An object with ``is_set()``, or None (never set).
+
+    Raises
+    ------
+    Cancelled
+        When it is set.
+    """
     if cancel is not None and cancel.is_set():
         raise Cancelled("cancelled")
 
 
 def cancelling_progress(progress: Optional[Callable] = None, cancel=None,
                         lo: float = 0.0, hi: float = 1.0) -> Callable[[float, str], None]:
-    """A ``callback(fraction, message)`` that first checks ``cancel`` (raising
-    :class:`Cancelled`), then forwards ``lo + fraction * (hi - lo)`` and the message to
-    ``progress`` (when given). Use it to map one step's progress into a pipeline's range."""
+    """A ``callback(fraction, message)`` that checks ``cancel``, then forwards the progress.
+
+    It first checks ``cancel`` (raising :class:`Cancelled`), then forwards
+    ``lo + fraction * (hi - lo)`` and the message to ``progress`` (when given). Use it to
+    map one step's progress into a pipeline's range.
+
+    Parameters
+    ----------
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cancel : threading.Event-like, optional
+        Checked on every call.
+    lo, hi : float, default=0.0, 1.0
+        The range of the step within the pipeline.
+
+    Returns
+    -------
+    callable
+        The callback.
+    """
     def report(fraction: float = 0.0, message: str = "") -> None:
         check_cancel(cancel)
         if progress is not None:
@@ -49,8 +76,21 @@ def cancelling_progress(progress: Optional[Callable] = None, cancel=None,
 
 
 def stop_flag(cancel=None) -> np.ndarray:
-    """A one-element uint8 array a long numba kernel can poll (1 = stop). The caller sets
-    ``flag[0] = 1`` when ``cancel`` is set (e.g. from its progress callback)."""
+    """A one-element uint8 array a long numba kernel can poll (1 = stop).
+
+    The caller sets ``flag[0] = 1`` when ``cancel`` is set (e.g. from its progress
+    callback).
+
+    Parameters
+    ----------
+    cancel : threading.Event-like, optional
+        When already set, the flag starts at 1.
+
+    Returns
+    -------
+    ndarray of uint8, shape (1,)
+        The flag.
+    """
     flag = np.zeros(1, np.uint8)
     if cancel is not None and cancel.is_set():
         flag[0] = 1

@@ -58,9 +58,28 @@ def _pipeline_of(obj):
 
 
 def check_applicable(pipe, data, split: Split, *, fingerprint: Optional[str] = None) -> None:
-    """ValueError when ``pipe`` cannot be scored on ``data``/``split``: another kind of data,
-    other feature / label counts, a split of another dataset, or the same dataset split
-    differently from the one it was fitted on (its training rows could be scored)."""
+    """ValueError when ``pipe`` cannot be scored on ``data``/``split``.
+
+    Another kind of data, other feature / label counts, a split of another dataset, or the
+    same dataset split differently from the one it was fitted on (its training rows could
+    be scored).
+
+    Parameters
+    ----------
+    pipe : Pipeline or Run
+        The fitted pipeline (or a run holding one).
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset to score on.
+    split : Split
+        The split to score on.
+    fingerprint : str, optional
+        ``data``'s fingerprint when the caller already has it.
+
+    Raises
+    ------
+    ValueError
+        Saying why, in the user's terms.
+    """
     fp = data.fingerprint if fingerprint is None else fingerprint
     if not isinstance(split, Split):
         raise ValueError(f"split must be a Split from make_split, got {type(split).__name__}")
@@ -210,7 +229,31 @@ def evaluate(pipeline, data, split: Split, rows: str = "test", ks: Sequence[int]
       class, ``d``, and ``nnz(r)`` for BMGUFS;
     * vocabulary: ``I(Z;C)``, ``I(X;C)`` (nats, sums over columns), ``MI loss``, ``buckets``.
 
-    Always ``n_rows``. ``rows`` is "test" (default), "valid", "train" or "train+valid".
+    Parameters
+    ----------
+    pipeline : Pipeline or Run
+        A fitted pipeline, or a finished run holding one.
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset the pipeline was fitted on.
+    split : Split
+        The split it was fitted on.
+    rows : {"test", "valid", "train", "train+valid"}, default="test"
+        Which rows of the split to score.
+    ks : sequence of int, default=(1, 3, 5)
+        The cut-offs of the ranking metrics.
+    n_seeds : int, default=10
+        k-means seeds of the feature-selection scores.
+
+    Returns
+    -------
+    dict of str to float
+        The metrics above, always with ``n_rows``.
+
+    Raises
+    ------
+    ValueError
+        When the pipeline cannot be scored on these rows (:func:`check_applicable`), or
+        for a bad ``rows`` / ``ks``.
     """
     return _evaluate(_pipeline_of(pipeline), data, split, rows, ks, n_seeds=n_seeds)[0]
 
@@ -270,7 +313,32 @@ class Predictions(NamedTuple):
 
 
 def predictions(pipeline, data, split: Split, rows: str = "test", k: int = 5) -> Predictions:
-    """The score matrices the pages show examples from (no metric computed here)."""
+    """The score matrices the pages show examples from (no metric computed here).
+
+    Parameters
+    ----------
+    pipeline : Pipeline or Run
+        A fitted pipeline, or a finished run holding one.
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset the pipeline was fitted on.
+    split : Split
+        The split it was fitted on.
+    rows : {"test", "valid", "train", "train+valid"}, default="test"
+        Which rows of the split to score.
+    k : int, default=5
+        Labels kept per row.
+
+    Returns
+    -------
+    Predictions
+        ``scores``, ``base``, ``Y_true``, ``Y_train`` and ``rows``.
+
+    Raises
+    ------
+    ValueError
+        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
+        not of the kind the function needs.
+    """
     pipe = _pipeline_of(pipeline)
     check_applicable(pipe, data, split)
     part = _rows(data, split, rows)
@@ -282,15 +350,42 @@ def predictions(pipeline, data, split: Split, rows: str = "test", k: int = 5) ->
 
 def bucket_metrics(pipeline, data, split: Split, rows: str = "test", k: int = 5,
                    n_buckets: int = 5):
-    """Accuracy and coverage per label-frequency bucket (buckets from the training rows'
-    label frequencies, :func:`featagg_core.metrics.label_frequency_buckets`; bucket 0 =
-    head, equal numbers of labels).
+    """Accuracy and coverage per label-frequency bucket.
 
-    A DataFrame, one row per bucket: ``bucket`` (head … tail), ``labels``, ``min train
-    examples``, ``max train examples``, ``P@k`` (the bucket's share of P@k; the buckets add
-    up to P@k), ``coverage@k`` (of the bucket's labels present in the rows, the fraction
-    some row predicts correctly in its top k), and ``base P@k`` / ``base coverage@k`` when
-    the pipeline re-ranks or imputes. Fractions in [0, 1]."""
+    Buckets from the training rows' label frequencies
+    (:func:`featagg_core.metrics.label_frequency_buckets`; bucket 0 = head, equal numbers
+    of labels).
+
+    Parameters
+    ----------
+    pipeline : Pipeline or Run
+        A fitted pipeline, or a finished run holding one.
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset the pipeline was fitted on.
+    split : Split
+        The split it was fitted on.
+    rows : {"test", "valid", "train", "train+valid"}, default="test"
+        Which rows of the split to score.
+    k : int, default=5
+        The cut-off.
+    n_buckets : int, default=5
+        The number of buckets.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per bucket: ``bucket`` (head … tail), ``labels``, ``min train examples``,
+        ``max train examples``, ``P@k`` (the bucket's share of P@k; the buckets add up to
+        P@k), ``coverage@k`` (of the bucket's labels present in the rows, the fraction some
+        row predicts correctly in its top k), and ``base P@k`` / ``base coverage@k`` when
+        the pipeline re-ranks or imputes. Fractions in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
+        not of the kind the function needs.
+    """
     import pandas as pd
 
     from .metrics import label_frequency_buckets, precision_by_bucket
@@ -333,9 +428,36 @@ def _covered_labels(Y, S, k) -> np.ndarray:
 # ----------------------------------------------------------------------------- sweeps
 def refrag_alpha_curve(pipeline, data, split: Split, alphas: Sequence[float] = DEFAULT_ALPHAS,
                        rows: str = "test", ks: Sequence[int] = (5,)):
-    """REFRAG's trade-off: the pipeline's ranking metrics (at ``ks``) for every α, the rest
-    of the re-ranker unchanged. The classifier's shortlist is computed once. α = 1 is the
-    classifier's own ranking. A DataFrame: ``alpha`` and ``P@k``, …, ``coverage@k``."""
+    """REFRAG's trade-off: the pipeline's ranking metrics (at ``ks``) for every α.
+
+    The rest of the re-ranker unchanged. The classifier's shortlist is computed once.
+    α = 1 is the classifier's own ranking.
+
+    Parameters
+    ----------
+    pipeline : Pipeline or Run
+        A fitted pipeline, or a finished run holding one.
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset the pipeline was fitted on.
+    split : Split
+        The split it was fitted on.
+    alphas : sequence of float, default=DEFAULT_ALPHAS
+        The mixing weights to try.
+    rows : {"test", "valid", "train", "train+valid"}, default="test"
+        Which rows of the split to score.
+    ks : sequence of int, default=(5,)
+        The cut-offs.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``alpha`` and ``P@k``, …, ``coverage@k``.
+
+    Raises
+    ------
+    ValueError
+        When the pipeline has no re-ranker or cannot be scored on these rows.
+    """
     import pandas as pd
     pipe = _pipeline_of(pipeline)
     if pipe.reranker is None:
@@ -358,11 +480,42 @@ def refrag_alpha_curve(pipeline, data, split: Split, alphas: Sequence[float] = D
 def erasure_curve(pipeline, data, split: Split, fractions: Sequence[float] = DEFAULT_FRACTIONS,
                   rows: str = "test", ks: Sequence[int] = (1, 3, 5), *, random_state: int = 0,
                   max_rows: Optional[int] = None):
-    """FIAT's experiment: erase a fraction of every row's features at random (nested across
-    fractions for one ``random_state``, :func:`featagg_core.fiat.erase_features`) and score
-    the pipeline without (``P@k``) and, when it has an imputer, with FIAT (``P@k FIAT``).
-    ``max_rows`` keeps only the first rows (the page uses 1,000). A DataFrame with a row
-    per fraction."""
+    """FIAT's experiment: erase a fraction of every row's features at random and score.
+
+    The erasure is nested across fractions for one ``random_state``
+    (:func:`featagg_core.fiat.erase_features`); the pipeline is scored without (``P@k``)
+    and, when it has an imputer, with FIAT (``P@k FIAT``).
+
+    Parameters
+    ----------
+    pipeline : Pipeline or Run
+        A fitted pipeline, or a finished run holding one.
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset the pipeline was fitted on.
+    split : Split
+        The split it was fitted on.
+    fractions : sequence of float, default=DEFAULT_FRACTIONS
+        The fractions of features to erase.
+    rows : {"test", "valid", "train", "train+valid"}, default="test"
+        Which rows of the split to score.
+    ks : sequence of int, default=(1, 3, 5)
+        The cut-offs.
+    random_state : int, default=0
+        Seeds the erasure.
+    max_rows : int, optional
+        Keeps only the first rows (the page uses 1,000).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A row per fraction.
+
+    Raises
+    ------
+    ValueError
+        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
+        not of the kind the function needs.
+    """
     import pandas as pd
 
     from .fiat import erase_features
@@ -390,9 +543,36 @@ def erasure_curve(pipeline, data, split: Split, fractions: Sequence[float] = DEF
 
 def elbow(data, split: Split, ks: Sequence[int] = (2, 4, 8, 16, 32, 64), *, pipeline=None,
           representation: str = "input", random_state: int = 0):
-    """The K elbow of KTXMLC's root on the *training* rows
-    (:func:`featagg_core.ktxmlc.elbow_curve` on ``X[train]``, or on the pipeline's
-    agglomerated training features when ``pipeline`` has a DEFRAG step)."""
+    """The K elbow of KTXMLC's root on the *training* rows.
+
+    :func:`featagg_core.ktxmlc.elbow_curve` on ``X[train]``, or on the pipeline's
+    agglomerated training features when ``pipeline`` has a DEFRAG step.
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset the pipeline was fitted on.
+    split : Split
+        The split it was fitted on.
+    ks : sequence of int, default=(2, 4, 8, 16, 32, 64)
+        The numbers of clusters K to try.
+    pipeline : Pipeline or Run, optional
+        A pipeline whose DEFRAG step builds the features.
+    representation : {"input", "joint"}, default="input"
+        KTXMLC's label representation (what the root clusters).
+    random_state : int, default=0
+        Seeds the clusterings.
+
+    Returns
+    -------
+    Elbow
+        :func:`featagg_core.ktxmlc.elbow_curve`'s ``(ks, wcss, elbow)``.
+
+    Raises
+    ------
+    ValueError
+        For a dataset that is not multilabel or a pipeline fitted on another split.
+    """
     from .ktxmlc import elbow_curve
     check_split_fits(data, split)
     if data.kind != "multilabel":
@@ -411,12 +591,46 @@ def elbow(data, split: Split, ks: Sequence[int] = (2, 4, 8, 16, 32, 64), *, pipe
 def feature_selection_comparison(data, split: Split, base=None, methods: Optional[dict] = None,
                                  ds: Sequence[int] = DEFAULT_DS, rows: str = "test",
                                  n_seeds: int = 3, progress=None, cancel=None) -> dict:
-    """ACC/NMI of k-means on the top-d features of BMGUFS (``base``: a BMGUFS run or
-    pipeline on this split) and of every baseline (``methods``: title -> feature_selection
-    sub-spec, default :data:`SELECTION_BASELINES`) at each d, plus all features: the paper's
-    protocol, with every ranking fitted on the training nodes' subgraph and scored on the
-    ``rows`` nodes. Returns ``{"ds", "methods": {title: {d: scores}}, "n_seeds"}`` with
-    :func:`featagg_core.graph_eval.evaluate_selection`'s dicts as scores."""
+    """ACC/NMI of k-means on the top-d features of BMGUFS and of every baseline.
+
+    ``base``: a BMGUFS run or pipeline on this split; ``methods``: title ->
+    feature_selection sub-spec, default :data:`SELECTION_BASELINES`; at each d, plus all
+    features: the paper's protocol, with every ranking fitted on the training nodes'
+    subgraph and scored on the ``rows`` nodes.
+
+    Parameters
+    ----------
+    data : GraphData
+        The graph.
+    split : Split
+        Its split (rankings are fitted on the training nodes).
+    base : Run or Pipeline, optional
+        A fitted BMGUFS run or pipeline of this split.
+    methods : dict, optional
+        Title -> feature_selection sub-spec of each baseline.
+    ds : sequence of int, default=DEFAULT_DS
+        The numbers of top features to score.
+    rows : {"test", "valid", "train", "train+valid"}, default="test"
+        Which rows of the split to score.
+    n_seeds : int, default=3
+        k-means seeds per score.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cancel : threading.Event-like, optional
+        Stops the work between steps (raises ``Cancelled``).
+
+    Returns
+    -------
+    dict
+        ``{"ds", "methods": {title: {d: scores}}, "n_seeds"}`` with
+        :func:`featagg_core.graph_eval.evaluate_selection`'s dicts as scores.
+
+    Raises
+    ------
+    ValueError
+        For a dataset that is not a graph, or a ``base`` that is not a feature-selection
+        run or pipeline.
+    """
     from ._cancel import cancelling_progress, check_cancel
     from ._spec import canonical_spec
     from ._steps import fit_selector
@@ -459,9 +673,32 @@ def feature_selection_comparison(data, split: Split, base=None, methods: Optiona
 
 
 def vocabulary_report(pipeline, data, split: Split, rows: str = "test"):
-    """Per compressed column, on ``rows``: ``values`` (training vocabulary), ``buckets``,
-    ``I(X;C)``, ``I(Z;C)`` (nats), ``MI loss`` and ``unseen rows`` (values the training
-    rows never had). A DataFrame."""
+    """Per compressed column, on ``rows``, what the compression keeps.
+
+    Parameters
+    ----------
+    pipeline : Pipeline or Run
+        A fitted pipeline, or a finished run holding one.
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset the pipeline was fitted on.
+    split : Split
+        The split it was fitted on.
+    rows : {"test", "valid", "train", "train+valid"}, default="test"
+        Which rows of the split to score.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``values`` (training vocabulary), ``buckets``, ``I(X;C)``, ``I(Z;C)`` (nats),
+        ``MI loss`` and ``unseen rows`` (values the training rows never had), one row per
+        column.
+
+    Raises
+    ------
+    ValueError
+        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
+        not of the kind the function needs.
+    """
     import pandas as pd
     pipe = _pipeline_of(pipeline)
     check_applicable(pipe, data, split)
@@ -475,9 +712,38 @@ def vocabulary_report(pipeline, data, split: Split, rows: str = "test"):
 
 def vocabulary_budget_curve(data, split: Split, spec: dict, budgets: Sequence[int],
                             rows: str = "test", progress=None, cancel=None):
-    """MI loss against the budget: the vocabulary spec refitted on the training rows at
-    every per-column budget m and scored on ``rows``. A DataFrame: ``m``, ``I(Z;C)``,
-    ``I(X;C)``, ``MI loss``, ``buckets``, ``fit_s``."""
+    """MI loss against the budget.
+
+    The vocabulary spec refitted on the training rows at every per-column budget m and
+    scored on ``rows``.
+
+    Parameters
+    ----------
+    data : CategoricalData
+        The table.
+    split : Split
+        Its split.
+    spec : dict
+        A run spec with a vocabulary step.
+    budgets : sequence of int
+        The per-column budgets m.
+    rows : {"test", "valid", "train", "train+valid"}, default="test"
+        Which rows of the split to score.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cancel : threading.Event-like, optional
+        Stops the work between steps (raises ``Cancelled``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``m``, ``I(Z;C)``, ``I(X;C)``, ``MI loss``, ``buckets``, ``fit_s``.
+
+    Raises
+    ------
+    ValueError
+        When ``spec`` has no vocabulary step or does not fit the table.
+    """
     import pandas as pd
 
     from ._cancel import cancelling_progress, check_cancel

@@ -73,11 +73,30 @@ class Experiment:
     split_id: str = ""
 
     def frame(self, name: str):
+        """One of the experiment's tables as a DataFrame.
+
+        Parameters
+        ----------
+        name : str
+            The table's name (a key of ``tables``; an unknown name gives an empty frame).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per record.
+        """
         import pandas as pd
         return pd.DataFrame(self.tables.get(name, []))
 
     def to_record(self) -> dict:
-        """Everything but the fitted pipelines, JSON-able (the triage JSON)."""
+        """Everything but the fitted pipelines, JSON-able (the triage JSON).
+
+        Returns
+        -------
+        dict
+            Kind, title, params, status, message, seconds, split id, summary, verdict, tables
+            and the runs' records.
+        """
         return _jsonable({"kind": self.kind, "title": self.title, "params": self.params,
                           "status": self.status, "message": self.message,
                           "seconds": self.seconds, "split_id": self.split_id,
@@ -89,9 +108,33 @@ class Experiment:
 # ----------------------------------------------------------------------------- running
 def run_specs(data, split, specs: Sequence[dict], *, bases: Optional[Sequence] = None,
               progress=None, cancel=None, weights: Optional[Sequence[float]] = None):
-    """``run_pipeline`` for each spec in turn (``bases[i]``: a base for the i-th, may be a
-    callable receiving the finished runs). Returns ``(runs, cancelled)``; stops at the
-    first cancelled run. ``weights`` share the progress bar between the specs."""
+    """``run_pipeline`` for each spec in turn; stops at the first cancelled run.
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset.
+    split : Split
+        Its split.
+    specs : sequence of dict
+        The run specs.
+    bases : sequence, optional
+        ``bases[i]``: a base for the i-th run (a Run or Pipeline), or a callable receiving
+        the finished runs and returning one.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cancel : threading.Event-like, optional
+        Stops the experiment (what finished is kept, ``status="cancelled"``).
+    weights : sequence of float, optional
+        Share the progress bar between the specs.
+
+    Returns
+    -------
+    runs : list of Run
+        The finished runs, in order.
+    cancelled : bool
+        Whether a run was cancelled.
+    """
     from ._cancel import Cancelled, cancelling_progress
     from .experiment import run_pipeline
     w = np.asarray(weights if weights is not None else [1.0] * len(specs), float)
@@ -174,27 +217,50 @@ def defrag_tradeoff(data, split, d0s: Sequence[int] = DEFAULT_D0S,
 
     Parameters
     ----------
-    d0s : the d0 values (largest leaf cluster; d0 = 1 or a d0 >= d keeps every feature)
-    classifiers : any of "ktxmlc", "ova"
-    per_tree : also the DEFRAG paper's ensemble (one DEFRAG realisation and one KTXMLC
-        tree per tree, KTXMLC settings of ``params["ktxmlc"]``) at every d0
-    params : classifier parameters per kind ({"ktxmlc": {...}, "ova": {...}}); the same
-        ones on raw and DEFRAG features
-    representation, random_state : DEFRAG's (the classifiers keep their own seed)
+    data : MultiLabelData
+        The dataset.
+    split : Split
+        Its split (everything is fitted on the training rows, scored on the test rows).
+    d0s : sequence of int, default=DEFAULT_D0S
+        The d0 values (largest leaf cluster; d0 = 1 or a d0 >= d keeps every feature).
+    classifiers : sequence of str, default=("ktxmlc", "ova")
+        Any of "ktxmlc", "ova".
+    per_tree : bool, default=True
+        Also the DEFRAG paper's ensemble (one DEFRAG realisation and one KTXMLC tree per
+        tree, KTXMLC settings of ``params["ktxmlc"]``) at every d0.
+    params : dict, optional
+        Classifier parameters per kind ({"ktxmlc": {...}, "ova": {...}}); the same
+        ones on raw and DEFRAG features.
+    representation, random_state : str, int
+        DEFRAG's (the classifiers keep their own seed).
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cancel : threading.Event-like, optional
+        Stops the experiment (what finished is kept, ``status="cancelled"``).
+    ks : sequence of int, default=(1, 3, 5)
+        The cut-offs of the ranking metrics.
 
-    Returns an :class:`Experiment` (kind "defrag_tradeoff") with table ``"rows"`` (one row
-    per classifier and d0; ``d0`` None for raw features) and, in ``summary``, per
-    classifier the chosen d0 (the largest one keeping >= :data:`KEEP_P1` of the raw P@1),
-    its share of the raw P@1 and its training speed-up.
+    Returns
+    -------
+    Experiment
+        Kind "defrag_tradeoff", with table ``"rows"`` (one row per classifier and d0;
+        ``d0`` None for raw features) and, in ``summary``, per classifier the chosen d0
+        (the largest one keeping >= :data:`KEEP_P1` of the raw P@1), its share of the raw
+        P@1 and its training speed-up.
+
+    Raises
+    ------
+    ValueError
+        For an unknown classifier or a d0 that is not a positive integer.
     """
     t0 = time.perf_counter()
     d0s = sorted({int(d) for d in d0s})
     kinds = [k for k in classifiers]
     for k in kinds:
         if k not in ("ktxmlc", "ova"):
-            raise ValueError(f"classifiers: {k!r} is not 'ktxmlc' or 'ova'")
+            raise ValueError(f"classifiers must be 'ktxmlc' or 'ova', got {k!r}")
     if not d0s or min(d0s) < 1:
-        raise ValueError(f"d0s: need positive integers, got {list(d0s)}")
+        raise ValueError(f"d0s must be positive integers, got {list(d0s)}")
     params = params or {}
     exp = Experiment("defrag_tradeoff", "Raw features vs DEFRAG, paired",
                      {"d0s": d0s, "classifiers": kinds, "per_tree": bool(per_tree),
@@ -322,16 +388,46 @@ def ktxmlc_sweep(data, split, param: str = "n_clusters",
                  ks: Sequence[int] = (1, 3, 5)) -> Experiment:
     """P@k, train and predict time against ``param`` ("n_clusters" = K or "n_trees" = T).
 
-    ``spec``: the classifier spec the sweep varies (default KTXMLC's defaults; may have a
-    "defrag" step). ``values`` default :data:`DEFAULT_KS` / :data:`DEFAULT_TREES`; K values
-    the labels cannot fill (K >= L) are dropped. With ``with_elbow`` (K only), the K elbow
-    of the training rows (:func:`featagg_core.experiment.elbow` on the same grid) goes in
-    ``summary["elbow"]``. Table ``"rows"``: one row per value.
+    K values the labels cannot fill (K >= L) are dropped. With ``with_elbow`` (K only),
+    the K elbow of the training rows (:func:`featagg_core.experiment.elbow` on the same
+    grid) goes in ``summary["elbow"]``.
+
+    Parameters
+    ----------
+    data : MultiLabelData
+        The dataset.
+    split : Split
+        Its split (everything is fitted on the training rows, scored on the test rows).
+    param : {"n_clusters", "n_trees"}, default="n_clusters"
+        What the sweep varies.
+    values : sequence of int, optional
+        Its values (default :data:`DEFAULT_KS` / :data:`DEFAULT_TREES`).
+    spec : dict, optional
+        The classifier spec the sweep varies (default KTXMLC's defaults; may have a
+        "defrag" step).
+    with_elbow : bool, default=True
+        Also compute the K elbow.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cancel : threading.Event-like, optional
+        Stops the experiment (what finished is kept, ``status="cancelled"``).
+    ks : sequence of int, default=(1, 3, 5)
+        The cut-offs of the ranking metrics.
+
+    Returns
+    -------
+    Experiment
+        Table ``"rows"``: one row per value.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``param`` or a spec without a KTXMLC classifier.
     """
     from ._spec import canonical_spec
     from .experiment import elbow
     if param not in ("n_clusters", "n_trees"):
-        raise ValueError(f"param: 'n_clusters' (K) or 'n_trees' (T), got {param!r}")
+        raise ValueError(f"param must be 'n_clusters' (K) or 'n_trees' (T), got {param!r}")
     t0 = time.perf_counter()
     base = canonical_spec(spec or {"classifier": {"kind": "ktxmlc"}})
     if base.get("classifier", {}).get("kind") != "ktxmlc":

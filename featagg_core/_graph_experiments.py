@@ -69,12 +69,41 @@ def bmgufs_protocol(data, split, ds: Sequence[int] = DEFAULT_SELECTION_DS, *,
                     cancel=None) -> Experiment:
     """BMGUFS (gamma kept per d) against the baselines at every d (module docstring).
 
-    ``bmgufs``: extra BMGUFS spec keys (e.g. ``{"n_candidates": 3, "n_blocks": 7}``; the
-    gamma walk starts at ``gamma``, default 3 = the top of the paper's grid). ``baselines``:
-    title -> feature_selection sub-spec (default the page's
-    :data:`featagg_core.experiment.SELECTION_BASELINES`). Table ``"selection"``: one row per
-    (method, d) with ACC, NMI, their sd and, for BMGUFS, gamma and nnz(r); the summary holds
-    the block-model check of the first BMGUFS run.
+    Parameters
+    ----------
+    data : GraphData
+        The graph (its nodes need classes).
+    split : Split
+        Its split (rankings are fitted on the training nodes' subgraph).
+    ds : sequence of int, default=DEFAULT_SELECTION_DS
+        The numbers of selected features.
+    bmgufs : dict, optional
+        Extra BMGUFS spec keys (e.g. ``{"n_candidates": 3, "n_blocks": 7}``; the gamma
+        walk starts at ``gamma``, default 3 = the top of the paper's grid).
+    baselines : dict, optional
+        Title -> feature_selection sub-spec (default the page's
+        :data:`featagg_core.experiment.SELECTION_BASELINES`).
+    n_seeds : int, default=3
+        k-means seeds per score.
+    rows : {"test", "valid", "train", "train+valid"}, default="test"
+        The nodes the selections are scored on.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cancel : threading.Event-like, optional
+        Stops the experiment (what finished is kept).
+
+    Returns
+    -------
+    Experiment
+        Table ``"selection"``: one row per (method, d) with ACC, NMI, their sd and, for
+        BMGUFS, gamma and nnz(r); the summary holds the block-model check of the first
+        BMGUFS run.
+
+    Raises
+    ------
+    ValueError
+        For a dataset that is not a graph with classes, or held-out nodes of fewer than two
+        classes.
     """
     from ._cancel import Cancelled, cancelling_progress
     from ._evaluation import SELECTION_BASELINES, _rows, feature_selection_comparison
@@ -203,11 +232,45 @@ def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = 
                    gammas: Optional[Sequence[float]] = None, *, bmgufs: Optional[dict] = None,
                    n_seeds: int = 3, rows: str = "test", progress: Optional[Callable] = None,
                    cancel=None) -> Experiment:
-    """ACC/NMI of BMGUFS's top-d features over beta_bar x gamma (default the authors'
-    grids, :data:`featagg_core._bmgufs_support.PAPER_BETAS` x ``PAPER_GAMMAS``). One set of
-    candidate block models and one precomputed objective serve every cell. Table
-    ``"grid"``: beta_bar, gamma, nnz(r), ACC, NMI (a cell whose nnz(r) < d uses its
-    nnz(r) features and says so)."""
+    """ACC/NMI of BMGUFS's top-d features over beta_bar x gamma.
+
+    Default the authors' grids, :data:`featagg_core._bmgufs_support.PAPER_BETAS` x
+    ``PAPER_GAMMAS``. One set of candidate block models and one precomputed objective serve
+    every cell.
+
+    Parameters
+    ----------
+    data : GraphData
+        The graph (its nodes need classes).
+    split : Split
+        Its split (rankings are fitted on the training nodes' subgraph).
+    d : int, default=64
+        Features selected.
+    betas, gammas : sequence of float, optional
+        The grid.
+    bmgufs : dict, optional
+        Extra BMGUFS spec keys.
+    n_seeds : int, default=3
+        k-means seeds per score.
+    rows : {"test", "valid", "train", "train+valid"}, default="test"
+        The nodes the selections are scored on.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cancel : threading.Event-like, optional
+        Stops the experiment (what finished is kept).
+
+    Returns
+    -------
+    Experiment
+        Table ``"grid"``: beta_bar, gamma, nnz(r), ACC, NMI (a cell whose nnz(r) < d uses
+        its nnz(r) features and says so).
+
+    Raises
+    ------
+    ValueError
+        For a dataset that is not a graph with classes, or held-out nodes of fewer than two
+        classes.
+    """
     from ._bmgufs_support import PAPER_BETAS, PAPER_GAMMAS
     from ._cancel import Cancelled, cancelling_progress
     from ._evaluation import _rows
@@ -264,10 +327,27 @@ def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = 
 
 # ----------------------------------------------------------------------------- robustness
 def perturb_edges(A: sp.csr_matrix, fraction: float, random_state: int = 0) -> sp.csr_matrix:
-    """``A`` with ``round(fraction * E)`` of its E undirected edges moved to random node
-    pairs that were not edges (no self loops; binary, symmetric). For one seed the removed
-    and added edges are nested in ``fraction`` (the first ones of one permutation), so the
-    curve over fractions is a single perturbation growing. Edge weights become 1."""
+    """``A`` with ``round(fraction * E)`` of its E undirected edges moved to random node pairs.
+
+    The new pairs were not edges (no self loops; binary, symmetric). For one seed the
+    removed and added edges are nested in ``fraction`` (the first ones of one
+    permutation), so the curve over fractions is a single perturbation growing. Edge
+    weights become 1.
+
+    Parameters
+    ----------
+    A : sparse matrix of shape (n, n)
+        The symmetric adjacency matrix.
+    fraction : float in [0, 1]
+        The share of the edges to move.
+    random_state : int, default=0
+        Seeds the permutation.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        The perturbed adjacency matrix.
+    """
     A = sp.csr_matrix(A)
     n = A.shape[0]
     up = sp.triu(A, k=1).tocoo()
@@ -339,10 +419,45 @@ def bmgufs_robustness(data, split, d: int = 64,
                       bmgufs: Optional[dict] = None, n_seeds: int = 3, rows: str = "test",
                       random_state: int = 0, progress: Optional[Callable] = None,
                       cancel=None) -> Experiment:
-    """ACC/NMI of BMGUFS (gamma kept for d), the Laplacian score on the graph and the
-    variance ranking when a fraction of the training subgraph's edges is moved at random
-    (module docstring). Table ``"curve"``: fraction, method, ACC, NMI (+ the RRE of
-    BMGUFS's block model)."""
+    """ACC/NMI under random edge moves (module docstring).
+
+    BMGUFS (gamma kept for d), the Laplacian score on the graph and the variance ranking
+    when a fraction of the training subgraph's edges is moved at random.
+
+    Parameters
+    ----------
+    data : GraphData
+        The graph (its nodes need classes).
+    split : Split
+        Its split (rankings are fitted on the training nodes' subgraph).
+    d : int, default=64
+        Features selected.
+    fractions : sequence of float, default=PERTURBATIONS
+        Fractions of the edges moved.
+    bmgufs : dict, optional
+        Extra BMGUFS spec keys.
+    n_seeds : int, default=3
+        k-means seeds per score.
+    rows : {"test", "valid", "train", "train+valid"}, default="test"
+        The nodes the selections are scored on.
+    random_state : int, default=0
+        Seeds the perturbations.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cancel : threading.Event-like, optional
+        Stops the experiment (what finished is kept).
+
+    Returns
+    -------
+    Experiment
+        Table ``"curve"``: fraction, method, ACC, NMI (+ the RRE of BMGUFS's block model).
+
+    Raises
+    ------
+    ValueError
+        For a dataset that is not a graph with classes, or held-out nodes of fewer than two
+        classes.
+    """
     from . import feature_selection_baselines as fsb
     from ._cancel import Cancelled
     from ._evaluation import _rows

@@ -36,19 +36,43 @@ POLL_INTERVAL = 0.1
 
 
 def new_stop() -> np.ndarray:
-    """A fresh one-element uint8 stop flag (0 = run, 1 = stop)."""
+    """A fresh one-element uint8 stop flag (0 = run, 1 = stop).
+
+    Returns
+    -------
+    ndarray of uint8, shape (1,)
+        The flag, 0.
+    """
     return np.zeros(1, np.uint8)
 
 
 def call_polled(kernel: Callable, args: tuple, stop: np.ndarray,
                 tick: Optional[Callable[[], None]] = None,
                 interval: float = POLL_INTERVAL):
-    """``kernel(*args)``; with ``tick``, run it in a helper thread and call ``tick()`` every
-    ``interval`` seconds until it returns.
+    """``kernel(*args)``; with ``tick``, run it in a helper thread and call ``tick()`` periodically.
 
-    ``stop`` must be the flag array the kernel polls (it is one of ``args``). If ``tick``
-    raises, ``stop[0]`` is set to 1, the helper thread is joined and the exception is
-    re-raised; an exception of the kernel itself is re-raised in the caller.
+    ``tick()`` is called every ``interval`` seconds until the kernel returns. ``stop`` must
+    be the flag array the kernel polls (it is one of ``args``). If ``tick`` raises,
+    ``stop[0]`` is set to 1, the helper thread is joined and the exception is re-raised;
+    an exception of the kernel itself is re-raised in the caller.
+
+    Parameters
+    ----------
+    kernel : callable
+        The (numba) kernel.
+    args : tuple
+        Its arguments.
+    stop : ndarray of uint8, shape (1,)
+        The flag the kernel polls.
+    tick : callable, optional
+        Called every ``interval`` seconds (e.g. progress and cancel checks).
+    interval : float, default=POLL_INTERVAL
+        Seconds between ticks.
+
+    Returns
+    -------
+    object
+        What the kernel returns.
     """
     if tick is None:
         return kernel(*args)
@@ -89,6 +113,13 @@ class Throttle:
         self._last = -np.inf if first else time.perf_counter()
 
     def due(self) -> bool:
+        """Whether ``interval`` seconds have passed since the last True (then restarts).
+
+        Returns
+        -------
+        bool
+            True at most once per interval.
+        """
         now = time.perf_counter()
         if now - self._last >= self.interval:
             self._last = now

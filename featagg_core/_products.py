@@ -38,13 +38,35 @@ def _operands(A, B):
 
 
 def exact_xt_y(A, B, return_inexact: bool = False, tick=None):
-    """``AᵀB`` as a float32 csr matrix (sorted indices) whose every entry is the correctly
-    rounded exact sum of its float32 products (A and B are cast to float32 first).
+    """``AᵀB`` as a float32 csr matrix with correctly rounded exact entries.
 
-    With ``return_inexact`` also the number of additions that could not be carried out
-    exactly in double-double (0 on any realistic data; see the kernel module). ``tick``,
-    if given, is called about every 0.1 s while the kernel runs and may raise to stop it
-    (:func:`featagg_core._polling.call_polled`)."""
+    Every entry is the correctly rounded exact sum of its float32 products (A and B are
+    cast to float32 first). With ``return_inexact`` also the number of additions that could
+    not be carried out exactly in double-double (0 on any realistic data; see the kernel
+    module). ``tick``, if given, is called about every 0.1 s while the kernel runs and may
+    raise to stop it (:func:`featagg_core._polling.call_polled`).
+
+    Parameters
+    ----------
+    A : sparse matrix of shape (n, d)
+        The left factor (rows = the shared rows).
+    B : sparse matrix of shape (n, L)
+        The right factor.
+    return_inexact : bool, default=False
+        Also return the inexact-addition count.
+    tick : callable, optional
+        Called while the kernel runs.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix or (scipy.sparse.csr_matrix, int)
+        ``AᵀB`` (sorted indices), and the count with ``return_inexact``.
+
+    Raises
+    ------
+    ValueError
+        When A and B have different numbers of rows.
+    """
     ops = _operands(A, B)
     stop = new_stop()
     ptr, ind, dat, bad = call_polled(_ke.xt_y_rounded, (*ops, _n_chunks(), stop), stop, tick)
@@ -66,15 +88,34 @@ class ExactRows:
         self.shape = (int(self._ops[0].shape[0] - 1), int(self._ops[6]))
 
     def cumulative_work(self) -> np.ndarray:
-        """``c[j]``: the ``B`` non-zeros touched by the products of rows ``0 .. j-1`` of
-        ``AᵀB`` (length rows + 1; for sizing blocks of rows by their work)."""
+        """``c[j]``: the ``B`` non-zeros touched by the products of rows ``0 .. j-1`` of ``AᵀB``.
+
+        For sizing blocks of rows by their work.
+
+        Returns
+        -------
+        ndarray of int64
+            Length rows + 1.
+        """
         xt_ptr, xt_ind, _, y_ptr = self._ops[:4]
         per_term = np.diff(y_ptr)[xt_ind]
         return np.r_[0, np.cumsum(per_term)][xt_ptr]
 
     def rows(self, lo: int, hi: int, tick=None) -> sp.csr_matrix:
-        """Rows ``lo:hi`` of ``AᵀB`` (float32 csr, sorted indices); ``tick`` as in
-        :func:`exact_xt_y`."""
+        """Rows ``lo:hi`` of ``AᵀB`` (float32 csr, sorted indices).
+
+        Parameters
+        ----------
+        lo, hi : int
+            The row range.
+        tick : callable, optional
+            As in :func:`exact_xt_y`.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+            Those rows.
+        """
         xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols = self._ops
         stop = new_stop()
         ptr, ind, dat, _ = call_polled(
@@ -101,8 +142,23 @@ class Partial:
         return int(self.indices.shape[0])
 
     def rows(self, lo: int, hi: int, keep_count: bool = True) -> "Partial":
-        """Rows ``lo:hi`` (a partial of shape ``(hi - lo, n_cols)``); the inexact count
-        stays with the slice only if ``keep_count`` (so slices do not count it twice)."""
+        """Rows ``lo:hi`` (a partial of shape ``(hi - lo, n_cols)``).
+
+        The inexact count stays with the slice only if ``keep_count`` (so slices do not count
+        it twice).
+
+        Parameters
+        ----------
+        lo, hi : int
+            The row range.
+        keep_count : bool, default=True
+            Keep the inexact-addition count on the slice.
+
+        Returns
+        -------
+        Partial
+            The slice.
+        """
         a, b = int(self.indptr[lo]), int(self.indptr[hi])
         keep = (self.lo_pos >= a) & (self.lo_pos < b)
         return Partial((hi - lo, self.shape[1]), self.indptr[lo:hi + 1] - a,
@@ -111,7 +167,13 @@ class Partial:
                        self.n_inexact if keep_count else 0)
 
     def lo_dense(self) -> np.ndarray:
-        """The ``lo`` parts as a dense array (empty when they are all zero)."""
+        """The ``lo`` parts as a dense array (empty when they are all zero).
+
+        Returns
+        -------
+        ndarray of float64
+            One entry per stored value, or length 0.
+        """
         if self.lo_pos.shape[0] == 0:
             return np.zeros(0, np.float64)
         lo = np.zeros(self.hi.shape[0], np.float64)
@@ -125,8 +187,22 @@ def _pack(shape, ptr, ind, hi, lo, bad) -> Partial:
 
 
 def partial_xt_y(A, B) -> Partial:
-    """The unrounded ``AᵀB`` of one row partition (A and B hold the same rows; they may be
-    lists of row blocks, stacked here)."""
+    """The unrounded ``AᵀB`` of one row partition.
+
+    A and B hold the same rows; they may be lists of row blocks, stacked here.
+
+    Parameters
+    ----------
+    A : sparse matrix or list of row blocks
+        The left factor (rows = the shared rows).
+    B : sparse matrix or list of row blocks
+        The right factor.
+
+    Returns
+    -------
+    Partial
+        The partial product.
+    """
     if isinstance(A, (list, tuple)):
         A = sp.vstack(A, format="csr") if len(A) > 1 else A[0]
         B = sp.vstack(B, format="csr") if len(B) > 1 else B[0]
@@ -136,7 +212,23 @@ def partial_xt_y(A, B) -> Partial:
 
 
 def merge(a: Partial, b: Partial) -> Partial:
-    """Exact sum of two partials of the same shape (any order gives the same value)."""
+    """Exact sum of two partials of the same shape (any order gives the same value).
+
+    Parameters
+    ----------
+    a, b : Partial
+        The partials.
+
+    Returns
+    -------
+    Partial
+        Their sum.
+
+    Raises
+    ------
+    ValueError
+        When the shapes differ.
+    """
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"partials of different shapes: {a.shape} and {b.shape}")
     ptr, ind, hi, lo, bad = _ke.merge_partials(a.indptr, a.indices, a.hi, a.lo_dense(),
@@ -145,7 +237,18 @@ def merge(a: Partial, b: Partial) -> Partial:
 
 
 def rounded(p: Partial) -> sp.csr_matrix:
-    """The float32 csr matrix of a (fully reduced) partial: each entry rounded once."""
+    """The float32 csr matrix of a (fully reduced) partial: each entry rounded once.
+
+    Parameters
+    ----------
+    p : Partial
+        The reduced partial.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        The rounded product.
+    """
     lo = p.lo_dense()
     dat = _ke.round_partial(p.hi, lo if lo.shape[0] else np.zeros(p.hi.shape[0], np.float64))
     return sp.csr_matrix((dat, p.indices, p.indptr), shape=p.shape)

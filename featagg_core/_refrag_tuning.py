@@ -52,8 +52,20 @@ K = 5
 
 
 def grid_points(grid: Dict[str, tuple] = TUNE_GRID) -> List[Dict[str, float]]:
-    """Every (alpha, gamma, propensity_exponent) of the grid; alpha = 1 once (the other
-    two knobs do nothing there)."""
+    """Every (alpha, gamma, propensity_exponent) of the grid.
+
+    alpha = 1 once (the other two knobs do nothing there).
+
+    Parameters
+    ----------
+    grid : dict of str to tuple, default=TUNE_GRID
+        The values of each knob.
+
+    Returns
+    -------
+    list of dict
+        One dict of knob values per point.
+    """
     pts = [{"alpha": 1.0, "gamma": float(grid["gamma"][0]),
             "propensity_exponent": float(grid["propensity_exponent"][0])}]
     for a, g, b in itertools.product(grid["alpha"], grid["gamma"],
@@ -64,10 +76,25 @@ def grid_points(grid: Dict[str, tuple] = TUNE_GRID) -> List[Dict[str, float]]:
 
 
 def choose(table: List[dict], base: Dict[str, float], max_drop: float, k: int = K) -> dict:
-    """The grid row the module docstring's rule picks from ``table`` (rows with the
-    knobs, ``P@k``, ``coverage@k`` and, when known, ``P@k change bound``: the lower
-    confidence bound of the P@k change against the classifier); ``base`` holds the
-    classifier's own metrics."""
+    """The grid row the module docstring's rule picks from ``table``.
+
+    Parameters
+    ----------
+    table : list of dict
+        Rows with the knobs, ``P@k``, ``coverage@k`` and, when known, ``P@k change
+        bound``: the lower confidence bound of the P@k change against the classifier.
+    base : dict of str to float
+        The classifier's own metrics.
+    max_drop : float
+        The largest P@k drop the rule accepts.
+    k : int, default=K
+        The cut-off of the rule.
+
+    Returns
+    -------
+    dict
+        The chosen row.
+    """
     p, c = f"P@{k}", f"coverage@{k}"
     bound = f"P@{k} change bound"
     feasible = [r for r in table
@@ -112,11 +139,42 @@ def tune_on_rows(reranker, X_rows, base_scores, Y_rows, inv, *, max_drop: float,
                  grid: Dict[str, tuple] = TUNE_GRID, cancel=None,
                  progress: Optional[Callable[[float, str], None]] = None
                  ) -> Tuple[dict, List[dict], Dict[str, float]]:
-    """Score every grid point on the given rows: ``(chosen row, table, base metrics)``.
-    ``base_scores`` is the classifier's shortlist for these rows (at least
-    ``reranker.shortlist_size`` wide), ``X_rows`` what REFRAG compares with prototypes.
+    """Score every grid point on the given rows.
+
     The chosen point's and the classifier's metrics are recomputed with the evaluation
-    path's ``_ranking`` (they are what the run reports)."""
+    path's ``_ranking`` (they are what the run reports).
+
+    Parameters
+    ----------
+    reranker : Refrag
+        The fitted re-ranker.
+    X_rows : sparse matrix
+        What REFRAG compares with prototypes, for these rows.
+    base_scores : sparse matrix
+        The classifier's shortlist for these rows (at least ``reranker.shortlist_size``
+        wide).
+    Y_rows : sparse matrix
+        The rows' true labels.
+    inv : ndarray
+        Inverse propensities of the labels.
+    max_drop : float
+        As :func:`choose`.
+    grid : dict of str to tuple, default=TUNE_GRID
+        The knobs' values.
+    cancel : threading.Event-like, optional
+        Stops the tuning (raises ``Cancelled``).
+    progress : callable, optional
+        ``progress(fraction, message)``.
+
+    Returns
+    -------
+    chosen : dict
+        The chosen row.
+    table : list of dict
+        Every grid point's row.
+    base : dict of str to float
+        The classifier's own metrics.
+    """
     from ._evaluation import _ranking
     from ._kernels import fiat_refrag as fk
     base = _ranking(Y_rows, base_scores, (K,), inv, metrics=("P", "coverage"))
@@ -179,10 +237,38 @@ def _shortlist(pipe, X, width: int):
 
 def tune_reranker(reranker, data, split, spec: dict, pipe, clustering, cancel=None,
                   progress: Optional[Callable[[float, str], None]] = None):
-    """Tune a REFRAG fitted on ``split.train`` (``reranker``, part of ``pipe``) as the
-    module docstring says; returns ``(reranker with the chosen knobs, note, info)``.
-    ``clustering`` is the feature clustering REFRAG uses (refitting on the carved rows
-    uses the spec's own one when it has it)."""
+    """Tune a REFRAG fitted on ``split.train`` as the module docstring says.
+
+    Parameters
+    ----------
+    reranker : Refrag
+        The fitted re-ranker, part of ``pipe``.
+    data : MultiLabelData
+        The dataset.
+    split : Split
+        Its split.
+    spec : dict
+        The canonical run spec.
+    pipe : Pipeline
+        The fitted pipeline.
+    clustering : Defrag or FeatureClusters
+        The feature clustering REFRAG uses (refitting on the carved rows uses the spec's
+        own one when it has it).
+    cancel : threading.Event-like, optional
+        Stops the tuning (raises ``Cancelled``).
+    progress : callable, optional
+        ``progress(fraction, message)``.
+
+    Returns
+    -------
+    reranker : Refrag
+        With the chosen knobs.
+    note : str
+        What was chosen and why.
+    info : dict
+        The chosen knobs, the rows tuned on, ``max_drop``, the classifier's and the chosen
+        point's P@5 / coverage@5, and the whole grid.
+    """
     from ._steps import fit_defrag, fit_refrag
     from .metrics import inverse_propensity
     sub = spec["rerank"]

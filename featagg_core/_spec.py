@@ -343,8 +343,24 @@ def _vocabulary(path: str, given: dict) -> dict:
 
 # ----------------------------------------------------------------------------- public
 def spec_kind(spec: dict) -> str:
-    """The run kind of a (canonical or raw) spec: "classifier", "agglomeration",
-    "feature_clustering", "feature_selection" or "vocabulary"."""
+    """The run kind of a (canonical or raw) spec.
+
+    Parameters
+    ----------
+    spec : dict
+        A spec.
+
+    Returns
+    -------
+    str
+        "classifier", "agglomeration", "feature_clustering", "feature_selection" or
+        "vocabulary".
+
+    Raises
+    ------
+    ValueError
+        For a spec that is not a non-empty dict of known steps.
+    """
     if not isinstance(spec, dict) or not spec:
         raise ValueError("spec must be a non-empty dict, e.g. {'classifier': {'kind': "
                          "'ktxmlc'}}")
@@ -368,9 +384,25 @@ def spec_kind(spec: dict) -> str:
 
 
 def canonical_spec(spec: dict) -> dict:
-    """``spec`` with every default filled in and its keys ordered, so that two specs that
-    mean the same pipeline compare (and hash) equal. Raises ``ValueError`` naming the key
-    for unknown keys, wrong types and out-of-range values."""
+    """``spec`` with every default filled in and its keys ordered.
+
+    Two specs that mean the same pipeline compare (and hash) equal.
+
+    Parameters
+    ----------
+    spec : dict
+        A run spec (docs/RUN_MODEL.md).
+
+    Returns
+    -------
+    dict
+        The canonical spec (a new dict).
+
+    Raises
+    ------
+    ValueError
+        Naming the key, for unknown keys, wrong types and out-of-range values.
+    """
     kind = spec_kind(spec)
     out: Dict[str, Any] = {}
     if kind == "classifier":
@@ -421,13 +453,38 @@ def _check_per_tree(spec: dict) -> None:
 
 
 def spec_json(spec: dict) -> str:
-    """Canonical JSON text of a canonical spec (keys sorted, no spaces)."""
+    """Canonical JSON text of a canonical spec (keys sorted, no spaces).
+
+    Parameters
+    ----------
+    spec : dict
+        A canonical spec (:func:`canonical_spec`).
+
+    Returns
+    -------
+    str
+        The JSON text.
+    """
     return json.dumps(spec, sort_keys=True, separators=(",", ":"))
 
 
 def check_spec_fits(spec: dict, data) -> None:
-    """ValueError when a canonical spec does not fit the dataset (its kind, columns,
-    feature counts, classes)."""
+    """ValueError when a canonical spec does not fit the dataset.
+
+    Its kind, columns, feature counts, classes.
+
+    Parameters
+    ----------
+    spec : dict
+        A canonical spec (:func:`canonical_spec`).
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset.
+
+    Raises
+    ------
+    ValueError
+        Saying what does not fit.
+    """
     kind = spec_kind(spec)
     want = _DATA_KIND[kind]
     if data.kind != want:
@@ -495,9 +552,21 @@ _SELECTION_TITLES = {"laplacian": "Laplacian score", "spec": "SPEC", "ndfs": "ND
 
 
 def run_name(spec: dict) -> str:
-    """A short human name for a canonical spec: "KTXMLC K=2 T=3 · DEFRAG d0=8",
-    "One-vs-all C=1", "DEFRAG-XY d0=8", "k-means K=256 (XY)", "BMGUFS d=64 β̄=0.6 γ=2",
-    "Vocabulary submodular m=10", "… + REFRAG α=0.4"."""
+    """A short human name for a canonical spec.
+
+    "KTXMLC K=2 T=3 · DEFRAG d0=8", "One-vs-all C=1", "DEFRAG-XY d0=8", "k-means K=256
+    (XY)", "BMGUFS d=64 β̄=0.6 γ=2", "Vocabulary submodular m=10", "… + REFRAG α=0.4".
+
+    Parameters
+    ----------
+    spec : dict
+        A canonical spec (:func:`canonical_spec`).
+
+    Returns
+    -------
+    str
+        The name.
+    """
     kind = spec_kind(spec)
     if kind == "classifier":
         c = spec["classifier"]
@@ -541,9 +610,24 @@ def run_name(spec: dict) -> str:
 
 
 def sub_spec(spec: dict, step: str) -> Optional[dict]:
-    """The part of a canonical spec a fitted step depends on (``base=`` reuses a step when
-    this is equal): the classifier depends on the features it was trained on, REFRAG and
-    FIAT on the clustering they use."""
+    """The part of a canonical spec a fitted step depends on.
+
+    ``base=`` reuses a step when this is equal: the classifier depends on the features it
+    was trained on, REFRAG and FIAT on the clustering they use.
+
+    Parameters
+    ----------
+    spec : dict
+        A canonical spec (:func:`canonical_spec`).
+    step : str
+        The fitted step's name, as in the pipeline: "defrag", "classifier", "reranker",
+        "imputer", "feature_clustering", "selector" or "vocabulary".
+
+    Returns
+    -------
+    dict or None
+        The sub-spec, None when the spec has no such step.
+    """
     if step == "defrag":
         return {"defrag": spec["defrag"]} if "defrag" in spec else None
     if step == "classifier":

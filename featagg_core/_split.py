@@ -30,7 +30,18 @@ ROWS = ("train", "valid", "test", "train+valid")
 
 
 def has_own_test(data) -> bool:
-    """True for a multi-label dataset that ships its own (non-empty) test part."""
+    """Whether ``data`` is a multi-label dataset that ships its own (non-empty) test part.
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset.
+
+    Returns
+    -------
+    bool
+        True when it has its own test part.
+    """
     if getattr(data, "kind", None) != "multilabel":
         return False
     Xt, Yt = getattr(data, "X_test", None), getattr(data, "Y_test", None)
@@ -38,7 +49,23 @@ def has_own_test(data) -> bool:
 
 
 def n_rows_of(data) -> int:
-    """Rows a split divides: points of ``X`` (multi-label), nodes (graph), rows (table)."""
+    """Rows a split divides: points of ``X`` (multi-label), nodes (graph), rows (table).
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset.
+
+    Returns
+    -------
+    int
+        The number of rows.
+
+    Raises
+    ------
+    ValueError
+        When ``data`` is not a multilabel, graph or table dataset.
+    """
     kind = getattr(data, "kind", None)
     if kind == "multilabel":
         return int(data.X.shape[0])
@@ -46,7 +73,7 @@ def n_rows_of(data) -> int:
         return int(data.A.shape[0])
     if kind == "table":
         return int(len(data.labels))
-    raise ValueError(f"data: expected a multilabel, graph or table dataset, got "
+    raise ValueError(f"data must be a multilabel, graph or table dataset, got "
                      f"{type(data).__name__}")
 
 
@@ -89,8 +116,15 @@ class Split:
                 f"valid={self.valid.size}, test={self.test.size})")
 
     def describe(self) -> str:
-        """One line for people, e.g. "Bibtex's own split: 4,880 training rows (976 of them
-        validation) / 2,515 test"."""
+        """One line for people.
+
+        E.g. "Bibtex's own split: 4,880 training rows (976 of them validation) / 2,515 test".
+
+        Returns
+        -------
+        str
+            The description.
+        """
         unit = _unit(self.dataset_kind)
         name = self.dataset_name or "the dataset"
         n_fit = self.train.size + self.valid.size
@@ -103,7 +137,14 @@ class Split:
         return f"{head}: {n_fit:,} training {unit}{valid} / {self.test.size:,} test"
 
     def to_record(self) -> dict:
-        """JSON-able summary (no row arrays): what a run record stores about its split."""
+        """JSON-able summary (no row arrays): what a run record stores about its split.
+
+        Returns
+        -------
+        dict
+            The split's id, settings (how, test/valid sizes, seed), row counts, the dataset's
+            fingerprint and :meth:`describe`.
+        """
         return {"split_id": self.split_id, "how": self.how, "test_size": self.test_size,
                 "valid_size": self.valid_size, "random_state": self.random_state,
                 "own_test": self.own_test, "n_rows": self.n_rows,
@@ -118,7 +159,8 @@ def _fraction(name: str, value, lo_open: bool) -> float:
                          f"got {value!r}")
     v = float(value)
     if not ((0 < v) if lo_open else (0 <= v)) or v >= 1:
-        raise ValueError(f"{name} must be in {'(0' if lo_open else '[0'}, 1), got {value!r}")
+        raise ValueError(f"{name} must be a number in {'(0' if lo_open else '[0'}, 1), "
+                         f"got {value!r}")
     return v
 
 
@@ -156,6 +198,18 @@ def make_split(data, test_size: Optional[float] = 0.2, valid_size: float = 0.0,
         None (default): the dataset's own test part when it has one, else random.
         "random" forces a random split of ``data.X`` even when the dataset has its own
         test part (which is then not used); "dataset" requires the own test part.
+
+    Returns
+    -------
+    Split
+        The train / valid / test row indices, with the settings and the dataset's
+        fingerprint.
+
+    Raises
+    ------
+    ValueError
+        For a setting out of range, ``how="dataset"`` without an own test part, or sizes
+        that leave no training rows.
     """
     n = n_rows_of(data)
     rs = random_state
@@ -206,7 +260,20 @@ def make_split(data, test_size: Optional[float] = 0.2, valid_size: float = 0.0,
 
 
 def check_split_fits(data, split: Split) -> None:
-    """ValueError unless ``split`` was made for ``data`` (same fingerprint)."""
+    """ValueError unless ``split`` was made for ``data`` (same fingerprint).
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset.
+    split : Split
+        The split to check.
+
+    Raises
+    ------
+    ValueError
+        When ``split`` is not a Split or was made for another dataset.
+    """
     if not isinstance(split, Split):
         raise ValueError(f"split must be a Split from make_split, got {type(split).__name__}")
     if split.dataset_fingerprint != data.fingerprint:
@@ -216,8 +283,28 @@ def check_split_fits(data, split: Split) -> None:
 
 
 def row_indices(split: Split, rows: str):
-    """``(indices, part)`` of ``rows``: ``part`` is "test" when they index the dataset's own
-    test part, else "main" (``X``, nodes, table rows)."""
+    """The indices of ``rows`` and the part of the dataset they index.
+
+    Parameters
+    ----------
+    split : Split
+        The split.
+    rows : {"train", "valid", "test", "train+valid"}
+        Which rows of the split.
+
+    Returns
+    -------
+    indices : ndarray of int64
+        The row indices.
+    part : {"test", "main"}
+        "test" when they index the dataset's own test part, else "main" (``X``, nodes,
+        table rows).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``rows``.
+    """
     if rows not in ROWS:
         raise ValueError(f"rows must be one of {', '.join(ROWS)}, got {rows!r}")
     if rows == "test":
@@ -230,15 +317,51 @@ def row_indices(split: Split, rows: str):
 
 
 def split_rows(data, split: Split, rows: str):
-    """A container of the same kind holding only ``rows`` ("train", "valid", "test",
-    "train+valid") of ``split``; graphs give the subgraph induced by those nodes (their
-    features, classes and the edges among them). The result has no test part of its own."""
+    """A container of the same kind holding only ``rows`` of ``split``.
+
+    Graphs give the subgraph induced by those nodes (their features, classes and the edges
+    among them). The result has no test part of its own.
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset.
+    split : Split
+        A split of ``data``.
+    rows : {"train", "valid", "test", "train+valid"}
+        Which rows of the split.
+
+    Returns
+    -------
+    MultiLabelData, GraphData or CategoricalData
+        The rows' data.
+
+    Raises
+    ------
+    ValueError
+        When ``split`` was made for another dataset, or for an unknown ``rows``.
+    """
     check_split_fits(data, split)
     return take_rows(data, split, rows)
 
 
 def take_rows(data, split: Split, rows: str):
-    """:func:`split_rows` without the fingerprint check (for callers that made it once)."""
+    """:func:`split_rows` without the fingerprint check (for callers that made it once).
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset.
+    split : Split
+        A split of ``data``.
+    rows : {"train", "valid", "test", "train+valid"}
+        Which rows of the split.
+
+    Returns
+    -------
+    MultiLabelData, GraphData or CategoricalData
+        The rows' data.
+    """
     from .data import CategoricalData, GraphData, MultiLabelData
 
     idx, part = row_indices(split, rows)

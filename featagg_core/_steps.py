@@ -25,9 +25,23 @@ def _call(progress: Progress, fraction: float, message: str) -> None:
 
 
 def flexible_progress(progress: Progress, what: str):
-    """An estimator callback that accepts ``(fraction, message)``, ``(done, total)``,
-    ``(stage, fraction, message)`` or ``(level, n_levels)`` and reports
-    ``progress(fraction, "<what>: <message>")``."""
+    """An estimator callback reporting ``progress(fraction, "<what>: <message>")``.
+
+    It accepts ``(fraction, message)``, ``(done, total)``, ``(stage, fraction, message)``
+    or ``(level, n_levels)``.
+
+    Parameters
+    ----------
+    progress : callable or None
+        ``progress(fraction, message)``; None gives None.
+    what : str
+        The step's name, put before every message.
+
+    Returns
+    -------
+    callable or None
+        The callback.
+    """
     if progress is None:
         return None
 
@@ -51,8 +65,28 @@ def flexible_progress(progress: Progress, what: str):
 
 # ----------------------------------------------------------------------------- multilabel
 def fit_defrag(X, Y, params: dict, progress: Progress = None, scheduler=None):
-    """A Defrag (params: Defrag's, no ``per_tree``) fitted on training rows X, Y; with a
-    ``scheduler`` by its Dask twin (the same model)."""
+    """A Defrag fitted on training rows X, Y.
+
+    With a ``scheduler`` by its Dask twin (the same model).
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n, d)
+        The training rows' features.
+    Y : scipy.sparse.csr_matrix of shape (n, L)
+        Their 0/1 labels.
+    params : dict
+        Defrag's parameters (no ``per_tree``).
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    scheduler : None, "serial", str or dask.distributed.Client, optional
+        Where to fit (None: here).
+
+    Returns
+    -------
+    Defrag
+        The fitted model.
+    """
     from .distributed import fit_defrag as fit
     params = {k: v for k, v in params.items() if k != "per_tree"}
 
@@ -65,8 +99,29 @@ def fit_defrag(X, Y, params: dict, progress: Progress = None, scheduler=None):
 
 
 def fit_classifier(X, Y, params: dict, progress: Progress = None, scheduler=None):
-    """KTXMLC or OneVsAll (``params["kind"]``) fitted on training rows; KTXMLC with a
-    ``scheduler`` by its Dask twin (the same model; OneVsAll has none and fits here)."""
+    """KTXMLC or OneVsAll (``params["kind"]``) fitted on training rows.
+
+    KTXMLC with a ``scheduler`` by its Dask twin (the same model; OneVsAll has none and
+    fits here).
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n, d)
+        The training rows' features.
+    Y : scipy.sparse.csr_matrix of shape (n, L)
+        Their 0/1 labels.
+    params : dict
+        The classifier sub-spec (``kind`` and the estimator's parameters).
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    scheduler : None, "serial", str or dask.distributed.Client, optional
+        Where to fit (None: here).
+
+    Returns
+    -------
+    KTXMLC or OneVsAll
+        The fitted model.
+    """
     from .distributed import fit_ktxmlc
     from .ktxmlc import KTXMLC, OneVsAll
     kw = {k: v for k, v in params.items() if k != "kind"}
@@ -80,7 +135,26 @@ def fit_classifier(X, Y, params: dict, progress: Progress = None, scheduler=None
 
 
 def fit_per_tree(X, Y, defrag: dict, classifier: dict, progress: Progress = None):
-    """The DEFRAG paper's ensemble: one Defrag and one single-tree KTXMLC per tree."""
+    """The DEFRAG paper's ensemble: one Defrag and one single-tree KTXMLC per tree.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n, d)
+        The training rows' features.
+    Y : scipy.sparse.csr_matrix of shape (n, L)
+        Their 0/1 labels.
+    defrag : dict
+        The DEFRAG sub-spec.
+    classifier : dict
+        The KTXMLC sub-spec (``n_trees`` trees).
+    progress : callable, optional
+        ``progress(fraction, message)``.
+
+    Returns
+    -------
+    DefragKTXMLC
+        The fitted ensemble.
+    """
     from .ktxmlc import DefragKTXMLC
     model = DefragKTXMLC(d0=defrag["d0"], defrag_representation=defrag["representation"],
                          per_tree=True, n_clusters=classifier["n_clusters"],
@@ -94,7 +168,24 @@ def fit_per_tree(X, Y, defrag: dict, classifier: dict, progress: Progress = None
 
 
 def fit_refrag(X, Y, params: dict, clustering):
-    """REFRAG prototypes from training rows and a fitted feature clustering."""
+    """REFRAG prototypes from training rows and a fitted feature clustering.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n, d)
+        The training rows' features.
+    Y : scipy.sparse.csr_matrix of shape (n, L)
+        Their 0/1 labels.
+    params : dict
+        The rerank sub-spec (``shortlist`` and REFRAG's parameters).
+    clustering : Defrag or FeatureClusters
+        The fitted feature clustering.
+
+    Returns
+    -------
+    Refrag
+        The fitted re-ranker.
+    """
     from .refrag import Refrag
     kw = {k: v for k, v in params.items()
           if k not in ("kind", "shortlist", "defrag", "tune", "tune_max_drop")}
@@ -102,16 +193,50 @@ def fit_refrag(X, Y, params: dict, clustering):
 
 
 def fit_fiat(X, params: dict, clustering):
-    """FIAT's C^F and imputation operator from training rows and a feature clustering."""
+    """FIAT's C^F and imputation operator from training rows and a feature clustering.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n, d)
+        The training rows' features.
+    params : dict
+        The impute sub-spec (FIAT's parameters).
+    clustering : Defrag or FeatureClusters
+        The fitted feature clustering.
+
+    Returns
+    -------
+    Fiat
+        The fitted imputer.
+    """
     from .fiat import Fiat
     kw = {k: v for k, v in params.items() if k not in ("kind", "defrag")}
     return Fiat(clustering, **kw).fit(X)
 
 
 def fit_feature_clustering(X, Y, params: dict, progress: Progress = None):
-    """A flat feature clustering (k-means, random balanced, Ward) of the training rows'
-    L2-normalised feature representation (:func:`featagg_core.defrag.feature_representation`,
-    no sampling), as a :class:`featagg_core.pipeline.FeatureClusters`."""
+    """A flat feature clustering of the training rows.
+
+    k-means, random balanced or Ward on the L2-normalised feature representation
+    (:func:`featagg_core.defrag.feature_representation`, no sampling), as a
+    :class:`featagg_core.pipeline.FeatureClusters`.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n, d)
+        The training rows' features.
+    Y : scipy.sparse.csr_matrix of shape (n, L)
+        Their 0/1 labels.
+    params : dict
+        The feature_clustering sub-spec.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+
+    Returns
+    -------
+    FeatureClusters
+        The fitted clustering.
+    """
     from . import feature_clustering as fcl
     from .defrag import feature_representation
     from .pipeline import FeatureClusters
@@ -147,9 +272,32 @@ def _n_classes(y) -> int:
 
 def fit_selector(A, X, y, params: dict, progress: Progress = None) -> Tuple[object, np.ndarray,
                                                                             Optional[str]]:
-    """A graph feature selection fitted on the training nodes' induced subgraph ``A``, their
-    features ``X`` and classes ``y`` (BMGUFS uses ``y`` only for the number of blocks when
-    ``n_blocks`` is None). Returns ``(selector, selected columns, warning or None)``."""
+    """A graph feature selection fitted on the training nodes' induced subgraph.
+
+    BMGUFS uses ``y`` only for the number of blocks when ``n_blocks`` is None.
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix of shape (n, n)
+        The training nodes' induced subgraph.
+    X : scipy.sparse.csr_matrix of shape (n, d)
+        Their features.
+    y : ndarray of shape (n,) or None
+        Their classes.
+    params : dict
+        The feature_selection sub-spec.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+
+    Returns
+    -------
+    selector : BMGUFS or FeatureRanking
+        The fitted selection.
+    selected : ndarray of int64
+        The selected columns.
+    warning : str or None
+        A note for the user, or None.
+    """
     import scipy.sparse as sp
 
     from . import feature_selection_baselines as fsb
@@ -221,10 +369,32 @@ def _bmgufs_progress(progress: Progress):
 
 # ----------------------------------------------------------------------------- tables
 def fit_vocabulary(table, labels, params: dict, cancel=None, progress: Progress = None):
-    """A :class:`featagg_core.vocab.ColumnCompression` of the training rows: ``budget``
-    buckets per column; ``allocation="per_column"`` compresses each column on its own, the
-    others share ``budget * n_columns`` buckets (:func:`featagg_core.vocab.compress_columns`).
-    Returns ``(compression, columns)``."""
+    """A :class:`featagg_core.vocab.ColumnCompression` of the training rows.
+
+    ``budget`` buckets per column; ``allocation="per_column"`` compresses each column on
+    its own, the others share ``budget * n_columns`` buckets
+    (:func:`featagg_core.vocab.compress_columns`).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The training rows' categorical columns.
+    labels : ndarray of shape (n,)
+        Their 0/1 labels.
+    params : dict
+        The vocabulary sub-spec.
+    cancel : threading.Event-like, optional
+        Stops the fit (raises ``Cancelled``).
+    progress : callable, optional
+        ``progress(fraction, message)``.
+
+    Returns
+    -------
+    compression : ColumnCompression
+        The fitted compressors.
+    columns : list
+        The columns compressed.
+    """
     from .vocab import ColumnCompression, VocabularyCompressor, compress_columns
     columns = list(params["columns"]) if params["columns"] is not None else list(table.columns)
     kw = {k: v for k, v in params.items()

@@ -32,8 +32,24 @@ BUDGET_STEPS = (2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
 
 def atoms_per_column(table, labels, columns: Optional[Sequence] = None,
                      min_count: int = 1) -> dict:
-    """Atoms (runs of tied P(C=0|x), the rare pool) of every column: what a budget is
-    compared with."""
+    """Atoms (runs of tied P(C=0|x), the rare pool) of every column: what a budget is compared with.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The categorical columns.
+    labels : array-like of shape (n,)
+        The 0/1 labels.
+    columns : sequence, optional
+        The columns to count (default all).
+    min_count : int, default=1
+        Values seen fewer times are pooled (VocabularyCompressor's ``min_count``).
+
+    Returns
+    -------
+    dict
+        Column -> number of atoms.
+    """
     from .vocab import _Prepared, factorize
     y = np.asarray(labels)
     out = {}
@@ -48,8 +64,28 @@ def atoms_per_column(table, labels, columns: Optional[Sequence] = None,
 
 def default_budget(data, split=None, columns: Optional[Sequence] = None,
                    min_count: int = 1) -> Tuple[int, str]:
-    """``(m, why)``: the rule of the module docstring, on ``split``'s training rows when
-    given (else all rows)."""
+    """The budget rule of the module docstring, with its reason.
+
+    On ``split``'s training rows when given (else all rows).
+
+    Parameters
+    ----------
+    data : CategoricalData
+        The table.
+    split : Split, optional
+        Its split.
+    columns : sequence, optional
+        The columns (default all).
+    min_count : int, default=1
+        As :func:`atoms_per_column`.
+
+    Returns
+    -------
+    m : int
+        The budget per column.
+    why : str
+        One sentence saying why.
+    """
     from ._split import take_rows
     part = take_rows(data, split, "train") if split is not None else data
     atoms = atoms_per_column(part.table, part.labels, columns, min_count)
@@ -65,9 +101,24 @@ def default_budget(data, split=None, columns: Optional[Sequence] = None,
 
 
 def vocabulary_heldout(pipeline, data, split) -> List[dict]:
-    """Per column (and a ``total`` row): ``values``, ``buckets``, fitted ``I(X;C)``,
-    ``I(Z;C)``, ``MI loss`` on the training rows, the same ``held-out`` on the test rows,
-    and the test rows whose value the training rows never had (``unseen rows``)."""
+    """Fitted and held-out information of a vocabulary pipeline, per column.
+
+    Parameters
+    ----------
+    pipeline : Pipeline or Run
+        A fitted vocabulary pipeline.
+    data : CategoricalData
+        The table.
+    split : Split
+        Its split.
+
+    Returns
+    -------
+    list of dict
+        Per column (and a ``total`` row): ``values``, ``buckets``, fitted ``I(X;C)``,
+        ``I(Z;C)``, ``MI loss`` on the training rows, the same ``held-out`` on the test
+        rows, and the test rows whose value the training rows never had (``unseen rows``).
+    """
     from ._evaluation import vocabulary_report
     fit = vocabulary_report(pipeline, data, split, rows="train")
     held = vocabulary_report(pipeline, data, split, rows="test")
@@ -122,10 +173,40 @@ def vocabulary_experiment(data, split, budget: Optional[int] = None,
                           methods: Sequence[str] = ("submodular", "frequency", "bucketing"),
                           columns: Optional[Sequence] = None, *, dp_check: bool = True,
                           progress: Optional[Callable] = None, cancel=None) -> Experiment:
-    """One vocabulary run per method at ``budget`` buckets per column (default
-    :func:`default_budget`), the fitted vs held-out MI of the first method's run, and its
-    ratio to the exact DP per DP-sized column (module docstring). Tables ``"methods"``,
-    ``"columns"``, ``"dp_ratio"``."""
+    """One vocabulary run per method at ``budget`` buckets per column.
+
+    Also the fitted vs held-out MI of the first method's run, and its ratio to the exact DP
+    per DP-sized column (module docstring).
+
+    Parameters
+    ----------
+    data : CategoricalData
+        The table.
+    split : Split
+        Its split.
+    budget : int, optional
+        Buckets per column (default :func:`default_budget`).
+    methods : sequence of str, default=("submodular", "frequency", "bucketing")
+        The compression methods.
+    columns : sequence, optional
+        The columns (default all).
+    dp_check : bool, default=True
+        Compare with the exact DP on the columns small enough for it.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cancel : threading.Event-like, optional
+        Stops the experiment (what finished is kept).
+
+    Returns
+    -------
+    Experiment
+        Tables ``"methods"``, ``"columns"``, ``"dp_ratio"``.
+
+    Raises
+    ------
+    ValueError
+        For a dataset that is not a table.
+    """
     from ._cancel import Cancelled, cancelling_progress
     from ._split import check_split_fits
     check_split_fits(data, split)

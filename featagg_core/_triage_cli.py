@@ -37,8 +37,20 @@ _TERMS = [
 
 
 def user_terms(message: str) -> str:
-    """A reader's message with its Python keyword arguments turned into this command's
-    options (``xml=`` -> ``--labels-xml``, ``n_labels=`` -> ``--label-columns`` …)."""
+    """A reader's message with its Python keyword arguments turned into this command's options.
+
+    ``xml=`` -> ``--labels-xml``, ``n_labels=`` -> ``--label-columns`` …
+
+    Parameters
+    ----------
+    message : str
+        The message.
+
+    Returns
+    -------
+    str
+        The message in the command's terms.
+    """
     out = str(message)
     for pat, rep in _TERMS:
         out = re.sub(pat, rep, out)
@@ -46,9 +58,22 @@ def user_terms(message: str) -> str:
 
 
 def add_parser(sub, split_args, common, cli) -> None:
-    """Register ``triage``. ``cli`` is the running command-line module (``__main__``
-    under ``python -m``): its CliError, loaders and start time are used, never a second
-    import of it."""
+    """Register ``triage``.
+
+    ``cli`` is the running command-line module (``__main__`` under ``python -m``): its
+    CliError, loaders and start time are used, never a second import of it.
+
+    Parameters
+    ----------
+    sub : argparse subparsers action
+        Where to add the subcommand.
+    split_args : callable
+        Adds the shared split options to a parser.
+    common : callable
+        Adds the shared ``--seed`` option.
+    cli : module
+        The running command-line module.
+    """
     s = sub.add_parser("triage", help="quick dataset triage: a bounded battery of experiments "
                                       "and a self-contained HTML report (plus its JSON)")
     s.add_argument("data", help="dataset file or sample:NAME (multi-label, graph or table)")
@@ -98,6 +123,25 @@ def _load(args):
 
 
 def cmd_triage(args) -> Dict[str, Any]:
+    """``featagg triage DATA``: the triage battery within ``--budget-s`` seconds.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options.
+
+    Returns
+    -------
+    dict
+        The files written (``report``, ``json``), the status, dataset name and fingerprint,
+        the split, the verdict, seconds and budget, and every step's title, status,
+        estimate and seconds.
+
+    Raises
+    ------
+    CliError
+        For input the command cannot use, or a budget too small for the loading done.
+    """
     cli = args._cli
     CliError, Interrupted, _progress, _split = (cli.CliError, cli.Interrupted, cli._progress,
                                                 cli._split)

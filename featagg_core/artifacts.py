@@ -97,7 +97,27 @@ def _json_default(value):
 
 def artifact_bytes(obj, *, dataset_fingerprint: Optional[str] = None,
                    metrics: Optional[Dict[str, Any]] = None) -> bytes:
-    """Serialise a fitted estimator to the bytes of an artifact file (for downloads)."""
+    """Serialise a fitted estimator to the bytes of an artifact file (for downloads).
+
+    Parameters
+    ----------
+    obj : estimator
+        A fitted estimator of ``ARTIFACT_CLASSES``.
+    dataset_fingerprint : str, optional
+        The fingerprint of the dataset the model was fitted on (stored in the manifest).
+    metrics : dict, optional
+        Scores to keep with the model (JSON-serialisable).
+
+    Returns
+    -------
+    bytes
+        The artifact (a zip of ``manifest.json`` and one ``.npy`` per array).
+
+    Raises
+    ------
+    ArtifactError
+        When ``obj`` is not fitted, not a known class, or its state is not serialisable.
+    """
     name = _class_name(obj)
     try:
         meta, arrays = obj._artifact_state()
@@ -148,6 +168,22 @@ def save_artifact(obj, path, *, dataset_fingerprint: Optional[str] = None,
 
     A path is written atomically (temporary file in the same folder, then ``os.replace``),
     so an interrupted save never leaves a half-written artifact behind.
+
+    Parameters
+    ----------
+    obj : estimator
+        A fitted estimator of ``ARTIFACT_CLASSES``.
+    path : str, os.PathLike or writable binary file object
+        Where to write.
+    dataset_fingerprint : str, optional
+        The fingerprint of the dataset the model was fitted on (stored in the manifest).
+    metrics : dict, optional
+        Scores to keep with the model (JSON-serialisable).
+
+    Raises
+    ------
+    ArtifactError
+        As :func:`artifact_bytes`.
     """
     data = artifact_bytes(obj, dataset_fingerprint=dataset_fingerprint, metrics=metrics)
     if hasattr(path, "write"):
@@ -176,7 +212,25 @@ def _read_source(path_or_file) -> Tuple[bytes, str]:
 
 
 def read_manifest(path_or_file, *, max_bytes: Optional[int] = None) -> Dict[str, Any]:
-    """The checked manifest of an artifact, without rebuilding the estimator."""
+    """The checked manifest of an artifact, without rebuilding the estimator.
+
+    Parameters
+    ----------
+    path_or_file : str, os.PathLike or binary file object
+        The file (e.g. a Streamlit upload).
+    max_bytes : int, optional
+        Most bytes the load may inflate (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB).
+
+    Returns
+    -------
+    dict
+        The manifest (class, params, meta, array descriptions, versions, metrics).
+
+    Raises
+    ------
+    ArtifactError
+        When the file is not a valid featagg artifact.
+    """
     manifest, _ = _open_checked(path_or_file, Budget(max_bytes))
     return manifest
 
@@ -366,8 +420,24 @@ def bundle_bytes(objects: Dict[str, Any], *, info: Optional[Dict[str, Any]] = No
                  dataset_fingerprint: Optional[str] = None) -> bytes:
     """Several fitted objects in one zip: ``bundle.json`` + one artifact file per name.
 
-    ``objects`` maps a role or run name (letters, digits, ``-_.``) to a fitted estimator;
-    ``info`` is any JSON-serialisable description (e.g. the run registry).
+    Parameters
+    ----------
+    objects : dict of str to estimator
+        Maps a role or run name (letters, digits, ``-_.``) to a fitted estimator.
+    info : dict, optional
+        Any JSON-serialisable description (e.g. the run registry).
+    dataset_fingerprint : str, optional
+        The fingerprint of the dataset the model was fitted on (stored in the manifest).
+
+    Returns
+    -------
+    bytes
+        The bundle.
+
+    Raises
+    ------
+    ArtifactError
+        For a bad name or an object that cannot be saved.
     """
     import re
     buf = io.BytesIO()
@@ -384,13 +454,39 @@ def bundle_bytes(objects: Dict[str, Any], *, info: Optional[Dict[str, Any]] = No
 
 
 def save_bundle(objects: Dict[str, Any], path, **kw) -> None:
-    """Write :func:`bundle_bytes` to ``path`` atomically (see :func:`save_artifact`)."""
+    """Write :func:`bundle_bytes` to ``path`` atomically (see :func:`save_artifact`).
+
+    Parameters
+    ----------
+    objects : dict of str to estimator
+        Maps a name to a fitted estimator.
+    path : str or os.PathLike
+        Where to write.
+    **kw
+        ``info`` and ``dataset_fingerprint`` of :func:`bundle_bytes`.
+
+    Raises
+    ------
+    ArtifactError
+        As :func:`bundle_bytes`.
+    """
     _atomic_write_bytes(path, bundle_bytes(objects, **kw))
 
 
 def is_bundle(path_or_file) -> bool:
-    """True when the file is a bundle (has ``bundle.json``), False for a single artifact
-    (or anything that is not a readable zip: loading it then says what is wrong)."""
+    """Whether the file is a bundle (has ``bundle.json``).
+
+    Parameters
+    ----------
+    path_or_file : str, os.PathLike or binary file object
+        The file (e.g. a Streamlit upload).
+
+    Returns
+    -------
+    bool
+        True for a bundle, False for a single artifact (or anything that is not a readable
+        zip: loading it then says what is wrong).
+    """
     data, _ = _read_source(path_or_file)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -401,8 +497,30 @@ def is_bundle(path_or_file) -> bool:
 
 def load_bundle(path_or_file, *, max_bytes: Optional[int] = None
                 ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """Load a bundle: returns (objects by name, info). Each entry is checked as in
-    :func:`load_artifact`; the whole bundle shares one budget (``max_bytes``)."""
+    """Load a bundle written by :func:`save_bundle` / :func:`bundle_bytes`.
+
+    Each entry is checked as in :func:`load_artifact`; the whole bundle shares one budget
+    (``max_bytes``).
+
+    Parameters
+    ----------
+    path_or_file : str, os.PathLike or binary file object
+        The file (e.g. a Streamlit upload).
+    max_bytes : int, optional
+        Most bytes the load may inflate (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB).
+
+    Returns
+    -------
+    objects : dict of str to estimator
+        The fitted objects by name.
+    info : dict
+        The bundle's description.
+
+    Raises
+    ------
+    ArtifactError
+        When the bundle or any entry is not valid (see :func:`load_artifact`).
+    """
     budget = Budget(max_bytes)
     zf, where = _open_zip(path_or_file, "bundle", budget)
     with zf:

@@ -63,17 +63,41 @@ SCHEDULER_ENV = "FEATAGG_DASK_SCHEDULER"
 # the app's entry points
 # ----------------------------------------------------------------------------------------
 def scheduler_from_env(environ=None) -> Optional[str]:
-    """The scheduler address (or ``"serial"``) in ``FEATAGG_DASK_SCHEDULER``, None when the
-    variable is unset or blank (fits then run on this machine)."""
+    """The scheduler address (or ``"serial"``) in ``FEATAGG_DASK_SCHEDULER``.
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        The environment to read (default ``os.environ``).
+
+    Returns
+    -------
+    str or None
+        The address, or None when the variable is unset or blank (fits then run on this
+        machine).
+    """
     env = os.environ if environ is None else environ
     value = str(env.get(SCHEDULER_ENV, "") or "").strip()
     return value or None
 
 
 def describe_scheduler(scheduler, timeout: float = 3.0) -> Dict[str, Any]:
-    """What the sidebar says about where fits run: ``{"ok", "address", "workers",
-    "threads", "message"}``. Never raises; an unreachable scheduler gives ``ok=False`` and a
-    message saying so."""
+    """What the sidebar says about where fits run.
+
+    Never raises; an unreachable scheduler gives ``ok=False`` and a message saying so.
+
+    Parameters
+    ----------
+    scheduler : None, "serial", str or dask.distributed.Client
+        None (fits run here), ``"serial"``, a scheduler address or a client.
+    timeout : float, default=3.0
+        Seconds to wait for a scheduler address to answer.
+
+    Returns
+    -------
+    dict
+        ``{"ok", "address", "workers", "threads", "message"}``.
+    """
     if scheduler is None:
         return {"ok": True, "address": None, "workers": 0, "threads": 0,
                 "message": "Fits run on this server."}
@@ -102,8 +126,29 @@ def describe_scheduler(scheduler, timeout: float = 3.0) -> Dict[str, Any]:
 
 
 def fit_defrag(X, Y=None, *, scheduler=None, progress=None, **params):
-    """A fitted Defrag: ``Defrag(**params).fit(X, Y, progress)`` when ``scheduler`` is None,
-    else :func:`defrag_distributed` on it (same result)."""
+    """A fitted Defrag, here or on a Dask scheduler.
+
+    ``Defrag(**params).fit(X, Y, progress)`` when ``scheduler`` is None, else
+    :func:`defrag_distributed` on it (same result).
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n, d)
+        The features.
+    Y : sparse matrix of shape (n, L), optional
+        The labels (needed by ``representation="XY"``).
+    scheduler : None, "serial", str or dask.distributed.Client, optional
+        Where to fit (None: in this process, without Dask).
+    progress : callable, optional
+        ``progress(fraction, message)``; may raise ``Cancelled``.
+    **params
+        Defrag's parameters.
+
+    Returns
+    -------
+    Defrag
+        The fitted model.
+    """
     if scheduler is None:
         from .defrag import Defrag
 
@@ -112,8 +157,29 @@ def fit_defrag(X, Y=None, *, scheduler=None, progress=None, **params):
 
 
 def fit_ktxmlc(X, Y, *, scheduler=None, progress=None, **params):
-    """A fitted KTXMLC: ``KTXMLC(**params).fit(X, Y, progress)`` when ``scheduler`` is None,
-    else :func:`ktxmlc_distributed` on it (same predictions)."""
+    """A fitted KTXMLC, here or on a Dask scheduler.
+
+    ``KTXMLC(**params).fit(X, Y, progress)`` when ``scheduler`` is None, else
+    :func:`ktxmlc_distributed` on it (same predictions).
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n, d)
+        The features.
+    Y : sparse matrix of shape (n, L)
+        The 0/1 labels.
+    scheduler : None, "serial", str or dask.distributed.Client, optional
+        Where to fit (None: in this process, without Dask).
+    progress : callable, optional
+        ``progress(fraction, message)``; may raise ``Cancelled``.
+    **params
+        KTXMLC's parameters.
+
+    Returns
+    -------
+    KTXMLC
+        The fitted model.
+    """
     if scheduler is None:
         from .ktxmlc import KTXMLC
 
@@ -133,6 +199,29 @@ def dask_client(client=None, scheduler_address: Optional[str] = None, n_workers:
     ``"serial"``. Else ``scheduler_address`` (``"tcp://host:8786"``) connects to a running
     cluster, and with neither a ``LocalCluster(n_workers, threads_per_worker, processes)``
     is started for the duration of the block and closed after it.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client or "serial", optional
+        Used as is.
+    scheduler_address : str, optional
+        A running scheduler to connect to (the client is closed after the block).
+    n_workers : int, default=2
+        Workers of the local cluster.
+    threads_per_worker : int, default=1
+        Threads of each local worker.
+    processes : bool, default=False
+        Local workers as processes rather than threads.
+
+    Yields
+    ------
+    dask.distributed.Client or str
+        The client, or ``"serial"``.
+
+    Raises
+    ------
+    ValueError
+        When ``n_workers`` is not an integer >= 1.
     """
     if client is not None:
         yield client
@@ -146,7 +235,7 @@ def dask_client(client=None, scheduler_address: Optional[str] = None, n_workers:
             c.close()
         return
     if not isinstance(n_workers, int) or n_workers < 1:
-        raise ValueError(f"n_workers: must be an int >= 1, got {n_workers!r}")
+        raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
                            processes=processes, dashboard_address=":0")
     c = Client(cluster)
@@ -159,9 +248,29 @@ def dask_client(client=None, scheduler_address: Optional[str] = None, n_workers:
 
 def map_parts(client, parts: Sequence[Any], rounds: Sequence[Callable[..., Any]],
               between: Optional[Callable[[int, List[Any]], Dict[str, Any]]] = None) -> List[List[Any]]:
-    """Scatter ``parts`` once, then for each function ``f`` in ``rounds`` compute
-    ``f(part, **kw)`` on every part, where ``kw`` is what ``between(round_index, previous
-    results)`` returned (``{}`` for the first round). Returns the results of every round."""
+    """Scatter ``parts`` once, then run each round's function on every part.
+
+    For each function ``f`` in ``rounds`` compute ``f(part, **kw)`` on every part, where
+    ``kw`` is what ``between(round_index, previous results)`` returned (``{}`` for the
+    first round).
+
+    Parameters
+    ----------
+    client : dask.distributed.Client or "serial"
+        Where to run (``"serial"``: in this process, in order).
+    parts : sequence
+        The data parts.
+    rounds : sequence of callable
+        One function per round, ``f(part, **kw)``.
+    between : callable, optional
+        ``between(round_index, previous_results) -> dict`` of keyword arguments for the
+        next round.
+
+    Returns
+    -------
+    list of list
+        The results of every round, one per part.
+    """
     out: List[List[Any]] = []
     kw: Dict[str, Any] = {}
     if client == "serial":
@@ -187,7 +296,36 @@ def distributed_threshold_compress(values=None, labels=None, budget=100, *, coun
     Where to run: ``client`` (a ``distributed.Client`` or ``"serial"``), else
     ``scheduler_address``, else a ``LocalCluster(n_workers, threads_per_worker,
     processes)`` started for the call (see :func:`dask_client`). Values are now counted
-    on the workers too. Returns the fitted ``VocabularyCompressor``.
+    on the workers too.
+
+    Parameters
+    ----------
+    values, labels : 1-D arrays, optional
+        The column's values and the 0/1 labels (as for ``VocabularyCompressor.fit``).
+    budget : int, default=100
+        Buckets m.
+    counts : tuple (vocabulary, counts0, counts1), optional
+        Already counted, instead of ``values`` and ``labels``.
+    epsilon : float, default=0.1
+        Threshold decrease factor 1 + epsilon.
+    forced_fraction : float, optional
+        Share of the budget spent on forced split points (default ``epsilon``).
+    n_parts : int, optional
+        Tasks of the thresholding rounds.
+    refine : bool, default=False
+        Apply the single-machine local refinement to the merged split points.
+    client, scheduler_address, n_workers, threads_per_worker, processes
+        Where to run, as :func:`dask_client`.
+
+    Returns
+    -------
+    VocabularyCompressor
+        The fitted compressor.
+
+    Raises
+    ------
+    ValueError
+        Without ``values`` and ``labels`` or ``counts``, or for a bad parameter.
     """
     with dask_client(client, scheduler_address, n_workers, threads_per_worker, processes) as cl:
         if values is None and labels is None and counts is None:

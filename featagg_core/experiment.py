@@ -141,8 +141,16 @@ class Run:
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 
     def to_record(self) -> dict:
-        """Everything but the pipeline, JSON-able (Compare's table, Export's run table, the
-        triage JSON)."""
+        """Everything but the pipeline, JSON-able.
+
+        For Compare's table, Export's run table and the triage JSON.
+
+        Returns
+        -------
+        dict
+            The run's fields (ids, name, kind, split, spec, spec_key, status, message,
+            timings, metrics, model sizes, reused steps).
+        """
         return _jsonable({
             "run_id": self.run_id, "name": self.name, "kind": self.kind,
             "dataset_fingerprint": self.dataset_fingerprint,
@@ -155,9 +163,33 @@ class Run:
 
 
 def plan_run(data, split: Split, spec: dict, *, fingerprint: Optional[str] = None) -> Run:
-    """A "queued" :class:`Run` of ``spec`` on ``split``: the spec checked and made canonical
-    (ValueError naming the key when it is bad or does not fit the data), its name and
-    ``spec_key`` known, nothing fitted. :func:`run_pipeline` starts from this."""
+    """A "queued" :class:`Run` of ``spec`` on ``split``.
+
+    The spec checked and made canonical, its name and ``spec_key`` known, nothing fitted.
+    :func:`run_pipeline` starts from this.
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset.
+    split : Split
+        A split of ``data`` (:func:`make_split`).
+    spec : dict
+        The run spec (docs/RUN_MODEL.md).
+    fingerprint : str, optional
+        The fingerprint to record for ``data`` (default ``data.fingerprint``).
+
+    Returns
+    -------
+    Run
+        With ``status="queued"``.
+
+    Raises
+    ------
+    ValueError
+        Naming the key when the spec is bad or does not fit the data, or for a split of
+        another dataset.
+    """
     spec = canonical_spec(spec)
     fp = data.fingerprint if fingerprint is None else fingerprint
     if not isinstance(split, Split):
@@ -348,6 +380,12 @@ def run_pipeline(data, split: Split, spec: dict, progress: Optional[Callable] = 
         ``dask.distributed.Client`` (keyword only): DEFRAG and KTXMLC steps are then fitted
         by their Dask twins (:mod:`featagg_core.distributed`), which give the same models,
         so the run (and its ``spec_key``) is the same; other steps are fitted here.
+
+    Returns
+    -------
+    Run
+        ``status`` "done" with metrics and the fitted pipeline, or "cancelled" / "failed"
+        (the reason in ``message``).
 
     Raises
     ------

@@ -16,14 +16,32 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import parameter_error
+
 __all__ = ["kmeans_scores", "evaluate_selection", "known_class_mask"]
 
 
 def known_class_mask(y) -> np.ndarray:
-    """Boolean mask of the nodes whose class is known (not -1 / NaN / None)."""
+    """Boolean mask of the nodes whose class is known (not -1 / NaN / None).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        The class of every node.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        True where the class is known.
+
+    Raises
+    ------
+    ValueError
+        When ``y`` is not one class per node.
+    """
     arr = np.asarray(y)
     if arr.ndim != 1:
-        raise ValueError(f"y: expected one class per node, got shape {arr.shape}")
+        raise ValueError(f"y must be one class per node (a 1-D vector), got shape {arr.shape}")
     if arr.dtype.kind in "iu":
         return arr >= 0
     if arr.dtype.kind == "f":
@@ -36,7 +54,7 @@ def _as_matrix(X):
         return sp.csr_matrix(X, dtype=np.float64)
     arr = np.asarray(X, dtype=np.float64)
     if arr.ndim != 2:
-        raise ValueError(f"X: expected a 2-D node x feature matrix, got {arr.ndim}-D")
+        raise ValueError(f"X must be a 2-D node x feature matrix, got {arr.ndim}-D")
     return arr
 
 
@@ -45,12 +63,39 @@ def kmeans_scores(X, y, n_clusters: Optional[int] = None, n_seeds: int = 10,
                   progress=None) -> dict:
     """k-means on the rows of ``X`` with ``n_seeds`` seeds, scored against ``y``.
 
-    ``progress(fraction, message)``, if given, is called before every seed's k-means; it
-    may raise (e.g. :class:`featagg_core._cancel.Cancelled`), which propagates.
-
-    Returns a dict with ``acc_mean``, ``acc_sd``, ``nmi_mean``, ``nmi_sd``, the per-seed
-    lists ``acc`` and ``nmi``, ``n_clusters`` and ``n_nodes`` (nodes with a known class).
     An ``X`` with no columns scores as a single cluster (every node in cluster 0).
+
+    Parameters
+    ----------
+    X : sparse matrix or ndarray of shape (n, d)
+        The node x feature matrix.
+    y : array-like of shape (n,)
+        The class of every node (-1 / NaN / None: unknown, left out of the scores).
+    n_clusters : int, optional
+        The number of clusters; default the number of known classes.
+    n_seeds : int, default=10
+        How many k-means runs (the scores are their mean and sd).
+    random_state : int, default=0
+        Seeds the generator that draws each run's seed.
+    n_init : int, default=1
+        scikit-learn's ``n_init`` of each run.
+    max_iter : int, default=300
+        scikit-learn's ``max_iter`` of each run.
+    progress : callable, optional
+        ``progress(fraction, message)``, if given, is called before every seed's k-means; it
+        may raise (e.g. :class:`featagg_core._cancel.Cancelled`), which propagates.
+
+    Returns
+    -------
+    dict
+        ``acc_mean``, ``acc_sd``, ``nmi_mean``, ``nmi_sd``, the per-seed lists ``acc`` and
+        ``nmi``, ``n_clusters`` and ``n_nodes`` (nodes with a known class).
+
+    Raises
+    ------
+    ValueError
+        When ``y`` does not fit ``X``, fewer than two nodes have a known class, or
+        ``n_clusters`` / ``n_seeds`` is below 1.
     """
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
@@ -68,9 +113,9 @@ def kmeans_scores(X, y, n_clusters: Optional[int] = None, n_seeds: int = 10,
     yk = y[mask]
     k = int(np.unique(yk).size) if n_clusters is None else int(n_clusters)
     if k < 1:
-        raise ValueError(f"n_clusters: must be >= 1, got {k}")
+        raise parameter_error("n_clusters", "an integer >= 1", k)
     if n_seeds < 1:
-        raise ValueError(f"n_seeds: must be >= 1, got {n_seeds}")
+        raise parameter_error("n_seeds", "an integer >= 1", n_seeds)
     seeds = np.random.RandomState(random_state).randint(0, 2 ** 31 - 1, size=n_seeds)
     accs, nmis = [], []
     for i, s in enumerate(seeds):
@@ -96,12 +141,40 @@ def kmeans_scores(X, y, n_clusters: Optional[int] = None, n_seeds: int = 10,
 
 def evaluate_selection(X, y, selected: Sequence[int], n_clusters: Optional[int] = None,
                        n_seeds: int = 10, random_state: int = 0, progress=None) -> dict:
-    """:func:`kmeans_scores` on the columns ``selected`` of ``X`` (plus ``d``, the number
-    of columns used)."""
+    """:func:`kmeans_scores` on the columns ``selected`` of ``X``.
+
+    Parameters
+    ----------
+    X : sparse matrix or ndarray of shape (n, d)
+        The node x feature matrix.
+    y : array-like of shape (n,)
+        The class of every node (-1 / NaN / None: unknown, left out of the scores).
+    selected : sequence of int
+        The feature (column) indices to keep.
+    n_clusters : int, optional
+        The number of clusters; default the number of known classes.
+    n_seeds : int, default=10
+        How many k-means runs.
+    random_state : int, default=0
+        Seeds the generator that draws each run's seed.
+    progress : callable, optional
+        ``progress(fraction, message)``, called before every seed's k-means.
+
+    Returns
+    -------
+    dict
+        :func:`kmeans_scores`' dict plus ``d``, the number of columns used.
+
+    Raises
+    ------
+    ValueError
+        When an index of ``selected`` is outside the features.
+    """
     X = _as_matrix(X)
     idx = np.asarray(selected, dtype=np.int64).ravel()
     if idx.size and (idx.min() < 0 or idx.max() >= X.shape[1]):
-        raise ValueError(f"selected: feature indices must lie in [0, {X.shape[1]})")
+        raise ValueError(f"selected must be feature indices in [0, {X.shape[1]}), got "
+                         f"{int(idx.min())}..{int(idx.max())}")
     Xs = X[:, idx]
     out = kmeans_scores(Xs, y, n_clusters=n_clusters, n_seeds=n_seeds,
                         random_state=random_state, progress=progress)
@@ -110,9 +183,30 @@ def evaluate_selection(X, y, selected: Sequence[int], n_clusters: Optional[int] 
 
 
 def evaluate_rankings(X, y, rankings: dict, ds: Iterable[int], progress=None, **kw) -> dict:
-    """ACC/NMI for every method's ranking (best first) at every ``d``:
-    ``{method: {d: kmeans_scores dict}}``. A ranking shorter than ``d`` is used whole.
-    ``progress(fraction, message)`` is called before every (method, d) pair."""
+    """ACC/NMI for every method's ranking (best first) at every ``d``.
+
+    A ranking shorter than ``d`` is used whole.
+
+    Parameters
+    ----------
+    X : sparse matrix or ndarray of shape (n, d)
+        The node x feature matrix.
+    y : array-like of shape (n,)
+        The class of every node (-1 / NaN / None: unknown, left out of the scores).
+    rankings : dict
+        Method name -> feature indices, best first.
+    ds : iterable of int
+        The numbers of top features to score.
+    progress : callable, optional
+        ``progress(fraction, message)``, called before every (method, d) pair.
+    **kw
+        Passed to :func:`evaluate_selection` (``n_clusters``, ``n_seeds``, ``random_state``).
+
+    Returns
+    -------
+    dict
+        ``{method: {d: kmeans_scores dict}}``.
+    """
     out = {}
     ds = [int(d) for d in ds]
     total = max(len(rankings) * len(ds), 1)

@@ -64,6 +64,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._kernels import metrics as _k
+# the input checks (moved to keep this module short; _refrag_tuning imports _check_true here)
+from ._metrics_checks import _check_k, _check_score, _check_true, _check_weights  # noqa: F401
 
 __all__ = [
     "top_k", "precision_at_k", "ndcg_at_k", "psprecision_at_k", "psndcg_at_k",
@@ -76,83 +78,6 @@ __all__ = [
 _DENSE_CHUNK_CELLS = 1 << 22
 # up to this k, dense rows go through the one-pass numba kernel
 _DENSE_KERNEL_MAX_K = 64
-
-
-# ---------------------------------------------------------------------------
-# input validation
-# ---------------------------------------------------------------------------
-
-def _check_k(k):
-    """Return (ks as int64 array, scalar?)."""
-    scalar = isinstance(k, numbers.Integral) and not isinstance(k, bool)
-    if scalar:
-        ks = [int(k)]
-    elif isinstance(k, (list, tuple, np.ndarray)):
-        ks = list(k)
-        if not ks:
-            raise ValueError("k: the list of cut-offs is empty")
-        for v in ks:
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool):
-                raise ValueError(f"k: cut-offs must be integers, got {v!r}")
-        ks = [int(v) for v in ks]
-    else:
-        raise ValueError(f"k must be a positive int or a list/tuple of them, got {k!r}")
-    if min(ks) < 1:
-        raise ValueError(f"k must be >= 1, got {min(ks)}")
-    return np.asarray(ks, dtype=np.int64), scalar
-
-
-def _check_true(Y_true, name="Y_true") -> sp.csr_matrix:
-    """Binary truth as canonical csr (sorted indices, no duplicates, no explicit zeros)."""
-    if sp.issparse(Y_true):
-        Y = sp.csr_matrix(Y_true, copy=True)
-        Y.sum_duplicates()
-    else:
-        arr = np.asarray(Y_true)
-        if arr.ndim != 2:
-            raise ValueError(f"{name} must be a 2-D matrix, got {arr.ndim} dimensions")
-        if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-            raise ValueError(f"{name} must be numeric 0/1, got dtype {arr.dtype}")
-        Y = sp.csr_matrix(arr)
-    Y.eliminate_zeros()
-    if Y.nnz and not np.all(Y.data == 1):
-        bad = Y.data[Y.data != 1][0]
-        raise ValueError(f"{name} must hold only 0/1 values, found {bad!r}")
-    Y.sort_indices()
-    return Y
-
-
-def _check_score(Y_score, shape):
-    if sp.issparse(Y_score):
-        S = sp.csr_matrix(Y_score)
-        if S.shape != shape:
-            raise ValueError(f"Y_score has shape {S.shape} but Y_true has shape {shape}")
-        if not S.has_canonical_format:
-            S = S.copy()
-            S.sum_duplicates()
-        if S.nnz and not np.isfinite(S.data).all() and np.isnan(S.data).any():
-            raise ValueError("Y_score contains NaN")
-        return S
-    S = np.asarray(Y_score)
-    if S.ndim != 2:
-        raise ValueError(f"Y_score must be a 2-D matrix, got {S.ndim} dimensions")
-    if S.shape != shape:
-        raise ValueError(f"Y_score has shape {S.shape} but Y_true has shape {shape}")
-    if not (np.issubdtype(S.dtype, np.number) or S.dtype == bool) or np.iscomplexobj(S):
-        raise ValueError(f"Y_score must be real numbers, got dtype {S.dtype}")
-    if np.issubdtype(S.dtype, np.floating) and np.isnan(S).any():
-        raise ValueError("Y_score contains NaN")
-    return S
-
-
-def _check_weights(inv_propensity, n_labels):
-    w = np.asarray(inv_propensity, dtype=np.float64).ravel()
-    if w.shape[0] != n_labels:
-        raise ValueError(f"inv_propensity has {w.shape[0]} entries, expected one per label "
-                         f"({n_labels})")
-    if not np.isfinite(w).all():
-        raise ValueError("inv_propensity contains NaN or inf")
-    return w
 
 
 # ---------------------------------------------------------------------------
@@ -217,7 +142,7 @@ def top_k(Y_score, k: int) -> np.ndarray:
     """
     ks, scalar = _check_k(k)
     if not scalar:
-        raise ValueError("top_k: k must be a single int")
+        raise ValueError(f"k must be a single integer, got {k!r}")
     kk = int(ks[0])
     if sp.issparse(Y_score):
         S = _check_score(Y_score, Y_score.shape)
@@ -302,8 +227,25 @@ def _precision(Y, top, ks):
 
 
 def ndcg_at_k(Y_true, Y_score, k=5):
-    """nDCG@k: ``mean_i DCG_i@k / IDCG_i@min(k, |y_i|)`` (as pyxclib's ``ndcg``); points
-    with no true labels contribute 0."""
+    """nDCG@k of a ranking.
+
+    ``mean_i DCG_i@k / IDCG_i@min(k, |y_i|)`` (as pyxclib's ``ndcg``); points with no true
+    labels contribute 0.
+
+    Parameters
+    ----------
+    Y_true : sparse matrix or ndarray of shape (n, L)
+        The true 0/1 labels.
+    Y_score : ndarray or sparse matrix of shape (n, L)
+        The predicted scores (higher ranks first; no NaN).
+    k : int or list/tuple of int, default=5
+        The cut-off(s), each >= 1.
+
+    Returns
+    -------
+    float or ndarray
+        The value, or one value per cut-off when ``k`` is a list/tuple.
+    """
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
     return _out(_ndcg(Y, top, ks), scalar)
 
@@ -341,6 +283,29 @@ def psprecision_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     oracle ranking (its true labels by decreasing ``w``), exactly pyxclib's
     ``psprecision`` (whose 1/k and 1/n cancel in the ratio). 1.0 means the top k holds
     the rarest true labels of every point.
+
+    Parameters
+    ----------
+    Y_true : sparse matrix or ndarray of shape (n, L)
+        The true 0/1 labels.
+    Y_score : ndarray or sparse matrix of shape (n, L)
+        The predicted scores (higher ranks first; no NaN).
+    k : int or list/tuple of int, default=5
+        The cut-off(s), each >= 1.
+    inv_propensity : ndarray of shape (L,), optional
+        The labels' inverse propensities, from :func:`inverse_propensity` on the training
+        labels (required; pyxclib's argument order ``(Y_true, Y_score, inv_propensity, k)``
+        is accepted too).
+
+    Returns
+    -------
+    float or ndarray
+        The value, or one value per cut-off when ``k`` is a list/tuple.
+
+    Raises
+    ------
+    ValueError
+        Without ``inv_propensity``, or with one of the wrong length.
     """
     k, inv_propensity = _ps_args(k, inv_propensity)
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
@@ -355,9 +320,34 @@ def _psprecision(Y, top, ks, w):
 
 
 def psndcg_at_k(Y_true, Y_score, k=5, inv_propensity=None):
-    """Propensity-scored nDCG@k, normalised by the best achievable ranking (pyxclib's
-    ``psndcg``): ``mean_i PSDCG_i@k / IDCG_i`` over the same mean for the oracle ranking,
-    with ``IDCG_i`` the plain (unweighted) ideal DCG at ``min(k, |y_i|)``."""
+    """Propensity-scored nDCG@k, normalised by the best achievable ranking.
+
+    pyxclib's ``psndcg``: ``mean_i PSDCG_i@k / IDCG_i`` over the same mean for the oracle
+    ranking, with ``IDCG_i`` the plain (unweighted) ideal DCG at ``min(k, |y_i|)``.
+
+    Parameters
+    ----------
+    Y_true : sparse matrix or ndarray of shape (n, L)
+        The true 0/1 labels.
+    Y_score : ndarray or sparse matrix of shape (n, L)
+        The predicted scores (higher ranks first; no NaN).
+    k : int or list/tuple of int, default=5
+        The cut-off(s), each >= 1.
+    inv_propensity : ndarray of shape (L,), optional
+        The labels' inverse propensities, from :func:`inverse_propensity` on the training
+        labels (required; pyxclib's argument order ``(Y_true, Y_score, inv_propensity, k)``
+        is accepted too).
+
+    Returns
+    -------
+    float or ndarray
+        The value, or one value per cut-off when ``k`` is a list/tuple.
+
+    Raises
+    ------
+    ValueError
+        Without ``inv_propensity``, or with one of the wrong length.
+    """
     k, inv_propensity = _ps_args(k, inv_propensity)
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
     return _out(_psndcg(Y, top, ks, _check_weights(inv_propensity, Y.shape[1])), scalar)
@@ -372,8 +362,25 @@ def _psndcg(Y, top, ks, w):
 
 
 def coverage_at_k(Y_true, Y_score, k=5):
-    """Coverage@k: distinct labels that are a correct prediction in some point's top k,
-    over the distinct labels present in ``Y_true`` (0.0 when ``Y_true`` is empty)."""
+    """Coverage@k of a ranking.
+
+    Distinct labels that are a correct prediction in some point's top k, over the distinct
+    labels present in ``Y_true`` (0.0 when ``Y_true`` is empty).
+
+    Parameters
+    ----------
+    Y_true : sparse matrix or ndarray of shape (n, L)
+        The true 0/1 labels.
+    Y_score : ndarray or sparse matrix of shape (n, L)
+        The predicted scores (higher ranks first; no NaN).
+    k : int or list/tuple of int, default=5
+        The cut-off(s), each >= 1.
+
+    Returns
+    -------
+    float or ndarray
+        The value, or one value per cut-off when ``k`` is a list/tuple.
+    """
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
     return _out(_coverage(Y, top, ks), scalar)
 
@@ -396,10 +403,32 @@ def ranking_metrics(Y_true, Y_score, ks=(1, 3, 5), inv_propensity=None,
                     metrics=RANKING_METRICS) -> dict:
     """Several ranking metrics at several cut-offs from one top-k computation.
 
-    Returns ``{"P@1": ..., "nDCG@1": ..., "PSP@1": ..., "PSnDCG@1": ..., "coverage@1": ...,
-    "P@3": ...}`` (fractions, metric names from ``metrics``, ordered by metric then k);
-    the propensity-scored ones need ``inv_propensity`` and are left out without it. Each
-    value equals the single-metric function's (``precision_at_k`` etc.).
+    Each value equals the single-metric function's (``precision_at_k`` etc.).
+
+    Parameters
+    ----------
+    Y_true : sparse matrix or ndarray of shape (n, L)
+        The true 0/1 labels.
+    Y_score : ndarray or sparse matrix of shape (n, L)
+        The predicted scores.
+    ks : sequence of int, default=(1, 3, 5)
+        The cut-offs.
+    inv_propensity : ndarray of shape (L,), optional
+        Inverse propensities (:func:`inverse_propensity`); without them the
+        propensity-scored metrics are left out.
+    metrics : sequence of str, default=RANKING_METRICS
+        Which metrics, from ``RANKING_METRICS``.
+
+    Returns
+    -------
+    dict
+        ``{"P@1": ..., "nDCG@1": ..., "PSP@1": ..., "PSnDCG@1": ..., "coverage@1": ...,
+        "P@3": ...}`` (fractions, metric names from ``metrics``, ordered by metric then k).
+
+    Raises
+    ------
+    ValueError
+        For an unknown metric name or bad inputs.
     """
     unknown = set(metrics) - set(RANKING_METRICS)
     if unknown:
@@ -427,9 +456,24 @@ def inverse_propensity(Y_train, A=0.55, B=1.5):
     ``compute_inv_propesity``). Typical (A, B): (0.55, 1.5); Wikipedia (0.5, 0.4);
     Amazon (0.6, 2.6).
 
+    Parameters
+    ----------
+    Y_train : sparse matrix or ndarray of shape (N, L)
+        The training labels (0/1).
+    A : float, default=0.55
+        The exponent of the propensity model.
+    B : float, default=1.5
+        The offset of the propensity model.
+
     Returns
     -------
     ndarray of float64, shape (L,)
+        ``w_l`` of every label.
+
+    Raises
+    ------
+    ValueError
+        When ``Y_train`` is not a 0/1 matrix or has no rows.
     """
     Y = _check_true(Y_train, "Y_train")
     N = Y.shape[0]
@@ -452,9 +496,24 @@ def label_frequency_buckets(Y_train, n_buckets=5, strategy="labels"):
     the label quantiles the XC papers plot) or equal total occurrences
     (``strategy="mass"``).
 
+    Parameters
+    ----------
+    Y_train : sparse matrix or ndarray of shape (N, L)
+        The training labels (0/1).
+    n_buckets : int, default=5
+        How many buckets (>= 1).
+    strategy : {"labels", "mass"}, default="labels"
+        Equal numbers of labels or equal total occurrences per bucket.
+
     Returns
     -------
-    ndarray of int64, shape (L,): the bucket of every label.
+    ndarray of int64, shape (L,)
+        The bucket of every label.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``n_buckets`` or ``strategy``.
     """
     if not isinstance(n_buckets, numbers.Integral) or n_buckets < 1:
         raise ValueError(f"n_buckets must be a positive int, got {n_buckets!r}")
@@ -487,12 +546,26 @@ def precision_by_bucket(Y_true, Y_score, buckets, k=5, n_buckets=None):
 
     Parameters
     ----------
-    buckets : int array (L,), e.g. from :func:`label_frequency_buckets`
+    Y_true : sparse matrix or ndarray of shape (n, L)
+        The true 0/1 labels.
+    Y_score : ndarray or sparse matrix of shape (n, L)
+        The predicted scores (higher ranks first; no NaN).
+    buckets : int array of shape (L,)
+        The bucket of every label, e.g. from :func:`label_frequency_buckets`.
+    k : int or list/tuple of int, default=5
+        The cut-off(s), each >= 1.
     n_buckets : int, default ``buckets.max() + 1``
+        The number of buckets.
 
     Returns
     -------
-    ndarray (n_buckets,), or (len(k), n_buckets) when ``k`` is a list/tuple.
+    ndarray
+        Shape (n_buckets,), or (len(k), n_buckets) when ``k`` is a list/tuple.
+
+    Raises
+    ------
+    ValueError
+        When ``buckets`` is not one non-negative integer per label or exceeds ``n_buckets``.
     """
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
     b = np.asarray(buckets)
@@ -541,10 +614,30 @@ def _contingency(x, y):
 
 
 def clustering_accuracy(y_true, y_pred):
-    """Clustering accuracy: the fraction of points whose cluster maps to their class under
-    the best one-to-one matching of clusters to classes (Hungarian algorithm,
+    """Clustering accuracy of a partition against known classes.
+
+    The fraction of points whose cluster maps to their class under the best one-to-one
+    matching of clusters to classes (Hungarian algorithm,
     ``scipy.optimize.linear_sum_assignment`` on the contingency table). Any hashable labels;
-    every point counts (filter unknown classes such as -1 beforehand)."""
+    every point counts (filter unknown classes such as -1 beforehand).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        The classes.
+    y_pred : array-like of shape (n,)
+        The cluster of every point.
+
+    Returns
+    -------
+    float
+        The accuracy in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        When the two vectors are not 1-D or differ in length.
+    """
     from scipy.optimize import linear_sum_assignment
     C = _contingency(y_true, y_pred)
     n = C.sum()
@@ -556,7 +649,22 @@ def clustering_accuracy(y_true, y_pred):
 
 
 def normalized_mutual_info(y_true, y_pred, average_method="arithmetic"):
-    """Normalised mutual information (``sklearn.metrics.normalized_mutual_info_score``)."""
+    """Normalised mutual information (``sklearn.metrics.normalized_mutual_info_score``).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        The classes.
+    y_pred : array-like of shape (n,)
+        The cluster of every point.
+    average_method : {"arithmetic", "geometric", "min", "max"}, default="arithmetic"
+        How the two entropies are averaged in the normaliser (scikit-learn's).
+
+    Returns
+    -------
+    float
+        NMI in [0, 1].
+    """
     from sklearn.metrics import normalized_mutual_info_score
     y_true = _labels_1d(y_true, "y_true")
     y_pred = _labels_1d(y_pred, "y_pred")
@@ -568,9 +676,26 @@ def normalized_mutual_info(y_true, y_pred, average_method="arithmetic"):
 
 
 def mutual_information(x, y):
-    """Mutual information I(X; Y) of two discrete variables, in nats, from their
-    contingency table (equals ``sklearn.metrics.mutual_info_score``):
-    ``sum_ij p_ij ln(p_ij / (p_i p_j))`` over the non-empty cells."""
+    """Mutual information I(X; Y) of two discrete variables, in nats.
+
+    From their contingency table (equals ``sklearn.metrics.mutual_info_score``):
+    ``sum_ij p_ij ln(p_ij / (p_i p_j))`` over the non-empty cells.
+
+    Parameters
+    ----------
+    x, y : array-like of shape (n,)
+        The two variables' values (any hashable labels), one pair per observation.
+
+    Returns
+    -------
+    float
+        I(X; Y) in nats (>= 0).
+
+    Raises
+    ------
+    ValueError
+        When the vectors are not 1-D or differ in length.
+    """
     C = _contingency(x, y).tocoo()
     n = C.data.sum()
     if n == 0:
@@ -583,8 +708,30 @@ def mutual_information(x, y):
 
 
 def mutual_information_loss(I_x, I_z, relative=False):
-    """Information lost by compressing X into Z: ``I(X;C) - I(Z;C)`` (nats), or that loss
-    as a fraction of ``I(X;C)`` when ``relative`` (0 when ``I(X;C)`` is 0)."""
+    """Information lost by compressing X into Z.
+
+    ``I(X;C) - I(Z;C)`` (nats), or that loss as a fraction of ``I(X;C)`` when
+    ``relative`` (0 when ``I(X;C)`` is 0).
+
+    Parameters
+    ----------
+    I_x : float
+        ``I(X;C)``, the information of the original variable about the class.
+    I_z : float
+        ``I(Z;C)``, the information of the compressed one.
+    relative : bool, default=False
+        Return the loss as a fraction of ``I_x``.
+
+    Returns
+    -------
+    float
+        The loss in nats, or the fraction.
+
+    Raises
+    ------
+    ValueError
+        When ``I_x`` or ``I_z`` is not finite.
+    """
     I_x = float(I_x)
     I_z = float(I_z)
     if not (np.isfinite(I_x) and np.isfinite(I_z)):

@@ -28,8 +28,23 @@ _PCT_KEYS = ("P@", "PSP@", "coverage@", "nDCG@", "ACC", "NMI", "MI loss", "kept"
 
 # ----------------------------------------------------------------------------- numbers
 def format_value(key: str, value) -> str:
-    """How the report writes a value of column ``key``: fractions as %, seconds with one
-    decimal, bytes in kB/MB, counts with thousands separators."""
+    """How the report writes a value of column ``key``.
+
+    Fractions as %, seconds with one decimal, bytes in kB/MB, counts with thousands
+    separators.
+
+    Parameters
+    ----------
+    key : str
+        The column (its name decides the unit).
+    value : object
+        The value.
+
+    Returns
+    -------
+    str
+        The text of the cell.
+    """
     if value is None:
         return "–"
     if isinstance(value, bool):
@@ -252,15 +267,37 @@ _BUILDERS = {"defrag_tradeoff": _tradeoff_figures, "refrag_tuning": _refrag_figu
 
 
 def experiment_figures(exp: dict) -> List[Tuple[str, str, dict]]:
-    """The charts of one experiment record (:meth:`Experiment.to_record`):
-    ``(id, caption, figure dict)``."""
+    """The charts of one experiment record (:meth:`Experiment.to_record`).
+
+    Parameters
+    ----------
+    exp : dict
+        The experiment's record.
+
+    Returns
+    -------
+    list of (str, str, dict)
+        ``(id, caption, plotly figure as a JSON dict)`` per chart.
+    """
     return list(_BUILDERS.get(exp["kind"], lambda e: [])(exp))
 
 
 def figures(record: dict) -> List[Tuple[str, str, dict]]:
-    """Every chart of the report: ``(id, caption, plotly figure as a JSON dict)``, the
-    dataset's first, then each experiment's (ids made unique with the experiment's
-    position)."""
+    """Every chart of the report.
+
+    The dataset's first, then each experiment's (ids made unique with the experiment's
+    position).
+
+    Parameters
+    ----------
+    record : dict
+        A triage report's record (:attr:`featagg_core.triage.TriageReport.record`).
+
+    Returns
+    -------
+    list of (str, str, dict)
+        ``(id, caption, plotly figure as a JSON dict)`` per chart.
+    """
     out = [(f"stats-{fid}", cap, fig) for fid, cap, fig in _stats_figures(record)]
     for i, exp in enumerate(record.get("experiments", [])):
         for fid, cap, fig in _BUILDERS.get(exp["kind"], lambda e: [])(exp):
@@ -354,7 +391,18 @@ _COLUMNS = {
 
 
 def render_html(record: dict) -> str:
-    """The report (module docstring) as one HTML string."""
+    """The report (module docstring) as one HTML string.
+
+    Parameters
+    ----------
+    record : dict
+        A triage report's record (:attr:`featagg_core.triage.TriageReport.record`).
+
+    Returns
+    -------
+    str
+        A self-contained HTML page.
+    """
     e = html.escape
     ds = record["dataset"]
     parts = [f"<h1>{e(record['title'])}</h1>",
@@ -433,13 +481,39 @@ def _plotly_js() -> str:
 
 
 def report_json(record: dict) -> str:
-    """The record as JSON text (strict: no NaN, keys as given)."""
+    """The record as JSON text (strict: no NaN, keys as given).
+
+    Parameters
+    ----------
+    record : dict
+        A triage report's record (:attr:`featagg_core.triage.TriageReport.record`).
+
+    Returns
+    -------
+    str
+        The JSON text.
+    """
     return json.dumps(record, indent=1, allow_nan=False, ensure_ascii=False)
 
 
 def write_report(record: dict, html_path: Optional[str] = None,
                  json_path: Optional[str] = None) -> Dict[str, str]:
-    """Write the HTML and/or JSON atomically; returns ``{"html": path, "json": path}``."""
+    """Write the HTML and/or JSON atomically.
+
+    Parameters
+    ----------
+    record : dict
+        A triage report's record (:attr:`featagg_core.triage.TriageReport.record`).
+    html_path : str, optional
+        Where to write the HTML page.
+    json_path : str, optional
+        Where to write the JSON record.
+
+    Returns
+    -------
+    dict of str to str
+        ``{"html": path, "json": path}`` for what was written.
+    """
     from .data import _atomic_write
     out = {}
     if json_path:

@@ -107,14 +107,14 @@ def make_powerlaw_multilabel(n_samples, n_features, n_labels, avg_labels=3.0,
         if not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 1:
             raise ValueError(f"{name} must be a number >= 1, got {v!r}")
     if not isinstance(label_exponent, numbers.Real) or not (0 <= label_exponent < 10):
-        raise ValueError(f"label_exponent must be in [0, 10), got {label_exponent!r}")
+        raise ValueError(f"label_exponent must be a number in [0, 10), got {label_exponent!r}")
     noise = _prob("noise", noise)
     if not isinstance(test_size, numbers.Real) or not (0.0 <= test_size < 1.0):
-        raise ValueError(f"test_size must be in [0, 1), got {test_size!r}")
+        raise ValueError(f"test_size must be a number in [0, 1), got {test_size!r}")
     G = (min(L, max(1, d // 20)) if feature_clusters is None
          else _pos_int("feature_clusters", feature_clusters))
     if G > d:
-        raise ValueError(f"feature_clusters={G} exceeds n_features={d}")
+        raise ValueError(f"feature_clusters must be at most n_features = {d}, got {G}")
     rng = _rng(random_state)
 
     # 1. labels: Zipf over a random order of the label ids
@@ -224,16 +224,43 @@ def make_attributed_sbm(n_nodes, n_blocks, p_in=0.05, p_out=0.005, n_informative
     (default: the average rate of an informative feature, so that feature frequency alone
     does not reveal which are informative). ``y`` holds each node's block.
 
+    Parameters
+    ----------
+    n_nodes : int
+        Number of nodes (>= 1).
+    n_blocks : int
+        Number of blocks (1 .. n_nodes).
+    p_in, p_out : float in [0, 1], default=0.05, 0.005
+        Edge probability within a block and between blocks.
+    n_informative : int, default=20
+        Number of informative features.
+    n_noise : int, default=80
+        Number of noise features.
+    random_state : int, None or numpy Generator, default=0
+        Seeds everything.
+    p_feature_in, p_feature_out : float in [0, 1], default=0.3, 0.03
+        Probability that an informative feature is on for a node of its block / of another.
+    p_noise : float in [0, 1], optional
+        Probability that a noise feature is on; default the average informative rate.
+    return_info : bool, default=False
+        Also return the planted truth.
+
     Returns
     -------
-    GraphData, or (GraphData, dict) when ``return_info``: ``informative`` (feature indices),
-    ``blocks`` (block of every node), ``feature_blocks`` (block of every informative
-    feature).
+    GraphData or (GraphData, dict)
+        The graph; with ``return_info`` also a dict: ``informative`` (feature indices),
+        ``blocks`` (block of every node), ``feature_blocks`` (block of every informative
+        feature).
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of range (e.g. more blocks than nodes).
     """
     n = _pos_int("n_nodes", n_nodes)
     K = _pos_int("n_blocks", n_blocks)
     if K > n:
-        raise ValueError(f"n_blocks={K} exceeds n_nodes={n}")
+        raise ValueError(f"n_blocks must be at most n_nodes = {n}, got {K}")
     n_inf = _pos_int("n_informative", n_informative, 0)
     n_noi = _pos_int("n_noise", n_noise, 0)
     p_in, p_out = _prob("p_in", p_in), _prob("p_out", p_out)
@@ -324,23 +351,48 @@ def make_zipf_categorical(n_rows, n_values, zipf_a=1.1, n_columns=1, random_stat
     ``P(C=1 | value)`` varies widely between values and compressing the vocabulary loses
     information unless similar-rate values share a bucket.
 
+    Parameters
+    ----------
+    n_rows : int
+        Number of rows (>= 1).
+    n_values : int
+        Number of distinct values per column (>= 1).
+    zipf_a : float in [0, 10), default=1.1
+        The Zipf exponent of the value frequencies.
+    n_columns : int, default=1
+        Number of categorical columns.
+    random_state : int, None or numpy Generator, default=0
+        Seeds everything.
+    base_rate : float in (0, 1), default=0.25
+        The label's rate for a value without effect.
+    effect_scale : float >= 0, default=1.5
+        Standard deviation of the values' effects on the label's logit.
+    return_info : bool, default=False
+        Also return the planted truth.
+
     Returns
     -------
-    CategoricalData (columns ``col0``..), or (CategoricalData, dict) when ``return_info``:
-    ``value_probabilities`` (n_columns x n_values, by value id), ``effects`` (same shape),
-    ``vocabulary`` (list of arrays of value names), ``positive_rate`` (per row).
+    CategoricalData or (CategoricalData, dict)
+        The table (columns ``col0``..); with ``return_info`` also a dict:
+        ``value_probabilities`` (n_columns x n_values, by value id), ``effects`` (same
+        shape), ``vocabulary`` (list of arrays of value names), ``positive_rate`` (per row).
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of range.
     """
     import pandas as pd
     n = _pos_int("n_rows", n_rows)
     V = _pos_int("n_values", n_values)
     C = _pos_int("n_columns", n_columns)
     if not isinstance(zipf_a, numbers.Real) or not (0 <= zipf_a < 10):
-        raise ValueError(f"zipf_a must be in [0, 10), got {zipf_a!r}")
+        raise ValueError(f"zipf_a must be a number in [0, 10), got {zipf_a!r}")
     base_rate = _prob("base_rate", base_rate)
     if not (0 < base_rate < 1):
-        raise ValueError(f"base_rate must be strictly between 0 and 1, got {base_rate!r}")
+        raise ValueError(f"base_rate must be a number in (0, 1), got {base_rate!r}")
     if not isinstance(effect_scale, numbers.Real) or effect_scale < 0:
-        raise ValueError(f"effect_scale must be >= 0, got {effect_scale!r}")
+        raise ValueError(f"effect_scale must be a number >= 0, got {effect_scale!r}")
     rng = _rng(random_state)
 
     zp = _zipf_probs(V, zipf_a)

@@ -95,7 +95,22 @@ class TriageReport:
 
 # ----------------------------------------------------------------------------- stats
 def dataset_stats(data, split) -> Dict[str, Any]:
-    """Headline numbers of the dataset (and of the training rows for the label shape)."""
+    """Headline numbers of the dataset (and of the training rows for the label shape).
+
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset.
+    split : Split
+        Its split; label frequencies are counted on the training rows.
+
+    Returns
+    -------
+    dict
+        Kind, name and the sizes that matter for the kind (rows, features, labels,
+        non-zeros and the label-frequency shape; nodes, edges, classes; rows, columns,
+        vocabularies).
+    """
     from .metrics import label_frequency_buckets
     out: Dict[str, Any] = {"kind": data.kind, "name": str(getattr(data, "name", "") or "")}
     if data.kind == "multilabel":
@@ -502,17 +517,45 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
                source: str = "") -> TriageReport:
     """The battery of the module docstring on ``data`` within ``budget_s`` seconds.
 
-    ``split``: the split to use (default: the dataset's own test part, else a random 20 %;
-    15 % of the training rows for validation, ``seed``). ``replay``: the ``record`` of an
-    earlier triage of the same dataset: its plan and split are run again, every step, no
-    budget cuts. ``cancel`` stops the triage (what finished is reported). ``source``: how
-    the data was named (path or ``sample:NAME``), for the reproduction command.
+    Parameters
+    ----------
+    data : MultiLabelData, GraphData or CategoricalData
+        The dataset.
+    budget_s : float, default=120.0
+        Seconds the whole triage may take (> 0).
+    split : Split, optional
+        The split to use (default: the dataset's own test part, else a random 20 %;
+        15 % of the training rows for validation, ``seed``).
+    seed : int, default=0
+        Seeds the split and every method.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    cancel : threading.Event-like, optional
+        Stops the triage (what finished is reported).
+    speed : dict, optional
+        This machine's calibration (:func:`featagg_core.estimate.default_speed` by default).
+    replay : dict, optional
+        The ``record`` of an earlier triage of the same dataset: its plan and split are run
+        again, every step, no budget cuts.
+    source : str, default=""
+        How the data was named (path or ``sample:NAME``), for the reproduction command.
+
+    Returns
+    -------
+    TriageReport
+        The record (every number, the plan, the reproduction block) and the experiments.
+
+    Raises
+    ------
+    ValueError
+        For a budget that is not a positive number, or a ``replay`` that is not a triage
+        report of this dataset.
     """
     from .experiment import make_split
     t_start = time.monotonic()
     budget_s = float(budget_s)
     if not budget_s > 0:
-        raise ValueError(f"budget: must be a positive number of seconds, got {budget_s!r}")
+        raise ValueError(f"budget must be a positive number of seconds, got {budget_s!r}")
     if replay is not None:
         if replay.get("format") != FORMAT:
             raise ValueError("the replayed report is not a featagg triage report")

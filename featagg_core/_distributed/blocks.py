@@ -56,7 +56,13 @@ class ShardedMultiLabel:
         return len(self.blocks)
 
     def gather(self):
-        """All rows in one :class:`featagg_core.data.MultiLabelData` (small data only)."""
+        """All rows in one :class:`featagg_core.data.MultiLabelData` (small data only).
+
+        Returns
+        -------
+        MultiLabelData
+            The shards' rows, in order.
+        """
         from ..data import MultiLabelData
 
         ex = Executor(self.client)
@@ -121,10 +127,9 @@ def _shard_meta(block):
 
 
 def load_xc_shards(client, pattern, **reader_kwargs) -> ShardedMultiLabel:
-    """Read a directory (or glob pattern, or list) of XC / svmlight shard files on the
-    workers, one row block per file, with featagg's readers
-    (:func:`featagg_core.data.load_dataset`; ``reader_kwargs`` are passed to it).
+    """Read a directory (or glob pattern, or list) of XC / svmlight shard files on the workers.
 
+    One row block per file, with featagg's readers (:func:`featagg_core.data.load_dataset`).
     Shards are taken in sorted file-name order; their rows follow one another. Every
     worker must see the files at the same path (shared or copied file system). Reading is
     a task, so a shard lost with its worker is read again. All shards must agree on the
@@ -132,10 +137,24 @@ def load_xc_shards(client, pattern, **reader_kwargs) -> ShardedMultiLabel:
     ``zero_based=`` (per-shard auto-detection could shift one shard's indices) and
     ``n_features=``/``n_labels=``.
 
+    Parameters
+    ----------
+    client : "serial", dask.distributed.Client or str
+        Where to read.
+    pattern : str or list of str
+        A directory, a glob pattern or a list of files.
+    **reader_kwargs
+        Passed to :func:`featagg_core.data.load_dataset`.
+
     Returns
     -------
     ShardedMultiLabel
         The handle every twin accepts in place of ``X`` (with ``Y=None``).
+
+    Raises
+    ------
+    ValueError
+        For svmlight shards without ``zero_based`` or the sizes, or shards that disagree.
     """
     from ..data import DatasetError
 
@@ -153,8 +172,9 @@ def load_xc_shards(client, pattern, **reader_kwargs) -> ShardedMultiLabel:
         fmts = {m[5] for m in meta}
         if "svmlight" in fmts:
             if reader_kwargs.get("zero_based", "auto") == "auto":
-                raise ValueError("zero_based: svmlight shards need zero_based=True or False "
-                                 "(auto-detection per shard could shift one shard's indices)")
+                raise ValueError("zero_based must be True or False for svmlight shards "
+                                 "(auto-detection per shard could shift one shard's indices), "
+                                 f"got {reader_kwargs.get('zero_based', 'auto')!r}")
             if len(meta) > 1 and ("n_features" not in reader_kwargs
                                   or "n_labels" not in reader_kwargs):
                 raise ValueError("n_features/n_labels: svmlight shards need both (a shard "
@@ -194,10 +214,38 @@ class Blocks:
 
 def row_blocks(ex: Executor, X, Y, n_parts: Optional[int],
                validate: Callable[[Any, Any], tuple], name: str = "X") -> Blocks:
-    """Blocks of ``(X, Y)`` on the cluster: a :class:`ShardedMultiLabel` as it is, or
-    in-memory matrices validated by ``validate(X, Y) -> (X, Y)`` (the estimator's own
-    checks), cut into ``n_parts`` row blocks (default: one per worker thread, at least 2
-    when there are 2 rows) and scattered once."""
+    """Blocks of ``(X, Y)`` on the cluster.
+
+    A :class:`ShardedMultiLabel` as it is, or in-memory matrices validated by
+    ``validate(X, Y) -> (X, Y)`` (the estimator's own checks), cut into ``n_parts`` row
+    blocks (default: one per worker thread, at least 2 when there are 2 rows) and
+    scattered once.
+
+    Parameters
+    ----------
+    ex : Executor
+        The executor the futures belong to.
+    X : sparse matrix or ShardedMultiLabel
+        The features (or the shards).
+    Y : sparse matrix or None
+        The labels (None with shards).
+    n_parts : int or None
+        The number of row blocks.
+    validate : callable
+        ``validate(X, Y) -> (X, Y)``.
+    name : str, default="X"
+        The argument's name in messages.
+
+    Returns
+    -------
+    Blocks
+        The block futures and their sizes.
+
+    Raises
+    ------
+    ValueError
+        For labels given with shards, shards of another client, or a bad ``n_parts``.
+    """
     if isinstance(X, ShardedMultiLabel):
         if Y is not None:
             raise ValueError("Y: a ShardedMultiLabel carries its own labels; pass Y=None")
@@ -216,7 +264,7 @@ def row_blocks(ex: Executor, X, Y, n_parts: Optional[int],
     if n_parts is None:
         n_parts = max(2, ex.total_threads())
     if isinstance(n_parts, bool) or not isinstance(n_parts, (int, np.integer)) or n_parts < 1:
-        raise ValueError(f"n_parts: must be an integer >= 1, got {n_parts!r}")
+        raise ValueError(f"n_parts must be an integer >= 1, got {n_parts!r}")
     n_parts = int(max(1, min(n_parts, n)))
     starts = np.round(np.linspace(0, n, n_parts + 1)).astype(np.int64)
     parts = [(X[a:b], None if Y is None else Y[a:b]) for a, b in zip(starts[:-1], starts[1:])]
@@ -226,8 +274,29 @@ def row_blocks(ex: Executor, X, Y, n_parts: Optional[int],
 
 # ---------------------------------------------------------------------------- reductions
 def tree_reduce(ex: Executor, futures: Sequence[Any], merge: Callable[[Any, Any], Any]):
-    """Pairwise reduction of ``futures`` by ``merge(left, right)`` (adjacent pairs, left
-    before right, level by level: log2(n) rounds of tasks, no gather)."""
+    """Pairwise reduction of ``futures`` by ``merge(left, right)``.
+
+    Adjacent pairs, left before right, level by level: log2(n) rounds of tasks, no gather.
+
+    Parameters
+    ----------
+    ex : Executor
+        The executor the futures belong to.
+    futures : sequence
+        The values to reduce (at least one).
+    merge : callable
+        ``merge(left, right)``.
+
+    Returns
+    -------
+    future
+        The future of the reduced value.
+
+    Raises
+    ------
+    ValueError
+        When ``futures`` is empty.
+    """
     futures = list(futures)
     if not futures:
         raise ValueError("nothing to reduce")
@@ -248,13 +317,41 @@ def reduce_scatter(ex: Executor, partials: Sequence[Any], n_rows: int,
                    slice_rows: Callable[[Any, int, int], Any], merge: Callable[[Any, Any], Any],
                    finish: Callable[..., Any], concat: Callable[..., Any],
                    max_ranges: int = 16, finish_args: tuple = ()):
-    """Sum partial results (one per worker) exactly, by row ranges: each partial is cut
-    into ``S = min(len(partials), max_ranges)`` ranges of rows; range ``r`` of every
-    partial is merged (pairwise, any order: the sums are exact) and finished
+    """Sum partial results (one per worker) exactly, by row ranges.
+
+    Each partial is cut into ``S = min(len(partials), max_ranges)`` ranges of rows; range
+    ``r`` of every partial is merged (pairwise, any order: the sums are exact) and finished
     (``finish(merged, lo, *finish_args)``: rounding and row-local normalising) where the
-    first of them lives, and ``concat(*finished)`` puts the ranges together. Every
-    worker merges about ``1/S`` of the entries, instead of one worker merging them all
-    at the top of a reduction tree. Returns the future of ``concat``'s result."""
+    first of them lives, and ``concat(*finished)`` puts the ranges together. Every worker
+    merges about ``1/S`` of the entries, instead of one worker merging them all at the top
+    of a reduction tree.
+
+    Parameters
+    ----------
+    ex : Executor
+        The executor the futures belong to.
+    partials : sequence
+        Futures of the partial results.
+    n_rows : int
+        Their number of rows.
+    slice_rows : callable
+        ``slice_rows(partial, lo, hi)``.
+    merge : callable
+        ``merge(a, b)``, exact.
+    finish : callable
+        ``finish(merged, lo, *finish_args)``.
+    concat : callable
+        ``concat(*finished)``.
+    max_ranges : int, default=16
+        The most row ranges.
+    finish_args : tuple, default=()
+        Extra arguments of ``finish``.
+
+    Returns
+    -------
+    future
+        The future of ``concat``'s result.
+    """
     partials = list(partials)
     S = max(1, min(len(partials), int(max_ranges), int(n_rows)))
     bounds = np.round(np.linspace(0, n_rows, S + 1)).astype(np.int64)
@@ -277,9 +374,23 @@ def _slice_all(partial, bounds, slice_rows):
 
 
 def local_groups(ex: Executor, futures: Sequence[Any]):
-    """``(worker, futures)`` pairs: the blocks each worker holds, in row order (serial:
-    one group). An order-free (exact) reduction computes one partial per group there,
-    then merges across workers: log2(workers) rounds instead of log2(blocks)."""
+    """``(worker, futures)`` pairs: the blocks each worker holds, in row order.
+
+    Serial: one group. An order-free (exact) reduction computes one partial per group
+    there, then merges across workers: log2(workers) rounds instead of log2(blocks).
+
+    Parameters
+    ----------
+    ex : Executor
+        The executor the futures belong to.
+    futures : sequence
+        The block futures.
+
+    Returns
+    -------
+    list of (str or None, list)
+        The worker's address (None when unknown or serial) and its futures.
+    """
     futures = list(futures)
     if ex.serial:
         return [(None, futures)]
@@ -295,32 +406,122 @@ def local_groups(ex: Executor, futures: Sequence[Any]):
 
 
 def is_future(obj) -> bool:
+    """Whether ``obj`` is a future (a Dask one or the serial executor's ``Done``).
+
+    Parameters
+    ----------
+    obj : object
+        Anything.
+
+    Returns
+    -------
+    bool
+        True for a future.
+    """
     return isinstance(obj, Done) or hasattr(obj, "key")
 
 
 # ---------------------------------------------------------------------------- block tasks
 def block_rows(block):
+    """The number of rows of a block (a task).
+
+    Parameters
+    ----------
+    block : tuple (X, Y)
+        A row block: csr features and csr labels (or None).
+
+    Returns
+    -------
+    int
+        Its rows.
+    """
     return int(block[0].shape[0])
 
 
 def row_nnz(block):
+    """The non-zeros of each feature row of a block (a task).
+
+    Parameters
+    ----------
+    block : tuple (X, Y)
+        A row block: csr features and csr labels (or None).
+
+    Returns
+    -------
+    ndarray of int64
+        One count per row.
+    """
     return np.diff(block[0].indptr).astype(np.int64)
 
 
 def select_rows(block, rows):
+    """Rows ``rows`` of a block (a task).
+
+    Parameters
+    ----------
+    block : tuple (X, Y)
+        A row block: csr features and csr labels (or None).
+    rows : array-like of int
+        Row positions in the block.
+
+    Returns
+    -------
+    tuple (X, Y)
+        Those rows (Y None when the block has none).
+    """
     X, Y = block
     return X[rows], (None if Y is None else Y[rows])
 
 
 def label_counts(block, n_labels):
+    """How many rows of a block carry each label (a task).
+
+    Parameters
+    ----------
+    block : tuple (X, Y)
+        A row block: csr features and csr labels (or None).
+    n_labels : int
+        The number of labels.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_labels,)
+        The counts.
+    """
     Y = block[1]
     return np.bincount(Y.indices, minlength=n_labels).astype(np.int64)
 
 
 def add_counts(a, b):
+    """The sum of two count vectors (the merge of :func:`label_counts`).
+
+    Parameters
+    ----------
+    a, b : ndarray
+        Count vectors of the same length.
+
+    Returns
+    -------
+    ndarray
+        ``a + b``.
+    """
     return a + b
 
 
 def select_labels(block, cols):
+    """A block with only the label columns ``cols`` (a task).
+
+    Parameters
+    ----------
+    block : tuple (X, Y)
+        A row block: csr features and csr labels (or None).
+    cols : array-like of int
+        The label columns to keep.
+
+    Returns
+    -------
+    tuple (X, Y)
+        The features and the kept label columns (csr).
+    """
     X, Y = block
     return X, sp.csr_matrix(Y[:, cols])

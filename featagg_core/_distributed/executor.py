@@ -40,8 +40,27 @@ class LostWork(ClusterError):
 
 
 def with_retries(attempt: Callable[[int], Any], retries: int = 2):
-    """``attempt(i)`` for i = 0, 1, ... until one does not raise :class:`LostWork` (each
-    attempt opens its own executor, so the failed one's futures are cancelled first)."""
+    """``attempt(i)`` for i = 0, 1, ... until one does not raise :class:`LostWork`.
+
+    Each attempt opens its own executor, so the failed one's futures are cancelled first.
+
+    Parameters
+    ----------
+    attempt : callable
+        ``attempt(i)``, the i-th try.
+    retries : int, default=2
+        Tries after the first.
+
+    Returns
+    -------
+    object
+        What the first successful attempt returns.
+
+    Raises
+    ------
+    ClusterError
+        When every attempt lost its work (workers died).
+    """
     for i in range(retries + 1):
         try:
             return attempt(i)
@@ -60,6 +79,13 @@ class Done:
         self.value = value
 
     def result(self):
+        """The value (as a Dask future's ``result()``).
+
+        Returns
+        -------
+        object
+            The value.
+        """
         return self.value
 
 
@@ -106,7 +132,27 @@ def _in_worker(fn, *args, **kwargs):
 
 
 def resolve_client(client):
-    """``(client_or_None, owned)`` from ``"serial"``, a ``distributed.Client`` or an address."""
+    """The client to use and whether this code owns it.
+
+    Parameters
+    ----------
+    client : "serial", dask.distributed.Client or str
+        ``"serial"``, a client, or a scheduler address.
+
+    Returns
+    -------
+    client : dask.distributed.Client or None
+        None for serial.
+    owned : bool
+        True when a client was opened here (for an address) and must be closed.
+
+    Raises
+    ------
+    ClusterError
+        When the scheduler at an address cannot be reached.
+    ValueError
+        For anything else.
+    """
     if isinstance(client, str):
         if client.strip().lower() == "serial":
             return None, False
@@ -124,7 +170,7 @@ def resolve_client(client):
         Client = ()
     if Client and isinstance(client, Client):
         return client, False
-    raise ValueError("client: expected 'serial', a dask.distributed.Client or a scheduler "
+    raise ValueError("client must be 'serial', a dask.distributed.Client or a scheduler "
                      f"address such as 'tcp://host:8786', got {client!r}")
 
 
@@ -145,13 +191,26 @@ class Executor:
         return self.client is None
 
     def workers(self) -> List[str]:
-        """Worker addresses, sorted (``["serial"]`` in serial mode)."""
+        """Worker addresses, sorted (``["serial"]`` in serial mode).
+
+        Returns
+        -------
+        list of str
+            The addresses.
+        """
         if self.serial:
             return ["serial"]
         info = self.client.scheduler_info(n_workers=-1)["workers"]
         return sorted(info)
 
     def total_threads(self) -> int:
+        """The threads of all workers (1 in serial mode).
+
+        Returns
+        -------
+        int
+            At least 1.
+        """
         if self.serial:
             return 1
         info = self.client.scheduler_info(n_workers=-1)["workers"]
@@ -185,7 +244,18 @@ class Executor:
 
     # ------------------------------------------------------------------ work
     def scatter(self, values: Sequence[Any]) -> list:
-        """Send values to the workers once (spread over them); returns futures."""
+        """Send values to the workers once (spread over them).
+
+        Parameters
+        ----------
+        values : sequence
+            The values.
+
+        Returns
+        -------
+        list
+            Their futures.
+        """
         values = list(values)
         if self.serial:
             return [Done(v) for v in values]
@@ -198,7 +268,18 @@ class Executor:
         return futures
 
     def broadcast(self, value: Any):
-        """Send one (small) value to every worker; returns its future."""
+        """Send one (small) value to every worker.
+
+        Parameters
+        ----------
+        value : object
+            The value.
+
+        Returns
+        -------
+        future
+            Its future.
+        """
         if self.serial:
             return Done(value)
         from dask.sizeof import sizeof
@@ -210,9 +291,26 @@ class Executor:
 
     def submit(self, fn: Callable, *args, workers: Optional[Sequence[str]] = None,
                priority: int = 0):
-        """``fn(*args)`` as a task; futures among ``args`` (also inside lists/tuples) are
-        replaced by their values. ``workers`` is a preference (another worker may run it
-        if the preferred one is gone)."""
+        """``fn(*args)`` as a task.
+
+        Futures among ``args`` (also inside lists/tuples) are replaced by their values.
+
+        Parameters
+        ----------
+        fn : callable
+            The task.
+        *args
+            Its arguments.
+        workers : sequence of str, optional
+            A preference (another worker may run it if the preferred one is gone).
+        priority : int, default=0
+            The scheduler's priority.
+
+        Returns
+        -------
+        future
+            The task's future.
+        """
         self.n_tasks += 1
         if self.serial:
             return Done(fn(*_resolve(args)))
@@ -229,9 +327,26 @@ class Executor:
 
     def gather(self, futures: Sequence[Any], poll: Optional[Callable[[], None]] = None,
                every: float = 0.5) -> list:
-        """Results of ``futures``. While waiting, ``poll()`` is called every ``every``
-        seconds (a progress callback that may raise ``Cancelled``: a long level is then
-        abandoned within about a second, not when it ends)."""
+        """Results of ``futures``.
+
+        While waiting, ``poll()`` is called every ``every`` seconds (a progress callback that
+        may raise ``Cancelled``: a long level is then abandoned within about a second, not
+        when it ends).
+
+        Parameters
+        ----------
+        futures : sequence
+            The futures.
+        poll : callable, optional
+            Called while waiting.
+        every : float, default=0.5
+            Seconds between polls.
+
+        Returns
+        -------
+        list
+            The results, in the order of ``futures``.
+        """
         futures = list(futures)
         if self.serial:
             return [f.value for f in futures]
@@ -249,7 +364,18 @@ class Executor:
         return out
 
     def as_completed(self, futures: Iterable[Any]) -> Iterator[Tuple[Any, Any]]:
-        """``(future, result)`` pairs in completion order (serial: submission order)."""
+        """``(future, result)`` pairs in completion order (serial: submission order).
+
+        Parameters
+        ----------
+        futures : iterable
+            The futures.
+
+        Yields
+        ------
+        (future, object)
+            Each future with its result.
+        """
         futures = list(futures)
         if self.serial:
             for f in futures:
@@ -264,12 +390,26 @@ class Executor:
             yield f, res
 
     def completion_queue(self) -> "Completions":
-        """A queue to which futures are added and from which ``(future, result)`` pairs
-        come out as they finish (serial: in the order added)."""
+        """A queue of futures that gives ``(future, result)`` pairs as they finish.
+
+        Futures are added to it and the pairs come out as they finish (serial: in the order
+        added).
+
+        Returns
+        -------
+        Completions
+            The queue.
+        """
         return Completions(self)
 
     def release(self, futures: Iterable[Any]) -> None:
-        """Drop futures early (the scheduler frees their data once nothing needs it)."""
+        """Drop futures early (the scheduler frees their data once nothing needs it).
+
+        Parameters
+        ----------
+        futures : iterable
+            The futures.
+        """
         if self.serial:
             return
         for f in futures:
@@ -315,6 +455,13 @@ class Completions:
             self._ac = as_completed([], with_results=False)
 
     def add(self, future) -> None:
+        """Add a future to the queue.
+
+        Parameters
+        ----------
+        future : future
+            A future of this executor.
+        """
         self._n += 1
         if self._ac is None:
             self._serial.append(future)
@@ -326,7 +473,24 @@ class Completions:
 
     def next(self, poll: Optional[Callable[[], None]] = None, every: float = 0.5):
         """The next finished ``(future, result)``; ``StopIteration`` when none is left.
-        ``poll()`` is called every ``every`` seconds while waiting (see ``gather``)."""
+
+        Parameters
+        ----------
+        poll : callable, optional
+            Called every ``every`` seconds while waiting (see ``gather``).
+        every : float, default=0.5
+            Seconds between polls.
+
+        Returns
+        -------
+        (future, object)
+            The future and its result.
+
+        Raises
+        ------
+        StopIteration
+            When no future is left.
+        """
         if self._n == 0:
             raise StopIteration
         self._n -= 1

@@ -33,7 +33,20 @@ __all__ = ["Group", "RowGroups", "take_rows"]
 
 
 def take_rows(block, positions):
-    """Rows ``positions`` of a block (a csr matrix), in that order."""
+    """Rows ``positions`` of a block (a csr matrix), in that order.
+
+    Parameters
+    ----------
+    block : scipy.sparse.csr_matrix
+        The block of rows a worker holds.
+    positions : array-like of int
+        Row positions within the block.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Those rows.
+    """
     return block[np.asarray(positions, np.int64)]
 
 
@@ -74,9 +87,23 @@ class RowGroups:
         self.bytes_moved_estimate = 0
 
     def n_groups(self) -> int:
+        """The number of groups over all trees.
+
+        Returns
+        -------
+        int
+            The count.
+        """
         return sum(len(g) for g in self.groups.values())
 
     def all_groups(self) -> List[Group]:
+        """Every group, tree by tree.
+
+        Returns
+        -------
+        list of Group
+            The groups.
+        """
         return [g for t in sorted(self.groups) for g in self.groups[t]]
 
     def _load(self) -> Dict[Optional[str], int]:
@@ -86,13 +113,39 @@ class RowGroups:
         return load
 
     def positions(self, g: Group, items: np.ndarray) -> np.ndarray:
-        """Rows of ``g``'s block holding the global ``items``."""
+        """Rows of ``g``'s block holding the global ``items``.
+
+        Parameters
+        ----------
+        g : Group
+            The group.
+        items : ndarray of int
+            Global item (row) ids.
+
+        Returns
+        -------
+        ndarray of int64
+            Their positions in the group's block.
+        """
         return self.local[g.tree][np.asarray(items, np.int64)]
 
     def plan(self, nodes: Sequence[Tuple[int, int, int]], order_of) -> List[Tuple[Group, List[int]]]:
-        """Assign the nodes to split at this level (``(tree, lo, hi)`` each) to groups,
-        first cutting groups while there are fewer than ``target``. ``order_of(t)`` is the
-        current item order of tree ``t``. Returns ``(group, node indices)`` pairs."""
+        """Assign the nodes to split at this level to groups.
+
+        First cutting groups while there are fewer than ``target``.
+
+        Parameters
+        ----------
+        nodes : sequence of (int, int, int)
+            ``(tree, lo, hi)`` of each node to split.
+        order_of : callable
+            ``order_of(t)`` is the current item order of tree ``t``.
+
+        Returns
+        -------
+        list of (Group, list of int)
+            ``(group, node indices)`` pairs.
+        """
         by_group = self._assign(nodes)
         while self.n_groups() < self.target:
             cands = [(sum(nodes[i][2] - nodes[i][1] for i in idx), id(g), g, idx)
@@ -138,4 +191,16 @@ class RowGroups:
             self.bytes_moved_estimate += right.size  # rows handed to another worker
 
     def workers_of(self, g: Group):
+        """The worker preference of a task on group ``g``.
+
+        Parameters
+        ----------
+        g : Group
+            The group.
+
+        Returns
+        -------
+        list of str or None
+            ``[g.worker]``, or None when the group has no worker (serial).
+        """
         return None if g.worker is None else [g.worker]

@@ -138,10 +138,10 @@ def vocabulary_distributed(client, values=None, labels=None, budget=100, *, coun
                               merge_ties=False)
     vc._validate()
     if not (0 < float(epsilon) < 1):
-        raise ValueError(f"epsilon: must be in (0, 1), got {epsilon!r}")
+        raise ValueError(f"epsilon must be a number in (0, 1), got {epsilon!r}")
     ff = float(epsilon if forced_fraction is None else forced_fraction)
     if not (0 <= ff < 1):
-        raise ValueError(f"forced_fraction: must be in [0, 1), got {forced_fraction!r}")
+        raise ValueError(f"forced_fraction must be a number in [0, 1), got {forced_fraction!r}")
     given = sum(x is not None for x in (counts, parts)) + (values is not None or labels is not None)
     if given != 1:
         raise ValueError("values/labels: give values and labels, or parts=[(values, labels), "
