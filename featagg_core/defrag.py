@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from numbers import Integral, Real
 from typing import Iterator, List, Optional
 
 import numba
@@ -26,10 +27,13 @@ from sklearn.exceptions import NotFittedError
 from ._kernels import defrag as _k
 from ._polling import call_polled, new_stop
 from ._products import exact_xt_y
-from ._validation import as_csr
+from ._validation import Interval, Options, as_csr, check_param, validate_params
 
 __all__ = ["Defrag", "DefragTree", "feature_representation", "clustering_error",
            "balanced_depth_cap", "warmup"]
+
+#: how :meth:`Defrag.transform` may combine a cluster's features
+_AGGREGATIONS = ("sum", "avg")
 
 
 # ----------------------------------------------------------------------------- tree
@@ -426,30 +430,24 @@ class Defrag(TransformerMixin, BaseEstimator):
         self.max_iter = max_iter
         self.aggregation = aggregation
 
+    #: what every ``__init__`` parameter may be (checked at the start of :meth:`fit`)
+    _parameter_constraints = {
+        "d0": [Interval(Integral, 1, None, closed="left")],
+        "representation": [Options(str, {"X", "XY"})],
+        "random_state": [Interval(Integral, 0, None, closed="left")],
+        "sample_points": [Interval(Real, 0, 1, closed="right")],
+        "sample_labels": [Interval(Real, 0, 1, closed="right")],
+        "prune_threshold": [Interval(Real, 0, 1, closed="left")],
+        "eps": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "aggregation": [Options(str, _AGGREGATIONS)],
+    }
+
     # -- validation
     def _check_params(self):
-        d0 = self.d0
-        if isinstance(d0, bool) or not isinstance(d0, (int, np.integer)) or d0 < 1:
-            raise ValueError(f"d0 must be an integer >= 1, got {d0!r}")
-        if self.representation not in ("X", "XY"):
-            raise ValueError(f"representation must be 'X' or 'XY', got {self.representation!r}")
-        rs = self.random_state
-        if isinstance(rs, bool) or not isinstance(rs, (int, np.integer)) or rs < 0:
-            raise ValueError(f"random_state must be a non-negative integer, got {rs!r}")
-        for name in ("sample_points", "sample_labels"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float, np.floating, np.integer)) or not 0 < v <= 1:
-                raise ValueError(f"{name} must be a fraction in (0, 1], got {v!r}")
-        if not isinstance(self.prune_threshold, (int, float, np.floating, np.integer)) \
-                or not 0 <= self.prune_threshold < 1:
-            raise ValueError(f"prune_threshold must be in [0, 1), got {self.prune_threshold!r}")
-        if not isinstance(self.eps, (int, float, np.floating, np.integer)) or self.eps < 0:
-            raise ValueError(f"eps must be >= 0, got {self.eps!r}")
-        mi = self.max_iter
-        if isinstance(mi, bool) or not isinstance(mi, (int, np.integer)) or mi < 1:
-            raise ValueError(f"max_iter must be an integer >= 1, got {mi!r}")
-        if self.aggregation not in ("sum", "avg"):
-            raise ValueError(f"aggregation must be 'sum' or 'avg', got {self.aggregation!r}")
+        """The declared constraints (also called by the spec checks, the artifact checks
+        and the Dask twin before they fit)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def _check_fit_input(self, X, Y):
         """Validated ``(X, Y)`` for :meth:`fit` (``Y`` is None unless ``"XY"``); also applied
@@ -480,7 +478,7 @@ class Defrag(TransformerMixin, BaseEstimator):
         current 2-means round, no thread is left running, and the exception propagates
         (the estimator keeps its previous state).
         """
-        self._check_params()
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         X, Y = self._check_fit_input(X, Y)
         d = X.shape[1]
         cap = balanced_depth_cap(d, int(self.d0))
@@ -531,8 +529,7 @@ class Defrag(TransformerMixin, BaseEstimator):
         """Agglomerate X (n x d) into n x K: each cluster's features summed (or averaged)."""
         self._check_fitted()
         agg = self.aggregation if aggregation is None else aggregation
-        if agg not in ("sum", "avg"):
-            raise ValueError(f"aggregation must be 'sum' or 'avg', got {agg!r}")
+        check_param("aggregation", agg, self._parameter_constraints["aggregation"])
         X = _as_csr(X, "X")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features but this Defrag was fitted on "

@@ -12,7 +12,7 @@ ever forms pairs of features of the same cluster, never X^T X and never a d x d 
 """
 from __future__ import annotations
 
-import numbers
+from numbers import Real
 from typing import Callable, Iterable, Optional
 
 import numpy as np
@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from ._kernels import fiat_refrag as _k
-from ._validation import check_finite
+from ._validation import Interval, Options, check_finite, check_param, validate_params
 
 __all__ = ["Fiat", "pseudo_cooccurrence", "normalize_cooccurrence", "impute",
            "erase_features", "erasure_curve", "check_clustering", "warmup"]
@@ -266,15 +266,19 @@ class Fiat(BaseEstimator):
         self.mix = mix
         self.min_weight = min_weight
 
+    #: what every ``__init__`` parameter may be (checked at the start of :meth:`fit`);
+    #: ``defrag`` is checked against the data in :meth:`fit` (:func:`check_clustering`)
+    _parameter_constraints = {
+        "defrag": "no_validation",
+        "normalization": [Options(str, NORMALIZATIONS)],
+        "mix": [Interval(Real, 0, None, closed="left")],
+        "min_weight": [Interval(Real, 0, None, closed="left")],
+    }
+
     def _check_params(self):
-        if self.normalization not in NORMALIZATIONS:
-            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got "
-                             f"{self.normalization!r}")
-        for name in ("mix", "min_weight"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) \
-                    or v < 0:
-                raise ValueError(f"{name} must be a non-negative finite number, got {v!r}")
+        """The declared constraints (also called by :meth:`transform`, the spec checks and
+        the artifact checks)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def fit(self, X, y=None, progress=None):
         """Build C^F and the imputation operator from training data X (n, d).
@@ -283,7 +287,7 @@ class Fiat(BaseEstimator):
         two steps (each well under a second at 10^5 features); it may raise (e.g.
         :class:`featagg_core._cancel.Cancelled`), which propagates.
         """
-        self._check_params()
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         if progress is not None:
             progress(0.0, "FIAT: pseudo co-occurrence")
         X = _as_csr(X)
@@ -374,8 +378,7 @@ def erase_features(X, fraction, random_state=0) -> sp.csr_matrix:
     entries erased at a smaller fraction are also erased at every larger one (nested
     erasures, a smooth curve).
     """
-    if not isinstance(fraction, numbers.Real) or not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
+    check_param("fraction", fraction, [Interval(Real, 0, 1, closed="both")])
     X = _as_csr(X)
     n = X.shape[0]
     rng = np.random.default_rng(random_state)

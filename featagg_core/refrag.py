@@ -22,7 +22,7 @@ entirely can enter the ranking.
 """
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,6 +32,7 @@ from sklearn.exceptions import NotFittedError
 from ._kernels import fiat_refrag as _k
 from .fiat import (NORMALIZATIONS, _as_csr, check_clustering, impute,
                    normalize_cooccurrence, pseudo_cooccurrence)
+from ._validation import Interval, Options, check_param, validate_params
 
 __all__ = ["Refrag", "l2_normalize_rows", "warmup"]
 
@@ -150,37 +151,26 @@ class Refrag(BaseEstimator):
         self.propensity_A = propensity_A
         self.propensity_B = propensity_B
 
+    #: what every ``__init__`` parameter may be (checked at the start of :meth:`fit`)
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, 1, closed="both")],
+        "gamma": [Interval(Real, 0, None, closed="left")],
+        "shortlist_size": [Interval(Integral, 1, None, closed="left")],
+        "n_prototype_candidates": [Interval(Integral, 0, None, closed="left")],
+        "normalization": [Options(str, NORMALIZATIONS)],
+        "prune_threshold": [Interval(Real, 0, 1, closed="both")],
+        "score_normalization": [Options(str, SCORE_NORMALIZATIONS)],
+        "impute_query": ["boolean"],
+        "propensity_exponent": [Interval(Real, 0, None, closed="left")],
+        "propensity_A": [Interval(Real, 0, None, closed="left")],
+        "propensity_B": [Interval(Real, 0, None, closed="left")],
+    }
+
     # -- validation --------------------------------------------------------
     def _check_params(self):
-        def real(name, lo=None, hi=None):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v):
-                raise ValueError(f"{name} must be a finite number, got {v!r}")
-            if (lo is not None and v < lo) or (hi is not None and v > hi):
-                raise ValueError(f"{name} must be in [{lo}, {'inf' if hi is None else hi}], "
-                                 f"got {v!r}")
-
-        def integer(name, lo):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
-                raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
-
-        real("alpha", 0.0, 1.0)
-        real("gamma", 0.0)
-        real("prune_threshold", 0.0, 1.0)
-        real("propensity_exponent", 0.0)
-        real("propensity_A", 0.0)
-        real("propensity_B", 0.0)
-        integer("shortlist_size", 1)
-        integer("n_prototype_candidates", 0)
-        if self.normalization not in NORMALIZATIONS:
-            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got "
-                             f"{self.normalization!r}")
-        if self.score_normalization not in SCORE_NORMALIZATIONS:
-            raise ValueError(f"score_normalization must be one of "
-                             f"{tuple(SCORE_NORMALIZATIONS)}, got {self.score_normalization!r}")
-        if not isinstance(self.impute_query, (bool, np.bool_)):
-            raise ValueError(f"impute_query must be True or False, got {self.impute_query!r}")
+        """The declared constraints (also called by :meth:`rerank`,
+        :meth:`rerank_candidates`, the spec checks and the artifact checks)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     # -- fit ---------------------------------------------------------------
     def fit(self, X, Y, defrag, progress=None):
@@ -197,7 +187,7 @@ class Refrag(BaseEstimator):
             a second at 10^5 features and 10^4 labels); it may raise (e.g.
             :class:`featagg_core._cancel.Cancelled`), which propagates.
         """
-        self._check_params()
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         if progress is not None:
             progress(0.0, "REFRAG: pseudo co-occurrence")
         X = _as_csr(X)
@@ -304,8 +294,7 @@ class Refrag(BaseEstimator):
         """
         self._check_fitted()
         self._check_params()
-        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
-            raise ValueError(f"k must be a positive int, got {k!r}")
+        check_param("k", k, [Interval(Integral, 1, None, closed="left")])
         X = _as_csr(X, n_features=self.n_features_in_)
         n = X.shape[0]
         S = self._shortlist(scores, n)
