@@ -31,10 +31,13 @@ the nearest cluster centroid; nothing d x d is ever formed and the only dense bl
 from __future__ import annotations
 
 import math
+from numbers import Integral
 from typing import Callable, Optional
 
 import numpy as np
 import scipy.sparse as sp
+
+from ._validation import Interval, Options, check_param
 
 __all__ = ["kmeans_feature_labels", "random_balanced_labels", "ward_feature_labels",
            "sampling_plan", "default_batch_size", "KMEANS_MAX_FEATURES", "WARD_MAX_FEATURES", "WARD_LIMIT",
@@ -66,29 +69,24 @@ def _check_R(R) -> sp.csr_matrix:
     return R
 
 
+_COUNT = Interval(Integral, 1, None, closed="left")       # an integer >= 1
+_SEED = Interval(Integral, 0, None, closed="left")        # a non-negative integer
+
+
 def _check_k(n_clusters, d: int) -> int:
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) \
-            or n_clusters < 1:
-        raise ValueError(f"n_clusters must be an integer >= 1, got {n_clusters!r}")
-    if n_clusters > d:
+    check_param("n_clusters", n_clusters, [_COUNT])
+    if n_clusters > d:      # against the data: its own wording (pages and tests match it)
         raise ValueError(f"n_clusters={n_clusters} is more than the {d:,} features")
     return int(n_clusters)
 
 
 def _check_seed(random_state) -> int:
-    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) \
-            or random_state < 0:
-        raise ValueError(f"random_state must be a non-negative integer, got {random_state!r}")
-    return int(random_state)
+    return int(check_param("random_state", random_state, [_SEED]))
 
 
 def _check_max_features(max_features, name="max_features"):
-    if max_features is None:
-        return None
-    if isinstance(max_features, bool) or not isinstance(max_features, (int, np.integer)) \
-            or max_features < 1:
-        raise ValueError(f"{name} must be None or an integer >= 1, got {max_features!r}")
-    return int(max_features)
+    check_param(name, max_features, [None, _COUNT])
+    return None if max_features is None else int(max_features)
 
 
 def _sample_rows(d: int, m: int, random_state: int) -> np.ndarray:
@@ -107,8 +105,7 @@ def random_balanced_labels(d: int, n_clusters: int, random_state: int = 0) -> np
     """A random partition of ``d`` features into ``n_clusters`` clusters whose sizes differ by
     at most one (feature ``perm[i]`` goes to cluster ``i mod K``, ``perm`` a seeded
     permutation): the floor any clustering must beat."""
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d must be an integer >= 1, got {d!r}")
+    check_param("d", d, [_COUNT])
     K = _check_k(n_clusters, int(d))
     rng = np.random.default_rng(_check_seed(random_state))
     lab = np.empty(int(d), np.int64)
@@ -223,10 +220,8 @@ def kmeans_feature_labels(R, n_clusters, random_state=0, max_features=None, prog
     d, c = R.shape
     seed = _check_seed(random_state)
     max_features = _check_max_features(max_features)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    if init not in ("auto", "k-means++", "random"):
-        raise ValueError(f"init must be 'auto', 'k-means++' or 'random', got {init!r}")
+    check_param("max_iter", max_iter, [_COUNT])
+    check_param("init", init, [Options(str, ("auto", "k-means++", "random"))])
     sampled = max_features is not None and d > max_features
     n_fit = max_features if sampled else d
     if isinstance(n_clusters, (int, np.integer)) and not isinstance(n_clusters, bool) \
@@ -242,9 +237,8 @@ def kmeans_feature_labels(R, n_clusters, random_state=0, max_features=None, prog
             f"({bytes_needed / 2**30:.1f} GiB), more than this server allows "
             f"({MAX_CENTRE_BYTES / 2**30:.0f} GiB); use fewer clusters or a representation "
             "with fewer columns (XY has one column per label)")
+    check_param("batch_size", batch_size, [None, _COUNT])
     b = default_batch_size(K) if batch_size is None else batch_size
-    if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1:
-        raise ValueError(f"batch_size must be None or an integer >= 1, got {batch_size!r}")
     b = min(int(b), n_fit)
 
     _report(progress, 0.0, "k-means: preparing")

@@ -23,11 +23,14 @@ NDFS iteration); it may raise :class:`featagg_core._cancel.Cancelled`, which pro
 """
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._kernels.bmgufs import quad_diag_csr
+from ._validation import Interval, Options, check_param
 
 __all__ = ["knn_graph", "laplacian_score", "spec_score", "ndfs_score", "variance_score",
            "random_scores", "rank_features", "BASELINES"]
@@ -81,12 +84,9 @@ def knn_graph(X, n_neighbors: int = 5, metric: str = "cosine",
     from sklearn.neighbors import NearestNeighbors
     X = _features(X)
     n = X.shape[0]
-    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, (int, np.integer)) \
-            or n_neighbors < 1:
-        raise ValueError(f"n_neighbors: expected a positive integer, got {n_neighbors!r}")
+    check_param("n_neighbors", n_neighbors, [Interval(Integral, 1, None, closed="left")])
     k = min(int(n_neighbors), n - 1)
-    if metric not in ("cosine", "heat"):
-        raise ValueError(f"metric: expected 'cosine' or 'heat', got {metric!r}")
+    check_param("metric", metric, [Options(str, ("cosine", "heat"))])
     nonzero = np.diff(X.indptr) > 0
     rows = np.flatnonzero(nonzero)
     Xn = X[rows]
@@ -171,9 +171,8 @@ def spec_score(X, W, style: int = -1, progress=None) -> np.ndarray:
     from scipy.sparse.linalg import eigsh
     X = _features(X)
     W = _graph(W, X.shape[0])
-    if isinstance(style, bool) or not isinstance(style, (int, np.integer)) or style == 1 \
-            or style < -1:
-        raise ValueError(f"style: expected -1, 0 or an integer >= 2, got {style!r}")
+    check_param("style", style, [Interval(Integral, -1, 0, closed="both"),
+                                 Interval(Integral, 2, None, closed="left")])
     _say(progress, 0.0, "SPEC: quadratic forms")
     d, xWx, xDx, xd = _quad_parts(X, W)
     _say(progress, 0.3, "SPEC: spectrum" if style >= 2 else "SPEC: ratios")
@@ -285,12 +284,10 @@ def ndfs_score(X, W, n_clusters: int, alpha: float = 1.0, beta: float = 1.0,
     X = _features(X)
     n, f = X.shape
     W = _graph(W, n)
+    check_param("n_clusters", n_clusters, [Interval(Integral, 1, None, closed="left")])
     k = int(n_clusters)
-    if k < 1:
-        raise ValueError(f"n_clusters: must be >= 1, got {n_clusters!r}")
     for name, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
-        if not np.isfinite(v) or v <= 0:
-            raise ValueError(f"{name}: must be a positive number, got {v!r}")
+        check_param(name, v, [Interval(Real, 0, None, closed="neither")])
     d = np.asarray(W.sum(axis=1)).ravel()
     _say(progress, 0.0, "NDFS: spectral start")
     # initial F: leading eigenvectors of the normalised affinity, made non-negative
