@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import copy
 from importlib import import_module
+from numbers import Integral
 from typing import Any, Dict, Optional
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
+
+from ._validation import Interval, Options, validate_params
 
 __all__ = ["Pipeline", "FeatureClusters", "FeatureRanking", "as_pipeline", "STEPS"]
 
@@ -50,6 +53,16 @@ class FeatureClusters(BaseEstimator):
     :mod:`featagg_core.feature_clustering` on the training rows' feature representation.
     """
 
+    #: what every ``__init__`` parameter may be (checked when the labels are set, which is
+    #: this step's fit)
+    _parameter_constraints = {
+        "kind": [Options(str, ("kmeans", "random_balanced", "ward"))],
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "representation": [Options(str, ("XY", "X"))],
+        "max_features": [None, Interval(Integral, 1, None, closed="left")],
+        "random_state": [None, Interval(Integral, 0, None, closed="left")],
+    }
+
     def __init__(self, kind="kmeans", n_clusters=2, representation="XY", max_features=None,
                  random_state=0):
         self.kind = kind
@@ -59,6 +72,7 @@ class FeatureClusters(BaseEstimator):
         self.random_state = random_state
 
     def _set(self, labels, n_features):
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         labels = np.asarray(labels, dtype=np.int64)
         if labels.ndim != 1 or labels.shape[0] != n_features:
             raise ValueError(f"a feature clustering needs one cluster id per feature "
@@ -108,12 +122,21 @@ class FeatureRanking(BaseEstimator):
     ``order_`` (best first; ties to the lower index, non-finite scores last) and
     ``select(d)``. ``params`` are the spec's, kept for the record."""
 
+    #: what every ``__init__`` parameter may be (checked when the scores are set, which is
+    #: this step's fit)
+    _parameter_constraints = {
+        "kind": [Options(str, ("bmgufs", "laplacian", "spec", "ndfs", "variance", "random",
+                               "all"))],
+        "params": [None, dict],
+    }
+
     def __init__(self, kind="variance", params=None):
         self.kind = kind
         self.params = params
 
     def _set(self, scores, larger_is_better: bool):
         from .feature_selection_baselines import rank_features
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         self.scores_ = np.asarray(scores, dtype=np.float64)
         self.larger_is_better_ = bool(larger_is_better)
         self.order_ = rank_features(self.scores_, self.larger_is_better_)
@@ -180,6 +203,18 @@ class Pipeline:
     columns_ : list or None, the compressed columns (vocabulary)
     """
 
+    #: what every ``__init__`` parameter may be (the steps, ``**steps``, are fitted
+    #: estimators, not parameters). A Pipeline has no ``fit`` of its own: its fit is
+    #: :func:`featagg_core.experiment.run_pipeline`, which checks ``spec`` (through
+    #: ``canonical_spec``, naming the key) before anything is fitted. ``split_id`` and
+    #: ``dataset_fingerprint`` are provenance written by ``run_pipeline`` (and read back
+    #: from an artifact), not parameters: ``get_params`` has only ``spec``.
+    _parameter_constraints = {
+        "spec": [dict, None],
+        "split_id": "no_validation",
+        "dataset_fingerprint": "no_validation",
+    }
+
     def __init__(self, spec: Optional[dict] = None, split_id: Optional[str] = None,
                  dataset_fingerprint: Optional[str] = None, **steps):
         unknown = set(steps) - set(STEPS)
@@ -195,6 +230,17 @@ class Pipeline:
         self.selected_ = None
         self.columns_ = None
         self.split_settings = None
+
+    def __sklearn_clone__(self):
+        """An unfitted Pipeline with a copy of the same ``spec``, ``split_id`` and
+        ``dataset_fingerprint`` (no fitted steps), for :func:`sklearn.base.clone`."""
+        return type(self)(spec=copy.deepcopy(self.spec), split_id=self.split_id,
+                          dataset_fingerprint=self.dataset_fingerprint)
+
+    def _check_fitted(self):
+        if self.selected_ is None and all(getattr(self, s) is None for s in STEPS):
+            raise NotFittedError("this Pipeline has no fitted step yet: it is built by "
+                                 "featagg_core.experiment.run_pipeline (or loaded)")
 
     def __repr__(self):
         steps = ", ".join(f"{s}={type(getattr(self, s)).__name__}" for s in STEPS
@@ -255,6 +301,7 @@ class Pipeline:
         classifier's (its top ``max(k, shortlist)`` when there is a re-ranker), ``final``
         the re-ranked top k (``base`` itself without re-ranker). ``rerank=False`` /
         ``impute=False`` leave those steps out."""
+        self._check_fitted()
         if self.classifier is None:
             raise ValueError("this pipeline has no classifier: it does not predict labels")
         k = int(k)
@@ -280,6 +327,7 @@ class Pipeline:
         """The features a downstream model sees: agglomerated (DEFRAG / a feature
         clustering; after FIAT when present), the selected columns (feature selection), or
         the bucket ids of the compressed columns (vocabulary: a DataFrame from a table)."""
+        self._check_fitted()
         if self.vocabulary is not None:
             return self.vocabulary.transform(X_raw)
         X = self._check_X(X_raw)
