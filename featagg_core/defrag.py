@@ -67,20 +67,64 @@ class DefragTree:
 
     @property
     def n_nodes(self) -> int:
+        """Number of nodes of the tree (inner nodes and leaves).
+
+        Returns
+        -------
+        int
+        """
         return int(self.parent.shape[0])
 
     @property
     def max_depth(self) -> int:
+        """Depth of the deepest node (0 for a tree that is only its root).
+
+        Returns
+        -------
+        int
+        """
         return int(self.depth.max()) if self.n_nodes else 0
 
     def is_leaf(self, node: int) -> bool:
+        """Whether ``node`` is a leaf (a cluster).
+
+        Parameters
+        ----------
+        node : int
+            A node id.
+
+        Returns
+        -------
+        bool
+        """
         return bool(self.left[node] < 0)
 
     def children(self, node: int) -> List[int]:
+        """The children of ``node``, left before right (empty for a leaf).
+
+        Parameters
+        ----------
+        node : int
+            A node id.
+
+        Returns
+        -------
+        list of int
+        """
         return [int(c) for c in (self.left[node], self.right[node]) if c >= 0]
 
     def members(self, node: int) -> np.ndarray:
-        """Feature indices under ``node`` (sorted ascending)."""
+        """Feature indices under ``node`` (sorted ascending).
+
+        Parameters
+        ----------
+        node : int
+            A node id.
+
+        Returns
+        -------
+        int64 array
+        """
         s = int(self.start[node])
         return np.sort(self.order[s:s + int(self.n_members[node])])
 
@@ -92,12 +136,31 @@ class DefragTree:
         return out
 
     def leaves(self) -> np.ndarray:
-        """Leaf node ids in cluster order (read-only array, computed once)."""
+        """Leaf node ids in cluster order (read-only array, computed once).
+
+        Returns
+        -------
+        int64 array (K,)
+            ``leaves()[c]`` is the node of cluster ``c``.
+        """
         return self._leaf_nodes
 
     def iter_nodes(self, root: int = 0, max_depth: Optional[int] = None) -> Iterator[int]:
         """Node ids under ``root`` in depth-first pre-order (left before right), optionally
-        only down to ``depth[root] + max_depth``."""
+        only down to ``depth[root] + max_depth``.
+
+        Parameters
+        ----------
+        root : int, default 0
+            Where the walk starts.
+        max_depth : int or None, default None
+            Levels below ``root`` to visit; None visits the whole subtree.
+
+        Yields
+        ------
+        int
+            Node ids.
+        """
         limit = None if max_depth is None else int(self.depth[root]) + int(max_depth)
         stack = [int(root)]
         while stack:
@@ -110,10 +173,25 @@ class DefragTree:
 
     def to_plotly(self, root: int = 0, max_depth: Optional[int] = None,
                   feature_names=None) -> dict:
-        """Columns for a plotly icicle/sunburst (``ids``, ``parents``, ``values``, ``labels``,
-        ``depth``, ``is_leaf``, ``node``) of the subtree under ``root`` down to ``max_depth``
-        levels below it. ``values`` are member counts (``branchvalues="total"``). Leaves are
-        labelled with their cluster id and, given ``feature_names``, their first members.
+        """Columns for a plotly icicle/sunburst of the subtree under ``root``.
+
+        ``values`` are member counts (``branchvalues="total"``). Leaves are labelled with
+        their cluster id and, given ``feature_names``, their first members.
+
+        Parameters
+        ----------
+        root : int, default 0
+            The subtree's root node.
+        max_depth : int or None, default None
+            Levels below ``root`` to include; None includes the whole subtree.
+        feature_names : sequence of str, optional
+            Names of the features, to label the leaves with their first members.
+
+        Returns
+        -------
+        dict
+            ``ids``, ``parents``, ``values``, ``labels``, ``depth``, ``is_leaf``, ``node``:
+            one list entry per node, in :meth:`iter_nodes` order.
         """
         nodes = list(self.iter_nodes(root, max_depth))
         ids, parents, values, labels, depth, leaf = [], [], [], [], [], []
@@ -187,11 +265,38 @@ def feature_representation(X, Y=None, representation: str = "XY", sample_points:
     of ``Xᵀ Y`` (label-weighted aggregate). With ``sample_points < 1`` only that fraction of
     the points with the most non-zeros is used; with ``sample_labels < 1`` (XY only) only
     that fraction of the most frequent labels. Entries with ``|v| <= prune_threshold`` are
-    dropped after normalising. Returns ``(R, sq_norms)``.
+    dropped after normalising.
 
-    ``progress``, if given, is called as ``progress(fraction, message)`` at the start and
-    about every 0.1 s while ``Xᵀ Y`` is built; it may raise
-    :class:`featagg_core._cancel.Cancelled` to stop.
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, d)
+        The data points.
+    Y : sparse matrix (n, L) or None, default None
+        The 0/1 labels (needed for ``"XY"``).
+    representation : {"XY", "X"}, default "XY"
+        Which representation (see above).
+    sample_points : float in (0, 1], default 1.0
+        Fraction of the points (those with the most non-zeros) used.
+    sample_labels : float in (0, 1], default 1.0
+        ``"XY"`` only: fraction of the most frequent labels used.
+    prune_threshold : float, default 0.0
+        Entries with ``|v| <= prune_threshold`` are dropped after normalising.
+    progress : callable or None, default None
+        If given, called as ``progress(fraction, message)`` at the start and about every
+        0.1 s while ``Xᵀ Y`` is built; it may raise
+        :class:`featagg_core._cancel.Cancelled` to stop.
+
+    Returns
+    -------
+    R : csr_matrix of float32 (d, c)
+        One L2-normalised row per feature (``c = n`` for ``"X"``, ``L`` for ``"XY"``).
+    sq_norms : float array (d,)
+        The squared norms of the rows of R, as the kernel returns them.
+
+    Raises
+    ------
+    ValueError
+        For input that is not a 2-D numeric matrix or holds NaN / infinite values.
     """
     tick = None
     if progress is not None:
@@ -223,7 +328,27 @@ def feature_representation(X, Y=None, representation: str = "XY", sample_points:
 
 def clustering_error(R, labels, n_clusters: Optional[int] = None) -> float:
     """Mean over features of the squared Euclidean distance of each row of ``R`` to the mean
-    of its cluster's rows (sparse; features with ``labels < 0`` are ignored)."""
+    of its cluster's rows (sparse; features with ``labels < 0`` are ignored).
+
+    Parameters
+    ----------
+    R : sparse matrix (d, c)
+        The feature representation (e.g. from :func:`feature_representation`).
+    labels : int array (d,)
+        The cluster of every feature; negative entries are ignored.
+    n_clusters : int or None, default None
+        Number of clusters (default ``labels.max() + 1``).
+
+    Returns
+    -------
+    float
+        The mean squared distance (0.0 when no feature has a cluster).
+
+    Raises
+    ------
+    ValueError
+        When ``labels`` does not have one entry per row of ``R``.
+    """
     R = sp.csr_matrix(R)
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape[0] != R.shape[0]:
@@ -244,8 +369,23 @@ def clustering_error(R, labels, n_clusters: Optional[int] = None) -> float:
 
 def balanced_depth_cap(d: int, d0: int) -> int:
     """The original code's depth cap ``ceil(log2(d / d0))`` (levels of splits below the root;
-    its ``max_depth - 1``). With balanced halving every node at that depth already holds
-    at most ``d0`` features, so the cap never makes a leaf larger than ``d0``."""
+    its ``max_depth - 1``).
+
+    With balanced halving every node at that depth already holds at most ``d0`` features,
+    so the cap never makes a leaf larger than ``d0``.
+
+    Parameters
+    ----------
+    d : int
+        Number of features.
+    d0 : int
+        Largest leaf size.
+
+    Returns
+    -------
+    int
+        0 when ``d <= d0``.
+    """
     if d <= d0:
         return 0
     return int(math.ceil(math.log2(d / d0) - 1e-12))
@@ -471,12 +611,30 @@ class Defrag(TransformerMixin, BaseEstimator):
     def fit(self, X, Y=None, progress=None):
         """Build the tree on X (n x d, sparse or dense) and, for ``"XY"``, labels Y (n x L).
 
-        ``progress``, if given, is called as ``progress(level, n_levels)``: ``(0, n)`` at the
-        start, after each level, and about every 0.1 s in between while a kernel runs
-        (repeating the last values). It may raise (e.g.
-        :class:`featagg_core._cancel.Cancelled`): the running kernel then stops after its
-        current 2-means round, no thread is left running, and the exception propagates
-        (the estimator keeps its previous state).
+        Parameters
+        ----------
+        X : sparse or dense matrix (n, d)
+            The training points.
+        Y : sparse or dense matrix (n, L) or None, default None
+            Their 0/1 labels; needed for ``representation="XY"``, ignored for ``"X"``.
+        progress : callable or None, default None
+            If given, called as ``progress(level, n_levels)``: ``(0, n)`` at the start, after
+            each level, and about every 0.1 s in between while a kernel runs (repeating the
+            last values). It may raise (e.g. :class:`featagg_core._cancel.Cancelled`): the
+            running kernel then stops after its current 2-means round, no thread is left
+            running, and the exception propagates (the estimator keeps its previous state).
+
+        Returns
+        -------
+        Defrag
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside its declared constraint (``"<name> must be ..., got
+            ..."``), ``"XY"`` without ``Y``, input that is not numeric 2-D, holds NaN or has no
+            rows / columns, or ``Y`` with another number of rows.
         """
         validate_params(self.get_params(deep=False), self._parameter_constraints)
         X, Y = self._check_fit_input(X, Y)
@@ -526,7 +684,26 @@ class Defrag(TransformerMixin, BaseEstimator):
             raise NotFittedError("this Defrag is not fitted yet; call fit(X, Y) first")
 
     def transform(self, X, aggregation=None):
-        """Agglomerate X (n x d) into n x K: each cluster's features summed (or averaged)."""
+        """Agglomerate X (n x d) into n x K: each cluster's features summed (or averaged).
+
+        Parameters
+        ----------
+        X : sparse or dense matrix (n, d)
+            Points with the features the Defrag was fitted on.
+        aggregation : {"sum", "avg"} or None, default None
+            Overrides the ``aggregation`` parameter for this call.
+
+        Returns
+        -------
+        csr_matrix of float32 (n, K)
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For another number of columns than in ``fit`` or a bad ``aggregation``.
+        """
         self._check_fitted()
         agg = self.aggregation if aggregation is None else aggregation
         check_param("aggregation", agg, self._parameter_constraints["aggregation"])
@@ -540,17 +717,59 @@ class Defrag(TransformerMixin, BaseEstimator):
         return sp.csr_matrix((dat, ind, ptr), shape=(X.shape[0], self.n_clusters_))
 
     def fit_transform(self, X, Y=None, **fit_params):
+        """:meth:`fit` on ``X`` (and ``Y``), then :meth:`transform` of ``X``.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix (n, d)
+            The training points.
+        Y : sparse or dense matrix (n, L) or None, default None
+            Their labels (for ``"XY"``).
+        **fit_params
+            Passed on to :meth:`fit` (``progress``).
+
+        Returns
+        -------
+        csr_matrix of float32 (n, K)
+        """
         return self.fit(X, Y, **fit_params).transform(X)
 
     def membership_matrix(self) -> sp.csr_matrix:
-        """The 0/1 d x K matrix G with ``G[j, labels_[j]] = 1`` (``transform(X) == X @ G``)."""
+        """The 0/1 d x K matrix G with ``G[j, labels_[j]] = 1`` (``transform(X) == X @ G``).
+
+        Returns
+        -------
+        csr_matrix of float32 (d, K)
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        """
         self._check_fitted()
         d = self.n_features_in_
         return sp.csr_matrix((np.ones(d, np.float32), self.labels_, np.arange(d + 1)),
                              shape=(d, self.n_clusters_))
 
     def cluster_members(self, cluster: int) -> np.ndarray:
-        """Feature indices of one cluster (ascending)."""
+        """Feature indices of one cluster (ascending).
+
+        Parameters
+        ----------
+        cluster : int
+            A cluster id in ``[0, n_clusters_)``.
+
+        Returns
+        -------
+        int64 array
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For a cluster id out of range.
+        """
         self._check_fitted()
         if not 0 <= int(cluster) < self.n_clusters_:
             raise ValueError(f"cluster must be in [0, {self.n_clusters_}), got {cluster!r}")

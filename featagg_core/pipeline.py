@@ -90,14 +90,41 @@ class FeatureClusters(BaseEstimator):
             raise NotFittedError("this FeatureClusters is not fitted yet")
 
     def membership_matrix(self) -> sp.csr_matrix:
-        """The 0/1 d x K matrix G with ``G[j, labels_[j]] = 1``."""
+        """The 0/1 d x K matrix G with ``G[j, labels_[j]] = 1``.
+
+        Returns
+        -------
+        csr_matrix of float32 (d, K)
+
+        Raises
+        ------
+        NotFittedError
+            Before the labels are set.
+        """
         self._check_fitted()
         d = self.n_features_in_
         return sp.csr_matrix((np.ones(d, np.float32), self.labels_, np.arange(d + 1)),
                              shape=(d, self.n_clusters_))
 
     def transform(self, X):
-        """n x K: each cluster's features summed (``X @ G``, sparse)."""
+        """n x K: each cluster's features summed (``X @ G``, sparse).
+
+        Parameters
+        ----------
+        X : sparse or dense matrix (n, d)
+            Points with the features the clustering was fitted on.
+
+        Returns
+        -------
+        csr_matrix of float32 (n, K)
+
+        Raises
+        ------
+        NotFittedError
+            Before the labels are set.
+        ValueError
+            For another number of columns.
+        """
         self._check_fitted()
         X = _as_csr(X)
         if X.shape[1] != self.n_features_in_:
@@ -144,7 +171,23 @@ class FeatureRanking(BaseEstimator):
         return self
 
     def select(self, d) -> np.ndarray:
-        """Indices of the ``d`` best features (all of them for ``d=None``)."""
+        """Indices of the ``d`` best features (all of them for ``d=None``).
+
+        Parameters
+        ----------
+        d : int or None
+            How many features.
+
+        Returns
+        -------
+        int64 array
+            Best first (a copy).
+
+        Raises
+        ------
+        NotFittedError
+            Before the scores are set.
+        """
         if not hasattr(self, "order_"):
             raise NotFittedError("this FeatureRanking is not fitted yet")
         return self.order_.copy() if d is None else self.order_[:int(d)].copy()
@@ -251,7 +294,17 @@ class Pipeline:
     @property
     def kind(self) -> str:
         """"classifier", "agglomeration", "feature_clustering", "feature_selection" or
-        "vocabulary"."""
+        "vocabulary".
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        ValueError
+            For a Pipeline without any fitted step.
+        """
         if self.classifier is not None:
             return "classifier"
         if self.feature_clustering is not None:
@@ -266,11 +319,23 @@ class Pipeline:
 
     @property
     def per_tree(self) -> bool:
+        """Whether the classifier is a per-tree :class:`~featagg_core.ktxmlc.DefragKTXMLC` (it
+        agglomerates itself).
+
+        Returns
+        -------
+        bool
+        """
         return type(self.classifier).__name__ == "DefragKTXMLC"
 
     @property
     def shortlist(self) -> int:
-        """Labels the classifier hands to the re-ranker per point (0 without one)."""
+        """Labels the classifier hands to the re-ranker per point (0 without one).
+
+        Returns
+        -------
+        int
+        """
         if self.reranker is None:
             return 0
         return int(self.spec.get("rerank", {}).get("shortlist",
@@ -279,7 +344,12 @@ class Pipeline:
 
     def clustering(self):
         """The feature clustering of an agglomeration / feature-clustering pipeline (the
-        object with ``labels_``, ``n_clusters_``, ``transform``)."""
+        object with ``labels_``, ``n_clusters_``, ``transform``).
+
+        Returns
+        -------
+        FeatureClusters or Defrag or None
+        """
         return self.feature_clustering if self.feature_clustering is not None else self.defrag
 
     # -- applying it -----------------------------------------------------------------
@@ -297,10 +367,33 @@ class Pipeline:
         return self.defrag.transform(X)
 
     def scores(self, X_raw, k: int = 5, *, rerank: bool = True, impute: bool = True):
-        """``(final, base)`` score matrices (csr n x L) of raw points: ``base`` are the
-        classifier's (its top ``max(k, shortlist)`` when there is a re-ranker), ``final``
-        the re-ranked top k (``base`` itself without re-ranker). ``rerank=False`` /
-        ``impute=False`` leave those steps out."""
+        """``(final, base)`` score matrices (csr n x L) of raw points.
+
+        ``base`` are the classifier's (its top ``max(k, shortlist)`` when there is a
+        re-ranker), ``final`` the re-ranked top k (``base`` itself without re-ranker).
+
+        Parameters
+        ----------
+        X_raw : sparse or dense matrix (n, d)
+            Raw points (the features the pipeline was fitted on).
+        k : int, default 5
+            Labels per point.
+        rerank : bool, default True
+            ``False`` leaves the re-ranking step out.
+        impute : bool, default True
+            ``False`` leaves the FIAT imputation out.
+
+        Returns
+        -------
+        final, base : csr_matrix (n, L)
+
+        Raises
+        ------
+        NotFittedError
+            For a Pipeline without any fitted step.
+        ValueError
+            Without a classifier, for ``k < 1``, or X with another number of features.
+        """
         self._check_fitted()
         if self.classifier is None:
             raise ValueError("this pipeline has no classifier: it does not predict labels")
@@ -320,13 +413,49 @@ class Pipeline:
     def predict_scores(self, X_raw, k: int = 5):
         """csr n x L of each raw point's top-k label scores: FIAT imputation (when the
         pipeline has it), DEFRAG agglomeration, the classifier, REFRAG re-ranking. REFRAG
-        compares prototypes with the (imputed) raw point."""
+        compares prototypes with the (imputed) raw point.
+
+        Parameters
+        ----------
+        X_raw : sparse or dense matrix (n, d)
+            Raw points.
+        k : int, default 5
+            Labels per point.
+
+        Returns
+        -------
+        csr_matrix (n, L)
+
+        Raises
+        ------
+        NotFittedError
+            For a Pipeline without any fitted step.
+        ValueError
+            As :meth:`scores`.
+        """
         return self.scores(X_raw, k)[0]
 
     def transform(self, X_raw):
         """The features a downstream model sees: agglomerated (DEFRAG / a feature
         clustering; after FIAT when present), the selected columns (feature selection), or
-        the bucket ids of the compressed columns (vocabulary: a DataFrame from a table)."""
+        the bucket ids of the compressed columns (vocabulary: a DataFrame from a table).
+
+        Parameters
+        ----------
+        X_raw : sparse or dense matrix (n, d), or a table
+            Raw points (a table for a vocabulary pipeline).
+
+        Returns
+        -------
+        csr_matrix or pandas.DataFrame
+
+        Raises
+        ------
+        NotFittedError
+            For a Pipeline without any fitted step.
+        ValueError
+            For X with another number of features.
+        """
         self._check_fitted()
         if self.vocabulary is not None:
             return self.vocabulary.transform(X_raw)
@@ -354,7 +483,13 @@ class Pipeline:
         return out
 
     def model_sizes(self) -> Dict[str, int]:
-        """Bytes of the arrays each step needs (as stored in an artifact), and ``total``."""
+        """Bytes of the arrays each step needs (as stored in an artifact), and ``total``.
+
+        Returns
+        -------
+        dict
+            Step name -> bytes, plus ``"total"``.
+        """
         sizes = {name: _state_bytes(obj) for name, obj in self._stored_steps().items()}
         if self.vocabulary is not None:
             sizes["vocabulary"] = int(sum(_state_bytes(vc) for vc in
@@ -366,10 +501,29 @@ class Pipeline:
 
     @property
     def model_size_bytes_(self) -> int:
+        """Bytes of the arrays of all steps (``model_sizes()["total"]``).
+
+        Returns
+        -------
+        int
+        """
         return self.model_sizes()["total"]
 
     # -- artifacts protocol ----------------------------------------------------------
     def get_params(self, deep: bool = False) -> dict:
+        """The parameters as artifacts store them: a copy of ``spec`` (the steps are fitted
+        state, ``split_id`` / ``dataset_fingerprint`` are provenance in the artifact's meta).
+
+        Parameters
+        ----------
+        deep : bool, default False
+            Ignored.
+
+        Returns
+        -------
+        dict
+            ``{"spec": <deep copy of spec>}``.
+        """
         return {"spec": copy.deepcopy(self.spec)}
 
     def _artifact_state(self):
@@ -441,12 +595,32 @@ class Pipeline:
 # ----------------------------------------------------------------------------- legacy
 def as_pipeline(obj, info: Optional[dict] = None, *, column=None) -> Pipeline:
     """A :class:`Pipeline` around what :func:`featagg_core.load_artifact` /
-    :func:`featagg_core.artifacts.load_bundle` returned: a Pipeline (returned as it is), a
-    run (its pipeline), a single fitted estimator (Defrag, KTXMLC, OneVsAll, DefragKTXMLC,
-    BMGUFS; a VocabularyCompressor with the table ``column`` it compresses) or a bundle
-    written by the old ``train`` command (``{"defrag", "model", "refrag",
-    "refrag_defrag"}`` with ``info["shortlist"]``). Wrapped objects have no ``split_id``
-    (their training rows are unknown)."""
+    :func:`featagg_core.artifacts.load_bundle` returned.
+
+    That is a Pipeline (returned as it is), a run (its pipeline), a single fitted estimator
+    (Defrag, KTXMLC, OneVsAll, DefragKTXMLC, BMGUFS; a VocabularyCompressor with the table
+    ``column`` it compresses) or a bundle written by the old ``train`` command
+    (``{"defrag", "model", "refrag", "refrag_defrag"}`` with ``info["shortlist"]``).
+    Wrapped objects have no ``split_id`` (their training rows are unknown).
+
+    Parameters
+    ----------
+    obj : Pipeline, Run, fitted estimator or dict
+        What was loaded.
+    info : dict or None, default None
+        The bundle's info (``shortlist``), for an old ``train`` bundle.
+    column : str or int, optional
+        The table column a lone VocabularyCompressor compresses.
+
+    Returns
+    -------
+    Pipeline
+
+    Raises
+    ------
+    ValueError
+        For a bundle without ``model`` or an object that is not a pipeline on its own.
+    """
     if isinstance(obj, Pipeline):
         return obj
     if hasattr(obj, "pipeline") and isinstance(getattr(obj, "pipeline"), Pipeline):
