@@ -80,6 +80,28 @@ def knn_graph(X, n_neighbors: int = 5, metric: str = "cosine",
     neighbours with the heat kernel ``exp(-d^2 / t)``, ``t`` the mean squared neighbour
     distance. Rows that are all zero get no edges. The queries run in chunks of rows
     (each row's neighbours do not depend on the others), with ``progress`` in between.
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, f)
+        Node features.
+    n_neighbors : int, default 5
+        Neighbours per node (at most ``n - 1`` are used), >= 1.
+    metric : {"cosine", "heat"}, default "cosine"
+        The weighting (see above).
+    progress : callable(fraction, message) or None, default None
+        Called between the steps; it may raise :class:`featagg_core._cancel.Cancelled`,
+        which propagates.
+
+    Returns
+    -------
+    csr_matrix of float64 (n, n)
+        Symmetric, non-negative, no self loops.
+
+    Raises
+    ------
+    ValueError
+        For bad X, ``n_neighbors < 1`` or an unknown ``metric``.
     """
     from sklearn.neighbors import NearestNeighbors
     X = _features(X)
@@ -138,6 +160,26 @@ def laplacian_score(X, W, progress=None) -> np.ndarray:
 
     Computed as ``(x^T D x - x^T W x) / (x^T D x - (x^T d)^2 / sum(d))``; features that are
     constant on the graph (zero denominator) get ``inf`` (ranked last).
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, f)
+        Node features.
+    W : sparse matrix (n, n)
+        Non-negative affinity graph.
+    progress : callable(fraction, message) or None, default None
+        Called between the steps; it may raise :class:`featagg_core._cancel.Cancelled`,
+        which propagates.
+
+    Returns
+    -------
+    float64 array (f,)
+        Smaller is better.
+
+    Raises
+    ------
+    ValueError
+        For bad X, a W of another shape, negative affinities or a graph without edges.
     """
     _say(progress, 0.0, "Laplacian score: quadratic forms")
     X = _features(X)
@@ -167,6 +209,28 @@ def spec_score(X, W, style: int = -1, progress=None) -> np.ndarray:
     - ``style=k>=2``: phi3 = ``sum_{j=2..k} (2 - lambda_j) (f^T xi_j)^2`` (larger = better).
 
     Larger returned values are always better. Nodes of degree 0 are left out.
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, f)
+        Node features.
+    W : sparse matrix (n, n)
+        Non-negative affinity graph.
+    style : int, default -1
+        -1, 0 or an integer >= 2 (see above).
+    progress : callable(fraction, message) or None, default None
+        Called between the steps; it may raise :class:`featagg_core._cancel.Cancelled`,
+        which propagates.
+
+    Returns
+    -------
+    float64 array (f,)
+        Larger is better; ``-inf`` for features without mass on the graph.
+
+    Raises
+    ------
+    ValueError
+        For bad X or W, a bad ``style``, or a graph without edges.
     """
     from scipy.sparse.linalg import eigsh
     X = _features(X)
@@ -212,7 +276,18 @@ def spec_score(X, W, style: int = -1, progress=None) -> np.ndarray:
 
 
 def variance_score(X) -> np.ndarray:
-    """Column variance (population) of ``X``, computed from sparse sums."""
+    """Column variance (population) of ``X``, computed from sparse sums.
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, f)
+        Node features.
+
+    Returns
+    -------
+    float64 array (f,)
+        Larger is better.
+    """
     X = _features(X)
     n = X.shape[0]
     mean = np.asarray(X.sum(axis=0)).ravel() / n
@@ -221,7 +296,19 @@ def variance_score(X) -> np.ndarray:
 
 
 def random_scores(n_features: int, random_state=0) -> np.ndarray:
-    """Uniform random scores: a random ranking."""
+    """Uniform random scores: a random ranking.
+
+    Parameters
+    ----------
+    n_features : int
+        How many scores.
+    random_state : int, RandomState or None, default 0
+        As :func:`sklearn.utils.check_random_state`.
+
+    Returns
+    -------
+    float64 array (n_features,)
+    """
     return check_random_state(random_state).random_sample(int(n_features))
 
 
@@ -279,6 +366,43 @@ def ndfs_score(X, W, n_clusters: int, alpha: float = 1.0, beta: float = 1.0,
     denominator). The solve is a Jacobi-preconditioned block CG with the sparse ``X`` (warm-started). ``F``
     starts from k-means labels of the spectral embedding of ``W``, one-hot plus 0.2 with
     unit-norm columns (scikit-feature does the same with k-means labels of ``X``).
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, f)
+        Node features.
+    W : sparse matrix (n, n)
+        Non-negative affinity graph.
+    n_clusters : int
+        k, the number of pseudo-classes (columns of F), >= 1.
+    alpha : float, default 1.0
+        Weight of the regression term, > 0.
+    beta : float, default 1.0
+        Weight of the ``l2,1`` penalty on W, > 0.
+    gamma : float, default 1e8
+        Weight of the orthogonality penalty of the multiplicative update, > 0.
+    n_iter : int, default 30
+        Outer iterations.
+    random_state : int, RandomState or None, default 0
+        Seeds the spectral start and its k-means.
+    cg_tol : float, default 1e-6
+        Relative residual at which a CG column stops.
+    cg_max_iter : int, default 300
+        CG iterations per solve.
+    progress : callable(fraction, message) or None, default None
+        Called before every iteration; it may raise
+        :class:`featagg_core._cancel.Cancelled`, which propagates.
+
+    Returns
+    -------
+    float64 array (f,)
+        ``||w_l||_2`` of every feature (larger is better).
+
+    Raises
+    ------
+    ValueError
+        For bad X or W, ``n_clusters < 1``, or a non-positive ``alpha`` / ``beta`` /
+        ``gamma`` (naming it).
     """
     from scipy.sparse.linalg import eigsh
     X = _features(X)
@@ -339,7 +463,19 @@ def ndfs_score(X, W, n_clusters: int, alpha: float = 1.0, beta: float = 1.0,
 
 def rank_features(scores, larger_is_better: bool = True) -> np.ndarray:
     """Feature indices ordered from best to worst (stable: ties to the lower index;
-    non-finite scores last)."""
+    non-finite scores last).
+
+    Parameters
+    ----------
+    scores : array-like (f,)
+        One score per feature.
+    larger_is_better : bool, default True
+        Direction of the scores.
+
+    Returns
+    -------
+    int64 array (f,)
+    """
     s = np.asarray(scores, dtype=np.float64)
     key = -s if larger_is_better else s.copy()
     key[~np.isfinite(key)] = np.inf
