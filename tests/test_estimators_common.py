@@ -186,6 +186,9 @@ def test_clone_gives_equal_params_and_an_unfitted_object(name):
     fitted = _fitted(name)
     again = clone(fitted)
     assert _params_json(again) == _params_json(fitted)
+    state = sorted(a for a, v in vars(again).items()
+                   if a.endswith("_") and not a.startswith("_") and v is not None)
+    assert state == [], f"the clone of a fitted {name} has fitted state {state}"
     for use in uses:
         use(fitted)                                   # works on the fitted one
         with pytest.raises(NotFittedError):
