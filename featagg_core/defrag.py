@@ -13,9 +13,8 @@ IJCAI 2019 (arXiv 1905.11769); behaviour follows the authors' C++ code
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import cached_property
-from typing import Iterator, List, Optional
+from numbers import Integral, Real
+from typing import Optional
 
 import numba
 import numpy as np
@@ -23,123 +22,17 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 
+from ._defrag_tree import DefragTree
 from ._kernels import defrag as _k
 from ._polling import call_polled, new_stop
 from ._products import exact_xt_y
-from ._validation import as_csr
+from ._validation import Interval, Options, as_csr, check_param, validate_params
 
 __all__ = ["Defrag", "DefragTree", "feature_representation", "clustering_error",
            "balanced_depth_cap", "warmup"]
 
-
-# ----------------------------------------------------------------------------- tree
-@dataclass(frozen=True)
-class DefragTree:
-    """The DEFRAG hierarchy as flat arrays (node 0 is the root; nodes are numbered level by level).
-
-    Every node owns the contiguous range ``order[start[v] : start[v] + n_members[v]]`` of
-    the feature permutation ``order``; a node's left child owns the first
-    ``n_members // 2`` of its range, the right child the rest. Leaves are the clusters:
-    ``cluster[v]`` is the cluster id of leaf ``v`` (-1 for inner nodes), clusters are
-    numbered left to right, so cluster ``c``'s features are contiguous in ``order``.
-
-    Attributes
-    ----------
-    parent, left, right : int64 arrays (-1 where absent)
-    depth, start, n_members : int64 arrays
-    n_iter : int32 array, rounds of the balanced 2-means at each inner node (0 for leaves)
-    cluster : int64 array, cluster id of each leaf, -1 for inner nodes
-    order : int64 array of length d, features grouped by node
-    """
-    parent: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    depth: np.ndarray
-    start: np.ndarray
-    n_members: np.ndarray
-    n_iter: np.ndarray
-    cluster: np.ndarray
-    order: np.ndarray
-
-    @property
-    def n_nodes(self) -> int:
-        return int(self.parent.shape[0])
-
-    @property
-    def max_depth(self) -> int:
-        return int(self.depth.max()) if self.n_nodes else 0
-
-    def is_leaf(self, node: int) -> bool:
-        return bool(self.left[node] < 0)
-
-    def children(self, node: int) -> List[int]:
-        return [int(c) for c in (self.left[node], self.right[node]) if c >= 0]
-
-    def members(self, node: int) -> np.ndarray:
-        """Feature indices under ``node`` (sorted ascending)."""
-        s = int(self.start[node])
-        return np.sort(self.order[s:s + int(self.n_members[node])])
-
-    @cached_property
-    def _leaf_nodes(self) -> np.ndarray:
-        leaf = np.flatnonzero(self.cluster >= 0)
-        out = leaf[np.argsort(self.cluster[leaf], kind="stable")]
-        out.flags.writeable = False
-        return out
-
-    def leaves(self) -> np.ndarray:
-        """Leaf node ids in cluster order (read-only array, computed once)."""
-        return self._leaf_nodes
-
-    def iter_nodes(self, root: int = 0, max_depth: Optional[int] = None) -> Iterator[int]:
-        """Node ids under ``root`` in depth-first pre-order (left before right), optionally
-        only down to ``depth[root] + max_depth``."""
-        limit = None if max_depth is None else int(self.depth[root]) + int(max_depth)
-        stack = [int(root)]
-        while stack:
-            v = stack.pop()
-            yield v
-            if limit is not None and self.depth[v] >= limit:
-                continue
-            for c in reversed(self.children(v)):
-                stack.append(c)
-
-    def to_plotly(self, root: int = 0, max_depth: Optional[int] = None,
-                  feature_names=None) -> dict:
-        """Columns for a plotly icicle/sunburst (``ids``, ``parents``, ``values``, ``labels``,
-        ``depth``, ``is_leaf``, ``node``) of the subtree under ``root`` down to ``max_depth``
-        levels below it. ``values`` are member counts (``branchvalues="total"``). Leaves are
-        labelled with their cluster id and, given ``feature_names``, their first members.
-        """
-        nodes = list(self.iter_nodes(root, max_depth))
-        ids, parents, values, labels, depth, leaf = [], [], [], [], [], []
-        for v in nodes:
-            ids.append(f"n{v}")
-            parents.append("" if v == root else f"n{int(self.parent[v])}")
-            values.append(int(self.n_members[v]))
-            depth.append(int(self.depth[v]))
-            leaf.append(self.is_leaf(v))
-            if self.cluster[v] >= 0:
-                text = f"cluster {int(self.cluster[v])}"
-                if feature_names is not None:
-                    names = [str(feature_names[j]) for j in self.members(v)[:3]]
-                    text += ": " + ", ".join(names) + ("…" if self.n_members[v] > 3 else "")
-            else:
-                text = f"node {v} ({int(self.n_members[v])})"
-            labels.append(text)
-        return {"ids": ids, "parents": parents, "values": values, "labels": labels,
-                "depth": depth, "is_leaf": leaf, "node": nodes}
-
-    def _arrays(self) -> dict:
-        return {f"tree_{k}": getattr(self, k) for k in
-                ("parent", "left", "right", "depth", "start", "n_members", "n_iter",
-                 "cluster", "order")}
-
-    @classmethod
-    def _from_arrays(cls, arrays: dict) -> "DefragTree":
-        return cls(**{k: np.asarray(arrays[f"tree_{k}"]) for k in
-                      ("parent", "left", "right", "depth", "start", "n_members", "n_iter",
-                       "cluster", "order")})
+#: how :meth:`Defrag.transform` may combine a cluster's features
+_AGGREGATIONS = ("sum", "avg")
 
 
 # ------------------------------------------------------------------- helpers
@@ -183,11 +76,38 @@ def feature_representation(X, Y=None, representation: str = "XY", sample_points:
     of ``Xᵀ Y`` (label-weighted aggregate). With ``sample_points < 1`` only that fraction of
     the points with the most non-zeros is used; with ``sample_labels < 1`` (XY only) only
     that fraction of the most frequent labels. Entries with ``|v| <= prune_threshold`` are
-    dropped after normalising. Returns ``(R, sq_norms)``.
+    dropped after normalising.
 
-    ``progress``, if given, is called as ``progress(fraction, message)`` at the start and
-    about every 0.1 s while ``Xᵀ Y`` is built; it may raise
-    :class:`featagg_core._cancel.Cancelled` to stop.
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, d)
+        The data points.
+    Y : sparse matrix (n, L) or None, default None
+        The 0/1 labels (needed for ``"XY"``).
+    representation : {"XY", "X"}, default "XY"
+        Which representation (see above).
+    sample_points : float in (0, 1], default 1.0
+        Fraction of the points (those with the most non-zeros) used.
+    sample_labels : float in (0, 1], default 1.0
+        ``"XY"`` only: fraction of the most frequent labels used.
+    prune_threshold : float, default 0.0
+        Entries with ``|v| <= prune_threshold`` are dropped after normalising.
+    progress : callable or None, default None
+        If given, called as ``progress(fraction, message)`` at the start and about every
+        0.1 s while ``Xᵀ Y`` is built; it may raise
+        :class:`featagg_core._cancel.Cancelled` to stop.
+
+    Returns
+    -------
+    R : csr_matrix of float32 (d, c)
+        One L2-normalised row per feature (``c = n`` for ``"X"``, ``L`` for ``"XY"``).
+    sq_norms : float array (d,)
+        The squared norms of the rows of R, as the kernel returns them.
+
+    Raises
+    ------
+    ValueError
+        For input that is not a 2-D numeric matrix or holds NaN / infinite values.
     """
     tick = None
     if progress is not None:
@@ -219,7 +139,27 @@ def feature_representation(X, Y=None, representation: str = "XY", sample_points:
 
 def clustering_error(R, labels, n_clusters: Optional[int] = None) -> float:
     """Mean over features of the squared Euclidean distance of each row of ``R`` to the mean
-    of its cluster's rows (sparse; features with ``labels < 0`` are ignored)."""
+    of its cluster's rows (sparse; features with ``labels < 0`` are ignored).
+
+    Parameters
+    ----------
+    R : sparse matrix (d, c)
+        The feature representation (e.g. from :func:`feature_representation`).
+    labels : int array (d,)
+        The cluster of every feature; negative entries are ignored.
+    n_clusters : int or None, default None
+        Number of clusters (default ``labels.max() + 1``).
+
+    Returns
+    -------
+    float
+        The mean squared distance (0.0 when no feature has a cluster).
+
+    Raises
+    ------
+    ValueError
+        When ``labels`` does not have one entry per row of ``R``.
+    """
     R = sp.csr_matrix(R)
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape[0] != R.shape[0]:
@@ -240,8 +180,23 @@ def clustering_error(R, labels, n_clusters: Optional[int] = None) -> float:
 
 def balanced_depth_cap(d: int, d0: int) -> int:
     """The original code's depth cap ``ceil(log2(d / d0))`` (levels of splits below the root;
-    its ``max_depth - 1``). With balanced halving every node at that depth already holds
-    at most ``d0`` features, so the cap never makes a leaf larger than ``d0``."""
+    its ``max_depth - 1``).
+
+    With balanced halving every node at that depth already holds at most ``d0`` features,
+    so the cap never makes a leaf larger than ``d0``.
+
+    Parameters
+    ----------
+    d : int
+        Number of features.
+    d0 : int
+        Largest leaf size.
+
+    Returns
+    -------
+    int
+        0 when ``d <= d0``.
+    """
     if d <= d0:
         return 0
     return int(math.ceil(math.log2(d / d0) - 1e-12))
@@ -426,30 +381,24 @@ class Defrag(TransformerMixin, BaseEstimator):
         self.max_iter = max_iter
         self.aggregation = aggregation
 
+    #: what every ``__init__`` parameter may be (checked at the start of :meth:`fit`)
+    _parameter_constraints = {
+        "d0": [Interval(Integral, 1, None, closed="left")],
+        "representation": [Options(str, {"X", "XY"})],
+        "random_state": [Interval(Integral, 0, None, closed="left")],
+        "sample_points": [Interval(Real, 0, 1, closed="right")],
+        "sample_labels": [Interval(Real, 0, 1, closed="right")],
+        "prune_threshold": [Interval(Real, 0, 1, closed="left")],
+        "eps": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "aggregation": [Options(str, _AGGREGATIONS)],
+    }
+
     # -- validation
     def _check_params(self):
-        d0 = self.d0
-        if isinstance(d0, bool) or not isinstance(d0, (int, np.integer)) or d0 < 1:
-            raise ValueError(f"d0 must be an integer >= 1, got {d0!r}")
-        if self.representation not in ("X", "XY"):
-            raise ValueError(f"representation must be 'X' or 'XY', got {self.representation!r}")
-        rs = self.random_state
-        if isinstance(rs, bool) or not isinstance(rs, (int, np.integer)) or rs < 0:
-            raise ValueError(f"random_state must be a non-negative integer, got {rs!r}")
-        for name in ("sample_points", "sample_labels"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float, np.floating, np.integer)) or not 0 < v <= 1:
-                raise ValueError(f"{name} must be a fraction in (0, 1], got {v!r}")
-        if not isinstance(self.prune_threshold, (int, float, np.floating, np.integer)) \
-                or not 0 <= self.prune_threshold < 1:
-            raise ValueError(f"prune_threshold must be in [0, 1), got {self.prune_threshold!r}")
-        if not isinstance(self.eps, (int, float, np.floating, np.integer)) or self.eps < 0:
-            raise ValueError(f"eps must be >= 0, got {self.eps!r}")
-        mi = self.max_iter
-        if isinstance(mi, bool) or not isinstance(mi, (int, np.integer)) or mi < 1:
-            raise ValueError(f"max_iter must be an integer >= 1, got {mi!r}")
-        if self.aggregation not in ("sum", "avg"):
-            raise ValueError(f"aggregation must be 'sum' or 'avg', got {self.aggregation!r}")
+        """The declared constraints (also called by the spec checks, the artifact checks
+        and the Dask twin before they fit)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def _check_fit_input(self, X, Y):
         """Validated ``(X, Y)`` for :meth:`fit` (``Y`` is None unless ``"XY"``); also applied
@@ -473,14 +422,32 @@ class Defrag(TransformerMixin, BaseEstimator):
     def fit(self, X, Y=None, progress=None):
         """Build the tree on X (n x d, sparse or dense) and, for ``"XY"``, labels Y (n x L).
 
-        ``progress``, if given, is called as ``progress(level, n_levels)``: ``(0, n)`` at the
-        start, after each level, and about every 0.1 s in between while a kernel runs
-        (repeating the last values). It may raise (e.g.
-        :class:`featagg_core._cancel.Cancelled`): the running kernel then stops after its
-        current 2-means round, no thread is left running, and the exception propagates
-        (the estimator keeps its previous state).
+        Parameters
+        ----------
+        X : sparse or dense matrix (n, d)
+            The training points.
+        Y : sparse or dense matrix (n, L) or None, default None
+            Their 0/1 labels; needed for ``representation="XY"``, ignored for ``"X"``.
+        progress : callable or None, default None
+            If given, called as ``progress(level, n_levels)``: ``(0, n)`` at the start, after
+            each level, and about every 0.1 s in between while a kernel runs (repeating the
+            last values). It may raise (e.g. :class:`featagg_core._cancel.Cancelled`): the
+            running kernel then stops after its current 2-means round, no thread is left
+            running, and the exception propagates (the estimator keeps its previous state).
+
+        Returns
+        -------
+        Defrag
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside its declared constraint (``"<name> must be ..., got
+            ..."``), ``"XY"`` without ``Y``, input that is not numeric 2-D, holds NaN or has no
+            rows / columns, or ``Y`` with another number of rows.
         """
-        self._check_params()
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         X, Y = self._check_fit_input(X, Y)
         d = X.shape[1]
         cap = balanced_depth_cap(d, int(self.d0))
@@ -528,11 +495,29 @@ class Defrag(TransformerMixin, BaseEstimator):
             raise NotFittedError("this Defrag is not fitted yet; call fit(X, Y) first")
 
     def transform(self, X, aggregation=None):
-        """Agglomerate X (n x d) into n x K: each cluster's features summed (or averaged)."""
+        """Agglomerate X (n x d) into n x K: each cluster's features summed (or averaged).
+
+        Parameters
+        ----------
+        X : sparse or dense matrix (n, d)
+            Points with the features the Defrag was fitted on.
+        aggregation : {"sum", "avg"} or None, default None
+            Overrides the ``aggregation`` parameter for this call.
+
+        Returns
+        -------
+        csr_matrix of float32 (n, K)
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For another number of columns than in ``fit`` or a bad ``aggregation``.
+        """
         self._check_fitted()
         agg = self.aggregation if aggregation is None else aggregation
-        if agg not in ("sum", "avg"):
-            raise ValueError(f"aggregation must be 'sum' or 'avg', got {agg!r}")
+        check_param("aggregation", agg, self._parameter_constraints["aggregation"])
         X = _as_csr(X, "X")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features but this Defrag was fitted on "
@@ -543,17 +528,59 @@ class Defrag(TransformerMixin, BaseEstimator):
         return sp.csr_matrix((dat, ind, ptr), shape=(X.shape[0], self.n_clusters_))
 
     def fit_transform(self, X, Y=None, **fit_params):
+        """:meth:`fit` on ``X`` (and ``Y``), then :meth:`transform` of ``X``.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix (n, d)
+            The training points.
+        Y : sparse or dense matrix (n, L) or None, default None
+            Their labels (for ``"XY"``).
+        **fit_params
+            Passed on to :meth:`fit` (``progress``).
+
+        Returns
+        -------
+        csr_matrix of float32 (n, K)
+        """
         return self.fit(X, Y, **fit_params).transform(X)
 
     def membership_matrix(self) -> sp.csr_matrix:
-        """The 0/1 d x K matrix G with ``G[j, labels_[j]] = 1`` (``transform(X) == X @ G``)."""
+        """The 0/1 d x K matrix G with ``G[j, labels_[j]] = 1`` (``transform(X) == X @ G``).
+
+        Returns
+        -------
+        csr_matrix of float32 (d, K)
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        """
         self._check_fitted()
         d = self.n_features_in_
         return sp.csr_matrix((np.ones(d, np.float32), self.labels_, np.arange(d + 1)),
                              shape=(d, self.n_clusters_))
 
     def cluster_members(self, cluster: int) -> np.ndarray:
-        """Feature indices of one cluster (ascending)."""
+        """Feature indices of one cluster (ascending).
+
+        Parameters
+        ----------
+        cluster : int
+            A cluster id in ``[0, n_clusters_)``.
+
+        Returns
+        -------
+        int64 array
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For a cluster id out of range.
+        """
         self._check_fitted()
         if not 0 <= int(cluster) < self.n_clusters_:
             raise ValueError(f"cluster must be in [0, {self.n_clusters_}), got {cluster!r}")

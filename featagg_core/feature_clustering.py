@@ -31,10 +31,13 @@ the nearest cluster centroid; nothing d x d is ever formed and the only dense bl
 from __future__ import annotations
 
 import math
+from numbers import Integral
 from typing import Callable, Optional
 
 import numpy as np
 import scipy.sparse as sp
+
+from ._validation import Interval, Options, check_param
 
 __all__ = ["kmeans_feature_labels", "random_balanced_labels", "ward_feature_labels",
            "sampling_plan", "default_batch_size", "KMEANS_MAX_FEATURES", "WARD_MAX_FEATURES", "WARD_LIMIT",
@@ -66,29 +69,24 @@ def _check_R(R) -> sp.csr_matrix:
     return R
 
 
+_COUNT = Interval(Integral, 1, None, closed="left")       # an integer >= 1
+_SEED = Interval(Integral, 0, None, closed="left")        # a non-negative integer
+
+
 def _check_k(n_clusters, d: int) -> int:
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, (int, np.integer)) \
-            or n_clusters < 1:
-        raise ValueError(f"n_clusters must be an integer >= 1, got {n_clusters!r}")
-    if n_clusters > d:
+    check_param("n_clusters", n_clusters, [_COUNT])
+    if n_clusters > d:      # against the data: its own wording (pages and tests match it)
         raise ValueError(f"n_clusters={n_clusters} is more than the {d:,} features")
     return int(n_clusters)
 
 
 def _check_seed(random_state) -> int:
-    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) \
-            or random_state < 0:
-        raise ValueError(f"random_state must be a non-negative integer, got {random_state!r}")
-    return int(random_state)
+    return int(check_param("random_state", random_state, [_SEED]))
 
 
 def _check_max_features(max_features, name="max_features"):
-    if max_features is None:
-        return None
-    if isinstance(max_features, bool) or not isinstance(max_features, (int, np.integer)) \
-            or max_features < 1:
-        raise ValueError(f"{name} must be None or an integer >= 1, got {max_features!r}")
-    return int(max_features)
+    check_param(name, max_features, [None, _COUNT])
+    return None if max_features is None else int(max_features)
 
 
 def _sample_rows(d: int, m: int, random_state: int) -> np.ndarray:
@@ -106,9 +104,28 @@ def _report(progress, fraction, message):
 def random_balanced_labels(d: int, n_clusters: int, random_state: int = 0) -> np.ndarray:
     """A random partition of ``d`` features into ``n_clusters`` clusters whose sizes differ by
     at most one (feature ``perm[i]`` goes to cluster ``i mod K``, ``perm`` a seeded
-    permutation): the floor any clustering must beat."""
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d must be an integer >= 1, got {d!r}")
+    permutation): the floor any clustering must beat.
+
+    Parameters
+    ----------
+    d : int
+        Number of features, >= 1.
+    n_clusters : int
+        K, in ``[1, d]``.
+    random_state : int, default 0
+        Seed (>= 0) of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    int64 array (d,)
+        The cluster of every feature.
+
+    Raises
+    ------
+    ValueError
+        For ``d``, ``n_clusters`` or ``random_state`` out of range (naming it).
+    """
+    check_param("d", d, [_COUNT])
     K = _check_k(n_clusters, int(d))
     rng = np.random.default_rng(_check_seed(random_state))
     lab = np.empty(int(d), np.int64)
@@ -223,10 +240,8 @@ def kmeans_feature_labels(R, n_clusters, random_state=0, max_features=None, prog
     d, c = R.shape
     seed = _check_seed(random_state)
     max_features = _check_max_features(max_features)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    if init not in ("auto", "k-means++", "random"):
-        raise ValueError(f"init must be 'auto', 'k-means++' or 'random', got {init!r}")
+    check_param("max_iter", max_iter, [_COUNT])
+    check_param("init", init, [Options(str, ("auto", "k-means++", "random"))])
     sampled = max_features is not None and d > max_features
     n_fit = max_features if sampled else d
     if isinstance(n_clusters, (int, np.integer)) and not isinstance(n_clusters, bool) \
@@ -242,9 +257,8 @@ def kmeans_feature_labels(R, n_clusters, random_state=0, max_features=None, prog
             f"({bytes_needed / 2**30:.1f} GiB), more than this server allows "
             f"({MAX_CENTRE_BYTES / 2**30:.0f} GiB); use fewer clusters or a representation "
             "with fewer columns (XY has one column per label)")
+    check_param("batch_size", batch_size, [None, _COUNT])
     b = default_batch_size(K) if batch_size is None else batch_size
-    if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1:
-        raise ValueError(f"batch_size must be None or an integer >= 1, got {batch_size!r}")
     b = min(int(b), n_fit)
 
     _report(progress, 0.0, "k-means: preparing")
@@ -314,7 +328,23 @@ def default_batch_size(n_clusters: int, low: int = 64, high: int = 1024,
                        pairs: int = 8_000_000) -> int:
     """Rows per k-means batch: scikit-learn's 1024, fewer when K is above ~7800 so that one
     batch is at most ``pairs`` row-centre distances (~0.7 s once the dense centres no longer
-    fit in cache; a cancel waits for at most one batch). Also sizes assignment chunks."""
+    fit in cache; a cancel waits for at most one batch). Also sizes assignment chunks.
+
+    Parameters
+    ----------
+    n_clusters : int
+        K.
+    low : int, default 64
+        Smallest batch.
+    high : int, default 1024
+        Largest batch (scikit-learn's default).
+    pairs : int, default 8_000_000
+        Row-centre distances one batch may cost.
+
+    Returns
+    -------
+    int
+    """
     return int(max(low, min(high, int(pairs) // max(int(n_clusters), 1))))
 
 
@@ -390,16 +420,34 @@ def ward_feature_labels(R, n_clusters, max_features=None, progress=None, *, rand
 
     Parameters
     ----------
-    R : sparse (d, c), the feature representation.
-    n_clusters : int, K (at most the sample size).
+    R : sparse matrix (d, c)
+        The feature representation.
+    n_clusters : int
+        K (at most the sample size).
     max_features : int or None
         Features Ward is run on (None: ``WARD_MAX_FEATURES``; at most ``WARD_LIMIT``, as its
         condensed distance matrix has m (m - 1) / 2 entries). With ``d`` at most this, Ward
         runs on every feature and the labels equal scikit-learn's
         ``AgglomerativeClustering(n_clusters=K, linkage="ward").fit(R.toarray()).labels_``.
-    progress : callable(fraction, message), optional; may raise to stop.
-    random_state : int, seeds the sample.
-    return_centroids : bool, also return the (K, c) sparse centroids of the Ward clusters.
+    progress : callable(fraction, message), optional
+        May raise to stop.
+    random_state : int, default 0
+        Seeds the sample.
+    return_centroids : bool, default False
+        Also return the (K, c) sparse centroids of the Ward clusters.
+
+    Returns
+    -------
+    labels : int64 array (d,)
+        The cluster of every feature.
+    centroids : csr_matrix (K, c)
+        Only with ``return_centroids``.
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of range (naming it), ``max_features`` above ``WARD_LIMIT``, or
+        more clusters than the features Ward runs on.
 
     Notes
     -----
@@ -457,14 +505,37 @@ def ward_feature_labels(R, n_clusters, max_features=None, progress=None, *, rand
 def sampling_plan(data, split, spec, speed=None, budget_s: float = 60.0) -> dict:
     """What a baseline would cost on ``data``'s training rows, for a page to show first.
 
-    ``spec`` is a ``{"feature_clustering": {...}}`` spec (or its inner dict). Returns a dict:
-    ``kind``, ``n_features``, ``n_fit`` (features the method is fitted on with this
-    spec's ``max_features``), ``needs_sampling`` (the spec samples, or a full fit would
-    take longer than ``budget_s``), ``seconds`` (the estimate for the spec as given),
-    ``seconds_full`` (on every feature; None for Ward above ``WARD_LIMIT``),
-    ``max_features_suggested`` (None when no sampling is needed; else the largest sample
-    estimated to fit in ``budget_s``, at least K, or Ward's default sample), ``message``
-    (one sentence for the page). Estimates come from :mod:`featagg_core.estimate`.
+    Estimates come from :mod:`featagg_core.estimate`.
+
+    Parameters
+    ----------
+    data : MultiLabelData
+        The dataset.
+    split : Split
+        Its split (the training rows are costed).
+    spec : dict
+        A ``{"feature_clustering": {...}}`` spec (or its inner dict).
+    speed : optional
+        The machine's speed model (default :func:`featagg_core.estimate.default_speed`).
+    budget_s : float, default 60.0
+        Seconds a fit may take before sampling is suggested.
+
+    Returns
+    -------
+    dict
+        ``kind``, ``n_features``, ``n_fit`` (features the method is fitted on with this
+        spec's ``max_features``), ``needs_sampling`` (the spec samples, or a full fit would
+        take longer than ``budget_s``), ``seconds`` (the estimate for the spec as given),
+        ``seconds_full`` (on every feature; None for Ward above ``WARD_LIMIT``),
+        ``max_features_suggested`` (None when no sampling is needed; else the largest sample
+        estimated to fit in ``budget_s``, at least K, or Ward's default sample), ``message``
+        (one sentence for the page).
+
+    Raises
+    ------
+    ValueError
+        For a bad spec, a spec that does not fit the data, or more Ward clusters than its
+        largest sample.
     """
     from ._spec import canonical_spec, check_spec_fits
     from .estimate import _feature_clustering_total, _MLStats, default_speed

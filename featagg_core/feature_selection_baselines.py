@@ -23,11 +23,14 @@ NDFS iteration); it may raise :class:`featagg_core._cancel.Cancelled`, which pro
 """
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._kernels.bmgufs import quad_diag_csr
+from ._validation import Interval, Options, check_param
 
 __all__ = ["knn_graph", "laplacian_score", "spec_score", "ndfs_score", "variance_score",
            "random_scores", "rank_features", "BASELINES"]
@@ -77,16 +80,35 @@ def knn_graph(X, n_neighbors: int = 5, metric: str = "cosine",
     neighbours with the heat kernel ``exp(-d^2 / t)``, ``t`` the mean squared neighbour
     distance. Rows that are all zero get no edges. The queries run in chunks of rows
     (each row's neighbours do not depend on the others), with ``progress`` in between.
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, f)
+        Node features.
+    n_neighbors : int, default 5
+        Neighbours per node (at most ``n - 1`` are used), >= 1.
+    metric : {"cosine", "heat"}, default "cosine"
+        The weighting (see above).
+    progress : callable(fraction, message) or None, default None
+        Called between the steps; it may raise :class:`featagg_core._cancel.Cancelled`,
+        which propagates.
+
+    Returns
+    -------
+    csr_matrix of float64 (n, n)
+        Symmetric, non-negative, no self loops.
+
+    Raises
+    ------
+    ValueError
+        For bad X, ``n_neighbors < 1`` or an unknown ``metric``.
     """
     from sklearn.neighbors import NearestNeighbors
     X = _features(X)
     n = X.shape[0]
-    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, (int, np.integer)) \
-            or n_neighbors < 1:
-        raise ValueError(f"n_neighbors: expected a positive integer, got {n_neighbors!r}")
+    check_param("n_neighbors", n_neighbors, [Interval(Integral, 1, None, closed="left")])
     k = min(int(n_neighbors), n - 1)
-    if metric not in ("cosine", "heat"):
-        raise ValueError(f"metric: expected 'cosine' or 'heat', got {metric!r}")
+    check_param("metric", metric, [Options(str, ("cosine", "heat"))])
     nonzero = np.diff(X.indptr) > 0
     rows = np.flatnonzero(nonzero)
     Xn = X[rows]
@@ -138,6 +160,26 @@ def laplacian_score(X, W, progress=None) -> np.ndarray:
 
     Computed as ``(x^T D x - x^T W x) / (x^T D x - (x^T d)^2 / sum(d))``; features that are
     constant on the graph (zero denominator) get ``inf`` (ranked last).
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, f)
+        Node features.
+    W : sparse matrix (n, n)
+        Non-negative affinity graph.
+    progress : callable(fraction, message) or None, default None
+        Called between the steps; it may raise :class:`featagg_core._cancel.Cancelled`,
+        which propagates.
+
+    Returns
+    -------
+    float64 array (f,)
+        Smaller is better.
+
+    Raises
+    ------
+    ValueError
+        For bad X, a W of another shape, negative affinities or a graph without edges.
     """
     _say(progress, 0.0, "Laplacian score: quadratic forms")
     X = _features(X)
@@ -167,13 +209,34 @@ def spec_score(X, W, style: int = -1, progress=None) -> np.ndarray:
     - ``style=k>=2``: phi3 = ``sum_{j=2..k} (2 - lambda_j) (f^T xi_j)^2`` (larger = better).
 
     Larger returned values are always better. Nodes of degree 0 are left out.
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, f)
+        Node features.
+    W : sparse matrix (n, n)
+        Non-negative affinity graph.
+    style : int, default -1
+        -1, 0 or an integer >= 2 (see above).
+    progress : callable(fraction, message) or None, default None
+        Called between the steps; it may raise :class:`featagg_core._cancel.Cancelled`,
+        which propagates.
+
+    Returns
+    -------
+    float64 array (f,)
+        Larger is better; ``-inf`` for features without mass on the graph.
+
+    Raises
+    ------
+    ValueError
+        For bad X or W, a bad ``style``, or a graph without edges.
     """
     from scipy.sparse.linalg import eigsh
     X = _features(X)
     W = _graph(W, X.shape[0])
-    if isinstance(style, bool) or not isinstance(style, (int, np.integer)) or style == 1 \
-            or style < -1:
-        raise ValueError(f"style: expected -1, 0 or an integer >= 2, got {style!r}")
+    check_param("style", style, [Interval(Integral, -1, 0, closed="both"),
+                                 Interval(Integral, 2, None, closed="left")])
     _say(progress, 0.0, "SPEC: quadratic forms")
     d, xWx, xDx, xd = _quad_parts(X, W)
     _say(progress, 0.3, "SPEC: spectrum" if style >= 2 else "SPEC: ratios")
@@ -213,7 +276,18 @@ def spec_score(X, W, style: int = -1, progress=None) -> np.ndarray:
 
 
 def variance_score(X) -> np.ndarray:
-    """Column variance (population) of ``X``, computed from sparse sums."""
+    """Column variance (population) of ``X``, computed from sparse sums.
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, f)
+        Node features.
+
+    Returns
+    -------
+    float64 array (f,)
+        Larger is better.
+    """
     X = _features(X)
     n = X.shape[0]
     mean = np.asarray(X.sum(axis=0)).ravel() / n
@@ -222,7 +296,19 @@ def variance_score(X) -> np.ndarray:
 
 
 def random_scores(n_features: int, random_state=0) -> np.ndarray:
-    """Uniform random scores: a random ranking."""
+    """Uniform random scores: a random ranking.
+
+    Parameters
+    ----------
+    n_features : int
+        How many scores.
+    random_state : int, RandomState or None, default 0
+        As :func:`sklearn.utils.check_random_state`.
+
+    Returns
+    -------
+    float64 array (n_features,)
+    """
     return check_random_state(random_state).random_sample(int(n_features))
 
 
@@ -280,17 +366,52 @@ def ndfs_score(X, W, n_clusters: int, alpha: float = 1.0, beta: float = 1.0,
     denominator). The solve is a Jacobi-preconditioned block CG with the sparse ``X`` (warm-started). ``F``
     starts from k-means labels of the spectral embedding of ``W``, one-hot plus 0.2 with
     unit-norm columns (scikit-feature does the same with k-means labels of ``X``).
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, f)
+        Node features.
+    W : sparse matrix (n, n)
+        Non-negative affinity graph.
+    n_clusters : int
+        k, the number of pseudo-classes (columns of F), >= 1.
+    alpha : float, default 1.0
+        Weight of the regression term, > 0.
+    beta : float, default 1.0
+        Weight of the ``l2,1`` penalty on W, > 0.
+    gamma : float, default 1e8
+        Weight of the orthogonality penalty of the multiplicative update, > 0.
+    n_iter : int, default 30
+        Outer iterations.
+    random_state : int, RandomState or None, default 0
+        Seeds the spectral start and its k-means.
+    cg_tol : float, default 1e-6
+        Relative residual at which a CG column stops.
+    cg_max_iter : int, default 300
+        CG iterations per solve.
+    progress : callable(fraction, message) or None, default None
+        Called before every iteration; it may raise
+        :class:`featagg_core._cancel.Cancelled`, which propagates.
+
+    Returns
+    -------
+    float64 array (f,)
+        ``||w_l||_2`` of every feature (larger is better).
+
+    Raises
+    ------
+    ValueError
+        For bad X or W, ``n_clusters < 1``, or a non-positive ``alpha`` / ``beta`` /
+        ``gamma`` (naming it).
     """
     from scipy.sparse.linalg import eigsh
     X = _features(X)
     n, f = X.shape
     W = _graph(W, n)
+    check_param("n_clusters", n_clusters, [Interval(Integral, 1, None, closed="left")])
     k = int(n_clusters)
-    if k < 1:
-        raise ValueError(f"n_clusters: must be >= 1, got {n_clusters!r}")
     for name, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
-        if not np.isfinite(v) or v <= 0:
-            raise ValueError(f"{name}: must be a positive number, got {v!r}")
+        check_param(name, v, [Interval(Real, 0, None, closed="neither")])
     d = np.asarray(W.sum(axis=1)).ravel()
     _say(progress, 0.0, "NDFS: spectral start")
     # initial F: leading eigenvectors of the normalised affinity, made non-negative
@@ -342,7 +463,19 @@ def ndfs_score(X, W, n_clusters: int, alpha: float = 1.0, beta: float = 1.0,
 
 def rank_features(scores, larger_is_better: bool = True) -> np.ndarray:
     """Feature indices ordered from best to worst (stable: ties to the lower index;
-    non-finite scores last)."""
+    non-finite scores last).
+
+    Parameters
+    ----------
+    scores : array-like (f,)
+        One score per feature.
+    larger_is_better : bool, default True
+        Direction of the scores.
+
+    Returns
+    -------
+    int64 array (f,)
+    """
     s = np.asarray(scores, dtype=np.float64)
     key = -s if larger_is_better else s.copy()
     key[~np.isfinite(key)] = np.inf

@@ -12,7 +12,7 @@ ever forms pairs of features of the same cluster, never X^T X and never a d x d 
 """
 from __future__ import annotations
 
-import numbers
+from numbers import Real
 from typing import Callable, Iterable, Optional
 
 import numpy as np
@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from ._kernels import fiat_refrag as _k
-from ._validation import check_finite
+from ._validation import Interval, Options, check_finite, check_param, validate_params
 
 __all__ = ["Fiat", "pseudo_cooccurrence", "normalize_cooccurrence", "impute",
            "erase_features", "erasure_curve", "check_clustering", "warmup"]
@@ -63,9 +63,29 @@ def _as_csr(X, name="X", n_features=None) -> sp.csr_matrix:
 def check_clustering(clustering, n_features=None):
     """The feature clustering of ``clustering`` as ``(labels, n_clusters)``.
 
-    ``clustering`` is a fitted :class:`~featagg_core.defrag.Defrag` (anything with
-    ``labels_`` and, optionally, ``n_clusters_``) or a 1-D int array of cluster ids.
-    Every feature must have a cluster id in ``[0, n_clusters)``.
+    Parameters
+    ----------
+    clustering : fitted Defrag, or 1-D int array
+        A fitted :class:`~featagg_core.defrag.Defrag` (anything with ``labels_`` and,
+        optionally, ``n_clusters_``) or a 1-D int array of cluster ids. Every feature must
+        have a cluster id in ``[0, n_clusters)``.
+    n_features : int or None, default None
+        When given, the clustering must cover exactly this many features.
+
+    Returns
+    -------
+    labels : int64 array (d,)
+        The cluster of every feature.
+    n_clusters : int
+        ``n_clusters_`` of a Defrag, else ``labels.max() + 1`` (0 without features).
+
+    Raises
+    ------
+    NotFittedError
+        For an estimator (it has ``fit``) that is not fitted.
+    ValueError
+        For None, labels that are not 1-D integers, negative or too large ids, or another
+        number of features than ``n_features``.
     """
     if clustering is None:
         raise ValueError("defrag must be a fitted Defrag (or an array of feature cluster "
@@ -108,13 +128,17 @@ def pseudo_cooccurrence(X, labels, n_clusters=None) -> sp.csr_matrix:
     Parameters
     ----------
     X : sparse matrix (n, d)
-    labels : int array (d,), the cluster of every feature
-    n_clusters : int, optional (default ``labels.max() + 1``)
+        The points.
+    labels : int array (d,)
+        The cluster of every feature.
+    n_clusters : int, optional
+        Number of clusters (default ``labels.max() + 1``).
 
     Returns
     -------
-    csr_matrix of float64, shape (d, d), symmetric, sorted indices, at most
-    ``sum_k d_k^2`` stored entries (pairs that never co-occur are not stored).
+    csr_matrix of float64 (d, d)
+        Symmetric, sorted indices, at most ``sum_k d_k^2`` stored entries (pairs that never
+        co-occur are not stored).
     """
     X = _as_csr(X)
     labels, n_clusters = check_clustering(np.asarray(labels), X.shape[1])
@@ -147,10 +171,27 @@ def normalize_cooccurrence(C, normalization="cosine", min_weight=0.0) -> sp.csr_
     empirical P(b | a): how often a's occurrences come with b); ``"row"``: M = D^-1 C^F
     with D the row sums (each row a distribution over the cluster); ``"none"``: M = C^F.
     Off-diagonal entries below ``min_weight`` are dropped.
+
+    Parameters
+    ----------
+    C : sparse matrix (d, d)
+        The pseudo co-occurrence (:func:`pseudo_cooccurrence`).
+    normalization : {"cosine", "conditional", "row", "none"}, default "cosine"
+        The rule (see above).
+    min_weight : float, default 0.0
+        Off-diagonal entries with ``|M_ab| < min_weight`` are dropped.
+
+    Returns
+    -------
+    csr_matrix of float64 (d, d)
+        M (a new matrix; ``C`` is not modified).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``normalization``.
     """
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got "
-                         f"{normalization!r}")
+    check_param("normalization", normalization, [Options(str, NORMALIZATIONS)])
     C = sp.csr_matrix(C, dtype=np.float64, copy=True)
     rows = np.repeat(np.arange(C.shape[0], dtype=np.int64), np.diff(C.indptr))
     if normalization == "cosine":
@@ -178,6 +219,26 @@ def impute(X, operator_T, mix=1.0) -> sp.csr_matrix:
 
     Observed entries are kept; feature b missing from a point gets
     ``mix * sum_a M[b, a] x_a / max(1, sum_a M[b, a])`` over the point's observed a.
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, d)
+        The points to impute.
+    operator_T : csr_matrix (d, d)
+        M^T, e.g. :attr:`Fiat.operator_`.
+    mix : float, default 1.0
+        Weight of the imputed values relative to the observed ones.
+
+    Returns
+    -------
+    csr_matrix of float32 (n, d)
+        Sorted indices; the observed entries unchanged.
+
+    Raises
+    ------
+    ValueError
+        For input that is not numeric 2-D, holds NaN, or has another number of columns than
+        the operator.
     """
     X = _as_csr(X, n_features=operator_T.shape[0])
     T = operator_T
@@ -266,24 +327,48 @@ class Fiat(BaseEstimator):
         self.mix = mix
         self.min_weight = min_weight
 
+    #: what every ``__init__`` parameter may be (checked at the start of :meth:`fit`);
+    #: ``defrag`` is checked against the data in :meth:`fit` (:func:`check_clustering`)
+    _parameter_constraints = {
+        "defrag": "no_validation",
+        "normalization": [Options(str, NORMALIZATIONS)],
+        "mix": [Interval(Real, 0, None, closed="left")],
+        "min_weight": [Interval(Real, 0, None, closed="left")],
+    }
+
     def _check_params(self):
-        if self.normalization not in NORMALIZATIONS:
-            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got "
-                             f"{self.normalization!r}")
-        for name in ("mix", "min_weight"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v) \
-                    or v < 0:
-                raise ValueError(f"{name} must be a non-negative finite number, got {v!r}")
+        """The declared constraints (also called by :meth:`transform`, the spec checks and
+        the artifact checks)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def fit(self, X, y=None, progress=None):
         """Build C^F and the imputation operator from training data X (n, d).
 
-        ``progress(fraction, message)``, if given, is called before and after each of the
-        two steps (each well under a second at 10^5 features); it may raise (e.g.
-        :class:`featagg_core._cancel.Cancelled`), which propagates.
+        Parameters
+        ----------
+        X : sparse or dense matrix (n, d)
+            The training points.
+        y : None
+            Ignored (scikit-learn's signature).
+        progress : callable or None, default None
+            ``progress(fraction, message)``, if given, is called before and after each of the
+            two steps (each well under a second at 10^5 features); it may raise (e.g.
+            :class:`featagg_core._cancel.Cancelled`), which propagates.
+
+        Returns
+        -------
+        Fiat
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside its declared constraint (``"<name> must be ..., got
+            ..."``), a clustering that is missing or does not cover X's features, or bad X.
+        NotFittedError
+            When ``defrag`` is a Defrag that is not fitted.
         """
-        self._check_params()
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         if progress is not None:
             progress(0.0, "FIAT: pseudo co-occurrence")
         X = _as_csr(X)
@@ -307,7 +392,25 @@ class Fiat(BaseEstimator):
             raise NotFittedError("this Fiat is not fitted yet: call fit(X) first")
 
     def transform(self, X):
-        """Imputed copy of X: csr float32, same shape, observed entries unchanged."""
+        """Imputed copy of X: csr float32, same shape, observed entries unchanged.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix (n, d)
+            Points with the features the Fiat was fitted on.
+
+        Returns
+        -------
+        csr_matrix of float32 (n, d)
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For another number of columns than in ``fit``, or a parameter changed to a value
+            outside its constraint.
+        """
         self._check_fitted()
         self._check_params()
         return impute(X, self.operator_, float(self.mix))
@@ -345,6 +448,16 @@ class Fiat(BaseEstimator):
         The clustering is an input, not a hyper-parameter; artifacts carry it as
         ``labels_``. :func:`sklearn.base.clone` still keeps the reference (see
         ``__sklearn_clone__``). An array of cluster ids is reported as a list.
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Ignored (Fiat has no sub-estimator parameters).
+
+        Returns
+        -------
+        dict
+            Parameter name -> value.
         """
         params = super().get_params(deep=False)
         params["defrag"] = _json_clustering(params.get("defrag"))
@@ -373,9 +486,26 @@ def erase_features(X, fraction, random_state=0) -> sp.csr_matrix:
     The draw is one random key per stored entry, so for a fixed ``random_state`` the
     entries erased at a smaller fraction are also erased at every larger one (nested
     erasures, a smooth curve).
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, d)
+        The points.
+    fraction : float in [0, 1]
+        Share of every row's non-zeros to erase.
+    random_state : int or None, default 0
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    csr_matrix of float32 (n, d)
+
+    Raises
+    ------
+    ValueError
+        For a ``fraction`` outside [0, 1] or bad X.
     """
-    if not isinstance(fraction, numbers.Real) or not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
+    check_param("fraction", fraction, [Interval(Real, 0, 1, closed="both")])
     X = _as_csr(X)
     n = X.shape[0]
     rng = np.random.default_rng(random_state)
@@ -400,15 +530,28 @@ def erasure_curve(predict_scores: Callable, X_test, Y_test, fiat: Optional[Fiat]
 
     Parameters
     ----------
-    predict_scores : callable, X -> (n, L) score matrix (e.g. ``lambda X:
-        clf.predict_scores(X, k=5)``)
-    fractions : the erased fractions p (0.0 ... 0.9 by default)
-    progress : optional callable(done, total) for progress bars
+    predict_scores : callable
+        X -> (n, L) score matrix (e.g. ``lambda X: clf.predict_scores(X, k=5)``).
+    X_test : sparse matrix (n, d)
+        The test points.
+    Y_test : sparse matrix (n, L)
+        Their 0/1 labels.
+    fiat : Fiat or None, default None
+        A fitted Fiat; adds the ``P@k FIAT`` columns.
+    fractions : iterable of float
+        The erased fractions p (0.0 ... 0.9 by default).
+    k : int or sequence of int, default (1, 3, 5)
+        The cut-offs.
+    random_state : int, default 0
+        Seed of the erasures (:func:`erase_features`).
+    progress : callable or None, default None
+        Called as ``progress(done, total)`` after every fraction, for progress bars.
 
     Returns
     -------
-    pandas.DataFrame with a row per fraction: ``fraction``, ``P@k`` (erased) and
-    ``P@k FIAT`` (erased then imputed) for every k.
+    pandas.DataFrame
+        A row per fraction: ``fraction``, ``P@k`` (erased) and ``P@k FIAT`` (erased then
+        imputed) for every k.
     """
     import pandas as pd
 

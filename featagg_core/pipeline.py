@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import copy
 from importlib import import_module
+from numbers import Integral
 from typing import Any, Dict, Optional
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
+
+from ._validation import Interval, Options, validate_params
 
 __all__ = ["Pipeline", "FeatureClusters", "FeatureRanking", "as_pipeline", "STEPS"]
 
@@ -50,6 +53,16 @@ class FeatureClusters(BaseEstimator):
     :mod:`featagg_core.feature_clustering` on the training rows' feature representation.
     """
 
+    #: what every ``__init__`` parameter may be (checked when the labels are set, which is
+    #: this step's fit)
+    _parameter_constraints = {
+        "kind": [Options(str, ("kmeans", "random_balanced", "ward"))],
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "representation": [Options(str, ("XY", "X"))],
+        "max_features": [None, Interval(Integral, 1, None, closed="left")],
+        "random_state": [None, Interval(Integral, 0, None, closed="left")],
+    }
+
     def __init__(self, kind="kmeans", n_clusters=2, representation="XY", max_features=None,
                  random_state=0):
         self.kind = kind
@@ -59,6 +72,7 @@ class FeatureClusters(BaseEstimator):
         self.random_state = random_state
 
     def _set(self, labels, n_features):
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         labels = np.asarray(labels, dtype=np.int64)
         if labels.ndim != 1 or labels.shape[0] != n_features:
             raise ValueError(f"a feature clustering needs one cluster id per feature "
@@ -76,14 +90,41 @@ class FeatureClusters(BaseEstimator):
             raise NotFittedError("this FeatureClusters is not fitted yet")
 
     def membership_matrix(self) -> sp.csr_matrix:
-        """The 0/1 d x K matrix G with ``G[j, labels_[j]] = 1``."""
+        """The 0/1 d x K matrix G with ``G[j, labels_[j]] = 1``.
+
+        Returns
+        -------
+        csr_matrix of float32 (d, K)
+
+        Raises
+        ------
+        NotFittedError
+            Before the labels are set.
+        """
         self._check_fitted()
         d = self.n_features_in_
         return sp.csr_matrix((np.ones(d, np.float32), self.labels_, np.arange(d + 1)),
                              shape=(d, self.n_clusters_))
 
     def transform(self, X):
-        """n x K: each cluster's features summed (``X @ G``, sparse)."""
+        """n x K: each cluster's features summed (``X @ G``, sparse).
+
+        Parameters
+        ----------
+        X : sparse or dense matrix (n, d)
+            Points with the features the clustering was fitted on.
+
+        Returns
+        -------
+        csr_matrix of float32 (n, K)
+
+        Raises
+        ------
+        NotFittedError
+            Before the labels are set.
+        ValueError
+            For another number of columns.
+        """
         self._check_fitted()
         X = _as_csr(X)
         if X.shape[1] != self.n_features_in_:
@@ -108,12 +149,21 @@ class FeatureRanking(BaseEstimator):
     ``order_`` (best first; ties to the lower index, non-finite scores last) and
     ``select(d)``. ``params`` are the spec's, kept for the record."""
 
+    #: what every ``__init__`` parameter may be (checked when the scores are set, which is
+    #: this step's fit)
+    _parameter_constraints = {
+        "kind": [Options(str, ("bmgufs", "laplacian", "spec", "ndfs", "variance", "random",
+                               "all"))],
+        "params": [None, dict],
+    }
+
     def __init__(self, kind="variance", params=None):
         self.kind = kind
         self.params = params
 
     def _set(self, scores, larger_is_better: bool):
         from .feature_selection_baselines import rank_features
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         self.scores_ = np.asarray(scores, dtype=np.float64)
         self.larger_is_better_ = bool(larger_is_better)
         self.order_ = rank_features(self.scores_, self.larger_is_better_)
@@ -121,7 +171,23 @@ class FeatureRanking(BaseEstimator):
         return self
 
     def select(self, d) -> np.ndarray:
-        """Indices of the ``d`` best features (all of them for ``d=None``)."""
+        """Indices of the ``d`` best features (all of them for ``d=None``).
+
+        Parameters
+        ----------
+        d : int or None
+            How many features.
+
+        Returns
+        -------
+        int64 array
+            Best first (a copy).
+
+        Raises
+        ------
+        NotFittedError
+            Before the scores are set.
+        """
         if not hasattr(self, "order_"):
             raise NotFittedError("this FeatureRanking is not fitted yet")
         return self.order_.copy() if d is None else self.order_[:int(d)].copy()
@@ -180,6 +246,18 @@ class Pipeline:
     columns_ : list or None, the compressed columns (vocabulary)
     """
 
+    #: what every ``__init__`` parameter may be (the steps, ``**steps``, are fitted
+    #: estimators, not parameters). A Pipeline has no ``fit`` of its own: its fit is
+    #: :func:`featagg_core.experiment.run_pipeline`, which checks ``spec`` (through
+    #: ``canonical_spec``, naming the key) before anything is fitted. ``split_id`` and
+    #: ``dataset_fingerprint`` are provenance written by ``run_pipeline`` (and read back
+    #: from an artifact), not parameters: ``get_params`` has only ``spec``.
+    _parameter_constraints = {
+        "spec": [dict, None],
+        "split_id": "no_validation",
+        "dataset_fingerprint": "no_validation",
+    }
+
     def __init__(self, spec: Optional[dict] = None, split_id: Optional[str] = None,
                  dataset_fingerprint: Optional[str] = None, **steps):
         unknown = set(steps) - set(STEPS)
@@ -196,6 +274,17 @@ class Pipeline:
         self.columns_ = None
         self.split_settings = None
 
+    def __sklearn_clone__(self):
+        """An unfitted Pipeline with a copy of the same ``spec``, ``split_id`` and
+        ``dataset_fingerprint`` (no fitted steps), for :func:`sklearn.base.clone`."""
+        return type(self)(spec=copy.deepcopy(self.spec), split_id=self.split_id,
+                          dataset_fingerprint=self.dataset_fingerprint)
+
+    def _check_fitted(self):
+        if self.selected_ is None and all(getattr(self, s) is None for s in STEPS):
+            raise NotFittedError("this Pipeline has no fitted step yet: it is built by "
+                                 "featagg_core.experiment.run_pipeline (or loaded)")
+
     def __repr__(self):
         steps = ", ".join(f"{s}={type(getattr(self, s)).__name__}" for s in STEPS
                           if getattr(self, s) is not None)
@@ -205,7 +294,17 @@ class Pipeline:
     @property
     def kind(self) -> str:
         """"classifier", "agglomeration", "feature_clustering", "feature_selection" or
-        "vocabulary"."""
+        "vocabulary".
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        ValueError
+            For a Pipeline without any fitted step.
+        """
         if self.classifier is not None:
             return "classifier"
         if self.feature_clustering is not None:
@@ -220,11 +319,23 @@ class Pipeline:
 
     @property
     def per_tree(self) -> bool:
+        """Whether the classifier is a per-tree :class:`~featagg_core.ktxmlc.DefragKTXMLC` (it
+        agglomerates itself).
+
+        Returns
+        -------
+        bool
+        """
         return type(self.classifier).__name__ == "DefragKTXMLC"
 
     @property
     def shortlist(self) -> int:
-        """Labels the classifier hands to the re-ranker per point (0 without one)."""
+        """Labels the classifier hands to the re-ranker per point (0 without one).
+
+        Returns
+        -------
+        int
+        """
         if self.reranker is None:
             return 0
         return int(self.spec.get("rerank", {}).get("shortlist",
@@ -233,7 +344,12 @@ class Pipeline:
 
     def clustering(self):
         """The feature clustering of an agglomeration / feature-clustering pipeline (the
-        object with ``labels_``, ``n_clusters_``, ``transform``)."""
+        object with ``labels_``, ``n_clusters_``, ``transform``).
+
+        Returns
+        -------
+        FeatureClusters or Defrag or None
+        """
         return self.feature_clustering if self.feature_clustering is not None else self.defrag
 
     # -- applying it -----------------------------------------------------------------
@@ -251,10 +367,34 @@ class Pipeline:
         return self.defrag.transform(X)
 
     def scores(self, X_raw, k: int = 5, *, rerank: bool = True, impute: bool = True):
-        """``(final, base)`` score matrices (csr n x L) of raw points: ``base`` are the
-        classifier's (its top ``max(k, shortlist)`` when there is a re-ranker), ``final``
-        the re-ranked top k (``base`` itself without re-ranker). ``rerank=False`` /
-        ``impute=False`` leave those steps out."""
+        """``(final, base)`` score matrices (csr n x L) of raw points.
+
+        ``base`` are the classifier's (its top ``max(k, shortlist)`` when there is a
+        re-ranker), ``final`` the re-ranked top k (``base`` itself without re-ranker).
+
+        Parameters
+        ----------
+        X_raw : sparse or dense matrix (n, d)
+            Raw points (the features the pipeline was fitted on).
+        k : int, default 5
+            Labels per point.
+        rerank : bool, default True
+            ``False`` leaves the re-ranking step out.
+        impute : bool, default True
+            ``False`` leaves the FIAT imputation out.
+
+        Returns
+        -------
+        final, base : csr_matrix (n, L)
+
+        Raises
+        ------
+        NotFittedError
+            For a Pipeline without any fitted step.
+        ValueError
+            Without a classifier, for ``k < 1``, or X with another number of features.
+        """
+        self._check_fitted()
         if self.classifier is None:
             raise ValueError("this pipeline has no classifier: it does not predict labels")
         k = int(k)
@@ -273,13 +413,50 @@ class Pipeline:
     def predict_scores(self, X_raw, k: int = 5):
         """csr n x L of each raw point's top-k label scores: FIAT imputation (when the
         pipeline has it), DEFRAG agglomeration, the classifier, REFRAG re-ranking. REFRAG
-        compares prototypes with the (imputed) raw point."""
+        compares prototypes with the (imputed) raw point.
+
+        Parameters
+        ----------
+        X_raw : sparse or dense matrix (n, d)
+            Raw points.
+        k : int, default 5
+            Labels per point.
+
+        Returns
+        -------
+        csr_matrix (n, L)
+
+        Raises
+        ------
+        NotFittedError
+            For a Pipeline without any fitted step.
+        ValueError
+            As :meth:`scores`.
+        """
         return self.scores(X_raw, k)[0]
 
     def transform(self, X_raw):
         """The features a downstream model sees: agglomerated (DEFRAG / a feature
         clustering; after FIAT when present), the selected columns (feature selection), or
-        the bucket ids of the compressed columns (vocabulary: a DataFrame from a table)."""
+        the bucket ids of the compressed columns (vocabulary: a DataFrame from a table).
+
+        Parameters
+        ----------
+        X_raw : sparse or dense matrix (n, d), or a table
+            Raw points (a table for a vocabulary pipeline).
+
+        Returns
+        -------
+        csr_matrix or pandas.DataFrame
+
+        Raises
+        ------
+        NotFittedError
+            For a Pipeline without any fitted step.
+        ValueError
+            For X with another number of features.
+        """
+        self._check_fitted()
         if self.vocabulary is not None:
             return self.vocabulary.transform(X_raw)
         X = self._check_X(X_raw)
@@ -306,7 +483,13 @@ class Pipeline:
         return out
 
     def model_sizes(self) -> Dict[str, int]:
-        """Bytes of the arrays each step needs (as stored in an artifact), and ``total``."""
+        """Bytes of the arrays each step needs (as stored in an artifact), and ``total``.
+
+        Returns
+        -------
+        dict
+            Step name -> bytes, plus ``"total"``.
+        """
         sizes = {name: _state_bytes(obj) for name, obj in self._stored_steps().items()}
         if self.vocabulary is not None:
             sizes["vocabulary"] = int(sum(_state_bytes(vc) for vc in
@@ -318,10 +501,29 @@ class Pipeline:
 
     @property
     def model_size_bytes_(self) -> int:
+        """Bytes of the arrays of all steps (``model_sizes()["total"]``).
+
+        Returns
+        -------
+        int
+        """
         return self.model_sizes()["total"]
 
     # -- artifacts protocol ----------------------------------------------------------
     def get_params(self, deep: bool = False) -> dict:
+        """The parameters as artifacts store them: a copy of ``spec`` (the steps are fitted
+        state, ``split_id`` / ``dataset_fingerprint`` are provenance in the artifact's meta).
+
+        Parameters
+        ----------
+        deep : bool, default False
+            Ignored.
+
+        Returns
+        -------
+        dict
+            ``{"spec": <deep copy of spec>}``.
+        """
         return {"spec": copy.deepcopy(self.spec)}
 
     def _artifact_state(self):
@@ -393,12 +595,32 @@ class Pipeline:
 # ----------------------------------------------------------------------------- legacy
 def as_pipeline(obj, info: Optional[dict] = None, *, column=None) -> Pipeline:
     """A :class:`Pipeline` around what :func:`featagg_core.load_artifact` /
-    :func:`featagg_core.artifacts.load_bundle` returned: a Pipeline (returned as it is), a
-    run (its pipeline), a single fitted estimator (Defrag, KTXMLC, OneVsAll, DefragKTXMLC,
-    BMGUFS; a VocabularyCompressor with the table ``column`` it compresses) or a bundle
-    written by the old ``train`` command (``{"defrag", "model", "refrag",
-    "refrag_defrag"}`` with ``info["shortlist"]``). Wrapped objects have no ``split_id``
-    (their training rows are unknown)."""
+    :func:`featagg_core.artifacts.load_bundle` returned.
+
+    That is a Pipeline (returned as it is), a run (its pipeline), a single fitted estimator
+    (Defrag, KTXMLC, OneVsAll, DefragKTXMLC, BMGUFS; a VocabularyCompressor with the table
+    ``column`` it compresses) or a bundle written by the old ``train`` command
+    (``{"defrag", "model", "refrag", "refrag_defrag"}`` with ``info["shortlist"]``).
+    Wrapped objects have no ``split_id`` (their training rows are unknown).
+
+    Parameters
+    ----------
+    obj : Pipeline, Run, fitted estimator or dict
+        What was loaded.
+    info : dict or None, default None
+        The bundle's info (``shortlist``), for an old ``train`` bundle.
+    column : str or int, optional
+        The table column a lone VocabularyCompressor compresses.
+
+    Returns
+    -------
+    Pipeline
+
+    Raises
+    ------
+    ValueError
+        For a bundle without ``model`` or an object that is not a pipeline on its own.
+    """
     if isinstance(obj, Pipeline):
         return obj
     if hasattr(obj, "pipeline") and isinstance(getattr(obj, "pipeline"), Pipeline):

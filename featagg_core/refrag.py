@@ -22,7 +22,7 @@ entirely can enter the ranking.
 """
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,6 +32,7 @@ from sklearn.exceptions import NotFittedError
 from ._kernels import fiat_refrag as _k
 from .fiat import (NORMALIZATIONS, _as_csr, check_clustering, impute,
                    normalize_cooccurrence, pseudo_cooccurrence)
+from ._validation import Interval, Options, check_param, validate_params
 
 __all__ = ["Refrag", "l2_normalize_rows", "warmup"]
 
@@ -39,7 +40,17 @@ SCORE_NORMALIZATIONS = {"none": 0, "max": 1, "minmax": 2}
 
 
 def l2_normalize_rows(X) -> sp.csr_matrix:
-    """Rows scaled to unit L2 norm (all-zero rows stay zero); csr float64."""
+    """Rows scaled to unit L2 norm (all-zero rows stay zero); csr float64.
+
+    Parameters
+    ----------
+    X : sparse or dense matrix (n, d)
+        The rows to scale (not modified).
+
+    Returns
+    -------
+    csr_matrix of float64 (n, d)
+    """
     X = sp.csr_matrix(X, dtype=np.float64, copy=True)
     sq = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
     scale = np.divide(1.0, sq, out=np.zeros_like(sq), where=sq > 0)
@@ -150,37 +161,26 @@ class Refrag(BaseEstimator):
         self.propensity_A = propensity_A
         self.propensity_B = propensity_B
 
+    #: what every ``__init__`` parameter may be (checked at the start of :meth:`fit`)
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, 1, closed="both")],
+        "gamma": [Interval(Real, 0, None, closed="left")],
+        "shortlist_size": [Interval(Integral, 1, None, closed="left")],
+        "n_prototype_candidates": [Interval(Integral, 0, None, closed="left")],
+        "normalization": [Options(str, NORMALIZATIONS)],
+        "prune_threshold": [Interval(Real, 0, 1, closed="both")],
+        "score_normalization": [Options(str, SCORE_NORMALIZATIONS)],
+        "impute_query": ["boolean"],
+        "propensity_exponent": [Interval(Real, 0, None, closed="left")],
+        "propensity_A": [Interval(Real, 0, None, closed="left")],
+        "propensity_B": [Interval(Real, 0, None, closed="left")],
+    }
+
     # -- validation --------------------------------------------------------
     def _check_params(self):
-        def real(name, lo=None, hi=None):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not np.isfinite(v):
-                raise ValueError(f"{name} must be a finite number, got {v!r}")
-            if (lo is not None and v < lo) or (hi is not None and v > hi):
-                raise ValueError(f"{name} must be in [{lo}, {'inf' if hi is None else hi}], "
-                                 f"got {v!r}")
-
-        def integer(name, lo):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
-                raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
-
-        real("alpha", 0.0, 1.0)
-        real("gamma", 0.0)
-        real("prune_threshold", 0.0, 1.0)
-        real("propensity_exponent", 0.0)
-        real("propensity_A", 0.0)
-        real("propensity_B", 0.0)
-        integer("shortlist_size", 1)
-        integer("n_prototype_candidates", 0)
-        if self.normalization not in NORMALIZATIONS:
-            raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got "
-                             f"{self.normalization!r}")
-        if self.score_normalization not in SCORE_NORMALIZATIONS:
-            raise ValueError(f"score_normalization must be one of "
-                             f"{tuple(SCORE_NORMALIZATIONS)}, got {self.score_normalization!r}")
-        if not isinstance(self.impute_query, (bool, np.bool_)):
-            raise ValueError(f"impute_query must be True or False, got {self.impute_query!r}")
+        """The declared constraints (also called by :meth:`rerank`,
+        :meth:`rerank_candidates`, the spec checks and the artifact checks)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     # -- fit ---------------------------------------------------------------
     def fit(self, X, Y, defrag, progress=None):
@@ -188,16 +188,31 @@ class Refrag(BaseEstimator):
 
         Parameters
         ----------
-        X : sparse (n, d) training features
-        Y : sparse (n, L) 0/1 training labels
-        defrag : fitted Defrag (or an int array of feature cluster ids), fitted on data
-            with the same d features
+        X : sparse matrix (n, d)
+            The training features.
+        Y : sparse matrix (n, L)
+            The 0/1 training labels.
+        defrag : fitted Defrag, or int array (d,)
+            The feature clustering (or the feature cluster ids), fitted on data with the same
+            d features.
         progress : callable(fraction, message), optional
             Called between the steps (C^F, the label sums, the smoothing; each well under
             a second at 10^5 features and 10^4 labels); it may raise (e.g.
             :class:`featagg_core._cancel.Cancelled`), which propagates.
+
+        Returns
+        -------
+        Refrag
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside its declared constraint (``"<name> must be ..., got
+            ..."``), labels that are not 0/1 or have another number of rows, or a clustering
+            that does not cover X's features.
         """
-        self._check_params()
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         if progress is not None:
             progress(0.0, "REFRAG: pseudo co-occurrence")
         X = _as_csr(X)
@@ -273,7 +288,17 @@ class Refrag(BaseEstimator):
 
     def label_weights(self):
         """The per-label affinity factor: (w_l / max w)^beta, 0 for labels without a
-        prototype."""
+        prototype.
+
+        Returns
+        -------
+        float64 array (L,)
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        """
         self._check_fitted()
         w = np.asarray(self.inv_propensity_, dtype=np.float64)
         beta = float(self.propensity_exponent)
@@ -291,21 +316,33 @@ class Refrag(BaseEstimator):
 
         Parameters
         ----------
-        X : sparse (n, d) the points the scores are for
-        scores : sparse (n, L) base scores (e.g. ``KTXMLC.predict_scores(X, k=100)``);
-            unstored entries are "not shortlisted"
-        k : int, how many labels to return per point
-        return_arrays : bool, also return the (n, k) label and score arrays
+        X : sparse matrix (n, d)
+            The points the scores are for.
+        scores : sparse matrix (n, L)
+            Base scores (e.g. ``KTXMLC.predict_scores(X, k=100)``); unstored entries are "not
+            shortlisted".
+        k : int, default 5
+            How many labels to return per point.
+        return_arrays : bool, default False
+            Also return the (n, k) label and score arrays.
 
         Returns
         -------
-        csr (n, L) float32 holding every row's re-ranked top-k scores (and, when
-        ``return_arrays``, ``(matrix, top_labels, top_scores)`` with -1 padding).
+        csr_matrix of float32 (n, L), or tuple
+            Every row's re-ranked top-k scores (and, when ``return_arrays``,
+            ``(matrix, top_labels, top_scores)`` with -1 padding).
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For ``k < 1``, scores of another shape, NaN scores, negative scores with
+            ``score_normalization="max"``, or X with other features.
         """
         self._check_fitted()
         self._check_params()
-        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
-            raise ValueError(f"k must be a positive int, got {k!r}")
+        check_param("k", k, [Interval(Integral, 1, None, closed="left")])
         X = _as_csr(X, n_features=self.n_features_in_)
         n = X.shape[0]
         S = self._shortlist(scores, n)
@@ -330,10 +367,29 @@ class Refrag(BaseEstimator):
 
     def candidates(self, X, scores):
         """What :meth:`rerank` scores, computed once so that alpha, gamma and
-        ``propensity_exponent`` can be varied cheaply (REFRAG tuning): a dict of (n, c)
-        arrays ``labels`` (-1 padded), ``base`` (the normalised shortlist score),
-        ``cosine`` (with the label's prototype), ``shortlisted``. :meth:`rerank_candidates`
-        turns them into exactly what :meth:`rerank` returns for the current knobs."""
+        ``propensity_exponent`` can be varied cheaply (REFRAG tuning).
+
+        :meth:`rerank_candidates` turns them into exactly what :meth:`rerank` returns for the
+        current knobs.
+
+        Parameters
+        ----------
+        X : sparse matrix (n, d)
+            The points the scores are for.
+        scores : sparse matrix (n, L)
+            The base scores, as for :meth:`rerank`.
+
+        Returns
+        -------
+        dict
+            (n, c) arrays ``labels`` (-1 padded), ``base`` (the normalised shortlist score),
+            ``cosine`` (with the label's prototype), ``shortlisted``.
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        """
         self._check_fitted()
         X = _as_csr(X, n_features=self.n_features_in_)
         S = self._shortlist(scores, X.shape[0])
@@ -349,7 +405,24 @@ class Refrag(BaseEstimator):
 
     def rerank_candidates(self, cand, k=5):
         """:meth:`rerank`'s csr (n, L) top-k from :meth:`candidates` with the current
-        alpha, gamma and propensity_exponent (equal to ``rerank(X, scores, k)``)."""
+        alpha, gamma and propensity_exponent (equal to ``rerank(X, scores, k)``).
+
+        Parameters
+        ----------
+        cand : dict
+            What :meth:`candidates` returned.
+        k : int, default 5
+            How many labels to return per point.
+
+        Returns
+        -------
+        csr_matrix of float32 (n, L)
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        """
         self._check_fitted()
         self._check_params()
         top_l, top_s = _k.score_candidates(cand["labels"], cand["base"], cand["cosine"],
@@ -365,8 +438,23 @@ class Refrag(BaseEstimator):
     def affinity(self, X, labels):
         """Affinity w_l^beta exp(-gamma/2 ||x - xi_l||^2) of every point to given labels.
 
-        ``labels``: int array (n, m) (-1 entries give 0). Returns float64 (n, m). Meant
-        for inspection (the page's examples), vectorised over the rows.
+        Meant for inspection (the page's examples), vectorised over the rows.
+
+        Parameters
+        ----------
+        X : sparse matrix (n, d)
+            The points.
+        labels : int array (n, m)
+            Labels per point; -1 entries give 0.
+
+        Returns
+        -------
+        float64 array (n, m)
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
         """
         self._check_fitted()
         X = _as_csr(X, n_features=self.n_features_in_)
