@@ -16,10 +16,14 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import sysconfig
+import time
 import tomllib
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -167,6 +171,44 @@ def test_featagg_dashboard_help(installed):
     for option in ("--port PORT", "--public", "--max-load-mb MB", "--data-dir DIR"):
         assert option in text
     assert "default 8501" in text and "default 256" in text and "127.0.0.1" in text
+
+
+def test_featagg_dashboard_starts_the_installed_server(installed):
+    """``featagg-dashboard --port N`` from outside the checkout: the banner, then Streamlit
+    serving the installed app.py on 127.0.0.1 (health check and the app's page)."""
+    venv, env, work = installed
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = work / "dashboard.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(["featagg-dashboard", "--port", str(port)], cwd=work,
+                                env=dict(env, FEATAGG_WARMUP="0"), stdout=fh,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        deadline, health = time.monotonic() + 90, None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
+                                            timeout=5) as r:
+                    health = r.read().decode()
+                    break
+            except OSError:
+                time.sleep(0.5)
+        assert health == "ok", log.read_text()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
+            assert r.status == 200 and "<title>" in r.read().decode()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=20)
+    text = log.read_text()
+    assert f"listening on http://127.0.0.1:{port} only (this machine)" in text
+    assert "featagg-dashboard --public" in text        # the installed command, not dashboard.sh
 
 
 def test_installed_dashboard_serves_home_and_data_pages(installed):
