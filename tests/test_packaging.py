@@ -10,6 +10,7 @@ naming the project venv's site-packages. (``venv --system-site-packages`` would 
 venv made from the project venv's interpreter gets the *base* interpreter's site-packages,
 not the project venv's.) Directories a ``.pth`` line adds are not scanned for ``.pth`` files
 themselves, so an editable install of this checkout in the project venv stays out of it.
+The project venv's dask and distributed are hidden (the ``[dask]`` extra is not installed).
 """
 import ast
 import json
@@ -106,6 +107,11 @@ def installed(tmp_path_factory):
                    cwd=base, env=env).stdout.strip()
     (Path(purelib) / "_featagg_project_venv.pth").write_text(
         "".join(p + "\n" for p in _dependency_paths()))
+    # a plain `pip install .` has no [dask] extra: hide the project venv's dask (the venv's
+    # own site-packages comes first on sys.path), so nothing below may need it
+    for module in ("dask", "distributed"):
+        (Path(purelib) / f"{module}.py").write_text(
+            f"raise ImportError('{module} is not installed (no [dask] extra)')\n")
     _run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--force-reinstall",
           wheels[0]], cwd=base, env=env)
     work = base / "elsewhere"
@@ -129,6 +135,9 @@ def test_imports_and_data_come_from_the_installed_package(installed):
         "  'numba_cache': str(serve._numba_server_cache())}))\n")
     out = _run([venv / "bin" / "python", "-c", probe], cwd=work, env=env)
     got = json.loads(out.stdout)
+    hidden = subprocess.run([venv / "bin" / "python", "-c", "import dask"], cwd=work, env=env,
+                            capture_output=True, text=True)
+    assert "no [dask] extra" in hidden.stderr
     site = str(venv)
     for key in ("core", "app_pkg", "samples", "app"):
         assert got[key].startswith(site), (key, got[key])     # not the checkout's files
