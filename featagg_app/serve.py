@@ -238,7 +238,7 @@ def dashboard_argv(args: argparse.Namespace) -> list:
         :data:`DASHBOARD_OPTIONS` and ``--server.disconnectedSessionTTL``
         (``FEATAGG_SESSION_TTL_S``, default 60), as ``scripts/dashboard.sh`` passes them.
     """
-    port = args.port or args.port_arg or _port(os.environ.get("PORT", "8501"))
+    port = args.port or args.port_arg or int(os.environ.get("PORT", "8501"))
     return ["--server.port", str(port),
             "--server.address", "0.0.0.0" if args.public else "127.0.0.1",
             *DASHBOARD_OPTIONS,
@@ -254,10 +254,17 @@ def dashboard(argv=None) -> None:
         ``[PORT] [--port PORT] [--public] [--max-load-mb MB] [--data-dir DIR]``; None for
         ``sys.argv[1:]``. ``--help`` prints them and exits.
     """
-    args = dashboard_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    parser = dashboard_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.port is None and args.port_arg is None:
+        try:
+            _port(os.environ.get("PORT", "8501"))
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"$PORT: {exc}")
     os.environ["FEATAGG_MAX_LOAD_MB"] = args.max_load_mb
     if args.data_dir:
-        os.environ["FEATAGG_DATA_DIR"] = args.data_dir
+        # relative to where the command was typed (streamlit does not change folder)
+        os.environ["FEATAGG_DATA_DIR"] = os.path.abspath(args.data_dir)
     main(dashboard_argv(args))
 
 

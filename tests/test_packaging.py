@@ -317,6 +317,12 @@ def test_dashboard_command_passes_dashboard_sh_options(monkeypatch):
     parser_options = {o for a in serve.dashboard_parser()._actions for o in a.option_strings
                       if o.startswith("--") and o != "--help"}
     assert set(re.findall(r"--[a-z][a-z-]+", usage)) == parser_options
-    with pytest.raises(SystemExit) as exc:
-        serve.dashboard(["--port", "http"])
-    assert exc.value.code == 2
+    serve.dashboard(["--data-dir", "datasets"])               # relative to the current folder
+    assert os.environ["FEATAGG_DATA_DIR"] == os.path.abspath("datasets")
+    for bad in (["--port", "http"], ["--port", "0"], ["--max-load-mb", "-1"]):
+        with pytest.raises(SystemExit) as exc:
+            serve.dashboard(bad)
+        assert exc.value.code == 2
+    monkeypatch.setenv("PORT", "eighty")
+    with pytest.raises(SystemExit):
+        serve.dashboard([])
