@@ -55,15 +55,17 @@ def _run(cmd, cwd, env, timeout=300):
 
 def _dependency_paths() -> list:
     """The folders this interpreter imports the dependencies from: its sys.path less the
-    standard library and this checkout (the project venv's site-packages, and whatever its
-    own ``.pth`` files add)."""
+    standard library and this checkout's own folders (the project venv's site-packages, and
+    whatever its ``.pth`` files add; ``.venv/`` may be inside the checkout)."""
     stdlib = [Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "platstdlib")]
+    venv = Path(sys.prefix).resolve()        # may lie inside the checkout (.venv/)
     keep = []
     for entry in sys.path:
         if not entry or not os.path.isdir(entry):
             continue
         path = Path(entry).resolve()
-        if path == ROOT or ROOT in path.parents:
+        in_venv = path == venv or venv in path.parents
+        if not in_venv and (path == ROOT or ROOT in path.parents):
             continue
         if any(path == s or s in path.parents for s in stdlib) and "-packages" not in entry:
             continue
