@@ -196,7 +196,7 @@ def sample_path(name: str) -> Optional[str]:
     Parameters
     ----------
     name : str
-        A sample name (see :func:`list_samples`).
+        The sample, real or synthetic, as :func:`list_samples` names it.
 
     Returns
     -------
