@@ -1,13 +1,11 @@
 """The Home page: what featagg is, the four methods, how to start (teaching text)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 from featagg_app import session
 
-ROOT = Path(__file__).resolve().parents[1]
+from featagg_app._layout import APP_DIR as ROOT   # app.py + pages/: checkout or installed
 
 #: (title, citation, text, page file)
 METHODS = [

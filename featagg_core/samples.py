@@ -2,7 +2,9 @@
 
 Real datasets live in ``sample_data/`` at the repository root (converted from their
 published sources by ``scripts/make_samples.py``; source, licence and citation in
-``sample_data/README.md``) and are read with the ordinary readers of
+``sample_data/README.md``), shipped as package data ``featagg_core/sample_data/`` by
+``pip install .`` (:data:`SAMPLE_DIR` is whichever holds them), and are read with the
+ordinary readers of
 :mod:`featagg_core.data`. Three synthetic samples are generated on first use with fixed
 seeds by :mod:`featagg_core.synthetic`.
 
@@ -23,8 +25,21 @@ from typing import NamedTuple, Optional
 __all__ = ["SampleInfo", "list_samples", "load_sample", "sample_path", "default_sample",
            "SAMPLE_DIR"]
 
-SAMPLE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "sample_data")
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _sample_dir() -> str:
+    """Where the sample files are: ``featagg_core/sample_data/`` in an installed wheel
+    (``pyproject.toml`` maps the checkout's ``sample_data/`` there), else the checkout's
+    ``sample_data/`` beside the package (a checkout, or an editable install of one)."""
+    packaged = os.path.join(_PACKAGE_DIR, "sample_data")
+    if os.path.isdir(packaged):
+        return packaged
+    return os.path.join(os.path.dirname(_PACKAGE_DIR), "sample_data")
+
+
+#: the folder holding the real samples' files (see :func:`_sample_dir`)
+SAMPLE_DIR = _sample_dir()
 
 KINDS = ("multilabel", "graph", "table")
 
@@ -130,22 +145,69 @@ def _check_name(name) -> str:
 
 
 def list_samples(kind: Optional[str] = None) -> list:
-    """The available samples (real first, then synthetic), optionally of one ``kind``
-    ("multilabel", "graph" or "table"). Loads nothing."""
+    """The available samples (real first, then synthetic). Loads nothing.
+
+    Parameters
+    ----------
+    kind : str or None, default=None
+        Only the samples of this kind ("multilabel", "graph" or "table"); None for all.
+
+    Returns
+    -------
+    list of SampleInfo
+        What the sample picker shows for each, in registry order.
+
+    Raises
+    ------
+    ValueError
+        For a ``kind`` other than those three or None.
+    """
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)} or None, got {kind!r}")
     return [info for info, _, _ in _REGISTRY.values() if kind is None or info.kind == kind]
 
 
 def default_sample(kind: str) -> str:
-    """Name of the sample shown by default for a kind (bibtex / cora / adult)."""
+    """Name of the sample shown by default for a kind.
+
+    Parameters
+    ----------
+    kind : str
+        "multilabel", "graph" or "table".
+
+    Returns
+    -------
+    str
+        "bibtex", "cora" or "adult".
+
+    Raises
+    ------
+    ValueError
+        For any other ``kind``.
+    """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     return _DEFAULTS[kind]
 
 
 def sample_path(name: str) -> Optional[str]:
-    """Path of a real sample's file in ``sample_data/`` (None for synthetic samples)."""
+    """Path of a real sample's file in :data:`SAMPLE_DIR`.
+
+    Parameters
+    ----------
+    name : str
+        The sample, real or synthetic, as :func:`list_samples` names it.
+
+    Returns
+    -------
+    str or None
+        The file's path; None for a synthetic sample (generated, no file).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+    """
     _, fname, _ = _REGISTRY[_check_name(name)]
     return None if fname is None else os.path.join(SAMPLE_DIR, fname)
 
@@ -186,14 +248,25 @@ def _load(name):
 
 
 def load_sample(name: str):
-    """Load a bundled sample by name (see :func:`list_samples`).
+    """Load a bundled sample by name.
 
-    Returns a ``MultiLabelData``, ``GraphData`` or ``CategoricalData``. The result is cached
-    per process and shared between callers: treat it as read-only.
+    The result is cached per process and shared between callers: treat it as read-only.
+
+    Parameters
+    ----------
+    name : str
+        A sample name (see :func:`list_samples`).
+
+    Returns
+    -------
+    MultiLabelData or GraphData or CategoricalData
+        The dataset, with ``name`` and ``source`` (file and provenance) set.
 
     Raises
     ------
     ValueError
         For an unknown name (the message lists the available ones).
+    DatasetError
+        When a real sample's file is missing from :data:`SAMPLE_DIR`.
     """
     return _load(_check_name(name))

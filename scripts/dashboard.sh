@@ -30,6 +30,8 @@ export FEATAGG_MAX_LOAD_MB="${FEATAGG_MAX_LOAD_MB:-256}"
 # shows the first page within seconds; it says where it listens. A session whose browser
 # went away is freed after disconnectedSessionTTL seconds (its jobs cancelled, its runs
 # dropped; featagg_app/reaper.py); a reconnect within that time resumes it.
+# The featagg-dashboard console script (pip install .) takes the same options and passes
+# the same streamlit flags (tests/test_packaging.py checks they agree).
 exec .venv/bin/python -m featagg_app.serve \
   --server.port "$PORT" --server.address "$ADDRESS" --server.headless true \
   --browser.gatherUsageStats false --server.fileWatcherType none \
