@@ -79,7 +79,7 @@ def build(cli) -> argparse.ArgumentParser:
         The parser.
     """
     p = argparse.ArgumentParser(
-        prog="python -m featagg_core",
+        prog="featagg",
         description="featagg: shrink and organise huge sparse feature and label spaces. Each "
                     "command prints a JSON summary on stdout and progress on stderr. DATA may be "
                     "a file (XC text, svmlight, ARFF, npz, edge list, GraphML, GML, .mat, CSV, TSV, "
