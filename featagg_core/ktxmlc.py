@@ -27,9 +27,9 @@ are exact products, so they do not depend on how the rows were split).
 """
 from __future__ import annotations
 
-import math
 import time
 from concurrent.futures import ThreadPoolExecutor
+from numbers import Integral, Real
 from typing import Callable, Optional
 
 import numba
@@ -42,7 +42,8 @@ from . import _ktxmlc_core as core
 from ._kernels import ktxmlc as _k
 from ._kernels.linear import l2svc_dual_cd, l2svc_primal_objective
 from ._products import exact_xt_y
-from ._validation import as_csr, check_binary_labels, check_n_features
+from ._validation import (Interval, Options, as_csr, check_binary_labels, check_n_features,
+                          check_param, parameter_error, validate_params)
 from ._validation import check_int as _check_int
 
 __all__ = ["KTXMLC", "OneVsAll", "DefragKTXMLC", "elbow_curve", "label_representation",
@@ -53,6 +54,16 @@ __all__ = ["KTXMLC", "OneVsAll", "DefragKTXMLC", "elbow_curve", "label_represent
 STATE_VERSION = 2
 _SCORES = {"calibrated": 0, "l2-hinge": 2, "l3-hinge": 3}
 _LOSSES = {"squared_hinge": 0, "log": 1, "mixed": -1}
+
+# declared parameter constraints (featagg_core._validation), shared by the classes below
+_POSITIVE = [Interval(Real, 0, None, closed="neither")]
+_NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
+
+
+def _int_from(low: int, allow_none: bool = False) -> list:
+    """The constraint "an integer >= low" (or None)."""
+    interval = Interval(Integral, low, None, closed="left")
+    return [interval, None] if allow_none else [interval]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -87,23 +98,6 @@ def _normalize_rows(X: sp.csr_matrix) -> sp.csr_matrix:
     return out
 
 
-def _check_pos(name, value, strict=True):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v) or (v <= 0 if strict else v < 0):
-        raise ValueError(f"{name} must be {'> 0' if strict else '>= 0'}, got {value!r}")
-    return v
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, "
-                         f"got {value!r}")
-    return value
-
-
 def label_representation(X, Y, representation="input", joint_weight=1.0, progress=None):
     """Label vectors used to cluster labels (rows L2-normalised, csr L x d').
 
@@ -111,17 +105,41 @@ def label_representation(X, Y, representation="input", joint_weight=1.0, progres
     positive points (Parabel / omikuji, PECOS's PIFA). ``"joint"``: that vector,
     concatenated with ``joint_weight`` times the label's normalised co-occurrence row of
     YᵀY, renormalised.
+
+    Parameters
+    ----------
+    X : sparse or dense matrix, shape (n, d)
+        Features (rows are L2-normalised here).
+    Y : sparse or dense 0/1 matrix, shape (n, L)
+        Labels.
+    representation : {"input", "joint"}, default="input"
+        Which label vectors (see above).
+    joint_weight : float >= 0, default=1.0
+        Weight of the co-occurrence part of ``"joint"`` vectors (unused for ``"input"``).
+    progress : callable(fraction, message), optional
+        Called per block of labels (fractions 0 to 0.02, the share of a KTXMLC fit); it
+        may raise to stop.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (L, d) or (L, d + L)
+        One L2-normalised row per label (float32).
+
+    Raises
+    ------
+    ValueError
+        For a bad ``X``/``Y`` or an unknown ``representation`` / negative ``joint_weight``.
     """
     X = _check_X(X)
     Y = _check_Y(Y, X.shape[0])
-    _check_choice("representation", representation, ("input", "joint"))
+    check_param("representation", representation, [Options(str, {"input", "joint"})])
     report = None
     if progress is not None:
         def report(j, n):
             progress(0.02 * j / n, f"label representations: block {j}/{n}")
     R = core.label_representation(_normalize_rows(X), Y, report)
     if representation == "joint":
-        w = _check_pos("joint_weight", joint_weight, strict=False)
+        w = float(check_param("joint_weight", joint_weight, _NON_NEGATIVE))
         R = _joint_vectors(R, exact_xt_y(Y, Y), w)
     return R
 
@@ -189,27 +207,48 @@ class _TreeModel(BaseEstimator):
     (per node: the node's log-score is log sigmoid(a z + b) of its decision value z) and
     ``calibration_`` ({group: (a, b, negatives, positives)}, group 0 = label classifiers,
     g > 0 = internal nodes at depth g).
+
+    Parameters shared by both (declared in ``_parameter_constraints``; subclasses add
+    theirs): ``C``, ``eps``, ``max_iter``, ``weight_threshold``, ``bias``, ``normalize``,
+    ``score``, ``calibration_rows``, ``random_state``, ``n_jobs`` (see :class:`KTXMLC`).
     """
 
+    _parameter_constraints: dict = {
+        "C": _POSITIVE,
+        "eps": _POSITIVE,
+        "max_iter": _int_from(1),
+        "weight_threshold": _NON_NEGATIVE,
+        "bias": _NON_NEGATIVE,
+        "normalize": ["boolean"],
+        "score": [Options(str, set(_SCORES))],
+        "calibration_rows": _int_from(0),
+        "random_state": _int_from(0),
+        "n_jobs": _int_from(1, allow_none=True),
+    }
+
     # -- validation shared by both
+    def _validate_params(self):
+        """Check every parameter against ``_parameter_constraints`` (raises
+        :class:`featagg_core._validation.InvalidParameterError` naming the first bad one)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
+
     def _solver_spec(self, calib):
-        C = _check_pos("C", self.C)
-        eps = _check_pos("eps", self.eps)
-        max_iter = _check_int("max_iter", self.max_iter, 1)
-        thr = _check_pos("weight_threshold", self.weight_threshold, strict=False)
-        bias = _check_pos("bias", self.bias, strict=False)
-        rs = _check_int("random_state", self.random_state, 0)
-        loss = _check_choice("loss", getattr(self, "loss", "squared_hinge"), tuple(_LOSSES))
-        C_log = C if loss == "log" else _check_pos("C_log", getattr(self, "C_log", 10.0))
-        return core.SolverSpec(C, eps, max_iter, thr, bias, calib, rs, _LOSSES[loss], C_log)
+        self._validate_params()
+        loss = getattr(self, "loss", "squared_hinge")
+        C = float(self.C)
+        C_log = C if loss == "log" else float(getattr(self, "C_log", 10.0))
+        return core.SolverSpec(C, float(self.eps), int(self.max_iter),
+                               float(self.weight_threshold), float(self.bias), calib,
+                               int(self.random_state), _LOSSES[loss], C_log)
 
     def _n_jobs(self):
-        n_jobs = _check_int("n_jobs", self.n_jobs, 1, allow_none=True)
+        n_jobs = None if self.n_jobs is None else int(self.n_jobs)
         return n_jobs or numba.get_num_threads()
 
     def _score_power(self):
-        return _SCORES[_check_choice("score", getattr(self, "score", "l2-hinge"),
-                                     tuple(_SCORES))]
+        score = getattr(self, "score", "l2-hinge")
+        check_param("score", score, [Options(str, set(_SCORES))])
+        return _SCORES[score]
 
     def _finalise(self, X_shape, L, trees, W, bias_w, offsets, bias, cal_a, cal_b, groups):
         self.n_features_in_ = int(X_shape[1])
@@ -247,7 +286,6 @@ class _TreeModel(BaseEstimator):
     def _fit_tail(self, X, Y, trees_or_n, spec, calib, progress):
         solver = self._solver_spec(calib)
         n_jobs = self._n_jobs()
-        self._score_power()
         X = _check_X(X)
         Y = _check_Y(Y, X.shape[0])
         t0 = time.perf_counter()
@@ -279,14 +317,25 @@ class _TreeModel(BaseEstimator):
 
         Parameters
         ----------
-        X : sparse or dense matrix, n x n_features_in_.
-        k : int, labels kept per row (capped at the number of labels).
-        beam_width : int or None, overrides the fitted ``beam_width`` for this call.
+        X : sparse or dense matrix, shape (n, n_features_in_)
+            Features.
+        k : int >= 1, default=5
+            Labels kept per row (capped at the number of labels).
+        beam_width : int >= 1 or None, default=None
+            Overrides the fitted ``beam_width`` for this call.
 
         Returns
         -------
-        csr_matrix n x L (float32) holding each row's top-k scores (probability-like,
-        in (0, 1], averaged over trees); other entries are absent.
+        scipy.sparse.csr_matrix, shape (n, n_labels_)
+            float32, each row's top-k scores (probability-like, in (0, 1], averaged over
+            trees); other entries are absent.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For a bad ``k`` / ``beam_width`` or ``X`` with another number of features.
         """
         self._check_fitted()
         k = _check_int("k", k, 1)
@@ -322,15 +371,30 @@ class _TreeModel(BaseEstimator):
     def tree_nodes(self, tree=0):
         """The nodes of one tree, for plotting.
 
-        Returns a dict of arrays indexed by node id: ``parent`` (-1 at the root),
-        ``children`` (list of child-id arrays), ``label`` (label id of a terminal label
-        node, else -1), ``depth``, ``n_labels`` (labels below the node) and ``labels``
-        (list: the label ids below each node).
+        Parameters
+        ----------
+        tree : int >= 0, default=0
+            Which tree (less than the number of trees).
+
+        Returns
+        -------
+        dict
+            Arrays indexed by node id: ``parent`` (-1 at the root), ``children`` (list of
+            child-id arrays), ``label`` (label id of a terminal label node, else -1),
+            ``depth``, ``n_labels`` (labels below the node) and ``labels`` (list: the
+            label ids below each node).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            When ``tree`` is not one of the fitted trees.
         """
         self._check_fitted()
         tree = _check_int("tree", tree, 0)
         if tree >= len(self.trees_):
-            raise ValueError(f"tree must be < {len(self.trees_)}, got {tree}")
+            raise parameter_error("tree", f"< {len(self.trees_)}", tree)
         tr = self.trees_[tree]
         N = tr["parent"].shape[0]
         children = [np.arange(tr["first_child"][v], tr["first_child"][v] + tr["n_children"][v])
@@ -508,48 +572,76 @@ class KTXMLC(_TreeModel):
         self.C_log = C_log
         self.n_jobs = n_jobs
 
+    _parameter_constraints: dict = {
+        **_TreeModel._parameter_constraints,
+        "n_clusters": _int_from(2),
+        "n_trees": _int_from(1),
+        "max_depth": _int_from(1),
+        "max_leaf_labels": _int_from(1),
+        "beam_width": _int_from(1),
+        "partition": [Options(str, {"bisect", "kmeans"})],
+        "representation": [Options(str, {"input", "joint"})],
+        "joint_weight": _NON_NEGATIVE,
+        "balanced": ["boolean", None],
+        "min_cluster_size": _int_from(1),
+        "kmeans_oversampling": _POSITIVE,
+        "kmeans_rounds": _int_from(1, allow_none=True),
+        "kmeans_max_iter": _int_from(1),
+        "kmeans_tol": _NON_NEGATIVE,
+        "loss": [Options(str, set(_LOSSES))],
+        "C_log": _POSITIVE,
+    }
+
     def _tree_spec(self):
-        K = _check_int("n_clusters", self.n_clusters, 2)
-        max_depth = _check_int("max_depth", self.max_depth, 1)
-        max_leaf = _check_int("max_leaf_labels", self.max_leaf_labels, 1)
-        _check_int("beam_width", self.beam_width, 1)
-        rs = _check_int("random_state", self.random_state, 0)
-        partition = _check_choice("partition", self.partition, ("bisect", "kmeans"))
-        min_size = _check_int("min_cluster_size", self.min_cluster_size, 1)
-        rounds = _check_int("kmeans_rounds", self.kmeans_rounds, 1, allow_none=True) or 0
-        km_iter = _check_int("kmeans_max_iter", self.kmeans_max_iter, 1)
-        km_tol = _check_pos("kmeans_tol", self.kmeans_tol, strict=False)
-        overs = _check_pos("kmeans_oversampling", self.kmeans_oversampling)
-        if self.balanced not in (None, True, False):
-            raise ValueError(f"balanced must be True, False or None, got {self.balanced!r}")
+        """The :class:`featagg_core._ktxmlc_core.TreeSpec` of the (validated) parameters."""
+        self._validate_params()
+        K = int(self.n_clusters)
         balanced = (K == 2) if self.balanced is None else bool(self.balanced)
-        _check_choice("representation", self.representation, ("input", "joint"))
-        _check_pos("joint_weight", self.joint_weight, strict=False)
-        return core.TreeSpec(K, partition, max_depth, max_leaf, balanced, min_size, overs,
-                             rounds, km_iter, km_tol, rs)
+        return core.TreeSpec(K, self.partition, int(self.max_depth), int(self.max_leaf_labels),
+                             balanced, int(self.min_cluster_size),
+                             float(self.kmeans_oversampling),
+                             0 if self.kmeans_rounds is None else int(self.kmeans_rounds),
+                             int(self.kmeans_max_iter), float(self.kmeans_tol),
+                             int(self.random_state))
 
     def fit(self, X, Y, progress: Optional[Callable[[float, str], None]] = None):
         """Grow the label trees and train every node's classifiers.
 
         Parameters
         ----------
-        X : sparse n x d features; Y : sparse n x L 0/1 labels.
-        progress : optional ``callable(fraction, message)`` called per tree level, per
-            trained node batch and at least every 0.2 s while a job runs (fraction in
-            [0, 1], by the work done). It may raise
+        X : sparse or dense matrix, shape (n, d)
+            Features.
+        Y : sparse or dense 0/1 matrix, shape (n, L)
+            Labels.
+        progress : callable(fraction, message), optional
+            Called per tree level, per trained node batch and at least every 0.2 s while a
+            job runs (fraction in [0, 1], by the work done). It may raise
             :class:`featagg_core._cancel.Cancelled`: the fit then stops its threads (jobs
             not started are dropped, running kernels return at their next solver pass)
             and the exception propagates; the estimator is left unfitted.
+
+        Returns
+        -------
+        KTXMLC
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints`` (the message names it) or
+            bad ``X`` / ``Y`` (no rows, not 0/1, row counts that differ, NaN).
         """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         spec, n_trees, calib = self._fit_plan(_check_binary_shape(Y))
         return self._fit_tail(X, Y, n_trees, spec, calib, progress)
 
     def _fit_plan(self, n_labels):
         """(tree spec, trees to grow, calibration rows) of a fit on ``n_labels`` labels;
-        also used by the Dask twin (``featagg_core.distributed.ktxmlc_distributed``)."""
+        also used by the Dask twin (``featagg_core.distributed.ktxmlc_distributed``), so it
+        validates the parameters itself."""
         spec = self._tree_spec()
-        n_trees = _check_int("n_trees", self.n_trees, 1)
-        calib = _check_int("calibration_rows", self.calibration_rows, 0)
+        n_trees = int(self.n_trees)
+        calib = int(self.calibration_rows)
         if n_labels <= spec.max_leaf:
             # every tree would be the same single leaf cluster (one-vs-all over all
             # labels): train it once instead of n_trees times
@@ -564,8 +656,13 @@ class OneVsAll(_TreeModel):
     solver as :class:`KTXMLC` and weights ``|w| <= weight_threshold`` pruned (DiSMEC's
     Δ = 0.01 on unnormalised data; 0.1 here as omikuji, since rows are normalised).
     Internally one tree of depth 1 whose root has every label as a child, so
-    ``predict_scores`` ranks labels by their (calibrated or hinge) score. Parameters as
-    KTXMLC.
+    ``predict_scores`` ranks labels by their (calibrated or hinge) score.
+
+    Parameters
+    ----------
+    C, eps, max_iter, weight_threshold, bias, normalize, score, calibration_rows,
+    random_state, n_jobs :
+        As in :class:`KTXMLC` (same defaults).
     """
 
     def __init__(self, C=1.0, eps=0.1, max_iter=20, weight_threshold=0.1, bias=1.0,
@@ -583,10 +680,29 @@ class OneVsAll(_TreeModel):
         self.n_jobs = n_jobs
 
     def fit(self, X, Y, progress: Optional[Callable[[float, str], None]] = None):
-        """Train one classifier per label (in batches of labels, in parallel); ``progress``
-        as in :meth:`KTXMLC.fit` (may raise ``Cancelled``)."""
-        calib = _check_int("calibration_rows", self.calibration_rows, 0)
-        return self._fit_tail(X, Y, None, None, calib, progress)
+        """Train one classifier per label (in batches of labels, in parallel).
+
+        Parameters
+        ----------
+        X : sparse or dense matrix, shape (n, d)
+            Features.
+        Y : sparse or dense 0/1 matrix, shape (n, L)
+            Labels.
+        progress : callable(fraction, message), optional
+            As in :meth:`KTXMLC.fit` (may raise ``Cancelled``).
+
+        Returns
+        -------
+        OneVsAll
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints`` or bad ``X`` / ``Y``.
+        """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
+        return self._fit_tail(X, Y, None, None, int(self.calibration_rows), progress)
 
 
 # ----------------------------------------------------------------------------- DEFRAG
@@ -620,7 +736,41 @@ class DefragKTXMLC(BaseEstimator):
     (``beam_width * max_leaf_labels`` of them) and the scores are averaged over members.
     Other KTXMLC parameters take KTXMLC's defaults. Use :func:`choose_d0` to pick d0 from
     validation data (or learn that agglomeration does not pay on a data set).
+
+    Parameters
+    ----------
+    d0 : int >= 1, default=8
+        Defrag's ``d0`` (features per agglomerated group, about).
+    defrag_representation : {"XY", "X"}, default="XY"
+        Defrag's ``representation``.
+    per_tree : bool, default=False
+        One Defrag + single-tree KTXMLC per tree (the DEFRAG paper's ensemble), or one
+        Defrag and one KTXMLC of ``n_trees`` trees.
+    n_clusters, n_trees, max_depth, max_leaf_labels, C, beam_width, n_jobs :
+        As in :class:`KTXMLC`.
+    random_state : int >= 0, default=0
+        Seed of member ``t``'s Defrag and KTXMLC is ``random_state + t``.
+
+    Attributes
+    ----------
+    defrags_, models_ : list
+        The members' fitted Defrag and KTXMLC; ``n_features_in_``, ``n_labels_``,
+        ``train_time_`` (s), ``model_size_bytes_``.
     """
+
+    _parameter_constraints: dict = {
+        "d0": _int_from(1),
+        "defrag_representation": [Options(str, {"XY", "X"})],
+        "per_tree": ["boolean"],
+        "n_clusters": _int_from(2),
+        "n_trees": _int_from(1),
+        "max_depth": _int_from(1),
+        "max_leaf_labels": _int_from(1),
+        "C": _POSITIVE,
+        "beam_width": _int_from(1),
+        "random_state": _int_from(0),
+        "n_jobs": _int_from(1, allow_none=True),
+    }
 
     def __init__(self, d0=8, defrag_representation="XY", per_tree=False, n_clusters=16,
                  n_trees=3, max_depth=20, max_leaf_labels=100, C=1.0, beam_width=10,
@@ -643,12 +793,32 @@ class DefragKTXMLC(BaseEstimator):
                       beam_width=self.beam_width, random_state=seed, n_jobs=self.n_jobs)
 
     def fit(self, X, Y, progress=None):
-        """Fit Defrag(s), then KTXMLC on the agglomerated features. ``progress(fraction,
-        message)`` is called per feature-tree level and as in :meth:`KTXMLC.fit`; it may
-        raise :class:`featagg_core._cancel.Cancelled`, which propagates."""
+        """Fit Defrag(s), then KTXMLC on the agglomerated features.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix, shape (n, d)
+            Features.
+        Y : sparse or dense 0/1 matrix, shape (n, L)
+            Labels.
+        progress : callable(fraction, message), optional
+            Called per feature-tree level and as in :meth:`KTXMLC.fit`; it may raise
+            :class:`featagg_core._cancel.Cancelled`, which propagates.
+
+        Returns
+        -------
+        DefragKTXMLC
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints`` or bad ``X`` / ``Y``.
+        """
         from .defrag import Defrag  # the DEFRAG module; imported only when used
 
-        n_trees = _check_int("n_trees", self.n_trees, 1)
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
+        n_trees = int(self.n_trees)
         X = _check_X(X)
         Y = _check_Y(Y, X.shape[0])
         t0 = time.perf_counter()
@@ -673,12 +843,49 @@ class DefragKTXMLC(BaseEstimator):
         return self
 
     def transform(self, X):
-        """Agglomerated features of the first member's Defrag."""
+        """Agglomerated features of the first member's Defrag.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix, shape (n, n_features_in_)
+            Features.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix, shape (n, n_agglomerated)
+            The first member's Defrag applied to ``X``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        """
         if not hasattr(self, "models_"):
             raise NotFittedError("This DefragKTXMLC instance is not fitted yet")
         return self.defrags_[0].transform(_check_X(X, "X", self.n_features_in_))
 
     def predict_scores(self, X, k=5):
+        """Top-k label scores of every row of X, averaged over the members.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix, shape (n, n_features_in_)
+            Raw features (each member agglomerates them with its own Defrag).
+        k : int >= 1, default=5
+            Labels kept per row (capped at the number of labels).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix, shape (n, n_labels_)
+            float32, each row's top-k scores; with several members each returns the labels
+            its beam reached (``beam_width * max_leaf_labels`` of them) and the average is
+            cut to the top k (a label a member missed counts 0 there).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        """
         if not hasattr(self, "models_"):
             raise NotFittedError("This DefragKTXMLC instance is not fitted yet")
         k = _check_int("k", k, 1)
@@ -731,6 +938,9 @@ class DefragKTXMLC(BaseEstimator):
 
     @property
     def model_size_bytes_(self) -> int:
+        """Bytes needed to predict: every member's KTXMLC arrays plus its Defrag labels."""
+        if not hasattr(self, "models_"):
+            raise NotFittedError("This DefragKTXMLC instance is not fitted yet")
         size = sum(m.model_size_bytes_ for m in self.models_)
         for df in self.defrags_:
             lab = getattr(df, "labels_", None)
