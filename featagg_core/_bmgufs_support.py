@@ -48,6 +48,94 @@ POOR_FIT_RRE = 0.95
 K_RANGE = (2, 20)
 
 
+# ---------------------------------------------------------------------------
+# input checks and the binary block image (used by featagg_core.bmgufs)
+# ---------------------------------------------------------------------------
+# Deliberately not the shared featagg_core._validation helpers: every message here reads
+# "<name>: ..." (e.g. "n_blocks: expected an integer"), the matrices are float64 with
+# stored zeros dropped, X must be non-negative with at least one non-zero, and A has graph
+# checks (square, >= 2 nodes, edges, symmetric).
+def _check_adjacency(A) -> sp.csr_matrix:
+    if A is None:
+        raise ValueError("A: the adjacency matrix is missing")
+    if sp.issparse(A):
+        A = sp.csr_matrix(A, dtype=np.float64)
+    else:
+        arr = np.asarray(A)
+        if arr.ndim != 2:
+            raise ValueError(f"A: expected a 2-D adjacency matrix, got {arr.ndim}-D")
+        A = sp.csr_matrix(arr.astype(np.float64))
+    n, m = A.shape
+    if n != m:
+        raise ValueError(f"A: the adjacency matrix must be square, got {n} x {m}")
+    if n < 2:
+        raise ValueError(f"A: need at least 2 nodes, got {n}")
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    if A.nnz == 0:
+        raise ValueError("A: the graph has no edges")
+    if not np.all(np.isfinite(A.data)):
+        raise ValueError("A: contains NaN or infinite weights")
+    if A.data.min() < 0:
+        raise ValueError("A: edge weights must be non-negative (block models by ONMtF)")
+    diff = abs(A - A.T)
+    if diff.nnz and diff.max() > 1e-8 * max(abs(A).max(), 1.0):
+        raise ValueError("A: the adjacency matrix must be symmetric (an undirected graph); "
+                         "symmetrise it first, e.g. A.maximum(A.T)")
+    A.sort_indices()
+    return A
+
+
+def _check_features(X, n: int) -> sp.csr_matrix:
+    if X is None:
+        raise ValueError("X: the node feature matrix is missing")
+    if sp.issparse(X):
+        Y = sp.csr_matrix(X, dtype=np.float64)
+    else:
+        arr = np.asarray(X, dtype=np.float64)
+        if arr.ndim != 2:
+            raise ValueError(f"X: expected a 2-D node x feature matrix, got {arr.ndim}-D")
+        Y = sp.csr_matrix(arr)
+    if Y.shape[0] != n:
+        raise ValueError(f"X: has {Y.shape[0]} rows but the graph has {n} nodes")
+    if Y.shape[1] < 1:
+        raise ValueError("X: has no feature columns")
+    Y.sum_duplicates()
+    Y.eliminate_zeros()
+    if Y.nnz and not np.all(np.isfinite(Y.data)):
+        raise ValueError("X: contains NaN or infinite values")
+    if Y.nnz and Y.data.min() < 0:
+        raise ValueError("X: BMGUFS needs non-negative node features (counts, 0/1, tf-idf)")
+    if Y.nnz == 0:
+        raise ValueError("X: all node features are zero")
+    return Y
+
+
+def _pinv(v: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(v, dtype=np.float64)
+    nz = v > 0
+    out[nz] = 1.0 / v[nz]
+    return out
+
+
+def _block_image(A: sp.csr_matrix, labels: np.ndarray, k: int):
+    """Block sizes D, image matrix M = D^-1 F^T A F D^-1 (block densities) and the RRE of
+    the binary block model, all from O(nnz(A)) passes."""
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    sizes = np.bincount(labels, minlength=k).astype(np.float64)
+    B = _k.block_edge_sums(A.indptr, A.indices, A.data, labels, k)
+    dinv = _pinv(sizes)
+    M = dinv[:, None] * B * dinv[None, :]
+    # ||A - F M F^T||^2 = sum_nnz [(a - m)^2 - m^2] + sum_ab D_a D_b M_ab^2
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    m_nz = M[labels[rows], labels[A.indices]]
+    err2 = float(np.sum((A.data - m_nz) ** 2 - m_nz ** 2)
+                 + np.sum(sizes[:, None] * sizes[None, :] * M ** 2))
+    norm2 = float(np.dot(A.data, A.data))
+    rre = math.sqrt(max(err2, 0.0) / norm2)
+    return sizes, M, rre
+
+
 #: the largest H BMGUFS builds (bytes); H's entries are counted by a symbolic pass first,
 #: so a too-dense H is refused before any memory is taken
 MAX_H_BYTES = 8 * 2 ** 30
