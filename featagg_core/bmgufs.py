@@ -65,6 +65,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from numbers import Integral, Real
 from typing import Callable, Optional
 
 import numpy as np
@@ -78,35 +79,19 @@ from ._bmgufs_support import (_SelectionProblem, _block_image, _check_adjacency,
                               gammas_from, regularized_adjacency)
 from ._kernels import bmgufs as _k
 from ._polling import Throttle, call_polled, new_stop
+from ._validation import (Interval, Options, check_int, check_param, parameter_error,
+                          validate_params)
 
 __all__ = ["BlockModel", "BMGUFS", "warmup"]
 
 _EPS = 1e-300
 
-
-# ---------------------------------------------------------------------------
-# input checks
-# ---------------------------------------------------------------------------
-def _check_int(name, value, low):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name}: expected an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name}: must be >= {low}, got {value}")
-    return int(value)
-
-
-def _check_float(name, value, low=None, high=None, low_open=False):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name}: must be finite, got {value!r}")
-    if low is not None and (v < low or (low_open and v == low)):
-        raise ValueError(f"{name}: must be {'>' if low_open else '>='} {low}, got {v}")
-    if high is not None and v > high:
-        raise ValueError(f"{name}: must be <= {high}, got {v}")
-    return v
+# declared parameter constraints (featagg_core._validation). random_state: what
+# sklearn.utils.check_random_state takes (a seed it refuses, above 2**32 - 1, fails there)
+_RANDOM_STATE = [Interval(Integral, 0, None, closed="left"), np.random.RandomState, None]
+_INIT = [Options(str, {"random", "spectral"})]
+_POSITIVE = [Interval(Real, 0, None, closed="neither")]
+_NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
 
 
 # ---------------------------------------------------------------------------
@@ -185,6 +170,13 @@ class BlockModel(BaseEstimator):
     Nodes without edges keep a zero row in ``F`` and land in block 0.
     """
 
+    _parameter_constraints: dict = {
+        "n_blocks": [Interval(Integral, 1, None, closed="left")],
+        "n_iter": [Interval(Integral, 0, None, closed="left")],
+        "random_state": _RANDOM_STATE,
+        "init": _INIT,
+    }
+
     def __init__(self, n_blocks=2, n_iter=100, random_state=0, init="random"):
         self.n_blocks = n_blocks
         self.n_iter = n_iter
@@ -194,21 +186,40 @@ class BlockModel(BaseEstimator):
     def fit(self, A, y=None, _embedding=None, progress: Optional[Callable] = None):
         """Fit the block model to the adjacency matrix ``A`` (n x n, symmetric, >= 0).
 
-        ``progress(fraction, message)``, if given, is called at the start, after the
-        initialisation and about every 0.1 s while ONMtF runs; it may raise (e.g.
-        :class:`featagg_core._cancel.Cancelled`) to stop: ONMtF then ends after its
-        current update and the exception propagates.
+        Parameters
+        ----------
+        A : sparse or dense matrix, shape (n, n)
+            Symmetric non-negative adjacency matrix with at least one edge.
+        y : None
+            Ignored (scikit-learn's signature).
+        _embedding : ndarray, shape (n, k), optional
+            A spectral embedding of ``A`` computed by the caller (``init="spectral"``;
+            :class:`BMGUFS` computes it once for all its restarts).
+        progress : callable(fraction, message), optional
+            Called at the start, after the initialisation and about every 0.1 s while
+            ONMtF runs; it may raise (e.g. :class:`featagg_core._cancel.Cancelled`) to
+            stop: ONMtF then ends after its current update and the exception propagates.
+
+        Returns
+        -------
+        BlockModel
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints``, more blocks than nodes, or
+            a bad ``A`` (not square or symmetric, negative weights, no edges).
         """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         if progress is not None:
             progress(0.0, "block model: starting")
         A = _check_adjacency(A)
         n = A.shape[0]
-        k = _check_int("n_blocks", self.n_blocks, 1)
+        k = int(self.n_blocks)
         if k > n:
-            raise ValueError(f"n_blocks: {k} blocks for a graph of {n} nodes")
-        n_iter = _check_int("n_iter", self.n_iter, 0)
-        if self.init not in ("random", "spectral"):
-            raise ValueError(f"init: expected 'random' or 'spectral', got {self.init!r}")
+            raise parameter_error("n_blocks", f"at most the number of nodes ({n})", k)
+        n_iter = int(self.n_iter)
         rng = check_random_state(self.random_state)
         if self.init == "random":
             F = rng.random_sample((n, k)) + 0.1
@@ -251,7 +262,27 @@ class BlockModel(BaseEstimator):
     @classmethod
     def from_labels(cls, A, labels, n_blocks=None):
         """A binary block model with the given node partition (no ONMtF): ``M_`` and
-        ``rre_`` are computed from ``A``. Useful to guide BMGUFS by known communities."""
+        ``rre_`` are computed from ``A``. Useful to guide BMGUFS by known communities.
+
+        Parameters
+        ----------
+        A : sparse or dense matrix, shape (n, n)
+            Symmetric non-negative adjacency matrix.
+        labels : array of int, shape (n,)
+            Block id of every node (>= 0).
+        n_blocks : int, optional
+            Number of blocks (default: the largest id + 1; empty blocks are allowed).
+
+        Returns
+        -------
+        BlockModel
+            Fitted, with ``n_iter_ = 0``, ``F_`` the one-hot memberships and ``S_ = M_``.
+
+        Raises
+        ------
+        ValueError
+            For a bad ``A`` or labels that are not ``n`` integer ids below ``n_blocks``.
+        """
         A = _check_adjacency(A)
         labels = np.asarray(labels)
         if labels.shape != (A.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
@@ -370,6 +401,20 @@ class BMGUFS(BaseEstimator):
     follow the paper or the authors' code.
     """
 
+    _parameter_constraints: dict = {
+        "n_blocks": [Interval(Integral, 1, None, closed="left"), None],
+        "beta_bar": [Interval(Real, 0, 1, closed="both")],
+        "gamma": _NON_NEGATIVE,
+        "n_candidates": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "random_state": _RANDOM_STATE,
+        "learning_rate": _POSITIVE,
+        "delta": _POSITIVE,
+        "n_iter_block": [Interval(Integral, 0, None, closed="left")],
+        "candidate": [Interval(Integral, 0, None, closed="left"), None],
+        "block_init": _INIT,
+    }
+
     def __init__(self, n_blocks=None, beta_bar=0.6, gamma=2.0, n_candidates=10,
                  max_iter=200, random_state=0, learning_rate=1e-2, delta=1e-6,
                  n_iter_block=100, candidate=None, block_init="spectral"):
@@ -387,27 +432,42 @@ class BMGUFS(BaseEstimator):
 
     # ------------------------------------------------------------------
     def _validate_params(self):
-        beta = _check_float("beta_bar", self.beta_bar, 0.0, 1.0)
-        gamma = _check_float("gamma", self.gamma, 0.0)
-        n_cand = _check_int("n_candidates", self.n_candidates, 1)
-        max_iter = _check_int("max_iter", self.max_iter, 0)
-        eta = _check_float("learning_rate", self.learning_rate, 0.0, low_open=True)
-        delta = _check_float("delta", self.delta, 0.0, low_open=True)
-        n_iter_block = _check_int("n_iter_block", self.n_iter_block, 0)
-        if self.candidate is not None:
-            c = _check_int("candidate", self.candidate, 0)
-            if c >= n_cand:
-                raise ValueError(f"candidate: {c} but only n_candidates={n_cand} are fitted")
-        return beta, gamma, n_cand, max_iter, eta, delta, n_iter_block
+        """The declared constraints, then ``candidate < n_candidates``; returns
+        ``(beta_bar, gamma, n_candidates, max_iter, learning_rate, delta, n_iter_block)``
+        as Python numbers (also called by the run-spec and artifact checks)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
+        n_cand = int(self.n_candidates)
+        if self.candidate is not None and self.candidate >= n_cand:
+            raise parameter_error("candidate", f"< n_candidates ({n_cand})", self.candidate)
+        return (float(self.beta_bar), float(self.gamma), n_cand, int(self.max_iter),
+                float(self.learning_rate), float(self.delta), int(self.n_iter_block))
 
     def fit_block_models(self, A, y=None, *, progress: Optional[Callable] = None):
-        """Fit only the ``n_candidates`` block models (stage 1) and return them."""
+        """Fit only the ``n_candidates`` block models (stage 1) and return them.
+
+        Parameters
+        ----------
+        A : sparse or dense matrix, shape (n, n)
+            Symmetric non-negative adjacency matrix.
+        y : array, shape (n,), optional
+            Node classes; only used for ``n_blocks=None`` (k = number of classes).
+        progress : callable(stage, fraction, message), optional
+            As in :meth:`fit` (stage ``"block models"``).
+
+        Returns
+        -------
+        list of BlockModel
+            ``n_candidates`` fitted block models, candidate ``c`` seeded by the ``c``-th
+            seed drawn from ``random_state``.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints``, a bad ``A`` or ``y``.
+        """
+        _, _, n_cand, _, _, _, n_iter_block = self._validate_params()
         A = _check_adjacency(A)
         k, _ = self._resolve_k(y, A)
-        _, _, n_cand, _, _, _, n_iter_block = self._validate_params()
-        if self.block_init not in ("random", "spectral"):
-            raise ValueError(f"block_init: expected 'random' or 'spectral', got "
-                             f"{self.block_init!r}")
         seeds = check_random_state(self.random_state).randint(0, 2 ** 31 - 1, size=n_cand)
         if progress is not None:
             progress("block models", 0.0, f"spectral embedding of {A.shape[0]:,} nodes"
@@ -432,7 +492,7 @@ class BMGUFS(BaseEstimator):
         (the paper's setting); else the eigengap rule (:func:`choose_n_blocks`)."""
         n = A.shape[0]
         if self.n_blocks is not None:
-            k = _check_int("n_blocks", self.n_blocks, 1)
+            k = int(self.n_blocks)
             rule = f"k = {k} blocks (given)"
         elif y is not None:
             yy = np.asarray(y)
@@ -444,7 +504,7 @@ class BMGUFS(BaseEstimator):
         else:
             k, _, rule = choose_n_blocks(A)
         if k > n:
-            raise ValueError(f"n_blocks: {k} blocks for a graph of {n} nodes")
+            raise parameter_error("n_blocks", f"at most the number of nodes ({n})", k)
         return k, rule
 
     def fit(self, A, X, y=None, *, block_model: Optional[BlockModel] = None,
@@ -469,7 +529,20 @@ class BMGUFS(BaseEstimator):
             after each one, and every 10 selection iterations or 0.25 s, whichever comes
             first. It may raise (e.g. :class:`featagg_core._cancel.Cancelled`) to stop;
             the exception propagates and the estimator keeps its previous state.
+
+        Returns
+        -------
+        BMGUFS
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints`` (the message names it),
+            ``candidate`` not below the number of candidates, or bad ``A`` / ``X`` / ``y``
+            (the message names the matrix).
         """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         beta, gamma, _, max_iter, eta, delta, _ = self._validate_params()
         A = _check_adjacency(A)
         n = A.shape[0]
@@ -503,14 +576,36 @@ class BMGUFS(BaseEstimator):
         labels. The block models and the precomputed terms are shared by all gammas.
         ``gamma_`` is the value kept, ``gamma_path_`` the ``(gamma, nnz(r))`` tried. When
         even the last gamma keeps fewer than ``d``, its weights are kept (``select``
-        then warns)."""
+        then warns).
+
+        Parameters
+        ----------
+        A, X, y, block_model, candidates, progress :
+            As in :meth:`fit` (``progress`` fractions run over the whole grid).
+        d : int >= 1
+            The number of features that must keep a non-zero weight.
+        gammas : iterable of float >= 0, optional
+            The gammas to try, in order (default: ``gamma`` and the grid below it).
+
+        Returns
+        -------
+        BMGUFS
+            ``self``, fitted with the first gamma that keeps ``d`` weights (or the last).
+
+        Raises
+        ------
+        ValueError
+            As :meth:`fit`, and for a bad ``d`` or an empty / negative ``gammas``.
+        """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         beta, gamma, _, max_iter, eta, delta, _ = self._validate_params()
-        d = _check_int("d", d, 1)
-        grid = gammas_from(gamma) if gammas is None else [float(g) for g in gammas]
+        d = check_int("d", d, 1)
+        if gammas is None:
+            grid = gammas_from(gamma)
+        else:
+            grid = [float(check_param("gammas", g, _NON_NEGATIVE)) for g in gammas]
         if not grid:
-            raise ValueError("gammas: an empty list")
-        for g in grid:
-            _check_float("gammas", g, 0.0)
+            raise parameter_error("gammas", "a non-empty list of numbers >= 0", gammas)
         A = _check_adjacency(A)
         n = A.shape[0]
         Y = _check_features(X, n)
@@ -568,7 +663,8 @@ class BMGUFS(BaseEstimator):
         elif self.candidate is not None:
             idx = int(self.candidate)
             if idx >= len(cands):
-                raise ValueError(f"candidate: {idx} but only {len(cands)} candidates exist")
+                raise parameter_error("candidate", f"< the number of candidates ({len(cands)})",
+                                      idx)
         else:
             idx = int(np.argmin(rre))
         return cands, idx, rule
@@ -655,7 +751,7 @@ class BMGUFS(BaseEstimator):
         to keep more features.
         """
         self._check_fitted()
-        d = _check_int("d", d, 1)
+        d = check_int("d", d, 1)
         r = self.scores_
         order = np.argsort(-r, kind="stable")
         nnz = int(np.count_nonzero(r))
