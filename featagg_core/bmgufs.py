@@ -76,7 +76,7 @@ from sklearn.utils import check_random_state
 
 from ._bmgufs_support import (_SelectionProblem, _block_image, _check_adjacency,  # noqa: F401
                               _check_features, _pinv, block_fit_quality, choose_n_blocks,
-                              gammas_from, regularized_adjacency)
+                              gammas_from, regularized_adjacency, spectral_embedding)
 from ._kernels import bmgufs as _k
 from ._polling import Throttle, call_polled, new_stop
 from ._validation import (Interval, Options, check_int, check_param, parameter_error,
@@ -97,23 +97,6 @@ _NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
 # ---------------------------------------------------------------------------
 # BlockModel
 # ---------------------------------------------------------------------------
-def spectral_embedding(A: sp.csr_matrix, k: int) -> np.ndarray:
-    """Rows of the k leading eigenvectors of the regularised ``D_t^-1/2 A D_t^-1/2`` with
-    ``D_t = D + t I``, ``t`` the mean degree (Qin & Rohe 2013: without it, sparse graphs
-    with many small components - Cora, Citeseer - give one eigenvector per tiny component),
-    from sparse ``eigsh``, rows L2-normalised (Ng, Jordan & Weiss); isolated nodes get a
-    zero row."""
-    from scipy.sparse.linalg import eigsh
-    n = A.shape[0]
-    N = regularized_adjacency(A)
-    kk = min(k, n - 1)
-    v0 = np.random.RandomState(0).random_sample(n)
-    _, V = eigsh(N, k=kk, which="LA", v0=v0)
-    norm = np.linalg.norm(V, axis=1)
-    V = V / np.where(norm > 0, norm, 1.0)[:, None]
-    return V
-
-
 class BlockModel(BaseEstimator):
     """Block model of an undirected graph by orthogonal non-negative tri-factorisation.
 
