@@ -32,8 +32,8 @@ Several columns under one global budget: :func:`compress_columns`.
 from __future__ import annotations
 
 import json
-import math
 import time
+from numbers import Integral, Real
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -43,6 +43,7 @@ from sklearn.exceptions import NotFittedError
 
 from ._kernels import vocab as _k
 from ._polling import call_polled, new_stop
+from ._validation import Interval, Options, check_param, parameter_error, validate_params
 from ._vocab_support import (_allocate, _as_1d, _check_labels, _json_values,  # noqa: F401
                              _mi_from_counts, _prefix, _Prepared)
 
@@ -57,7 +58,26 @@ _DEFAULT_EPS = {"submodular": 0.01, "threshold": 0.05}
 # ----------------------------------------------------------------------------------------
 def check_counts(vocabulary, counts0, counts1):
     """Validated ``(vocabulary, counts0, counts1)`` (int64 counts, distinct values, every
-    value seen at least once)."""
+    value seen at least once).
+
+    Parameters
+    ----------
+    vocabulary : 1-D array-like
+        The distinct values.
+    counts0, counts1 : 1-D array-like of int
+        Label-0 / label-1 count of each value.
+
+    Returns
+    -------
+    tuple
+        ``(vocabulary as a 1-D array, counts0 as int64, counts1 as int64)``.
+
+    Raises
+    ------
+    ValueError
+        For counts of another length, negative counts, a value that never occurs, or
+        repeated values.
+    """
     vocab = _as_1d(vocabulary, "vocabulary")
     c0 = np.asarray(counts0, dtype=np.int64)
     c1 = np.asarray(counts1, dtype=np.int64)
@@ -73,7 +93,25 @@ def check_counts(vocabulary, counts0, counts1):
 
 def factorize(values):
     """``(codes, vocabulary)`` of a 1-D array of hashable values (missing values are a
-    category of their own).  Vocabulary order = first appearance."""
+    category of their own).  Vocabulary order = first appearance.
+
+    Parameters
+    ----------
+    values : 1-D array-like, pandas Series or list
+        Hashable values.
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (n,)
+        Index of each value in ``vocabulary``.
+    vocabulary : ndarray
+        The distinct values (int64 when all are ints, else as pandas gives them).
+
+    Raises
+    ------
+    ValueError
+        When ``values`` is not 1-D.
+    """
     arr = _as_1d(values, "values")
     codes, uniques = pd.factorize(arr, use_na_sentinel=False)
     vocab = np.asarray(uniques)
@@ -84,7 +122,18 @@ def factorize(values):
 
 
 def sort_order(c0, c1) -> np.ndarray:
-    """Values sorted by ascending P(C=0 | x) = c0 / (c0 + c1); ties by vocabulary index."""
+    """Values sorted by ascending P(C=0 | x) = c0 / (c0 + c1); ties by vocabulary index.
+
+    Parameters
+    ----------
+    c0, c1 : 1-D array-like
+        Label-0 / label-1 count of each value (a value with no counts sorts at 0.5).
+
+    Returns
+    -------
+    ndarray of int
+        Vocabulary indices in that order.
+    """
     c0 = np.asarray(c0, np.float64)
     tot = c0 + np.asarray(c1, np.float64)
     p0 = np.divide(c0, tot, out=np.full_like(c0, 0.5), where=tot > 0)
@@ -189,6 +238,22 @@ class VocabularyCompressor(BaseEstimator):
     as a JSON list in the meta (str / int / float / bool values round-trip with their type).
     """
 
+    _parameter_constraints: dict = {
+        "budget": [Interval(Integral, 1, None, closed="left")],
+        "method": [Options(str, METHODS)],
+        "random_state": [Interval(Integral, None, None, closed="neither"), None],
+        "epsilon": [Interval(Real, 0, 1, closed="neither"), None],
+        "refine": ["boolean"],
+        "handle_unseen": [Options(str, {"prior", "dedicated"})],
+        "min_count": [Interval(Integral, 1, None, closed="left")],
+        "merge_ties": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        # 0 is allowed: no exact DP at all (benchmarks/vocab_bench.py switches the polish
+        # off that way)
+        "max_dp_values": [Interval(Integral, 0, None, closed="left")],
+    }
+
     def __init__(self, budget=100, method="submodular", random_state=0, epsilon=None,
                  refine=True, handle_unseen="prior", min_count=1, merge_ties=True,
                  max_iter=50, tol=1e-6, max_dp_values=5000):
@@ -206,23 +271,9 @@ class VocabularyCompressor(BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _validate(self):
-        b = self.budget
-        if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, np.integer)) or b < 1:
-            raise ValueError(f"budget: must be an int >= 1, got {b!r}")
-        if self.method not in METHODS:
-            raise ValueError(f"method: must be one of {', '.join(METHODS)}, got {self.method!r}")
-        eps = self._eps()
-        if eps is not None and not (0 < eps < 1):
-            raise ValueError(f"epsilon: must be in (0, 1), got {self.epsilon!r}")
-        if self.handle_unseen not in ("prior", "dedicated"):
-            raise ValueError(f"handle_unseen: must be 'prior' or 'dedicated', got {self.handle_unseen!r}")
-        mc = self.min_count
-        if isinstance(mc, bool) or not isinstance(mc, (int, np.integer)) or mc < 1:
-            raise ValueError(f"min_count: must be an int >= 1, got {mc!r}")
-        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise ValueError(f"max_iter: must be an int >= 1, got {self.max_iter!r}")
-        if self.random_state is not None and not isinstance(self.random_state, (int, np.integer)):
-            raise ValueError(f"random_state: must be an int or None, got {self.random_state!r}")
+        """Check every parameter against ``_parameter_constraints`` (also called by the
+        run-spec, artifact and distributed code before anything is fitted)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def _eps(self):
         if self.epsilon is None:
@@ -238,12 +289,31 @@ class VocabularyCompressor(BaseEstimator):
     def fit(self, values, labels, progress=None):
         """Fit on a 1-D array of hashable ``values`` and 0/1 ``labels`` of the same length.
 
-        ``progress(fraction, message)``, if given, is called at the start, before and
-        after the optimisation and about every 0.1 s while the ``dp`` / ``divisive``
-        kernels run; it may raise (e.g. :class:`featagg_core._cancel.Cancelled`) to stop
-        (the kernel returns early, the exception propagates, nothing is fitted).
+        Parameters
+        ----------
+        values : 1-D array-like, pandas Series or list
+            The categorical column (missing values are a category of their own).
+        labels : 1-D array-like of 0/1 or bool
+            The binary label of each row; both classes must occur.
+        progress : callable(fraction, message), optional
+            Called at the start, before and after the optimisation and about every 0.1 s
+            while the ``dp`` / ``divisive`` kernels run; it may raise (e.g.
+            :class:`featagg_core._cancel.Cancelled`) to stop (the kernel returns early,
+            the exception propagates, nothing is fitted).
+
+        Returns
+        -------
+        VocabularyCompressor
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints`` (the message names it),
+            labels that are not 0/1 or of another length, empty values, one class only,
+            or ``method="dp"`` on a column with more than ``max_dp_values`` atoms.
         """
-        self._validate()
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         if progress is not None:
             progress(0.0, "counting values")
         codes, vocab = factorize(values)
@@ -256,9 +326,28 @@ class VocabularyCompressor(BaseEstimator):
         return self._fit_counts(vocab, c0, c1, progress)
 
     def fit_counts(self, vocabulary, counts0, counts1, progress=None):
-        """Fit from a vocabulary and its per-value label-0 / label-1 counts (``progress``
-        as in :meth:`fit`)."""
-        self._validate()
+        """Fit from a vocabulary and its per-value label-0 / label-1 counts.
+
+        Parameters
+        ----------
+        vocabulary : 1-D array-like
+            The distinct values.
+        counts0, counts1 : 1-D array-like of int
+            Label-0 / label-1 count of each value (:func:`check_counts`).
+        progress : callable(fraction, message), optional
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        VocabularyCompressor
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`fit`, and for counts :func:`check_counts` refuses.
+        """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         return self._fit_counts(*check_counts(vocabulary, counts0, counts1), progress)
 
     def _fit_counts(self, vocab, c0, c1, progress=None):
@@ -298,9 +387,9 @@ class VocabularyCompressor(BaseEstimator):
             self.chosen_, self.gains_, self.levels_ = prep.to_values(ch), gains / N, levels
         elif method == "dp":
             if A > self.max_dp_values:
-                raise ValueError(f"method: 'dp' is O(n^2 m) and limited to max_dp_values="
-                                 f"{self.max_dp_values} distinct values (after merging ties); "
-                                 f"this column has {A}")
+                raise parameter_error(
+                    "max_dp_values", f"at least the column's {A} distinct values (after "
+                    "merging ties) for method 'dp', which is O(n^2 m)", self.max_dp_values)
             sa, _ = call_polled(_k.dp_optimal, (prep.P0a, prep.P1a, m, stop), stop, tick)
             splits = prep.to_values(sa)
         elif method == "bucketing":
@@ -426,7 +515,25 @@ class VocabularyCompressor(BaseEstimator):
     def truncate(self, n_splits):
         """A copy keeping only the first ``n_splits`` greedy picks (``submodular`` /
         ``threshold``): what the greedy would have returned with ``budget = n_splits + 1``
-        (used by the global-budget merge of :func:`compress_columns`)."""
+        (used by the global-budget merge of :func:`compress_columns`).
+
+        Parameters
+        ----------
+        n_splits : int >= 0
+            Greedy picks to keep.
+
+        Returns
+        -------
+        VocabularyCompressor
+            A new fitted compressor (this one is unchanged).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For a method other than ``submodular`` / ``threshold``.
+        """
         self._check_fitted()
         if self.method not in ("submodular", "threshold"):
             raise ValueError(f"truncate: only for greedy methods, not {self.method!r}")
@@ -447,7 +554,23 @@ class VocabularyCompressor(BaseEstimator):
             raise NotFittedError("This VocabularyCompressor is not fitted yet; call fit first.")
 
     def transform(self, values):
-        """Bucket id (int64) of each value; unseen values go to ``unseen_bucket_``."""
+        """Bucket id (int64) of each value; unseen values go to ``unseen_bucket_``.
+
+        Parameters
+        ----------
+        values : 1-D array-like, pandas Series or list
+            Values of the column.
+
+        Returns
+        -------
+        ndarray of int64, shape (n,)
+            Bucket ids.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        """
         self._check_fitted()
         arr = _as_1d(values, "values")
         idx = pd.Index(self.vocabulary_).get_indexer(pd.Index(arr) if arr.dtype != object
@@ -458,6 +581,18 @@ class VocabularyCompressor(BaseEstimator):
         return out
 
     def fit_transform(self, values, labels):
+        """:meth:`fit`, then :meth:`transform` of the same values.
+
+        Parameters
+        ----------
+        values, labels :
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        ndarray of int64, shape (n,)
+            Bucket ids of ``values``.
+        """
         return self.fit(values, labels).transform(values)
 
     @property
@@ -474,7 +609,13 @@ class VocabularyCompressor(BaseEstimator):
         return self._prep.key_sorted
 
     def mapping_frame(self) -> pd.DataFrame:
-        """Table of value, bucket, count, positives, P(C=0|x), in sorted order."""
+        """Table of value, bucket, count, positives, P(C=0|x), in sorted order.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``value``, ``bucket``, ``count``, ``positives``, ``p_c0``.
+        """
         self._check_fitted()
         o = self.order_
         c = self.counts_[o]
@@ -483,14 +624,35 @@ class VocabularyCompressor(BaseEstimator):
                              "p_c0": c[:, 0] / np.maximum(c.sum(axis=1), 1)})
 
     def to_csv(self, path_or_buf=None) -> Optional[str]:
-        """Write the mapping as CSV (columns value,bucket,count,positives,p_c0); returns the
-        text when ``path_or_buf`` is None."""
+        """Write the mapping as CSV (columns value,bucket,count,positives,p_c0).
+
+        Parameters
+        ----------
+        path_or_buf : str, path or file-like, optional
+            Where to write (pandas' ``to_csv``); None returns the text.
+
+        Returns
+        -------
+        str or None
+            The CSV text when ``path_or_buf`` is None.
+        """
         return self.mapping_frame().to_csv(path_or_buf, index=False)
 
     def to_json(self, path_or_buf=None) -> Optional[str]:
         """The mapping as JSON: ``{"method", "budget", "n_buckets", "unseen_bucket",
         "mutual_information", "mutual_information_full", "values": [...], "buckets": [...]}``
-        (parallel lists so that int and str values keep their type)."""
+        (parallel lists so that int and str values keep their type).
+
+        Parameters
+        ----------
+        path_or_buf : str, path or file-like, optional
+            Where to write; None returns the text.
+
+        Returns
+        -------
+        str or None
+            The JSON text when ``path_or_buf`` is None.
+        """
         self._check_fitted()
         doc = {"method": self.method, "budget": int(self.budget), "n_buckets": self.n_buckets_,
                "unseen_bucket": self.unseen_bucket_,
@@ -581,6 +743,18 @@ class ColumnCompression:
         self.mi_loss = max(tx - tz, 0.0) / tx if tx > 0 else 0.0
 
     def transform(self, table) -> pd.DataFrame:
+        """Bucket ids of every compressed column of ``table``.
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            Holds every compressed column (others are ignored).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One int64 column of bucket ids per compressed column, ``table``'s index.
+        """
         return pd.DataFrame({c: vc.transform(table[c]) for c, vc in self.compressors.items()},
                             index=getattr(table, "index", None))
 
@@ -599,8 +773,10 @@ def compress_columns(table, labels, budget, method="submodular", allocation=None
 
     Parameters
     ----------
-    table : DataFrame
-    labels : 0/1 array, one per row
+    table : pandas.DataFrame
+        The categorical columns.
+    labels : 1-D array-like of 0/1 or bool
+        The binary label of each row.
     budget : int
         Total number of buckets over all columns (>= number of columns).
     method : str
@@ -613,25 +789,40 @@ def compress_columns(table, labels, budget, method="submodular", allocation=None
         objectives.  ``"uniform"`` (default for the other methods): equal shares;
         ``"mi"``: shares proportional to I(X_i; C).  Shares are capped at each column's
         vocabulary size and the surplus is re-distributed.
+    columns : list or None, default=None
+        The columns to compress (None: every column of ``table``).
     progress : callable(fraction, message), optional
         Called per column (and inside each column's fit); may raise to stop.
-    **params : passed to every VocabularyCompressor.
+    **params
+        Passed to every VocabularyCompressor.
+
+    Returns
+    -------
+    ColumnCompression
+        One fitted compressor per column, the allocation and the report.
+
+    Raises
+    ------
+    ValueError
+        For no columns, a ``budget`` below the number of columns, an unknown
+        ``allocation`` (or ``"greedy"`` with a non-greedy method), bad labels, or what a
+        column's :class:`VocabularyCompressor` refuses.
     """
     t0 = time.perf_counter()
     if columns is None:
         columns = list(table.columns)
     if not columns:
         raise ValueError("columns: no columns to compress")
-    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < len(columns):
-        raise ValueError(f"budget: must be an int >= the number of columns ({len(columns)}), "
-                         f"got {budget!r}")
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, Integral) \
+            or budget < len(columns):
+        raise parameter_error("budget", f"an integer >= the number of columns "
+                              f"({len(columns)})", budget)
     if allocation is None:
         allocation = "greedy" if method in ("submodular", "threshold") else "uniform"
-    if allocation not in ("greedy", "uniform", "mi"):
-        raise ValueError(f"allocation: must be 'greedy', 'uniform' or 'mi', got {allocation!r}")
+    check_param("allocation", allocation, [Options(str, {"greedy", "uniform", "mi"})])
     if allocation == "greedy" and method not in ("submodular", "threshold"):
-        raise ValueError(f"allocation: 'greedy' needs method 'submodular' or 'threshold', "
-                         f"not {method!r}")
+        raise parameter_error("allocation", f"'uniform' or 'mi' for method {method!r} "
+                              "('greedy' needs method 'submodular' or 'threshold')", allocation)
     y = _check_labels(labels, len(table))
     n_cols = len(columns)
 
