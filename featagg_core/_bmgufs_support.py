@@ -1,9 +1,15 @@
-"""Helpers of BMGUFS (:mod:`featagg_core.bmgufs`): the sparse ``H`` of the selection, the
-rule that picks the number of blocks when nothing else says it, the check of how well the
-candidate block models fit, and the parameter grids of the paper's protocol.
+"""Helpers of BMGUFS (:mod:`featagg_core.bmgufs`): the input checks, the binary block
+image, the sparse ``H`` of the selection and the projected-gradient search on it, the
+spectral embedding and the rule that picks the number of blocks when nothing else says it,
+the check of how well the candidate block models fit, the parameter grids of the paper's
+protocol, and BMGUFS's artifact state.
 
-* ``H = (Y^T Y) o (Y^T Y)``: :func:`gram_squared` (numba, sparse or dense by fill), and
-  the precomputed pieces of the selection objective (``_SelectionProblem``).
+* Inputs: ``_check_adjacency`` / ``_check_features`` (graph and node-feature checks, the
+  messages name the matrix); ``_block_image`` (block sizes, densities ``M`` and RRE of a
+  partition, O(nnz(A))).
+* ``H = (Y^T Y) o (Y^T Y)``: :func:`gram_squared` (numba, sparse or dense by fill), the
+  precomputed pieces of the selection objective (``_SelectionProblem``) and the search
+  for r on them (:func:`projected_gradient`).
 * Number of blocks without labels: :func:`choose_n_blocks` — the largest *eigengap* of the
   regularised normalised adjacency ``D_t^-1/2 A D_t^-1/2`` (``D_t = D + mean degree``, the
   matrix whose eigenvectors the spectral start of ONMtF uses) among k = 2 .. 20: the k
@@ -27,15 +33,19 @@ candidate block models fit, and the parameter grids of the paper's protocol.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._kernels import bmgufs as _k
+from ._polling import Throttle
 
-__all__ = ["gram_squared", "_SelectionProblem", "regularized_adjacency", "choose_n_blocks", "block_fit_quality",
-           "gammas_from", "MAX_H_BYTES", "DENSE_H_FILL", "MAX_DENSE_H_BYTES",
+__all__ = ["gram_squared", "_SelectionProblem", "projected_gradient", "regularized_adjacency",
+           "spectral_embedding", "choose_n_blocks", "block_fit_quality", "gammas_from",
+           "bmgufs_artifact_state", "bmgufs_from_artifact_state", "MAX_H_BYTES", "DENSE_H_FILL",
+           "MAX_DENSE_H_BYTES",
            "PAPER_GAMMAS", "PAPER_BETAS", "GAMMA_GRID", "POOR_FIT_RRE", "K_RANGE"]
 
 PAPER_GAMMAS = (1.0, 2.0, 3.0)
@@ -51,10 +61,11 @@ K_RANGE = (2, 20)
 # ---------------------------------------------------------------------------
 # input checks and the binary block image (used by featagg_core.bmgufs)
 # ---------------------------------------------------------------------------
-# Deliberately not the shared featagg_core._validation helpers: every message here reads
-# "<name>: ..." (e.g. "n_blocks: expected an integer"), the matrices are float64 with
-# stored zeros dropped, X must be non-negative with at least one non-zero, and A has graph
-# checks (square, >= 2 nodes, edges, symmetric).
+# Deliberately not the shared featagg_core._validation matrix helpers: every message about
+# a matrix here reads "<name>: ..." (e.g. "A: the graph has no edges"), the matrices are
+# float64 with stored zeros dropped, X must be non-negative with at least one non-zero, and
+# A has graph checks (square, >= 2 nodes, edges, symmetric). Parameters are declared
+# (BlockModel / BMGUFS ``_parameter_constraints``) and refused with the one wording.
 def _check_adjacency(A) -> sp.csr_matrix:
     if A is None:
         raise ValueError("A: the adjacency matrix is missing")
@@ -189,7 +200,6 @@ class _SelectionProblem:
     def __init__(self, Y: sp.csr_matrix, labels: np.ndarray, M: np.ndarray, delta: float):
         n, f = Y.shape
         k = M.shape[0]
-        from .bmgufs import _pinv
         labels = np.ascontiguousarray(labels, dtype=np.int64)
         sizes = np.bincount(labels, minlength=k).astype(np.float64)
         FtY = _k.block_feature_sums(Y.indptr, Y.indices, Y.data, labels, k, f)
@@ -249,6 +259,80 @@ class _SelectionProblem:
         W = -P / T + (1.0 / t)[:, None]
         gLm = _k.quad_diag(self.Dbart, np.ascontiguousarray(W))
         return Lb, Lm, gLb, gLm, Q
+
+
+def projected_gradient(prob: "_SelectionProblem", beta: float, gamma: float, max_iter: int,
+                       eta: float, progress=None):
+    """BMGUFS's projected-gradient search for the feature weights r on a precomputed
+    problem (the update of the :mod:`featagg_core.bmgufs` module docstring).
+
+    Parameters
+    ----------
+    prob : _SelectionProblem
+        The precomputed pieces of the objective.
+    beta : float
+        ``beta_bar``, the weight of the normalised ``L_m`` gradient.
+    gamma : float
+        The sparsity push (``gamma / sqrt(f)`` added to every component).
+    max_iter : int
+        Updates to make.
+    eta : float
+        Step size.
+    progress : callable(stage, fraction, message), optional
+        Called every 10 iterations or 0.25 s (stage ``"selection"``); it may raise to stop.
+
+    Returns
+    -------
+    r : ndarray, shape (f,)
+        The weights (non-negative, unit norm).
+    history : dict of ndarrays
+        ``"L_b"``, ``"L_m"``, ``"nnz"`` at r_0 and after every update.
+    n_iter : int
+        Updates made (fewer than ``max_iter`` when every weight reached 0: that update is
+        not kept, and a ``UserWarning`` says so).
+    Q : ndarray, shape (k, k)
+        The induced image distribution at the returned r.
+    """
+    f = prob.n_features
+    clock = Throttle(0.25)
+    r = np.full(f, 1.0 / math.sqrt(f))
+    spars = gamma / math.sqrt(f)
+    hist_b, hist_m, hist_nnz = [], [], []
+    active = np.arange(f, dtype=np.int64)
+    n_done = 0
+    Q = None
+    for it in range(max_iter + 1):
+        Lb, Lm, gLb, gLm, Q = prob.losses(r, active, grad=it < max_iter)
+        hist_b.append(Lb)
+        hist_m.append(Lm)
+        hist_nnz.append(active.size)
+        if it == max_iter:
+            break
+        nb = np.linalg.norm(gLb)
+        nm = np.linalg.norm(gLm)
+        g = np.full(f, spars)
+        if nb > 0:
+            g += (1.0 - beta) / nb * gLb
+        if nm > 0:
+            g += beta / nm * gLm
+        r_new = np.maximum(r - eta * g, 0.0)
+        norm = np.linalg.norm(r_new)
+        if norm == 0.0:
+            warnings.warn(f"BMGUFS: every feature weight reached 0 at iteration {it + 1}; "
+                          f"keeping the weights of iteration {it} (gamma={gamma} is too "
+                          "large for this data)", UserWarning, stacklevel=4)
+            break
+        r = r_new / norm
+        active = np.flatnonzero(r).astype(np.int64)
+        n_done = it + 1
+        if progress is not None and (n_done % 10 == 0 or n_done == max_iter
+                                     or clock.due()):
+            progress("selection", n_done / max(max_iter, 1),
+                     f"iteration {n_done}/{max_iter}: L_b {Lb:.4f}, L_m {Lm:.4f}, "
+                     f"{active.size} non-zero weights")
+    history = {"L_b": np.array(hist_b), "L_m": np.array(hist_m),
+               "nnz": np.array(hist_nnz, dtype=np.int64)}
+    return r, history, n_done, Q
 
 
 def regularized_adjacency(A: sp.csr_matrix) -> sp.csr_matrix:
@@ -315,7 +399,6 @@ def block_fit_quality(A: sp.csr_matrix, candidates: Sequence, random_state: int 
     """How well the candidate block models reconstruct ``A`` (module docstring):
     ``({"best_rre", "worst_rre", "null_rre", "explained", "null_explained", "lift"},
     warning or None)``."""
-    from .bmgufs import _block_image
     rre = np.array([bm.rre_ for bm in candidates], dtype=np.float64)
     best = candidates[int(np.argmin(rre))]
     k = int(best.M_.shape[0])
@@ -346,3 +429,69 @@ def gammas_from(gamma: float, grid: Sequence[float] = GAMMA_GRID) -> List[float]
     """``gamma`` itself, then the values of ``grid`` below it (largest first)."""
     g = float(gamma)
     return [g] + [float(x) for x in sorted(set(grid), reverse=True) if x < g]
+
+
+# ---------------------------------------------------------------------------
+# BMGUFS's artifact state
+# ---------------------------------------------------------------------------
+def bmgufs_artifact_state(model):
+    """``(meta, arrays)`` of a fitted :class:`featagg_core.bmgufs.BMGUFS` (its
+    ``_artifact_state``): the selection, the candidates' own states prefixed
+    ``cand<c>_``."""
+    model._check_fitted()
+    meta = {"n_iter_": int(model.n_iter_), "candidate_index_": int(model.candidate_index_),
+            "n_features_in_": int(model.n_features_in_),
+            "timings_": {k: float(v) for k, v in model.timings_.items()},
+            "n_candidates_fitted": len(model.candidates_),
+            "candidates": [bm.get_params() for bm in model.candidates_],
+            "candidate_meta": [bm._artifact_state()[0] for bm in model.candidates_]}
+    meta.update({"n_blocks_": int(model.n_blocks_), "n_blocks_rule_": model.n_blocks_rule_,
+                 "gamma_": float(model.gamma_),
+                 "gamma_path_": [[float(g), int(z)] for g, z in model.gamma_path_],
+                 "fit_quality_": {k: float(v) for k, v in model.fit_quality_.items()},
+                 "fit_warning_": model.fit_warning_})
+    arrays = {"scores_": model.scores_, "target_similarity_": model.target_similarity_,
+              "induced_similarity_": model.induced_similarity_,
+              "candidate_rre_": model.candidate_rre_}
+    for key, val in model.history_.items():
+        arrays[f"history_{key}"] = val
+    for c, bm in enumerate(model.candidates_):
+        for name, arr in bm._artifact_state()[1].items():
+            arrays[f"cand{c}_{name}"] = arr
+    return meta, arrays
+
+
+def bmgufs_from_artifact_state(cls, params, meta, arrays):
+    """A fitted ``cls`` (:class:`featagg_core.bmgufs.BMGUFS`) from
+    :func:`bmgufs_artifact_state`'s output (its ``_from_artifact_state``)."""
+    from .bmgufs import BlockModel
+
+    obj = cls(**params)
+    obj.scores_ = np.asarray(arrays["scores_"], dtype=np.float64)
+    obj.history_ = {key: np.asarray(arrays[f"history_{key}"])
+                    for key in ("L_b", "L_m", "nnz")}
+    obj.n_iter_ = int(meta["n_iter_"])
+    obj.n_features_in_ = int(meta["n_features_in_"])
+    obj.timings_ = dict(meta.get("timings_", {}))
+    obj.target_similarity_ = np.asarray(arrays["target_similarity_"])
+    obj.induced_similarity_ = np.asarray(arrays["induced_similarity_"])
+    obj.candidate_rre_ = np.asarray(arrays["candidate_rre_"])
+    cands = []
+    for c in range(int(meta["n_candidates_fitted"])):
+        sub = {name[len(f"cand{c}_"):]: arr for name, arr in arrays.items()
+               if name.startswith(f"cand{c}_")}
+        cands.append(BlockModel._from_artifact_state(meta["candidates"][c],
+                                                     meta["candidate_meta"][c], sub))
+    obj.candidates_ = cands
+    obj.candidate_index_ = int(meta["candidate_index_"])
+    obj.block_model_ = cands[obj.candidate_index_]
+    # artifacts written before these attributes existed get what can be rebuilt
+    obj.n_blocks_ = int(meta.get("n_blocks_", obj.block_model_.M_.shape[0]))
+    obj.n_blocks_rule_ = meta.get("n_blocks_rule_", f"k = {obj.n_blocks_} blocks")
+    obj.gamma_ = float(meta.get("gamma_", obj.gamma))
+    obj.gamma_path_ = [(float(g), int(z)) for g, z in
+                       meta.get("gamma_path_", [[obj.gamma_, int(np.count_nonzero(
+                           obj.scores_))]])]
+    obj.fit_quality_ = dict(meta.get("fit_quality_", {}))
+    obj.fit_warning_ = meta.get("fit_warning_")
+    return obj

@@ -62,7 +62,6 @@ blocks are handled with a pseudo-inverse of ``D``.
 """
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from numbers import Integral, Real
@@ -75,10 +74,12 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 
 from ._bmgufs_support import (_SelectionProblem, _block_image, _check_adjacency,  # noqa: F401
-                              _check_features, _pinv, block_fit_quality, choose_n_blocks,
-                              gammas_from, regularized_adjacency, spectral_embedding)
+                              _check_features, _pinv, block_fit_quality,
+                              bmgufs_artifact_state, bmgufs_from_artifact_state, choose_n_blocks,
+                              gammas_from, projected_gradient, regularized_adjacency,
+                              spectral_embedding)
 from ._kernels import bmgufs as _k
-from ._polling import Throttle, call_polled, new_stop
+from ._polling import call_polled, new_stop
 from ._validation import (Interval, Options, check_int, check_param, parameter_error,
                           validate_params)
 
@@ -308,9 +309,6 @@ class BlockModel(BaseEstimator):
         return obj
 
 
-# ---------------------------------------------------------------------------
-# the selection objective
-# ---------------------------------------------------------------------------
 # ---------------------------------------------------------------------------
 # BMGUFS
 # ---------------------------------------------------------------------------
@@ -670,48 +668,10 @@ class BMGUFS(BaseEstimator):
     def _set_selection(self, prob, beta, gamma, max_iter, eta, progress):
         """The projected-gradient search for r (module docstring) on a precomputed
         problem: sets ``scores_``, ``history_``, ``n_iter_``, ``induced_similarity_``."""
-        f = prob.n_features
-        clock = Throttle(0.25)
         t0 = time.perf_counter()
-        r = np.full(f, 1.0 / math.sqrt(f))
-        spars = gamma / math.sqrt(f)
-        hist_b, hist_m, hist_nnz = [], [], []
-        active = np.arange(f, dtype=np.int64)
-        n_done = 0
-        Q = None
-        for it in range(max_iter + 1):
-            Lb, Lm, gLb, gLm, Q = prob.losses(r, active, grad=it < max_iter)
-            hist_b.append(Lb)
-            hist_m.append(Lm)
-            hist_nnz.append(active.size)
-            if it == max_iter:
-                break
-            nb = np.linalg.norm(gLb)
-            nm = np.linalg.norm(gLm)
-            g = np.full(f, spars)
-            if nb > 0:
-                g += (1.0 - beta) / nb * gLb
-            if nm > 0:
-                g += beta / nm * gLm
-            r_new = np.maximum(r - eta * g, 0.0)
-            norm = np.linalg.norm(r_new)
-            if norm == 0.0:
-                warnings.warn(f"BMGUFS: every feature weight reached 0 at iteration {it + 1}; "
-                              f"keeping the weights of iteration {it} (gamma={gamma} is too "
-                              "large for this data)", UserWarning, stacklevel=3)
-                break
-            r = r_new / norm
-            active = np.flatnonzero(r).astype(np.int64)
-            n_done = it + 1
-            if progress is not None and (n_done % 10 == 0 or n_done == max_iter
-                                         or clock.due()):
-                progress("selection", n_done / max(max_iter, 1),
-                         f"iteration {n_done}/{max_iter}: L_b {Lb:.4f}, L_m {Lm:.4f}, "
-                         f"{active.size} non-zero weights")
+        r, self.history_, self.n_iter_, Q = projected_gradient(prob, beta, gamma, max_iter,
+                                                               eta, progress)
         self.scores_ = r
-        self.history_ = {"L_b": np.array(hist_b), "L_m": np.array(hist_m),
-                         "nnz": np.array(hist_nnz, dtype=np.int64)}
-        self.n_iter_ = n_done
         self.induced_similarity_ = Q
         self.timings_ = {"selection": time.perf_counter() - t0}
 
@@ -722,6 +682,7 @@ class BMGUFS(BaseEstimator):
 
     @property
     def n_nonzero_(self) -> int:
+        """Number of non-zero feature weights, ``nnz(r)``."""
         self._check_fitted()
         return int(np.count_nonzero(self.scores_))
 
@@ -732,6 +693,25 @@ class BMGUFS(BaseEstimator):
         weights are non-zero (the paper's "nnz(r) < d" case) this warns and returns just
         the non-zero ones, or raises ``ValueError`` with ``strict=True``; lower ``gamma``
         to keep more features.
+
+        Parameters
+        ----------
+        d : int >= 1
+            Number of features wanted.
+        strict : bool, default=False
+            Raise instead of warning when fewer than ``d`` weights are non-zero.
+
+        Returns
+        -------
+        ndarray of int64
+            Feature indices, largest weight first (``min(d, nnz(r))`` of them).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For a bad ``d``, or ``nnz(r) < d`` with ``strict=True``.
         """
         self._check_fitted()
         d = check_int("d", d, 1)
@@ -750,7 +730,27 @@ class BMGUFS(BaseEstimator):
         return order[:d].astype(np.int64)
 
     def transform(self, X, d, strict: bool = False):
-        """The columns of ``X`` selected by :meth:`select` (sparse stays sparse)."""
+        """The columns of ``X`` selected by :meth:`select` (sparse stays sparse).
+
+        Parameters
+        ----------
+        X : sparse or dense matrix, shape (n, n_features_in_)
+            Node features.
+        d, strict :
+            As in :meth:`select`.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix or ndarray, shape (n, min(d, nnz(r)))
+            The selected columns, in :meth:`select`'s order.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            As :meth:`select`, and for ``X`` with another number of features.
+        """
         idx = self.select(d, strict=strict)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X: has {X.shape[1]} features, BMGUFS was fitted on "
@@ -759,61 +759,13 @@ class BMGUFS(BaseEstimator):
             return sp.csr_matrix(X)[:, idx]
         return np.asarray(X)[:, idx]
 
-    # artifacts protocol -------------------------------------------------------
+    # artifacts protocol (featagg_core._bmgufs_support) ------------------------------
     def _artifact_state(self):
-        self._check_fitted()
-        meta = {"n_iter_": int(self.n_iter_), "candidate_index_": int(self.candidate_index_),
-                "n_features_in_": int(self.n_features_in_),
-                "timings_": {k: float(v) for k, v in self.timings_.items()},
-                "n_candidates_fitted": len(self.candidates_),
-                "candidates": [bm.get_params() for bm in self.candidates_],
-                "candidate_meta": [bm._artifact_state()[0] for bm in self.candidates_]}
-        meta.update({"n_blocks_": int(self.n_blocks_), "n_blocks_rule_": self.n_blocks_rule_,
-                     "gamma_": float(self.gamma_),
-                     "gamma_path_": [[float(g), int(z)] for g, z in self.gamma_path_],
-                     "fit_quality_": {k: float(v) for k, v in self.fit_quality_.items()},
-                     "fit_warning_": self.fit_warning_})
-        arrays = {"scores_": self.scores_, "target_similarity_": self.target_similarity_,
-                  "induced_similarity_": self.induced_similarity_,
-                  "candidate_rre_": self.candidate_rre_}
-        for key, val in self.history_.items():
-            arrays[f"history_{key}"] = val
-        for c, bm in enumerate(self.candidates_):
-            for name, arr in bm._artifact_state()[1].items():
-                arrays[f"cand{c}_{name}"] = arr
-        return meta, arrays
+        return bmgufs_artifact_state(self)
 
     @classmethod
     def _from_artifact_state(cls, params, meta, arrays):
-        obj = cls(**params)
-        obj.scores_ = np.asarray(arrays["scores_"], dtype=np.float64)
-        obj.history_ = {key: np.asarray(arrays[f"history_{key}"])
-                        for key in ("L_b", "L_m", "nnz")}
-        obj.n_iter_ = int(meta["n_iter_"])
-        obj.n_features_in_ = int(meta["n_features_in_"])
-        obj.timings_ = dict(meta.get("timings_", {}))
-        obj.target_similarity_ = np.asarray(arrays["target_similarity_"])
-        obj.induced_similarity_ = np.asarray(arrays["induced_similarity_"])
-        obj.candidate_rre_ = np.asarray(arrays["candidate_rre_"])
-        cands = []
-        for c in range(int(meta["n_candidates_fitted"])):
-            sub = {name[len(f"cand{c}_"):]: arr for name, arr in arrays.items()
-                   if name.startswith(f"cand{c}_")}
-            cands.append(BlockModel._from_artifact_state(meta["candidates"][c],
-                                                         meta["candidate_meta"][c], sub))
-        obj.candidates_ = cands
-        obj.candidate_index_ = int(meta["candidate_index_"])
-        obj.block_model_ = cands[obj.candidate_index_]
-        # artifacts written before these attributes existed get what can be rebuilt
-        obj.n_blocks_ = int(meta.get("n_blocks_", obj.block_model_.M_.shape[0]))
-        obj.n_blocks_rule_ = meta.get("n_blocks_rule_", f"k = {obj.n_blocks_} blocks")
-        obj.gamma_ = float(meta.get("gamma_", obj.gamma))
-        obj.gamma_path_ = [(float(g), int(z)) for g, z in
-                           meta.get("gamma_path_", [[obj.gamma_, int(np.count_nonzero(
-                               obj.scores_))]])]
-        obj.fit_quality_ = dict(meta.get("fit_quality_", {}))
-        obj.fit_warning_ = meta.get("fit_warning_")
-        return obj
+        return bmgufs_from_artifact_state(cls, params, meta, arrays)
 
 
 def warmup() -> None:
