@@ -44,100 +44,14 @@ from sklearn.exceptions import NotFittedError
 from ._kernels import vocab as _k
 from ._polling import call_polled, new_stop
 from ._validation import Interval, Options, check_param, parameter_error, validate_params
-from ._vocab_support import (_allocate, _as_1d, _check_labels, _json_values,  # noqa: F401
-                             _mi_from_counts, _prefix, _Prepared)
+from ._vocab_support import (_allocate, _as_1d, _check_labels, _divisive_init,  # noqa: F401
+                             _json_values, _mi_from_counts, _prefix, _Prepared, check_counts,
+                             factorize, sort_order)
 
 METHODS = ("submodular", "threshold", "dp", "frequency", "bucketing", "divisive")
 #: methods whose buckets are contiguous intervals of the P(C=0|x) order
 CONTIGUOUS = ("submodular", "threshold", "dp", "bucketing")
 _DEFAULT_EPS = {"submodular": 0.01, "threshold": 0.05}
-
-
-# ----------------------------------------------------------------------------------------
-# helpers
-# ----------------------------------------------------------------------------------------
-def check_counts(vocabulary, counts0, counts1):
-    """Validated ``(vocabulary, counts0, counts1)`` (int64 counts, distinct values, every
-    value seen at least once).
-
-    Parameters
-    ----------
-    vocabulary : 1-D array-like
-        The distinct values.
-    counts0, counts1 : 1-D array-like of int
-        Label-0 / label-1 count of each value.
-
-    Returns
-    -------
-    tuple
-        ``(vocabulary as a 1-D array, counts0 as int64, counts1 as int64)``.
-
-    Raises
-    ------
-    ValueError
-        For counts of another length, negative counts, a value that never occurs, or
-        repeated values.
-    """
-    vocab = _as_1d(vocabulary, "vocabulary")
-    c0 = np.asarray(counts0, dtype=np.int64)
-    c1 = np.asarray(counts1, dtype=np.int64)
-    if c0.shape != (len(vocab),) or c1.shape != (len(vocab),):
-        raise ValueError("counts0/counts1: must be 1-D with one count per vocabulary value")
-    if (c0 < 0).any() or (c1 < 0).any() or ((c0 + c1) == 0).any():
-        raise ValueError("counts0/counts1: counts must be >= 0 and every value must "
-                         "occur at least once")
-    if not pd.Index(vocab).is_unique:
-        raise ValueError("vocabulary: values must be distinct")
-    return vocab, c0, c1
-
-
-def factorize(values):
-    """``(codes, vocabulary)`` of a 1-D array of hashable values (missing values are a
-    category of their own).  Vocabulary order = first appearance.
-
-    Parameters
-    ----------
-    values : 1-D array-like, pandas Series or list
-        Hashable values.
-
-    Returns
-    -------
-    codes : ndarray of int64, shape (n,)
-        Index of each value in ``vocabulary``.
-    vocabulary : ndarray
-        The distinct values (int64 when all are ints, else as pandas gives them).
-
-    Raises
-    ------
-    ValueError
-        When ``values`` is not 1-D.
-    """
-    arr = _as_1d(values, "values")
-    codes, uniques = pd.factorize(arr, use_na_sentinel=False)
-    vocab = np.asarray(uniques)
-    if vocab.dtype == object and len(vocab) and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in vocab):
-        vocab = vocab.astype(np.int64)
-    return codes.astype(np.int64), vocab
-
-
-def sort_order(c0, c1) -> np.ndarray:
-    """Values sorted by ascending P(C=0 | x) = c0 / (c0 + c1); ties by vocabulary index.
-
-    Parameters
-    ----------
-    c0, c1 : 1-D array-like
-        Label-0 / label-1 count of each value (a value with no counts sorts at 0.5).
-
-    Returns
-    -------
-    ndarray of int
-        Vocabulary indices in that order.
-    """
-    c0 = np.asarray(c0, np.float64)
-    tot = c0 + np.asarray(c1, np.float64)
-    p0 = np.divide(c0, tot, out=np.full_like(c0, 0.5), where=tot > 0)
-    return np.argsort(p0, kind="stable")
 
 
 # ----------------------------------------------------------------------------------------
@@ -412,7 +326,7 @@ class VocabularyCompressor(BaseEstimator):
         else:  # divisive, on atoms (values of one atom have the same P(C|x), hence cluster)
             c0a = np.diff(prep.P0a).astype(np.float64)
             c1a = np.diff(prep.P1a).astype(np.float64)
-            init = self._divisive_init(c0a, c1a, np.arange(A), m)
+            init = _divisive_init(c0a, c1a, np.arange(A), m)
             lab, self.n_iter_ = call_polled(
                 _k.divisive_kl, (c0a, c1a, init, m, int(self.max_iter), float(self.tol), stop),
                 stop, tick)
@@ -424,30 +338,6 @@ class VocabularyCompressor(BaseEstimator):
         if progress is not None:
             progress(1.0, f"{self.n_buckets_} buckets")
         return self
-
-    @staticmethod
-    def _divisive_init(c0, c1, order, m):
-        """Dhillon et al.'s initialisation for two classes: split the values by their most
-        likely class, then cut each group into equal-size pieces along P(C=0|x), with the
-        m clusters shared between the two groups in proportion to their sizes."""
-        n = len(order)
-        tot = (c0 + c1).astype(np.float64)
-        p0 = np.divide(c0, tot, out=np.full(n, 0.5), where=tot > 0)
-        grp = (p0[order] >= 0.5).astype(np.int64)  # sorted ascending: group 0 then group 1
-        n0 = int((grp == 0).sum())
-        n1 = n - n0
-        if m == 1 or n0 == 0 or n1 == 0:
-            ka, kb = (m, 0) if n1 == 0 else (0, m)
-        else:
-            ka = int(np.clip(round(m * n0 / n), 1, m - 1))
-            kb = m - ka
-        init = np.empty(n, np.int64)
-        pos = np.arange(n)
-        if n0:
-            init[order[:n0]] = (pos[:n0] * max(ka, 1)) // n0
-        if n1:
-            init[order[n0:]] = max(ka, 0) + (pos[: n1] * max(kb, 1)) // n1
-        return np.minimum(init, m - 1)
 
     def _set_splits(self, splits, refine=None):
         """Derive the fitted state from split points (positions in the sorted order that
