@@ -13,6 +13,8 @@ import scipy.sparse as sp
 
 from ._kernels import ktxmlc_cluster as _kc
 from ._ktxmlc_core import mix_seeds as _mix
+from ._ktxmlc_support import (_check_X, _check_Y, _defrag_progress, _sub_progress,
+                              label_representation)
 from ._validation import Interval, check_binary_labels, check_param, parameter_error
 from ._validation import check_int as _check_int
 
@@ -61,8 +63,6 @@ def elbow_curve(X, Y, ks=(2, 4, 8, 16, 32, 64), representation="input", random_s
     ValueError
         When ``ks`` is empty or holds a K < 1, or for bad ``X`` / ``Y``.
     """
-    from .ktxmlc import label_representation
-
     given = ks
     ks = np.asarray(list(ks), dtype=np.int64)
     if ks.size == 0 or np.any(ks < 1):
@@ -168,7 +168,7 @@ def choose_d0(X_train, Y_train, X_valid, Y_valid, candidates=(64, 32, 16, 8, 4, 
     """
     from . import metrics
     from .defrag import Defrag
-    from .ktxmlc import KTXMLC, _check_X, _check_Y, _defrag_progress, _sub_progress
+    from .ktxmlc import KTXMLC
 
     X_train = _check_X(X_train, "X_train")
     Y_train = _check_Y(Y_train, X_train.shape[0])

@@ -28,8 +28,6 @@ are exact products, so they do not depend on how the rows were split).
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
-from numbers import Integral, Real
 from typing import Callable, Optional
 
 import numba
@@ -41,21 +39,17 @@ from sklearn.exceptions import NotFittedError
 from . import _ktxmlc_core as core
 from ._kernels import ktxmlc as _k
 from ._kernels.linear import l2svc_dual_cd, l2svc_primal_objective
-from ._products import exact_xt_y
-from ._validation import (Interval, Options, as_csr, check_binary_labels, check_n_features,
-                          check_param, parameter_error, validate_params)
+from ._ktxmlc_support import (_NON_NEGATIVE, _POSITIVE, STATE_VERSION,  # noqa: F401
+                              _check_binary_shape, _check_X, _check_Y, _defrag_progress,
+                              _fit_trees_and_nodes, _int_from, _joint_vectors, _normalize_rows,
+                              _Pool, _sub_progress, _top_k_csr, label_representation,
+                              tree_model_artifact_state, tree_model_from_artifact_state)
+from ._validation import Options, check_param, parameter_error, validate_params
 from ._validation import check_int as _check_int
-from ._ktxmlc_support import (_NON_NEGATIVE, _POSITIVE, _check_binary_shape,  # noqa: F401
-                              _check_X, _check_Y, _defrag_progress, _fit_trees_and_nodes,
-                              _int_from, _joint_vectors, _normalize_rows, _Pool, _sub_progress,
-                              _top_k_csr, label_representation)
 
 __all__ = ["KTXMLC", "OneVsAll", "DefragKTXMLC", "elbow_curve", "label_representation",
            "choose_d0", "defrag_comparison", "warmup"]
 
-#: version of the fitted state saved in artifacts (2: calibrated node scores, PECOS-style
-#: trees); older artifacts are refused with a message instead of being mis-read.
-STATE_VERSION = 2
 _SCORES = {"calibrated": 0, "l2-hinge": 2, "l3-hinge": 3}
 _LOSSES = {"squared_hinge": 0, "log": 1, "mixed": -1}
 
@@ -272,53 +266,11 @@ class _TreeModel(BaseEstimator):
     _TREE_KEYS = ("parent", "first_child", "n_children", "label", "depth", "lo", "hi")
 
     def _artifact_state(self):
-        self._check_fitted()
-        meta = dict(state_version=STATE_VERSION, n_features_in_=self.n_features_in_,
-                    n_labels_=self.n_labels_, n_trees_=len(self.trees_),
-                    bias_value=self._bias_value, W_shape=list(self.W_.shape),
-                    calibration=[[g, *v] for g, v in sorted(self.calibration_.items())],
-                    train_time_=getattr(self, "train_time_", None))
-        arrays = dict(W_data=self.W_.data.astype(np.float32),
-                      W_indices=self.W_.indices.astype(np.int32),
-                      W_indptr=self.W_.indptr.astype(np.int64), bias_w=self.bias_w_,
-                      node_offsets=self.node_offsets_, calibration_a=self.calibration_a_,
-                      calibration_b=self.calibration_b_,
-                      perm=np.stack([tr["perm"] for tr in self.trees_]))
-        for key in self._TREE_KEYS:
-            arrays["tree_" + key] = np.concatenate([tr[key] for tr in self.trees_])
-        return meta, arrays
+        return tree_model_artifact_state(self)
 
     @classmethod
     def _from_artifact_state(cls, params, meta, arrays):
-        from .artifacts import ArtifactError
-
-        version = meta.get("state_version")
-        if version != STATE_VERSION:
-            raise ArtifactError(
-                f"this {cls.__name__} artifact holds fitted state version {version!r} "
-                f"(saved by an older featagg); this featagg reads version {STATE_VERSION}: "
-                "its node scores are calibrated differently, so the model must be refitted")
-        obj = cls(**params)
-        off = np.asarray(arrays["node_offsets"], np.int64)
-        trees = []
-        for t in range(int(meta["n_trees_"])):
-            tr = {key: np.asarray(arrays["tree_" + key][off[t]:off[t + 1]], np.int64)
-                  for key in cls._TREE_KEYS}
-            tr["perm"] = np.asarray(arrays["perm"][t], np.int64)
-            trees.append(tr)
-        W = sp.csr_matrix((arrays["W_data"], arrays["W_indices"], arrays["W_indptr"]),
-                          shape=tuple(meta["W_shape"]))
-        N = int(off[-1])
-        for key in ("bias_w", "calibration_a", "calibration_b"):
-            if np.asarray(arrays[key]).shape != (N,):
-                raise ArtifactError(f"{cls.__name__} artifact: {key} has shape "
-                                    f"{np.asarray(arrays[key]).shape}, expected ({N},)")
-        groups = {int(g[0]): tuple(g[1:]) for g in meta["calibration"]}
-        obj._finalise((0, meta["n_features_in_"]), meta["n_labels_"], trees, W,
-                      np.asarray(arrays["bias_w"]), off, meta["bias_value"],
-                      arrays["calibration_a"], arrays["calibration_b"], groups)
-        obj.train_time_ = meta.get("train_time_")
-        return obj
+        return tree_model_from_artifact_state(cls, params, meta, arrays)
 
 
 # ----------------------------------------------------------------------------- KTXMLC
