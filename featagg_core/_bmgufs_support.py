@@ -164,7 +164,25 @@ def gram_squared(Y: sp.csr_matrix, max_bytes: int = MAX_H_BYTES):
     least ``DENSE_H_FILL`` full and fits in ``MAX_DENSE_H_BYTES`` it is returned as a dense
     float64 array (8 bytes an entry against CSR's 12, and the mat-vecs of the selection
     stream contiguous rows), otherwise as a CSR matrix with int32 indices. A ValueError
-    names the size when H would exceed ``max_bytes``."""
+    names the size when H would exceed ``max_bytes``.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (n, f)
+        Node features.
+    max_bytes : int, default=MAX_H_BYTES
+        The largest H built.
+
+    Returns
+    -------
+    ndarray or scipy.sparse.csr_matrix, shape (f, f)
+        H, dense or sparse by fill.
+
+    Raises
+    ------
+    ValueError
+        When H would need more than ``max_bytes``.
+    """
     Y = sp.csr_matrix(Y, dtype=np.float64)
     Y.sort_indices()
     f = Y.shape[1]
@@ -338,7 +356,17 @@ def projected_gradient(prob: "_SelectionProblem", beta: float, gamma: float, max
 def regularized_adjacency(A: sp.csr_matrix) -> sp.csr_matrix:
     """``D_t^-1/2 A D_t^-1/2`` with ``D_t = D + t I``, ``t`` the mean degree (Qin & Rohe
     2013; without it sparse graphs with many small components give one leading
-    eigenvector per tiny component)."""
+    eigenvector per tiny component).
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix, shape (n, n)
+        Symmetric adjacency.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (n, n)
+    """
     d = np.asarray(A.sum(axis=1)).ravel()
     d = d + d.mean()
     s = np.zeros_like(d)
@@ -351,7 +379,20 @@ def spectral_embedding(A: sp.csr_matrix, k: int) -> np.ndarray:
     ``D_t = D + t I``, ``t`` the mean degree (Qin & Rohe 2013: without it, sparse graphs
     with many small components - Cora, Citeseer - give one eigenvector per tiny component),
     from sparse ``eigsh``, rows L2-normalised (Ng, Jordan & Weiss); isolated nodes get a
-    zero row."""
+    zero row.
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix, shape (n, n)
+        Symmetric adjacency.
+    k : int
+        Eigenvectors wanted (at most n - 1 are computed).
+
+    Returns
+    -------
+    ndarray, shape (n, min(k, n - 1))
+        The embedding.
+    """
     from scipy.sparse.linalg import eigsh
     n = A.shape[0]
     N = regularized_adjacency(A)
@@ -370,7 +411,20 @@ def choose_n_blocks(A: sp.csr_matrix, k_range: Tuple[int, int] = K_RANGE
     ``k`` maximises ``lambda_k - lambda_{k+1}`` over ``k_range`` (clipped to the graph
     size; the first of equal gaps wins); the eigenvalues are the largest ``k_max + 1`` of
     :func:`regularized_adjacency`, in descending order (sparse ``eigsh``, fixed start
-    vector)."""
+    vector).
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix, shape (n, n)
+        Symmetric adjacency.
+    k_range : (int, int), default=K_RANGE
+        The smallest and largest k considered.
+
+    Returns
+    -------
+    tuple
+        ``(k, leading eigenvalues, sentence saying how k was chosen)``.
+    """
     from scipy.sparse.linalg import eigsh
     n = A.shape[0]
     k_lo, k_hi = int(k_range[0]), int(k_range[1])
@@ -398,7 +452,22 @@ def block_fit_quality(A: sp.csr_matrix, candidates: Sequence, random_state: int 
                       ) -> Tuple[Dict[str, float], Optional[str]]:
     """How well the candidate block models reconstruct ``A`` (module docstring):
     ``({"best_rre", "worst_rre", "null_rre", "explained", "null_explained", "lift"},
-    warning or None)``."""
+    warning or None)``.
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix, shape (n, n)
+        Symmetric adjacency.
+    candidates : sequence of fitted BlockModel
+        The candidates (at least one).
+    random_state : int, default=0
+        Seeds the random partitions of the null model.
+
+    Returns
+    -------
+    tuple
+        ``(quality dict, warning sentence or None)``.
+    """
     rre = np.array([bm.rre_ for bm in candidates], dtype=np.float64)
     best = candidates[int(np.argmin(rre))]
     k = int(best.M_.shape[0])
@@ -426,7 +495,19 @@ def block_fit_quality(A: sp.csr_matrix, candidates: Sequence, random_state: int 
 
 
 def gammas_from(gamma: float, grid: Sequence[float] = GAMMA_GRID) -> List[float]:
-    """``gamma`` itself, then the values of ``grid`` below it (largest first)."""
+    """``gamma`` itself, then the values of ``grid`` below it (largest first).
+
+    Parameters
+    ----------
+    gamma : float
+        The requested gamma.
+    grid : sequence of float, default=GAMMA_GRID
+        The values to walk down.
+
+    Returns
+    -------
+    list of float
+    """
     g = float(gamma)
     return [g] + [float(x) for x in sorted(set(grid), reverse=True) if x < g]
 
@@ -437,7 +518,18 @@ def gammas_from(gamma: float, grid: Sequence[float] = GAMMA_GRID) -> List[float]
 def bmgufs_artifact_state(model):
     """``(meta, arrays)`` of a fitted :class:`featagg_core.bmgufs.BMGUFS` (its
     ``_artifact_state``): the selection, the candidates' own states prefixed
-    ``cand<c>_``."""
+    ``cand<c>_``.
+
+    Parameters
+    ----------
+    model : BMGUFS
+        Fitted.
+
+    Returns
+    -------
+    tuple
+        ``(meta dict, arrays dict)``.
+    """
     model._check_fitted()
     meta = {"n_iter_": int(model.n_iter_), "candidate_index_": int(model.candidate_index_),
             "n_features_in_": int(model.n_features_in_),
@@ -463,7 +555,20 @@ def bmgufs_artifact_state(model):
 
 def bmgufs_from_artifact_state(cls, params, meta, arrays):
     """A fitted ``cls`` (:class:`featagg_core.bmgufs.BMGUFS`) from
-    :func:`bmgufs_artifact_state`'s output (its ``_from_artifact_state``)."""
+    :func:`bmgufs_artifact_state`'s output (its ``_from_artifact_state``).
+
+    Parameters
+    ----------
+    cls : type
+        BMGUFS.
+    params, meta, arrays : dict
+        The estimator's parameters and :func:`bmgufs_artifact_state`'s output.
+
+    Returns
+    -------
+    BMGUFS
+        Fitted.
+    """
     from .bmgufs import BlockModel
 
     obj = cls(**params)

@@ -202,7 +202,18 @@ def _top_k_csr(S: sp.csr_matrix, k: int) -> sp.csr_matrix:
 # ----------------------------------------------------------------------------- artifacts
 def tree_model_artifact_state(model):
     """``(meta, arrays)`` of a fitted KTXMLC / OneVsAll (``_TreeModel._artifact_state``):
-    the stacked node classifiers, their calibration and the trees' node arrays."""
+    the stacked node classifiers, their calibration and the trees' node arrays.
+
+    Parameters
+    ----------
+    model : KTXMLC or OneVsAll
+        Fitted.
+
+    Returns
+    -------
+    tuple
+        ``(meta dict, arrays dict)``.
+    """
     model._check_fitted()
     meta = dict(state_version=STATE_VERSION, n_features_in_=model.n_features_in_,
                 n_labels_=model.n_labels_, n_trees_=len(model.trees_),
@@ -222,7 +233,25 @@ def tree_model_artifact_state(model):
 
 def tree_model_from_artifact_state(cls, params, meta, arrays):
     """A fitted ``cls`` (KTXMLC / OneVsAll) from :func:`tree_model_artifact_state`'s
-    output; refuses another ``STATE_VERSION`` (``_TreeModel._from_artifact_state``)."""
+    output; refuses another ``STATE_VERSION`` (``_TreeModel._from_artifact_state``).
+
+    Parameters
+    ----------
+    cls : type
+        KTXMLC or OneVsAll.
+    params, meta, arrays : dict
+        The estimator's parameters and :func:`tree_model_artifact_state`'s output.
+
+    Returns
+    -------
+    KTXMLC or OneVsAll
+        Fitted.
+
+    Raises
+    ------
+    featagg_core.artifacts.ArtifactError
+        For another state version or arrays of the wrong shape.
+    """
     from .artifacts import ArtifactError
 
     version = meta.get("state_version")
