@@ -1,9 +1,15 @@
-"""Helpers of BMGUFS (:mod:`featagg_core.bmgufs`): the sparse ``H`` of the selection, the
-rule that picks the number of blocks when nothing else says it, the check of how well the
-candidate block models fit, and the parameter grids of the paper's protocol.
+"""Helpers of BMGUFS (:mod:`featagg_core.bmgufs`): the input checks, the binary block
+image, the sparse ``H`` of the selection and the projected-gradient search on it, the
+spectral embedding and the rule that picks the number of blocks when nothing else says it,
+the check of how well the candidate block models fit, the parameter grids of the paper's
+protocol, and BMGUFS's artifact state.
 
-* ``H = (Y^T Y) o (Y^T Y)``: :func:`gram_squared` (numba, sparse or dense by fill), and
-  the precomputed pieces of the selection objective (``_SelectionProblem``).
+* Inputs: ``_check_adjacency`` / ``_check_features`` (graph and node-feature checks, the
+  messages name the matrix); ``_block_image`` (block sizes, densities ``M`` and RRE of a
+  partition, O(nnz(A))).
+* ``H = (Y^T Y) o (Y^T Y)``: :func:`gram_squared` (numba, sparse or dense by fill), the
+  precomputed pieces of the selection objective (``_SelectionProblem``) and the search
+  for r on them (:func:`projected_gradient`).
 * Number of blocks without labels: :func:`choose_n_blocks` — the largest *eigengap* of the
   regularised normalised adjacency ``D_t^-1/2 A D_t^-1/2`` (``D_t = D + mean degree``, the
   matrix whose eigenvectors the spectral start of ONMtF uses) among k = 2 .. 20: the k
@@ -27,15 +33,19 @@ candidate block models fit, and the parameter grids of the paper's protocol.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._kernels import bmgufs as _k
+from ._polling import Throttle
 
-__all__ = ["gram_squared", "_SelectionProblem", "regularized_adjacency", "choose_n_blocks", "block_fit_quality",
-           "gammas_from", "MAX_H_BYTES", "DENSE_H_FILL", "MAX_DENSE_H_BYTES",
+__all__ = ["gram_squared", "_SelectionProblem", "projected_gradient", "regularized_adjacency",
+           "spectral_embedding", "choose_n_blocks", "block_fit_quality", "gammas_from",
+           "bmgufs_artifact_state", "bmgufs_from_artifact_state", "MAX_H_BYTES", "DENSE_H_FILL",
+           "MAX_DENSE_H_BYTES",
            "PAPER_GAMMAS", "PAPER_BETAS", "GAMMA_GRID", "POOR_FIT_RRE", "K_RANGE"]
 
 PAPER_GAMMAS = (1.0, 2.0, 3.0)
@@ -46,6 +56,95 @@ GAMMA_GRID = (3.0, 2.0, 1.0, 0.5, 0.25, 0.0)
 POOR_FIT_RRE = 0.95
 #: the range of k the eigengap rule searches
 K_RANGE = (2, 20)
+
+
+# ---------------------------------------------------------------------------
+# input checks and the binary block image (used by featagg_core.bmgufs)
+# ---------------------------------------------------------------------------
+# Deliberately not the shared featagg_core._validation matrix helpers: every message about
+# a matrix here reads "<name>: ..." (e.g. "A: the graph has no edges"), the matrices are
+# float64 with stored zeros dropped, X must be non-negative with at least one non-zero, and
+# A has graph checks (square, >= 2 nodes, edges, symmetric). Parameters are declared
+# (BlockModel / BMGUFS ``_parameter_constraints``) and refused with the one wording.
+def _check_adjacency(A) -> sp.csr_matrix:
+    if A is None:
+        raise ValueError("A: the adjacency matrix is missing")
+    if sp.issparse(A):
+        A = sp.csr_matrix(A, dtype=np.float64)
+    else:
+        arr = np.asarray(A)
+        if arr.ndim != 2:
+            raise ValueError(f"A: expected a 2-D adjacency matrix, got {arr.ndim}-D")
+        A = sp.csr_matrix(arr.astype(np.float64))
+    n, m = A.shape
+    if n != m:
+        raise ValueError(f"A: the adjacency matrix must be square, got {n} x {m}")
+    if n < 2:
+        raise ValueError(f"A: need at least 2 nodes, got {n}")
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    if A.nnz == 0:
+        raise ValueError("A: the graph has no edges")
+    if not np.all(np.isfinite(A.data)):
+        raise ValueError("A: contains NaN or infinite weights")
+    if A.data.min() < 0:
+        raise ValueError("A: edge weights must be non-negative (block models by ONMtF)")
+    diff = abs(A - A.T)
+    if diff.nnz and diff.max() > 1e-8 * max(abs(A).max(), 1.0):
+        raise ValueError("A: the adjacency matrix must be symmetric (an undirected graph); "
+                         "symmetrise it first, e.g. A.maximum(A.T)")
+    A.sort_indices()
+    return A
+
+
+def _check_features(X, n: int) -> sp.csr_matrix:
+    if X is None:
+        raise ValueError("X: the node feature matrix is missing")
+    if sp.issparse(X):
+        Y = sp.csr_matrix(X, dtype=np.float64)
+    else:
+        arr = np.asarray(X, dtype=np.float64)
+        if arr.ndim != 2:
+            raise ValueError(f"X: expected a 2-D node x feature matrix, got {arr.ndim}-D")
+        Y = sp.csr_matrix(arr)
+    if Y.shape[0] != n:
+        raise ValueError(f"X: has {Y.shape[0]} rows but the graph has {n} nodes")
+    if Y.shape[1] < 1:
+        raise ValueError("X: has no feature columns")
+    Y.sum_duplicates()
+    Y.eliminate_zeros()
+    if Y.nnz and not np.all(np.isfinite(Y.data)):
+        raise ValueError("X: contains NaN or infinite values")
+    if Y.nnz and Y.data.min() < 0:
+        raise ValueError("X: BMGUFS needs non-negative node features (counts, 0/1, tf-idf)")
+    if Y.nnz == 0:
+        raise ValueError("X: all node features are zero")
+    return Y
+
+
+def _pinv(v: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(v, dtype=np.float64)
+    nz = v > 0
+    out[nz] = 1.0 / v[nz]
+    return out
+
+
+def _block_image(A: sp.csr_matrix, labels: np.ndarray, k: int):
+    """Block sizes D, image matrix M = D^-1 F^T A F D^-1 (block densities) and the RRE of
+    the binary block model, all from O(nnz(A)) passes."""
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    sizes = np.bincount(labels, minlength=k).astype(np.float64)
+    B = _k.block_edge_sums(A.indptr, A.indices, A.data, labels, k)
+    dinv = _pinv(sizes)
+    M = dinv[:, None] * B * dinv[None, :]
+    # ||A - F M F^T||^2 = sum_nnz [(a - m)^2 - m^2] + sum_ab D_a D_b M_ab^2
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    m_nz = M[labels[rows], labels[A.indices]]
+    err2 = float(np.sum((A.data - m_nz) ** 2 - m_nz ** 2)
+                 + np.sum(sizes[:, None] * sizes[None, :] * M ** 2))
+    norm2 = float(np.dot(A.data, A.data))
+    rre = math.sqrt(max(err2, 0.0) / norm2)
+    return sizes, M, rre
 
 
 #: the largest H BMGUFS builds (bytes); H's entries are counted by a symbolic pass first,
@@ -65,7 +164,25 @@ def gram_squared(Y: sp.csr_matrix, max_bytes: int = MAX_H_BYTES):
     least ``DENSE_H_FILL`` full and fits in ``MAX_DENSE_H_BYTES`` it is returned as a dense
     float64 array (8 bytes an entry against CSR's 12, and the mat-vecs of the selection
     stream contiguous rows), otherwise as a CSR matrix with int32 indices. A ValueError
-    names the size when H would exceed ``max_bytes``."""
+    names the size when H would exceed ``max_bytes``.
+
+    Parameters
+    ----------
+    Y : scipy.sparse matrix, shape (n, f)
+        Node features.
+    max_bytes : int, default=MAX_H_BYTES
+        The largest H built.
+
+    Returns
+    -------
+    ndarray or scipy.sparse.csr_matrix, shape (f, f)
+        H, dense or sparse by fill.
+
+    Raises
+    ------
+    ValueError
+        When H would need more than ``max_bytes``.
+    """
     Y = sp.csr_matrix(Y, dtype=np.float64)
     Y.sort_indices()
     f = Y.shape[1]
@@ -101,7 +218,6 @@ class _SelectionProblem:
     def __init__(self, Y: sp.csr_matrix, labels: np.ndarray, M: np.ndarray, delta: float):
         n, f = Y.shape
         k = M.shape[0]
-        from .bmgufs import _pinv
         labels = np.ascontiguousarray(labels, dtype=np.int64)
         sizes = np.bincount(labels, minlength=k).astype(np.float64)
         FtY = _k.block_feature_sums(Y.indptr, Y.indices, Y.data, labels, k, f)
@@ -163,15 +279,129 @@ class _SelectionProblem:
         return Lb, Lm, gLb, gLm, Q
 
 
+def projected_gradient(prob: "_SelectionProblem", beta: float, gamma: float, max_iter: int,
+                       eta: float, progress=None):
+    """BMGUFS's projected-gradient search for the feature weights r on a precomputed
+    problem (the update of the :mod:`featagg_core.bmgufs` module docstring).
+
+    Parameters
+    ----------
+    prob : _SelectionProblem
+        The precomputed pieces of the objective.
+    beta : float
+        ``beta_bar``, the weight of the normalised ``L_m`` gradient.
+    gamma : float
+        The sparsity push (``gamma / sqrt(f)`` added to every component).
+    max_iter : int
+        Updates to make.
+    eta : float
+        Step size.
+    progress : callable(stage, fraction, message), optional
+        Called every 10 iterations or 0.25 s (stage ``"selection"``); it may raise to stop.
+
+    Returns
+    -------
+    r : ndarray, shape (f,)
+        The weights (non-negative, unit norm).
+    history : dict of ndarrays
+        ``"L_b"``, ``"L_m"``, ``"nnz"`` at r_0 and after every update.
+    n_iter : int
+        Updates made (fewer than ``max_iter`` when every weight reached 0: that update is
+        not kept, and a ``UserWarning`` says so).
+    Q : ndarray, shape (k, k)
+        The induced image distribution at the returned r.
+    """
+    f = prob.n_features
+    clock = Throttle(0.25)
+    r = np.full(f, 1.0 / math.sqrt(f))
+    spars = gamma / math.sqrt(f)
+    hist_b, hist_m, hist_nnz = [], [], []
+    active = np.arange(f, dtype=np.int64)
+    n_done = 0
+    Q = None
+    for it in range(max_iter + 1):
+        Lb, Lm, gLb, gLm, Q = prob.losses(r, active, grad=it < max_iter)
+        hist_b.append(Lb)
+        hist_m.append(Lm)
+        hist_nnz.append(active.size)
+        if it == max_iter:
+            break
+        nb = np.linalg.norm(gLb)
+        nm = np.linalg.norm(gLm)
+        g = np.full(f, spars)
+        if nb > 0:
+            g += (1.0 - beta) / nb * gLb
+        if nm > 0:
+            g += beta / nm * gLm
+        r_new = np.maximum(r - eta * g, 0.0)
+        norm = np.linalg.norm(r_new)
+        if norm == 0.0:
+            warnings.warn(f"BMGUFS: every feature weight reached 0 at iteration {it + 1}; "
+                          f"keeping the weights of iteration {it} (gamma={gamma} is too "
+                          "large for this data)", UserWarning, stacklevel=4)
+            break
+        r = r_new / norm
+        active = np.flatnonzero(r).astype(np.int64)
+        n_done = it + 1
+        if progress is not None and (n_done % 10 == 0 or n_done == max_iter
+                                     or clock.due()):
+            progress("selection", n_done / max(max_iter, 1),
+                     f"iteration {n_done}/{max_iter}: L_b {Lb:.4f}, L_m {Lm:.4f}, "
+                     f"{active.size} non-zero weights")
+    history = {"L_b": np.array(hist_b), "L_m": np.array(hist_m),
+               "nnz": np.array(hist_nnz, dtype=np.int64)}
+    return r, history, n_done, Q
+
+
 def regularized_adjacency(A: sp.csr_matrix) -> sp.csr_matrix:
     """``D_t^-1/2 A D_t^-1/2`` with ``D_t = D + t I``, ``t`` the mean degree (Qin & Rohe
     2013; without it sparse graphs with many small components give one leading
-    eigenvector per tiny component)."""
+    eigenvector per tiny component).
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix, shape (n, n)
+        Symmetric adjacency.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (n, n)
+    """
     d = np.asarray(A.sum(axis=1)).ravel()
     d = d + d.mean()
     s = np.zeros_like(d)
     s[d > 0] = d[d > 0] ** -0.5
     return (sp.diags(s) @ A @ sp.diags(s)).tocsr()
+
+
+def spectral_embedding(A: sp.csr_matrix, k: int) -> np.ndarray:
+    """Rows of the k leading eigenvectors of the regularised ``D_t^-1/2 A D_t^-1/2`` with
+    ``D_t = D + t I``, ``t`` the mean degree (Qin & Rohe 2013: without it, sparse graphs
+    with many small components - Cora, Citeseer - give one eigenvector per tiny component),
+    from sparse ``eigsh``, rows L2-normalised (Ng, Jordan & Weiss); isolated nodes get a
+    zero row.
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix, shape (n, n)
+        Symmetric adjacency.
+    k : int
+        Eigenvectors wanted (at most n - 1 are computed).
+
+    Returns
+    -------
+    ndarray, shape (n, min(k, n - 1))
+        The embedding.
+    """
+    from scipy.sparse.linalg import eigsh
+    n = A.shape[0]
+    N = regularized_adjacency(A)
+    kk = min(k, n - 1)
+    v0 = np.random.RandomState(0).random_sample(n)
+    _, V = eigsh(N, k=kk, which="LA", v0=v0)
+    norm = np.linalg.norm(V, axis=1)
+    V = V / np.where(norm > 0, norm, 1.0)[:, None]
+    return V
 
 
 def choose_n_blocks(A: sp.csr_matrix, k_range: Tuple[int, int] = K_RANGE
@@ -181,7 +411,20 @@ def choose_n_blocks(A: sp.csr_matrix, k_range: Tuple[int, int] = K_RANGE
     ``k`` maximises ``lambda_k - lambda_{k+1}`` over ``k_range`` (clipped to the graph
     size; the first of equal gaps wins); the eigenvalues are the largest ``k_max + 1`` of
     :func:`regularized_adjacency`, in descending order (sparse ``eigsh``, fixed start
-    vector)."""
+    vector).
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix, shape (n, n)
+        Symmetric adjacency.
+    k_range : (int, int), default=K_RANGE
+        The smallest and largest k considered.
+
+    Returns
+    -------
+    tuple
+        ``(k, leading eigenvalues, sentence saying how k was chosen)``.
+    """
     from scipy.sparse.linalg import eigsh
     n = A.shape[0]
     k_lo, k_hi = int(k_range[0]), int(k_range[1])
@@ -209,8 +452,22 @@ def block_fit_quality(A: sp.csr_matrix, candidates: Sequence, random_state: int 
                       ) -> Tuple[Dict[str, float], Optional[str]]:
     """How well the candidate block models reconstruct ``A`` (module docstring):
     ``({"best_rre", "worst_rre", "null_rre", "explained", "null_explained", "lift"},
-    warning or None)``."""
-    from .bmgufs import _block_image
+    warning or None)``.
+
+    Parameters
+    ----------
+    A : scipy.sparse.csr_matrix, shape (n, n)
+        Symmetric adjacency.
+    candidates : sequence of fitted BlockModel
+        The candidates (at least one).
+    random_state : int, default=0
+        Seeds the random partitions of the null model.
+
+    Returns
+    -------
+    tuple
+        ``(quality dict, warning sentence or None)``.
+    """
     rre = np.array([bm.rre_ for bm in candidates], dtype=np.float64)
     best = candidates[int(np.argmin(rre))]
     k = int(best.M_.shape[0])
@@ -238,6 +495,108 @@ def block_fit_quality(A: sp.csr_matrix, candidates: Sequence, random_state: int 
 
 
 def gammas_from(gamma: float, grid: Sequence[float] = GAMMA_GRID) -> List[float]:
-    """``gamma`` itself, then the values of ``grid`` below it (largest first)."""
+    """``gamma`` itself, then the values of ``grid`` below it (largest first).
+
+    Parameters
+    ----------
+    gamma : float
+        The requested gamma.
+    grid : sequence of float, default=GAMMA_GRID
+        The values to walk down.
+
+    Returns
+    -------
+    list of float
+    """
     g = float(gamma)
     return [g] + [float(x) for x in sorted(set(grid), reverse=True) if x < g]
+
+
+# ---------------------------------------------------------------------------
+# BMGUFS's artifact state
+# ---------------------------------------------------------------------------
+def bmgufs_artifact_state(model):
+    """``(meta, arrays)`` of a fitted :class:`featagg_core.bmgufs.BMGUFS` (its
+    ``_artifact_state``): the selection, the candidates' own states prefixed
+    ``cand<c>_``.
+
+    Parameters
+    ----------
+    model : BMGUFS
+        Fitted.
+
+    Returns
+    -------
+    tuple
+        ``(meta dict, arrays dict)``.
+    """
+    model._check_fitted()
+    meta = {"n_iter_": int(model.n_iter_), "candidate_index_": int(model.candidate_index_),
+            "n_features_in_": int(model.n_features_in_),
+            "timings_": {k: float(v) for k, v in model.timings_.items()},
+            "n_candidates_fitted": len(model.candidates_),
+            "candidates": [bm.get_params() for bm in model.candidates_],
+            "candidate_meta": [bm._artifact_state()[0] for bm in model.candidates_]}
+    meta.update({"n_blocks_": int(model.n_blocks_), "n_blocks_rule_": model.n_blocks_rule_,
+                 "gamma_": float(model.gamma_),
+                 "gamma_path_": [[float(g), int(z)] for g, z in model.gamma_path_],
+                 "fit_quality_": {k: float(v) for k, v in model.fit_quality_.items()},
+                 "fit_warning_": model.fit_warning_})
+    arrays = {"scores_": model.scores_, "target_similarity_": model.target_similarity_,
+              "induced_similarity_": model.induced_similarity_,
+              "candidate_rre_": model.candidate_rre_}
+    for key, val in model.history_.items():
+        arrays[f"history_{key}"] = val
+    for c, bm in enumerate(model.candidates_):
+        for name, arr in bm._artifact_state()[1].items():
+            arrays[f"cand{c}_{name}"] = arr
+    return meta, arrays
+
+
+def bmgufs_from_artifact_state(cls, params, meta, arrays):
+    """A fitted ``cls`` (:class:`featagg_core.bmgufs.BMGUFS`) from
+    :func:`bmgufs_artifact_state`'s output (its ``_from_artifact_state``).
+
+    Parameters
+    ----------
+    cls : type
+        BMGUFS.
+    params, meta, arrays : dict
+        The estimator's parameters and :func:`bmgufs_artifact_state`'s output.
+
+    Returns
+    -------
+    BMGUFS
+        Fitted.
+    """
+    from .bmgufs import BlockModel
+
+    obj = cls(**params)
+    obj.scores_ = np.asarray(arrays["scores_"], dtype=np.float64)
+    obj.history_ = {key: np.asarray(arrays[f"history_{key}"])
+                    for key in ("L_b", "L_m", "nnz")}
+    obj.n_iter_ = int(meta["n_iter_"])
+    obj.n_features_in_ = int(meta["n_features_in_"])
+    obj.timings_ = dict(meta.get("timings_", {}))
+    obj.target_similarity_ = np.asarray(arrays["target_similarity_"])
+    obj.induced_similarity_ = np.asarray(arrays["induced_similarity_"])
+    obj.candidate_rre_ = np.asarray(arrays["candidate_rre_"])
+    cands = []
+    for c in range(int(meta["n_candidates_fitted"])):
+        sub = {name[len(f"cand{c}_"):]: arr for name, arr in arrays.items()
+               if name.startswith(f"cand{c}_")}
+        cands.append(BlockModel._from_artifact_state(meta["candidates"][c],
+                                                     meta["candidate_meta"][c], sub))
+    obj.candidates_ = cands
+    obj.candidate_index_ = int(meta["candidate_index_"])
+    obj.block_model_ = cands[obj.candidate_index_]
+    # artifacts written before these attributes existed get what can be rebuilt
+    obj.n_blocks_ = int(meta.get("n_blocks_", obj.block_model_.M_.shape[0]))
+    obj.n_blocks_rule_ = meta.get("n_blocks_rule_", f"k = {obj.n_blocks_} blocks")
+    obj.gamma_ = float(meta.get("gamma_", obj.gamma))
+    obj.gamma_path_ = [(float(g), int(z)) for g, z in
+                       meta.get("gamma_path_", [[obj.gamma_, int(np.count_nonzero(
+                           obj.scores_))]])]
+    obj.fit_quality_ = dict(meta.get("fit_quality_", {}))
+    obj.fit_warning_ = meta.get("fit_warning_")
+    return obj

@@ -122,6 +122,30 @@ def run_jobs(executor, fn: Callable, items: Sequence, *, costs=None, progress=No
     ``progress(fraction, text)`` is called at least every 0.2 s while waiting (fraction in
     [lo, hi], by the ``costs`` of the jobs done); an exception from it or from a job sets
     ``stop[0] = 1``, cancels pending jobs, waits for the running ones and propagates.
+
+    Parameters
+    ----------
+    executor : executor-like
+        ``submit(fn, item)`` (module docstring, "what an executor must provide").
+    fn : callable
+        The job.
+    items : sequence
+        One job each.
+    costs : sequence of float, optional
+        Relative cost of each job (default 1 each), for the progress fraction.
+    progress : callable(fraction, text), optional
+        May raise to stop.
+    lo, hi : float
+        The progress range of these jobs.
+    message : str
+        Progress text before ``": i/n"``.
+    stop : ndarray of uint8, shape (1,), optional
+        The flag the kernels poll; set to 1 on an exception.
+
+    Returns
+    -------
+    list
+        The results, in the order of ``items``.
     """
     n = len(items)
     if n == 0:
@@ -195,7 +219,24 @@ def label_representation(Xn: sp.csr_matrix, Y: sp.csr_matrix, progress=None,
     rows, so the Dask twin, which sums it from row partitions, gets the same bits.
     Computed in blocks of labels whose positives hold about ``block_nnz`` feature
     non-zeros in all, calling ``progress(j, n_blocks)`` between blocks and about every
-    0.1 s during one (it may raise to cancel: the kernel then stops at its next row)."""
+    0.1 s during one (it may raise to cancel: the kernel then stops at its next row).
+
+    Parameters
+    ----------
+    Xn : scipy.sparse.csr_matrix, shape (n, d)
+        Rows already L2-normalised.
+    Y : scipy.sparse.csr_matrix, shape (n, L)
+        0/1 labels.
+    progress : callable(j, n_blocks), optional
+        See above.
+    block_nnz : int
+        Feature non-zeros per block of labels, about.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (L, d)
+        The label vectors.
+    """
     prod = _products.ExactRows(Y, Xn)
     cum = prod.cumulative_work()
     L = Y.shape[1]
@@ -225,7 +266,29 @@ def n_children_for(m: int, spec: TreeSpec) -> int:
 def partition_node(R: sp.csr_matrix, labels: np.ndarray, n_groups: int, seed: int,
                    spec: TreeSpec, stop=None):
     """Cluster the label vectors ``R[labels]`` into at most ``n_groups`` groups.
-    Returns (assign, n_groups_made) with group ids 0..n-1. ``stop``: see run_jobs."""
+
+    Parameters
+    ----------
+    R : scipy.sparse.csr_matrix, shape (L, d')
+        Label vectors.
+    labels : ndarray of int
+        The node's labels (rows of ``R``).
+    n_groups : int
+        Groups to ask for.
+    seed : int
+        The node's seed.
+    spec : TreeSpec
+        ``partition`` ("bisect" or "kmeans") and the k-means parameters.
+    stop : ndarray of uint8, optional
+        See :func:`run_jobs`.
+
+    Returns
+    -------
+    assign : ndarray of int64
+        Group id (0..n-1) of each label, in the order of ``labels``.
+    n_groups_made : int
+        Groups made (empty ones are dropped).
+    """
     stop = np.zeros(1, np.uint8) if stop is None else stop
     # the root's labels are all of them in order: no copy of R (a long GIL-holding gather)
     sub = R if labels.size == R.shape[0] and np.array_equal(labels, np.arange(labels.size)) \
@@ -281,7 +344,30 @@ def build_trees(R: sp.csr_matrix, spec: TreeSpec, n_trees: int, executor, *,
     ``executor`` (``split``: their (tree, node) pairs; ``items``: :func:`partition_node`'s
     (labels, n_groups, seed) for each; returns its (assign, n_groups_made) per node);
     ``R`` may then be None and ``n_labels`` gives the number of labels. The Dask twin runs
-    the nodes where their label vectors live."""
+    the nodes where their label vectors live.
+
+    Parameters
+    ----------
+    R : scipy.sparse.csr_matrix or None
+        Label vectors (None with ``partition``).
+    spec : TreeSpec
+        How the trees grow.
+    n_trees : int
+        Trees to grow.
+    executor : executor-like
+        Runs the partition jobs (:func:`run_jobs`).
+    progress, lo, hi, stop :
+        As in :func:`run_jobs` (one range for all levels).
+    partition : callable, optional
+        See above.
+    n_labels : int, optional
+        The number of labels when ``R`` is None.
+
+    Returns
+    -------
+    list of dict
+        One dict of int64 arrays per tree.
+    """
     L = R.shape[0] if n_labels is None else int(n_labels)
     trees = [_new_tree(L) for _ in range(n_trees)]
     frontier = [(t, 0) for t in range(n_trees)]
@@ -368,14 +454,40 @@ def label_positions(tree: dict) -> np.ndarray:
 
 def training_tasks(trees: Sequence[dict], Y: sp.csr_matrix) -> list:
     """Every node's child classifiers in batches of at most 64, the costliest first
-    (ties by tree and child id): a deterministic list for any executor."""
+    (ties by tree and child id): a deterministic list for any executor.
+
+    Parameters
+    ----------
+    trees : sequence of dict
+        The trees.
+    Y : scipy.sparse.csr_matrix, shape (n, L)
+        0/1 labels.
+
+    Returns
+    -------
+    list of TrainTask
+    """
     return training_tasks_for(trees, np.bincount(np.asarray(Y.indices), minlength=Y.shape[1]),
                               Y.shape[0])
 
 
 def training_tasks_for(trees: Sequence[dict], label_nnz: np.ndarray, n: int) -> list:
     """:func:`training_tasks` from the positives per label and the number of rows (what
-    the Dask twin sums from its row blocks)."""
+    the Dask twin sums from its row blocks).
+
+    Parameters
+    ----------
+    trees : sequence of dict
+        The trees.
+    label_nnz : ndarray of int, shape (L,)
+        Positives per label.
+    n : int
+        Rows.
+
+    Returns
+    -------
+    list of TrainTask
+    """
     label_nnz = np.asarray(label_nnz, np.int64)
     tasks = []
     for t, tr in enumerate(trees):
@@ -392,7 +504,22 @@ def training_tasks_for(trees: Sequence[dict], label_nnz: np.ndarray, n: int) -> 
 
 def task_rows(Yc: sp.csc_matrix, tree: dict, node: int) -> np.ndarray:
     """Training rows of a node's children: every row at the root, else the rows having
-    at least one of the node's labels (Parabel's / PECOS's "teacher-forced" negatives)."""
+    at least one of the node's labels (Parabel's / PECOS's "teacher-forced" negatives).
+
+    Parameters
+    ----------
+    Yc : scipy.sparse.csc_matrix or CsrParts, shape (n, L)
+        Labels, column-major.
+    tree : dict
+        The node's tree.
+    node : int
+        The node id.
+
+    Returns
+    -------
+    ndarray of int64
+        Sorted row ids.
+    """
     if node == 0:
         return np.arange(Yc.shape[0], dtype=np.int64)
     return _k.node_rows(np.asarray(Yc.indptr, np.int64), Yc.indices, tree["perm"],
@@ -402,7 +529,28 @@ def task_rows(Yc: sp.csc_matrix, tree: dict, node: int) -> np.ndarray:
 def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict,
                pos: np.ndarray, task: TrainTask, solver: SolverSpec, stop) -> tuple:
     """Train the classifiers of children ``task.c0 .. task.c1 - 1`` of ``task.node`` on
-    the rows of X reaching the node (:func:`task_rows`, :func:`train_rows`)."""
+    the rows of X reaching the node (:func:`task_rows`, :func:`train_rows`).
+
+    Parameters
+    ----------
+    X, Y, Yc : CsrParts or sparse matrices
+        Features, labels and labels column-major.
+    tree : dict
+        The task's tree.
+    pos : ndarray of int64
+        :func:`label_positions` of the tree.
+    task : TrainTask
+        The batch to train.
+    solver : SolverSpec
+        Solver parameters.
+    stop : ndarray of uint8
+        See :func:`run_jobs`.
+
+    Returns
+    -------
+    tuple
+        As :func:`train_rows`.
+    """
     rows = task_rows(Yc, tree, task.node)
     return train_rows(X, Y, rows, pos, batch_problem(tree, task, solver), solver, stop)
 
@@ -418,7 +566,21 @@ class BatchProblem(NamedTuple):
 
 
 def batch_problem(tree: dict, task: TrainTask, solver: SolverSpec) -> BatchProblem:
-    """The :class:`BatchProblem` of a task (small arrays: computed where the trees are)."""
+    """The :class:`BatchProblem` of a task (small arrays: computed where the trees are).
+
+    Parameters
+    ----------
+    tree : dict
+        The task's tree.
+    task : TrainTask
+        The batch.
+    solver : SolverSpec
+        Seed, loss and C.
+
+    Returns
+    -------
+    BatchProblem
+    """
     loss = solver.loss if solver.loss >= 0 else task.tree % 2
     lo = tree["lo"][task.c0:task.c1]
     hi = tree["hi"][task.c0:task.c1]
@@ -438,7 +600,28 @@ def train_rows(X, Y, rows: np.ndarray, pos: np.ndarray, problem: BatchProblem,
 
     Returns the kernel's (counts, feats, vals, bias_w, n_iter, hist) (see
     :func:`featagg_core._kernels.ktxmlc.train_children`) and the solver work: non-zeros of
-    the training rows times the classifiers (one solver pass over them)."""
+    the training rows times the classifiers (one solver pass over them).
+
+    Parameters
+    ----------
+    X, Y : CsrParts or scipy.sparse.csr_matrix
+        Features and labels.
+    rows : ndarray of int64
+        The training rows, in order.
+    pos : ndarray of int64
+        :func:`label_positions` of the tree.
+    problem : BatchProblem
+        The batch.
+    solver : SolverSpec
+        Solver parameters.
+    stop : ndarray of uint8
+        See :func:`run_jobs`.
+
+    Returns
+    -------
+    tuple
+        ``(counts, feats, vals, bias_w, n_iter, hist, work)``.
+    """
     Xp = np.asarray(X.indptr, np.int64)
     res = _k.train_children(Xp, X.indices, X.data, X.shape[1],
                             np.asarray(Y.indptr, np.int64), Y.indices, pos, rows,
@@ -452,7 +635,24 @@ def train_rows(X, Y, rows: np.ndarray, pos: np.ndarray, problem: BatchProblem,
 def assemble_weights(trees: Sequence[dict], tasks: Sequence[TrainTask], results: Sequence,
                      n_features: int):
     """Stack every node's classifier into one node-major csr (one row per node of all
-    trees; rows of roots and untrained nodes are empty). Returns (W, bias_w, offsets)."""
+    trees; rows of roots and untrained nodes are empty).
+
+    Parameters
+    ----------
+    trees : sequence of dict
+        The trees.
+    tasks, results : sequences
+        The training tasks and their results, in task order.
+    n_features : int
+        Columns of W.
+
+    Returns
+    -------
+    W : scipy.sparse.csr_matrix, shape (nodes, n_features)
+    bias_w : ndarray of float32, shape (nodes,)
+    offsets : ndarray of int64, shape (n_trees + 1,)
+        First node row of each tree.
+    """
     offsets = np.r_[0, np.cumsum([tr["parent"].shape[0] for tr in trees])].astype(np.int64)
     N = int(offsets[-1])
     cnt = np.zeros(N, np.int64)
@@ -487,7 +687,20 @@ def fit_sigmoid(neg: np.ndarray, pos: np.ndarray, n_iter: int = 100):
     """Platt scaling on a histogram: (a, b) minimising the weighted logistic loss of
     sigmoid(a z + b) for bin centres z on [-CALIB_Z, CALIB_Z] with ``pos``/``neg`` counts
     (Newton's method with backtracking and a tiny ridge, so separable histograms stay
-    finite). Returns (1, 0) (a plain sigmoid) when either class is missing."""
+    finite). Returns (1, 0) (a plain sigmoid) when either class is missing.
+
+    Parameters
+    ----------
+    neg, pos : ndarray, shape (CALIB_BINS,)
+        Negative / positive (weighted) counts per bin.
+    n_iter : int
+        Newton steps at most.
+
+    Returns
+    -------
+    tuple of float
+        ``(a, b)``.
+    """
     if pos.sum() <= 0 or neg.sum() <= 0:
         return 1.0, 0.0
     n_bins = pos.shape[0]
@@ -542,8 +755,23 @@ def calibration(trees: Sequence[dict], tasks: Sequence[TrainTask], results: Sequ
     """Per-node sigmoid parameters (a, b) from the decision-value histograms: one Platt fit
     per calibration group (label classifiers; internal nodes of each depth), summed over
     the tasks in task order. Nodes with no classifier (every row positive) and roots get
-    (0, 30): log-probability ~ 0. Returns (cal_a, cal_b, groups) with groups a dict
-    {group: (a, b, n_neg, n_pos)} for diagnostics."""
+    (0, 30): log-probability ~ 0.
+
+    Parameters
+    ----------
+    trees, tasks, results :
+        As in :func:`assemble_weights`.
+    offsets : ndarray of int64
+        :func:`assemble_weights`'s.
+    solver : SolverSpec, optional
+        The loss of each tree (:func:`calibration_group`).
+
+    Returns
+    -------
+    tuple
+        ``(cal_a, cal_b, groups)``: float32 arrays per node, and a dict
+        {group: (a, b, n_neg, n_pos)} for diagnostics.
+    """
     hists = {}
     for task, res in zip(tasks, results):
         g = calibration_group(trees[task.tree], task, solver)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from numbers import Real
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -12,12 +13,16 @@ import scipy.sparse as sp
 
 from ._kernels import ktxmlc_cluster as _kc
 from ._ktxmlc_core import mix_seeds as _mix
-from ._validation import check_binary_labels
+from ._ktxmlc_support import (_check_X, _check_Y, _defrag_progress, _sub_progress,
+                              label_representation)
+from ._validation import Interval, check_binary_labels, check_param, parameter_error
 from ._validation import check_int as _check_int
 
 
 # ----------------------------------------------------------------------------- elbow
 class Elbow(NamedTuple):
+    """The result of :func:`elbow_curve`: the K values, their WCSS and the elbow K."""
+
     ks: np.ndarray
     wcss: np.ndarray
     elbow: int
@@ -33,15 +38,35 @@ def elbow_curve(X, Y, ks=(2, 4, 8, 16, 32, 64), representation="input", random_s
     farthest from the straight line joining the first and last points of the curve, both
     axes scaled to [0, 1] (the "kneedle" rule).
 
+    Parameters
+    ----------
+    X : sparse or dense matrix, shape (n, d)
+        Features.
+    Y : sparse or dense 0/1 matrix, shape (n, L)
+        Labels.
+    ks : iterable of int >= 1, default=(2, 4, 8, 16, 32, 64)
+        The K values to try (a K of at least the number of labels has WCSS 0).
+    representation : {"input", "joint"}, default="input"
+        Label vectors (:func:`featagg_core.ktxmlc.label_representation`).
+    random_state : int, default=0
+        Seeds the k-means|| of each K.
+    kmeans_max_iter : int, default=20
+        Spherical k-means passes.
+
     Returns
     -------
-    Elbow(ks, wcss, elbow)
-    """
-    from .ktxmlc import label_representation
+    Elbow
+        ``Elbow(ks, wcss, elbow)``.
 
+    Raises
+    ------
+    ValueError
+        When ``ks`` is empty or holds a K < 1, or for bad ``X`` / ``Y``.
+    """
+    given = ks
     ks = np.asarray(list(ks), dtype=np.int64)
     if ks.size == 0 or np.any(ks < 1):
-        raise ValueError("ks must be a non-empty list of positive integers")
+        raise parameter_error("ks", "a non-empty list of positive integers", given)
     R = label_representation(X, Y, representation)
     L = R.shape[0]
     sq = np.asarray(R.multiply(R).sum(axis=1)).ravel()
@@ -77,6 +102,8 @@ def elbow_curve(X, Y, ks=(2, 4, 8, 16, 32, 64), representation="input", random_s
 
 
 class D0Choice(NamedTuple):
+    """The result of :func:`choose_d0`."""
+
     d0: Optional[int]   # None: do not agglomerate
     table: list         # one dict per fitted candidate ("raw" first)
     reason: str
@@ -109,32 +136,47 @@ def choose_d0(X_train, Y_train, X_valid, Y_valid, candidates=(64, 32, 16, 8, 4, 
 
     Parameters
     ----------
-    X_train, Y_train, X_valid, Y_valid : training and validation rows (never test rows).
-    candidates : iterable of int d0 values to try (tried largest first).
-    tolerance : float, the largest P@1 loss allowed (fraction: 0.01 = one point).
-    min_speedup : float, the smallest raw / agglomerated solver-work ratio that pays.
-    min_features : int, data with fewer features is not agglomerated.
-    defrag_representation : Defrag's ``representation``.
-    progress : ``callable(fraction, message)`` (may raise ``Cancelled``).
-    **ktxmlc_params : passed to every KTXMLC.
+    X_train, Y_train, X_valid, Y_valid : sparse or dense matrices
+        Training and validation rows (never test rows).
+    candidates : iterable of int
+        d0 values to try (tried largest first).
+    tolerance : float >= 0, default=0.01
+        The largest P@1 loss allowed (fraction: 0.01 = one point).
+    min_speedup : float > 0, default=2.0
+        The smallest raw / agglomerated solver-work ratio that pays.
+    min_features : int >= 0, default=1000
+        Data with fewer features is not agglomerated.
+    defrag_representation : {"XY", "X"}, default="XY"
+        Defrag's ``representation``.
+    progress : callable(fraction, message), optional
+        May raise ``Cancelled``.
+    **ktxmlc_params
+        Passed to every KTXMLC.
 
     Returns
     -------
-    D0Choice(d0, table, reason): ``d0`` (int or None), ``table`` (dicts with ``d0``
-    ("raw" for raw features), ``features``, ``P@1``, ``P@5``, ``train_s`` (Defrag +
-    KTXMLC wall seconds), ``work`` and ``speedup`` (raw work / work), ``model_bytes``,
-    ``ok``) and ``reason`` (why that d0, or why none).
+    D0Choice
+        ``D0Choice(d0, table, reason)``: ``d0`` (int or None), ``table`` (dicts with
+        ``d0`` ("raw" for raw features), ``features``, ``P@1``, ``P@5``, ``train_s``
+        (Defrag + KTXMLC wall seconds), ``work`` and ``speedup`` (raw work / work),
+        ``model_bytes``, ``ok``) and ``reason`` (why that d0, or why none).
+
+    Raises
+    ------
+    ValueError
+        For a bad argument (the message names it) or bad matrices.
     """
     from . import metrics
     from .defrag import Defrag
-    from .ktxmlc import KTXMLC, _check_pos, _check_X, _check_Y, _defrag_progress, _sub_progress
+    from .ktxmlc import KTXMLC
 
     X_train = _check_X(X_train, "X_train")
     Y_train = _check_Y(Y_train, X_train.shape[0])
     X_valid = _check_X(X_valid, "X_valid", X_train.shape[1])
     Y_valid = check_binary_labels(Y_valid, X_valid.shape[0], "Y_valid", dtype=np.float32)
-    tol = _check_pos("tolerance", tolerance, strict=False)
-    speed = _check_pos("min_speedup", min_speedup)
+    tol = float(check_param("tolerance", tolerance, [Interval(Real, 0, None, closed="left")]))
+    speed = float(check_param("min_speedup", min_speedup,
+                              [Interval(Real, 0, None, closed="neither")]))
     min_f = _check_int("min_features", min_features, 0)
     cands = sorted({_check_int("candidate d0", c, 1) for c in candidates}, reverse=True)
     d = X_train.shape[1]
@@ -189,8 +231,24 @@ def defrag_comparison(X, Y, X_test, Y_test, d0=8, defrag_representation="XY",
                       per_tree=False, ks=(1, 3, 5), **ktxmlc_params):
     """Train KTXMLC on raw features and on DEFRAG features; accuracy, time and size.
 
-    Returns a list of two dicts (``"raw"`` and ``"defrag"``) with P@k, nDCG@k, train
-    seconds, predict milliseconds per point and model size in bytes.
+    Parameters
+    ----------
+    X, Y : sparse or dense matrices
+        Training features and 0/1 labels.
+    X_test, Y_test : sparse or dense matrices
+        Rows to score (never used in fitting).
+    d0, defrag_representation, per_tree :
+        :class:`featagg_core.ktxmlc.DefragKTXMLC`'s.
+    ks : iterable of int, default=(1, 3, 5)
+        The k of P@k and nDCG@k.
+    **ktxmlc_params
+        Passed to the raw KTXMLC (and those DefragKTXMLC takes, to it).
+
+    Returns
+    -------
+    list of dict
+        Two dicts (``"raw"`` and ``"defrag"``) with P@k, nDCG@k, train seconds, predict
+        milliseconds per point and model size in bytes.
     """
     from . import metrics
     from .ktxmlc import KTXMLC, DefragKTXMLC

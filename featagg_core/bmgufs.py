@@ -62,9 +62,9 @@ blocks are handled with a pseudo-inverse of ``D``.
 """
 from __future__ import annotations
 
-import math
 import time
 import warnings
+from numbers import Integral, Real
 from typing import Callable, Optional
 
 import numpy as np
@@ -73,146 +73,31 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 
-from ._bmgufs_support import (_SelectionProblem, block_fit_quality, choose_n_blocks,
-                              gammas_from, regularized_adjacency)
+from ._bmgufs_support import (_SelectionProblem, _block_image, _check_adjacency,  # noqa: F401
+                              _check_features, _pinv, block_fit_quality,
+                              bmgufs_artifact_state, bmgufs_from_artifact_state, choose_n_blocks,
+                              gammas_from, projected_gradient, regularized_adjacency,
+                              spectral_embedding)
 from ._kernels import bmgufs as _k
-from ._polling import Throttle, call_polled, new_stop
+from ._polling import call_polled, new_stop
+from ._validation import (Interval, Options, check_int, check_param, parameter_error,
+                          validate_params)
 
 __all__ = ["BlockModel", "BMGUFS", "warmup"]
 
 _EPS = 1e-300
 
-
-# ---------------------------------------------------------------------------
-# input checks
-# ---------------------------------------------------------------------------
-# Deliberately not the shared featagg_core._validation helpers: every message here reads
-# "<name>: ..." (e.g. "n_blocks: expected an integer"), the matrices are float64 with
-# stored zeros dropped, X must be non-negative with at least one non-zero, and A has graph
-# checks (square, >= 2 nodes, edges, symmetric).
-def _check_adjacency(A) -> sp.csr_matrix:
-    if A is None:
-        raise ValueError("A: the adjacency matrix is missing")
-    if sp.issparse(A):
-        A = sp.csr_matrix(A, dtype=np.float64)
-    else:
-        arr = np.asarray(A)
-        if arr.ndim != 2:
-            raise ValueError(f"A: expected a 2-D adjacency matrix, got {arr.ndim}-D")
-        A = sp.csr_matrix(arr.astype(np.float64))
-    n, m = A.shape
-    if n != m:
-        raise ValueError(f"A: the adjacency matrix must be square, got {n} x {m}")
-    if n < 2:
-        raise ValueError(f"A: need at least 2 nodes, got {n}")
-    A.sum_duplicates()
-    A.eliminate_zeros()
-    if A.nnz == 0:
-        raise ValueError("A: the graph has no edges")
-    if not np.all(np.isfinite(A.data)):
-        raise ValueError("A: contains NaN or infinite weights")
-    if A.data.min() < 0:
-        raise ValueError("A: edge weights must be non-negative (block models by ONMtF)")
-    diff = abs(A - A.T)
-    if diff.nnz and diff.max() > 1e-8 * max(abs(A).max(), 1.0):
-        raise ValueError("A: the adjacency matrix must be symmetric (an undirected graph); "
-                         "symmetrise it first, e.g. A.maximum(A.T)")
-    A.sort_indices()
-    return A
-
-
-def _check_features(X, n: int) -> sp.csr_matrix:
-    if X is None:
-        raise ValueError("X: the node feature matrix is missing")
-    if sp.issparse(X):
-        Y = sp.csr_matrix(X, dtype=np.float64)
-    else:
-        arr = np.asarray(X, dtype=np.float64)
-        if arr.ndim != 2:
-            raise ValueError(f"X: expected a 2-D node x feature matrix, got {arr.ndim}-D")
-        Y = sp.csr_matrix(arr)
-    if Y.shape[0] != n:
-        raise ValueError(f"X: has {Y.shape[0]} rows but the graph has {n} nodes")
-    if Y.shape[1] < 1:
-        raise ValueError("X: has no feature columns")
-    Y.sum_duplicates()
-    Y.eliminate_zeros()
-    if Y.nnz and not np.all(np.isfinite(Y.data)):
-        raise ValueError("X: contains NaN or infinite values")
-    if Y.nnz and Y.data.min() < 0:
-        raise ValueError("X: BMGUFS needs non-negative node features (counts, 0/1, tf-idf)")
-    if Y.nnz == 0:
-        raise ValueError("X: all node features are zero")
-    return Y
-
-
-def _check_int(name, value, low):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name}: expected an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name}: must be >= {low}, got {value}")
-    return int(value)
-
-
-def _check_float(name, value, low=None, high=None, low_open=False):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name}: must be finite, got {value!r}")
-    if low is not None and (v < low or (low_open and v == low)):
-        raise ValueError(f"{name}: must be {'>' if low_open else '>='} {low}, got {v}")
-    if high is not None and v > high:
-        raise ValueError(f"{name}: must be <= {high}, got {v}")
-    return v
-
-
-def _pinv(v: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(v, dtype=np.float64)
-    nz = v > 0
-    out[nz] = 1.0 / v[nz]
-    return out
-
-
-def _block_image(A: sp.csr_matrix, labels: np.ndarray, k: int):
-    """Block sizes D, image matrix M = D^-1 F^T A F D^-1 (block densities) and the RRE of
-    the binary block model, all from O(nnz(A)) passes."""
-    labels = np.ascontiguousarray(labels, dtype=np.int64)
-    sizes = np.bincount(labels, minlength=k).astype(np.float64)
-    B = _k.block_edge_sums(A.indptr, A.indices, A.data, labels, k)
-    dinv = _pinv(sizes)
-    M = dinv[:, None] * B * dinv[None, :]
-    # ||A - F M F^T||^2 = sum_nnz [(a - m)^2 - m^2] + sum_ab D_a D_b M_ab^2
-    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
-    m_nz = M[labels[rows], labels[A.indices]]
-    err2 = float(np.sum((A.data - m_nz) ** 2 - m_nz ** 2)
-                 + np.sum(sizes[:, None] * sizes[None, :] * M ** 2))
-    norm2 = float(np.dot(A.data, A.data))
-    rre = math.sqrt(max(err2, 0.0) / norm2)
-    return sizes, M, rre
+# declared parameter constraints (featagg_core._validation). random_state: what
+# sklearn.utils.check_random_state takes (a seed it refuses, above 2**32 - 1, fails there)
+_RANDOM_STATE = [Interval(Integral, 0, None, closed="left"), np.random.RandomState, None]
+_INIT = [Options(str, {"random", "spectral"})]
+_POSITIVE = [Interval(Real, 0, None, closed="neither")]
+_NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
 
 
 # ---------------------------------------------------------------------------
 # BlockModel
 # ---------------------------------------------------------------------------
-def spectral_embedding(A: sp.csr_matrix, k: int) -> np.ndarray:
-    """Rows of the k leading eigenvectors of the regularised ``D_t^-1/2 A D_t^-1/2`` with
-    ``D_t = D + t I``, ``t`` the mean degree (Qin & Rohe 2013: without it, sparse graphs
-    with many small components - Cora, Citeseer - give one eigenvector per tiny component),
-    from sparse ``eigsh``, rows L2-normalised (Ng, Jordan & Weiss); isolated nodes get a
-    zero row."""
-    from scipy.sparse.linalg import eigsh
-    n = A.shape[0]
-    N = regularized_adjacency(A)
-    kk = min(k, n - 1)
-    v0 = np.random.RandomState(0).random_sample(n)
-    _, V = eigsh(N, k=kk, which="LA", v0=v0)
-    norm = np.linalg.norm(V, axis=1)
-    V = V / np.where(norm > 0, norm, 1.0)[:, None]
-    return V
-
-
 class BlockModel(BaseEstimator):
     """Block model of an undirected graph by orthogonal non-negative tri-factorisation.
 
@@ -269,6 +154,13 @@ class BlockModel(BaseEstimator):
     Nodes without edges keep a zero row in ``F`` and land in block 0.
     """
 
+    _parameter_constraints: dict = {
+        "n_blocks": [Interval(Integral, 1, None, closed="left")],
+        "n_iter": [Interval(Integral, 0, None, closed="left")],
+        "random_state": _RANDOM_STATE,
+        "init": _INIT,
+    }
+
     def __init__(self, n_blocks=2, n_iter=100, random_state=0, init="random"):
         self.n_blocks = n_blocks
         self.n_iter = n_iter
@@ -278,21 +170,40 @@ class BlockModel(BaseEstimator):
     def fit(self, A, y=None, _embedding=None, progress: Optional[Callable] = None):
         """Fit the block model to the adjacency matrix ``A`` (n x n, symmetric, >= 0).
 
-        ``progress(fraction, message)``, if given, is called at the start, after the
-        initialisation and about every 0.1 s while ONMtF runs; it may raise (e.g.
-        :class:`featagg_core._cancel.Cancelled`) to stop: ONMtF then ends after its
-        current update and the exception propagates.
+        Parameters
+        ----------
+        A : sparse or dense matrix, shape (n, n)
+            Symmetric non-negative adjacency matrix with at least one edge.
+        y : None
+            Ignored (scikit-learn's signature).
+        _embedding : ndarray, shape (n, k), optional
+            A spectral embedding of ``A`` computed by the caller (``init="spectral"``;
+            :class:`BMGUFS` computes it once for all its restarts).
+        progress : callable(fraction, message), optional
+            Called at the start, after the initialisation and about every 0.1 s while
+            ONMtF runs; it may raise (e.g. :class:`featagg_core._cancel.Cancelled`) to
+            stop: ONMtF then ends after its current update and the exception propagates.
+
+        Returns
+        -------
+        BlockModel
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints``, more blocks than nodes, or
+            a bad ``A`` (not square or symmetric, negative weights, no edges).
         """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         if progress is not None:
             progress(0.0, "block model: starting")
         A = _check_adjacency(A)
         n = A.shape[0]
-        k = _check_int("n_blocks", self.n_blocks, 1)
+        k = int(self.n_blocks)
         if k > n:
-            raise ValueError(f"n_blocks: {k} blocks for a graph of {n} nodes")
-        n_iter = _check_int("n_iter", self.n_iter, 0)
-        if self.init not in ("random", "spectral"):
-            raise ValueError(f"init: expected 'random' or 'spectral', got {self.init!r}")
+            raise parameter_error("n_blocks", f"at most the number of nodes ({n})", k)
+        n_iter = int(self.n_iter)
         rng = check_random_state(self.random_state)
         if self.init == "random":
             F = rng.random_sample((n, k)) + 0.1
@@ -335,7 +246,27 @@ class BlockModel(BaseEstimator):
     @classmethod
     def from_labels(cls, A, labels, n_blocks=None):
         """A binary block model with the given node partition (no ONMtF): ``M_`` and
-        ``rre_`` are computed from ``A``. Useful to guide BMGUFS by known communities."""
+        ``rre_`` are computed from ``A``. Useful to guide BMGUFS by known communities.
+
+        Parameters
+        ----------
+        A : sparse or dense matrix, shape (n, n)
+            Symmetric non-negative adjacency matrix.
+        labels : array of int, shape (n,)
+            Block id of every node (>= 0).
+        n_blocks : int, optional
+            Number of blocks (default: the largest id + 1; empty blocks are allowed).
+
+        Returns
+        -------
+        BlockModel
+            Fitted, with ``n_iter_ = 0``, ``F_`` the one-hot memberships and ``S_ = M_``.
+
+        Raises
+        ------
+        ValueError
+            For a bad ``A`` or labels that are not ``n`` integer ids below ``n_blocks``.
+        """
         A = _check_adjacency(A)
         labels = np.asarray(labels)
         if labels.shape != (A.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
@@ -378,9 +309,6 @@ class BlockModel(BaseEstimator):
         return obj
 
 
-# ---------------------------------------------------------------------------
-# the selection objective
-# ---------------------------------------------------------------------------
 # ---------------------------------------------------------------------------
 # BMGUFS
 # ---------------------------------------------------------------------------
@@ -454,6 +382,20 @@ class BMGUFS(BaseEstimator):
     follow the paper or the authors' code.
     """
 
+    _parameter_constraints: dict = {
+        "n_blocks": [Interval(Integral, 1, None, closed="left"), None],
+        "beta_bar": [Interval(Real, 0, 1, closed="both")],
+        "gamma": _NON_NEGATIVE,
+        "n_candidates": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "random_state": _RANDOM_STATE,
+        "learning_rate": _POSITIVE,
+        "delta": _POSITIVE,
+        "n_iter_block": [Interval(Integral, 0, None, closed="left")],
+        "candidate": [Interval(Integral, 0, None, closed="left"), None],
+        "block_init": _INIT,
+    }
+
     def __init__(self, n_blocks=None, beta_bar=0.6, gamma=2.0, n_candidates=10,
                  max_iter=200, random_state=0, learning_rate=1e-2, delta=1e-6,
                  n_iter_block=100, candidate=None, block_init="spectral"):
@@ -471,27 +413,42 @@ class BMGUFS(BaseEstimator):
 
     # ------------------------------------------------------------------
     def _validate_params(self):
-        beta = _check_float("beta_bar", self.beta_bar, 0.0, 1.0)
-        gamma = _check_float("gamma", self.gamma, 0.0)
-        n_cand = _check_int("n_candidates", self.n_candidates, 1)
-        max_iter = _check_int("max_iter", self.max_iter, 0)
-        eta = _check_float("learning_rate", self.learning_rate, 0.0, low_open=True)
-        delta = _check_float("delta", self.delta, 0.0, low_open=True)
-        n_iter_block = _check_int("n_iter_block", self.n_iter_block, 0)
-        if self.candidate is not None:
-            c = _check_int("candidate", self.candidate, 0)
-            if c >= n_cand:
-                raise ValueError(f"candidate: {c} but only n_candidates={n_cand} are fitted")
-        return beta, gamma, n_cand, max_iter, eta, delta, n_iter_block
+        """The declared constraints, then ``candidate < n_candidates``; returns
+        ``(beta_bar, gamma, n_candidates, max_iter, learning_rate, delta, n_iter_block)``
+        as Python numbers (also called by the run-spec and artifact checks)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
+        n_cand = int(self.n_candidates)
+        if self.candidate is not None and self.candidate >= n_cand:
+            raise parameter_error("candidate", f"< n_candidates ({n_cand})", self.candidate)
+        return (float(self.beta_bar), float(self.gamma), n_cand, int(self.max_iter),
+                float(self.learning_rate), float(self.delta), int(self.n_iter_block))
 
     def fit_block_models(self, A, y=None, *, progress: Optional[Callable] = None):
-        """Fit only the ``n_candidates`` block models (stage 1) and return them."""
+        """Fit only the ``n_candidates`` block models (stage 1) and return them.
+
+        Parameters
+        ----------
+        A : sparse or dense matrix, shape (n, n)
+            Symmetric non-negative adjacency matrix.
+        y : array, shape (n,), optional
+            Node classes; only used for ``n_blocks=None`` (k = number of classes).
+        progress : callable(stage, fraction, message), optional
+            As in :meth:`fit` (stage ``"block models"``).
+
+        Returns
+        -------
+        list of BlockModel
+            ``n_candidates`` fitted block models, candidate ``c`` seeded by the ``c``-th
+            seed drawn from ``random_state``.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints``, a bad ``A`` or ``y``.
+        """
+        _, _, n_cand, _, _, _, n_iter_block = self._validate_params()
         A = _check_adjacency(A)
         k, _ = self._resolve_k(y, A)
-        _, _, n_cand, _, _, _, n_iter_block = self._validate_params()
-        if self.block_init not in ("random", "spectral"):
-            raise ValueError(f"block_init: expected 'random' or 'spectral', got "
-                             f"{self.block_init!r}")
         seeds = check_random_state(self.random_state).randint(0, 2 ** 31 - 1, size=n_cand)
         if progress is not None:
             progress("block models", 0.0, f"spectral embedding of {A.shape[0]:,} nodes"
@@ -516,7 +473,7 @@ class BMGUFS(BaseEstimator):
         (the paper's setting); else the eigengap rule (:func:`choose_n_blocks`)."""
         n = A.shape[0]
         if self.n_blocks is not None:
-            k = _check_int("n_blocks", self.n_blocks, 1)
+            k = int(self.n_blocks)
             rule = f"k = {k} blocks (given)"
         elif y is not None:
             yy = np.asarray(y)
@@ -528,7 +485,7 @@ class BMGUFS(BaseEstimator):
         else:
             k, _, rule = choose_n_blocks(A)
         if k > n:
-            raise ValueError(f"n_blocks: {k} blocks for a graph of {n} nodes")
+            raise parameter_error("n_blocks", f"at most the number of nodes ({n})", k)
         return k, rule
 
     def fit(self, A, X, y=None, *, block_model: Optional[BlockModel] = None,
@@ -553,7 +510,20 @@ class BMGUFS(BaseEstimator):
             after each one, and every 10 selection iterations or 0.25 s, whichever comes
             first. It may raise (e.g. :class:`featagg_core._cancel.Cancelled`) to stop;
             the exception propagates and the estimator keeps its previous state.
+
+        Returns
+        -------
+        BMGUFS
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints`` (the message names it),
+            ``candidate`` not below the number of candidates, or bad ``A`` / ``X`` / ``y``
+            (the message names the matrix).
         """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         beta, gamma, _, max_iter, eta, delta, _ = self._validate_params()
         A = _check_adjacency(A)
         n = A.shape[0]
@@ -587,14 +557,36 @@ class BMGUFS(BaseEstimator):
         labels. The block models and the precomputed terms are shared by all gammas.
         ``gamma_`` is the value kept, ``gamma_path_`` the ``(gamma, nnz(r))`` tried. When
         even the last gamma keeps fewer than ``d``, its weights are kept (``select``
-        then warns)."""
+        then warns).
+
+        Parameters
+        ----------
+        A, X, y, block_model, candidates, progress :
+            As in :meth:`fit` (``progress`` fractions run over the whole grid).
+        d : int >= 1
+            The number of features that must keep a non-zero weight.
+        gammas : iterable of float >= 0, optional
+            The gammas to try, in order (default: ``gamma`` and the grid below it).
+
+        Returns
+        -------
+        BMGUFS
+            ``self``, fitted with the first gamma that keeps ``d`` weights (or the last).
+
+        Raises
+        ------
+        ValueError
+            As :meth:`fit`, and for a bad ``d`` or an empty / negative ``gammas``.
+        """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         beta, gamma, _, max_iter, eta, delta, _ = self._validate_params()
-        d = _check_int("d", d, 1)
-        grid = gammas_from(gamma) if gammas is None else [float(g) for g in gammas]
+        d = check_int("d", d, 1)
+        if gammas is None:
+            grid = gammas_from(gamma)
+        else:
+            grid = [float(check_param("gammas", g, _NON_NEGATIVE)) for g in gammas]
         if not grid:
-            raise ValueError("gammas: an empty list")
-        for g in grid:
-            _check_float("gammas", g, 0.0)
+            raise parameter_error("gammas", "a non-empty list of numbers >= 0", gammas)
         A = _check_adjacency(A)
         n = A.shape[0]
         Y = _check_features(X, n)
@@ -652,7 +644,8 @@ class BMGUFS(BaseEstimator):
         elif self.candidate is not None:
             idx = int(self.candidate)
             if idx >= len(cands):
-                raise ValueError(f"candidate: {idx} but only {len(cands)} candidates exist")
+                raise parameter_error("candidate", f"< the number of candidates ({len(cands)})",
+                                      idx)
         else:
             idx = int(np.argmin(rre))
         return cands, idx, rule
@@ -675,48 +668,10 @@ class BMGUFS(BaseEstimator):
     def _set_selection(self, prob, beta, gamma, max_iter, eta, progress):
         """The projected-gradient search for r (module docstring) on a precomputed
         problem: sets ``scores_``, ``history_``, ``n_iter_``, ``induced_similarity_``."""
-        f = prob.n_features
-        clock = Throttle(0.25)
         t0 = time.perf_counter()
-        r = np.full(f, 1.0 / math.sqrt(f))
-        spars = gamma / math.sqrt(f)
-        hist_b, hist_m, hist_nnz = [], [], []
-        active = np.arange(f, dtype=np.int64)
-        n_done = 0
-        Q = None
-        for it in range(max_iter + 1):
-            Lb, Lm, gLb, gLm, Q = prob.losses(r, active, grad=it < max_iter)
-            hist_b.append(Lb)
-            hist_m.append(Lm)
-            hist_nnz.append(active.size)
-            if it == max_iter:
-                break
-            nb = np.linalg.norm(gLb)
-            nm = np.linalg.norm(gLm)
-            g = np.full(f, spars)
-            if nb > 0:
-                g += (1.0 - beta) / nb * gLb
-            if nm > 0:
-                g += beta / nm * gLm
-            r_new = np.maximum(r - eta * g, 0.0)
-            norm = np.linalg.norm(r_new)
-            if norm == 0.0:
-                warnings.warn(f"BMGUFS: every feature weight reached 0 at iteration {it + 1}; "
-                              f"keeping the weights of iteration {it} (gamma={gamma} is too "
-                              "large for this data)", UserWarning, stacklevel=3)
-                break
-            r = r_new / norm
-            active = np.flatnonzero(r).astype(np.int64)
-            n_done = it + 1
-            if progress is not None and (n_done % 10 == 0 or n_done == max_iter
-                                         or clock.due()):
-                progress("selection", n_done / max(max_iter, 1),
-                         f"iteration {n_done}/{max_iter}: L_b {Lb:.4f}, L_m {Lm:.4f}, "
-                         f"{active.size} non-zero weights")
+        r, self.history_, self.n_iter_, Q = projected_gradient(prob, beta, gamma, max_iter,
+                                                               eta, progress)
         self.scores_ = r
-        self.history_ = {"L_b": np.array(hist_b), "L_m": np.array(hist_m),
-                         "nnz": np.array(hist_nnz, dtype=np.int64)}
-        self.n_iter_ = n_done
         self.induced_similarity_ = Q
         self.timings_ = {"selection": time.perf_counter() - t0}
 
@@ -727,6 +682,7 @@ class BMGUFS(BaseEstimator):
 
     @property
     def n_nonzero_(self) -> int:
+        """Number of non-zero feature weights, ``nnz(r)``."""
         self._check_fitted()
         return int(np.count_nonzero(self.scores_))
 
@@ -737,9 +693,28 @@ class BMGUFS(BaseEstimator):
         weights are non-zero (the paper's "nnz(r) < d" case) this warns and returns just
         the non-zero ones, or raises ``ValueError`` with ``strict=True``; lower ``gamma``
         to keep more features.
+
+        Parameters
+        ----------
+        d : int >= 1
+            Number of features wanted.
+        strict : bool, default=False
+            Raise instead of warning when fewer than ``d`` weights are non-zero.
+
+        Returns
+        -------
+        ndarray of int64
+            Feature indices, largest weight first (``min(d, nnz(r))`` of them).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For a bad ``d``, or ``nnz(r) < d`` with ``strict=True``.
         """
         self._check_fitted()
-        d = _check_int("d", d, 1)
+        d = check_int("d", d, 1)
         r = self.scores_
         order = np.argsort(-r, kind="stable")
         nnz = int(np.count_nonzero(r))
@@ -755,7 +730,27 @@ class BMGUFS(BaseEstimator):
         return order[:d].astype(np.int64)
 
     def transform(self, X, d, strict: bool = False):
-        """The columns of ``X`` selected by :meth:`select` (sparse stays sparse)."""
+        """The columns of ``X`` selected by :meth:`select` (sparse stays sparse).
+
+        Parameters
+        ----------
+        X : sparse or dense matrix, shape (n, n_features_in_)
+            Node features.
+        d, strict :
+            As in :meth:`select`.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix or ndarray, shape (n, min(d, nnz(r)))
+            The selected columns, in :meth:`select`'s order.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            As :meth:`select`, and for ``X`` with another number of features.
+        """
         idx = self.select(d, strict=strict)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X: has {X.shape[1]} features, BMGUFS was fitted on "
@@ -764,61 +759,13 @@ class BMGUFS(BaseEstimator):
             return sp.csr_matrix(X)[:, idx]
         return np.asarray(X)[:, idx]
 
-    # artifacts protocol -------------------------------------------------------
+    # artifacts protocol (featagg_core._bmgufs_support) ------------------------------
     def _artifact_state(self):
-        self._check_fitted()
-        meta = {"n_iter_": int(self.n_iter_), "candidate_index_": int(self.candidate_index_),
-                "n_features_in_": int(self.n_features_in_),
-                "timings_": {k: float(v) for k, v in self.timings_.items()},
-                "n_candidates_fitted": len(self.candidates_),
-                "candidates": [bm.get_params() for bm in self.candidates_],
-                "candidate_meta": [bm._artifact_state()[0] for bm in self.candidates_]}
-        meta.update({"n_blocks_": int(self.n_blocks_), "n_blocks_rule_": self.n_blocks_rule_,
-                     "gamma_": float(self.gamma_),
-                     "gamma_path_": [[float(g), int(z)] for g, z in self.gamma_path_],
-                     "fit_quality_": {k: float(v) for k, v in self.fit_quality_.items()},
-                     "fit_warning_": self.fit_warning_})
-        arrays = {"scores_": self.scores_, "target_similarity_": self.target_similarity_,
-                  "induced_similarity_": self.induced_similarity_,
-                  "candidate_rre_": self.candidate_rre_}
-        for key, val in self.history_.items():
-            arrays[f"history_{key}"] = val
-        for c, bm in enumerate(self.candidates_):
-            for name, arr in bm._artifact_state()[1].items():
-                arrays[f"cand{c}_{name}"] = arr
-        return meta, arrays
+        return bmgufs_artifact_state(self)
 
     @classmethod
     def _from_artifact_state(cls, params, meta, arrays):
-        obj = cls(**params)
-        obj.scores_ = np.asarray(arrays["scores_"], dtype=np.float64)
-        obj.history_ = {key: np.asarray(arrays[f"history_{key}"])
-                        for key in ("L_b", "L_m", "nnz")}
-        obj.n_iter_ = int(meta["n_iter_"])
-        obj.n_features_in_ = int(meta["n_features_in_"])
-        obj.timings_ = dict(meta.get("timings_", {}))
-        obj.target_similarity_ = np.asarray(arrays["target_similarity_"])
-        obj.induced_similarity_ = np.asarray(arrays["induced_similarity_"])
-        obj.candidate_rre_ = np.asarray(arrays["candidate_rre_"])
-        cands = []
-        for c in range(int(meta["n_candidates_fitted"])):
-            sub = {name[len(f"cand{c}_"):]: arr for name, arr in arrays.items()
-                   if name.startswith(f"cand{c}_")}
-            cands.append(BlockModel._from_artifact_state(meta["candidates"][c],
-                                                         meta["candidate_meta"][c], sub))
-        obj.candidates_ = cands
-        obj.candidate_index_ = int(meta["candidate_index_"])
-        obj.block_model_ = cands[obj.candidate_index_]
-        # artifacts written before these attributes existed get what can be rebuilt
-        obj.n_blocks_ = int(meta.get("n_blocks_", obj.block_model_.M_.shape[0]))
-        obj.n_blocks_rule_ = meta.get("n_blocks_rule_", f"k = {obj.n_blocks_} blocks")
-        obj.gamma_ = float(meta.get("gamma_", obj.gamma))
-        obj.gamma_path_ = [(float(g), int(z)) for g, z in
-                           meta.get("gamma_path_", [[obj.gamma_, int(np.count_nonzero(
-                               obj.scores_))]])]
-        obj.fit_quality_ = dict(meta.get("fit_quality_", {}))
-        obj.fit_warning_ = meta.get("fit_warning_")
-        return obj
+        return bmgufs_from_artifact_state(cls, params, meta, arrays)
 
 
 def warmup() -> None:

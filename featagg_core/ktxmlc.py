@@ -27,9 +27,7 @@ are exact products, so they do not depend on how the rows were split).
 """
 from __future__ import annotations
 
-import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
 import numba
@@ -41,141 +39,19 @@ from sklearn.exceptions import NotFittedError
 from . import _ktxmlc_core as core
 from ._kernels import ktxmlc as _k
 from ._kernels.linear import l2svc_dual_cd, l2svc_primal_objective
-from ._products import exact_xt_y
-from ._validation import as_csr, check_binary_labels, check_n_features
+from ._ktxmlc_support import (_NON_NEGATIVE, _POSITIVE, STATE_VERSION,  # noqa: F401
+                              _check_binary_shape, _check_X, _check_Y, _defrag_progress,
+                              _fit_trees_and_nodes, _int_from, _joint_vectors, _normalize_rows,
+                              _Pool, _sub_progress, _top_k_csr, label_representation,
+                              tree_model_artifact_state, tree_model_from_artifact_state)
+from ._validation import Options, check_param, parameter_error, validate_params
 from ._validation import check_int as _check_int
 
 __all__ = ["KTXMLC", "OneVsAll", "DefragKTXMLC", "elbow_curve", "label_representation",
            "choose_d0", "defrag_comparison", "warmup"]
 
-#: version of the fitted state saved in artifacts (2: calibrated node scores, PECOS-style
-#: trees); older artifacts are refused with a message instead of being mis-read.
-STATE_VERSION = 2
 _SCORES = {"calibrated": 0, "l2-hinge": 2, "l3-hinge": 3}
 _LOSSES = {"squared_hinge": 0, "log": 1, "mixed": -1}
-
-
-# ----------------------------------------------------------------------------- helpers
-def _check_X(X, name="X", n_features=None) -> sp.csr_matrix:
-    """Shared float32 canonical csr (:func:`featagg_core._validation.as_csr`), plus KTXMLC's
-    refusal of a matrix without rows (checked before the feature count)."""
-    X = as_csr(X, name, dtype=np.float32)
-    if X.shape[0] == 0:
-        raise ValueError(f"{name} has no rows")
-    check_n_features(X, name, n_features)
-    return X
-
-
-def _check_binary_shape(Y) -> int:
-    """Number of label columns of Y (validated later, in the fit)."""
-    shape = getattr(Y, "shape", None)
-    return int(shape[1]) if shape is not None and len(shape) == 2 else np.asarray(Y).shape[-1]
-
-
-def _check_Y(Y, n_rows) -> sp.csr_matrix:
-    return check_binary_labels(Y, n_rows, "Y", dtype=np.float32)
-
-
-def _normalize_rows(X: sp.csr_matrix) -> sp.csr_matrix:
-    """Rows scaled to unit L2 norm (zero rows stay zero); a new float32 csr."""
-    sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    inv = np.zeros_like(sq)
-    nz = sq > 0
-    inv[nz] = 1.0 / np.sqrt(sq[nz])
-    out = sp.csr_matrix(sp.diags(inv.astype(np.float32)) @ X, dtype=np.float32)
-    out.sort_indices()
-    return out
-
-
-def _check_pos(name, value, strict=True):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v) or (v <= 0 if strict else v < 0):
-        raise ValueError(f"{name} must be {'> 0' if strict else '>= 0'}, got {value!r}")
-    return v
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, "
-                         f"got {value!r}")
-    return value
-
-
-def label_representation(X, Y, representation="input", joint_weight=1.0, progress=None):
-    """Label vectors used to cluster labels (rows L2-normalised, csr L x d').
-
-    ``"input"``: the normalised sum of the normalised feature vectors of the label's
-    positive points (Parabel / omikuji, PECOS's PIFA). ``"joint"``: that vector,
-    concatenated with ``joint_weight`` times the label's normalised co-occurrence row of
-    YᵀY, renormalised.
-    """
-    X = _check_X(X)
-    Y = _check_Y(Y, X.shape[0])
-    _check_choice("representation", representation, ("input", "joint"))
-    report = None
-    if progress is not None:
-        def report(j, n):
-            progress(0.02 * j / n, f"label representations: block {j}/{n}")
-    R = core.label_representation(_normalize_rows(X), Y, report)
-    if representation == "joint":
-        w = _check_pos("joint_weight", joint_weight, strict=False)
-        R = _joint_vectors(R, exact_xt_y(Y, Y), w)
-    return R
-
-
-def _joint_vectors(R, YtY, joint_weight):
-    """The ``"joint"`` label vectors of the labels of ``R``'s rows from their PIFA rows
-    ``R`` and rows of ``YᵀY`` (row-local, so the Dask twin builds them per label range)."""
-    C = _normalize_rows(sp.csr_matrix(YtY, dtype=np.float32))
-    R = _normalize_rows(sp.hstack([R, C * np.float32(joint_weight)], format="csr"))
-    R.indptr = R.indptr.astype(np.int64)
-    return R
-
-
-class _Pool:
-    """A thread pool whose exit never drains queued work: on the way out it cancels what
-    has not started (``shutdown(cancel_futures=True)``) and joins its threads."""
-
-    def __init__(self, n_jobs):
-        self.pool = ThreadPoolExecutor(max_workers=n_jobs, thread_name_prefix="ktxmlc")
-
-    def __enter__(self):
-        return self.pool
-
-    def __exit__(self, *exc):
-        self.pool.shutdown(wait=True, cancel_futures=True)
-        return False
-
-
-def _fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progress, stop):
-    """The fit pipeline of :mod:`featagg_core._ktxmlc_core` on a thread pool: trees (or the
-    given ones), node classifiers, weights, calibration."""
-    Yc = core.CsrParts.of(sp.csc_matrix(Y))
-    X, Y = core.CsrParts.of(X), core.CsrParts.of(Y)
-    with _Pool(n_jobs) as pool:
-        if isinstance(n_trees_or_trees, int):
-            trees = core.build_trees(R, spec, n_trees_or_trees, pool, progress=progress,
-                                     lo=0.02, hi=0.12, stop=stop)
-        else:
-            trees = n_trees_or_trees
-        tasks = core.training_tasks(trees, Y)
-        positions = [core.label_positions(tr) for tr in trees]
-
-        def job(task):
-            return core.train_task(X, Y, Yc, trees[task.tree], positions[task.tree], task,
-                                   solver, stop)
-
-        results = core.run_jobs(pool, job, tasks, costs=[t.cost for t in tasks],
-                                progress=progress, lo=0.12, hi=0.99,
-                                message="classifiers: node batches trained", stop=stop)
-    W, bias_w, offsets = core.assemble_weights(trees, tasks, results, X.shape[1])
-    cal_a, cal_b, groups = core.calibration(trees, tasks, results, offsets, solver)
-    work = int(sum(r[6] for r in results))
-    return trees, W, bias_w, offsets, cal_a, cal_b, groups, work
-
 
 # ----------------------------------------------------------------------------- model base
 class _TreeModel(BaseEstimator):
@@ -189,27 +65,48 @@ class _TreeModel(BaseEstimator):
     (per node: the node's log-score is log sigmoid(a z + b) of its decision value z) and
     ``calibration_`` ({group: (a, b, negatives, positives)}, group 0 = label classifiers,
     g > 0 = internal nodes at depth g).
+
+    Parameters shared by both (declared in ``_parameter_constraints``; subclasses add
+    theirs): ``C``, ``eps``, ``max_iter``, ``weight_threshold``, ``bias``, ``normalize``,
+    ``score``, ``calibration_rows``, ``random_state``, ``n_jobs`` (see :class:`KTXMLC`).
     """
 
+    _parameter_constraints: dict = {
+        "C": _POSITIVE,
+        "eps": _POSITIVE,
+        "max_iter": _int_from(1),
+        "weight_threshold": _NON_NEGATIVE,
+        "bias": _NON_NEGATIVE,
+        "normalize": ["boolean"],
+        "score": [Options(str, set(_SCORES))],
+        "calibration_rows": _int_from(0),
+        "random_state": _int_from(0),
+        "n_jobs": _int_from(1, allow_none=True),
+    }
+
     # -- validation shared by both
+    def _validate_params(self):
+        """Check every parameter against ``_parameter_constraints`` (raises
+        :class:`featagg_core._validation.InvalidParameterError` naming the first bad one)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
+
     def _solver_spec(self, calib):
-        C = _check_pos("C", self.C)
-        eps = _check_pos("eps", self.eps)
-        max_iter = _check_int("max_iter", self.max_iter, 1)
-        thr = _check_pos("weight_threshold", self.weight_threshold, strict=False)
-        bias = _check_pos("bias", self.bias, strict=False)
-        rs = _check_int("random_state", self.random_state, 0)
-        loss = _check_choice("loss", getattr(self, "loss", "squared_hinge"), tuple(_LOSSES))
-        C_log = C if loss == "log" else _check_pos("C_log", getattr(self, "C_log", 10.0))
-        return core.SolverSpec(C, eps, max_iter, thr, bias, calib, rs, _LOSSES[loss], C_log)
+        self._validate_params()
+        loss = getattr(self, "loss", "squared_hinge")
+        C = float(self.C)
+        C_log = C if loss == "log" else float(getattr(self, "C_log", 10.0))
+        return core.SolverSpec(C, float(self.eps), int(self.max_iter),
+                               float(self.weight_threshold), float(self.bias), calib,
+                               int(self.random_state), _LOSSES[loss], C_log)
 
     def _n_jobs(self):
-        n_jobs = _check_int("n_jobs", self.n_jobs, 1, allow_none=True)
+        n_jobs = None if self.n_jobs is None else int(self.n_jobs)
         return n_jobs or numba.get_num_threads()
 
     def _score_power(self):
-        return _SCORES[_check_choice("score", getattr(self, "score", "l2-hinge"),
-                                     tuple(_SCORES))]
+        score = getattr(self, "score", "l2-hinge")
+        check_param("score", score, [Options(str, set(_SCORES))])
+        return _SCORES[score]
 
     def _finalise(self, X_shape, L, trees, W, bias_w, offsets, bias, cal_a, cal_b, groups):
         self.n_features_in_ = int(X_shape[1])
@@ -247,7 +144,6 @@ class _TreeModel(BaseEstimator):
     def _fit_tail(self, X, Y, trees_or_n, spec, calib, progress):
         solver = self._solver_spec(calib)
         n_jobs = self._n_jobs()
-        self._score_power()
         X = _check_X(X)
         Y = _check_Y(Y, X.shape[0])
         t0 = time.perf_counter()
@@ -279,14 +175,25 @@ class _TreeModel(BaseEstimator):
 
         Parameters
         ----------
-        X : sparse or dense matrix, n x n_features_in_.
-        k : int, labels kept per row (capped at the number of labels).
-        beam_width : int or None, overrides the fitted ``beam_width`` for this call.
+        X : sparse or dense matrix, shape (n, n_features_in_)
+            Features.
+        k : int >= 1, default=5
+            Labels kept per row (capped at the number of labels).
+        beam_width : int >= 1 or None, default=None
+            Overrides the fitted ``beam_width`` for this call.
 
         Returns
         -------
-        csr_matrix n x L (float32) holding each row's top-k scores (probability-like,
-        in (0, 1], averaged over trees); other entries are absent.
+        scipy.sparse.csr_matrix, shape (n, n_labels_)
+            float32, each row's top-k scores (probability-like, in (0, 1], averaged over
+            trees); other entries are absent.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For a bad ``k`` / ``beam_width`` or ``X`` with another number of features.
         """
         self._check_fitted()
         k = _check_int("k", k, 1)
@@ -322,15 +229,30 @@ class _TreeModel(BaseEstimator):
     def tree_nodes(self, tree=0):
         """The nodes of one tree, for plotting.
 
-        Returns a dict of arrays indexed by node id: ``parent`` (-1 at the root),
-        ``children`` (list of child-id arrays), ``label`` (label id of a terminal label
-        node, else -1), ``depth``, ``n_labels`` (labels below the node) and ``labels``
-        (list: the label ids below each node).
+        Parameters
+        ----------
+        tree : int >= 0, default=0
+            Which tree (less than the number of trees).
+
+        Returns
+        -------
+        dict
+            Arrays indexed by node id: ``parent`` (-1 at the root), ``children`` (list of
+            child-id arrays), ``label`` (label id of a terminal label node, else -1),
+            ``depth``, ``n_labels`` (labels below the node) and ``labels`` (list: the
+            label ids below each node).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            When ``tree`` is not one of the fitted trees.
         """
         self._check_fitted()
         tree = _check_int("tree", tree, 0)
         if tree >= len(self.trees_):
-            raise ValueError(f"tree must be < {len(self.trees_)}, got {tree}")
+            raise parameter_error("tree", f"< {len(self.trees_)}", tree)
         tr = self.trees_[tree]
         N = tr["parent"].shape[0]
         children = [np.arange(tr["first_child"][v], tr["first_child"][v] + tr["n_children"][v])
@@ -344,53 +266,11 @@ class _TreeModel(BaseEstimator):
     _TREE_KEYS = ("parent", "first_child", "n_children", "label", "depth", "lo", "hi")
 
     def _artifact_state(self):
-        self._check_fitted()
-        meta = dict(state_version=STATE_VERSION, n_features_in_=self.n_features_in_,
-                    n_labels_=self.n_labels_, n_trees_=len(self.trees_),
-                    bias_value=self._bias_value, W_shape=list(self.W_.shape),
-                    calibration=[[g, *v] for g, v in sorted(self.calibration_.items())],
-                    train_time_=getattr(self, "train_time_", None))
-        arrays = dict(W_data=self.W_.data.astype(np.float32),
-                      W_indices=self.W_.indices.astype(np.int32),
-                      W_indptr=self.W_.indptr.astype(np.int64), bias_w=self.bias_w_,
-                      node_offsets=self.node_offsets_, calibration_a=self.calibration_a_,
-                      calibration_b=self.calibration_b_,
-                      perm=np.stack([tr["perm"] for tr in self.trees_]))
-        for key in self._TREE_KEYS:
-            arrays["tree_" + key] = np.concatenate([tr[key] for tr in self.trees_])
-        return meta, arrays
+        return tree_model_artifact_state(self)
 
     @classmethod
     def _from_artifact_state(cls, params, meta, arrays):
-        from .artifacts import ArtifactError
-
-        version = meta.get("state_version")
-        if version != STATE_VERSION:
-            raise ArtifactError(
-                f"this {cls.__name__} artifact holds fitted state version {version!r} "
-                f"(saved by an older featagg); this featagg reads version {STATE_VERSION}: "
-                "its node scores are calibrated differently, so the model must be refitted")
-        obj = cls(**params)
-        off = np.asarray(arrays["node_offsets"], np.int64)
-        trees = []
-        for t in range(int(meta["n_trees_"])):
-            tr = {key: np.asarray(arrays["tree_" + key][off[t]:off[t + 1]], np.int64)
-                  for key in cls._TREE_KEYS}
-            tr["perm"] = np.asarray(arrays["perm"][t], np.int64)
-            trees.append(tr)
-        W = sp.csr_matrix((arrays["W_data"], arrays["W_indices"], arrays["W_indptr"]),
-                          shape=tuple(meta["W_shape"]))
-        N = int(off[-1])
-        for key in ("bias_w", "calibration_a", "calibration_b"):
-            if np.asarray(arrays[key]).shape != (N,):
-                raise ArtifactError(f"{cls.__name__} artifact: {key} has shape "
-                                    f"{np.asarray(arrays[key]).shape}, expected ({N},)")
-        groups = {int(g[0]): tuple(g[1:]) for g in meta["calibration"]}
-        obj._finalise((0, meta["n_features_in_"]), meta["n_labels_"], trees, W,
-                      np.asarray(arrays["bias_w"]), off, meta["bias_value"],
-                      arrays["calibration_a"], arrays["calibration_b"], groups)
-        obj.train_time_ = meta.get("train_time_")
-        return obj
+        return tree_model_from_artifact_state(cls, params, meta, arrays)
 
 
 # ----------------------------------------------------------------------------- KTXMLC
@@ -508,48 +388,76 @@ class KTXMLC(_TreeModel):
         self.C_log = C_log
         self.n_jobs = n_jobs
 
+    _parameter_constraints: dict = {
+        **_TreeModel._parameter_constraints,
+        "n_clusters": _int_from(2),
+        "n_trees": _int_from(1),
+        "max_depth": _int_from(1),
+        "max_leaf_labels": _int_from(1),
+        "beam_width": _int_from(1),
+        "partition": [Options(str, {"bisect", "kmeans"})],
+        "representation": [Options(str, {"input", "joint"})],
+        "joint_weight": _NON_NEGATIVE,
+        "balanced": ["boolean", None],
+        "min_cluster_size": _int_from(1),
+        "kmeans_oversampling": _POSITIVE,
+        "kmeans_rounds": _int_from(1, allow_none=True),
+        "kmeans_max_iter": _int_from(1),
+        "kmeans_tol": _NON_NEGATIVE,
+        "loss": [Options(str, set(_LOSSES))],
+        "C_log": _POSITIVE,
+    }
+
     def _tree_spec(self):
-        K = _check_int("n_clusters", self.n_clusters, 2)
-        max_depth = _check_int("max_depth", self.max_depth, 1)
-        max_leaf = _check_int("max_leaf_labels", self.max_leaf_labels, 1)
-        _check_int("beam_width", self.beam_width, 1)
-        rs = _check_int("random_state", self.random_state, 0)
-        partition = _check_choice("partition", self.partition, ("bisect", "kmeans"))
-        min_size = _check_int("min_cluster_size", self.min_cluster_size, 1)
-        rounds = _check_int("kmeans_rounds", self.kmeans_rounds, 1, allow_none=True) or 0
-        km_iter = _check_int("kmeans_max_iter", self.kmeans_max_iter, 1)
-        km_tol = _check_pos("kmeans_tol", self.kmeans_tol, strict=False)
-        overs = _check_pos("kmeans_oversampling", self.kmeans_oversampling)
-        if self.balanced not in (None, True, False):
-            raise ValueError(f"balanced must be True, False or None, got {self.balanced!r}")
+        """The :class:`featagg_core._ktxmlc_core.TreeSpec` of the (validated) parameters."""
+        self._validate_params()
+        K = int(self.n_clusters)
         balanced = (K == 2) if self.balanced is None else bool(self.balanced)
-        _check_choice("representation", self.representation, ("input", "joint"))
-        _check_pos("joint_weight", self.joint_weight, strict=False)
-        return core.TreeSpec(K, partition, max_depth, max_leaf, balanced, min_size, overs,
-                             rounds, km_iter, km_tol, rs)
+        return core.TreeSpec(K, self.partition, int(self.max_depth), int(self.max_leaf_labels),
+                             balanced, int(self.min_cluster_size),
+                             float(self.kmeans_oversampling),
+                             0 if self.kmeans_rounds is None else int(self.kmeans_rounds),
+                             int(self.kmeans_max_iter), float(self.kmeans_tol),
+                             int(self.random_state))
 
     def fit(self, X, Y, progress: Optional[Callable[[float, str], None]] = None):
         """Grow the label trees and train every node's classifiers.
 
         Parameters
         ----------
-        X : sparse n x d features; Y : sparse n x L 0/1 labels.
-        progress : optional ``callable(fraction, message)`` called per tree level, per
-            trained node batch and at least every 0.2 s while a job runs (fraction in
-            [0, 1], by the work done). It may raise
+        X : sparse or dense matrix, shape (n, d)
+            Features.
+        Y : sparse or dense 0/1 matrix, shape (n, L)
+            Labels.
+        progress : callable(fraction, message), optional
+            Called per tree level, per trained node batch and at least every 0.2 s while a
+            job runs (fraction in [0, 1], by the work done). It may raise
             :class:`featagg_core._cancel.Cancelled`: the fit then stops its threads (jobs
             not started are dropped, running kernels return at their next solver pass)
             and the exception propagates; the estimator is left unfitted.
+
+        Returns
+        -------
+        KTXMLC
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints`` (the message names it) or
+            bad ``X`` / ``Y`` (no rows, not 0/1, row counts that differ, NaN).
         """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         spec, n_trees, calib = self._fit_plan(_check_binary_shape(Y))
         return self._fit_tail(X, Y, n_trees, spec, calib, progress)
 
     def _fit_plan(self, n_labels):
         """(tree spec, trees to grow, calibration rows) of a fit on ``n_labels`` labels;
-        also used by the Dask twin (``featagg_core.distributed.ktxmlc_distributed``)."""
+        also used by the Dask twin (``featagg_core.distributed.ktxmlc_distributed``), so it
+        validates the parameters itself."""
         spec = self._tree_spec()
-        n_trees = _check_int("n_trees", self.n_trees, 1)
-        calib = _check_int("calibration_rows", self.calibration_rows, 0)
+        n_trees = int(self.n_trees)
+        calib = int(self.calibration_rows)
         if n_labels <= spec.max_leaf:
             # every tree would be the same single leaf cluster (one-vs-all over all
             # labels): train it once instead of n_trees times
@@ -564,8 +472,13 @@ class OneVsAll(_TreeModel):
     solver as :class:`KTXMLC` and weights ``|w| <= weight_threshold`` pruned (DiSMEC's
     Δ = 0.01 on unnormalised data; 0.1 here as omikuji, since rows are normalised).
     Internally one tree of depth 1 whose root has every label as a child, so
-    ``predict_scores`` ranks labels by their (calibrated or hinge) score. Parameters as
-    KTXMLC.
+    ``predict_scores`` ranks labels by their (calibrated or hinge) score.
+
+    Parameters
+    ----------
+    C, eps, max_iter, weight_threshold, bias, normalize, score, calibration_rows,
+    random_state, n_jobs :
+        As in :class:`KTXMLC` (same defaults).
     """
 
     def __init__(self, C=1.0, eps=0.1, max_iter=20, weight_threshold=0.1, bias=1.0,
@@ -583,33 +496,32 @@ class OneVsAll(_TreeModel):
         self.n_jobs = n_jobs
 
     def fit(self, X, Y, progress: Optional[Callable[[float, str], None]] = None):
-        """Train one classifier per label (in batches of labels, in parallel); ``progress``
-        as in :meth:`KTXMLC.fit` (may raise ``Cancelled``)."""
-        calib = _check_int("calibration_rows", self.calibration_rows, 0)
-        return self._fit_tail(X, Y, None, None, calib, progress)
+        """Train one classifier per label (in batches of labels, in parallel).
+
+        Parameters
+        ----------
+        X : sparse or dense matrix, shape (n, d)
+            Features.
+        Y : sparse or dense 0/1 matrix, shape (n, L)
+            Labels.
+        progress : callable(fraction, message), optional
+            As in :meth:`KTXMLC.fit` (may raise ``Cancelled``).
+
+        Returns
+        -------
+        OneVsAll
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints`` or bad ``X`` / ``Y``.
+        """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
+        return self._fit_tail(X, Y, None, None, int(self.calibration_rows), progress)
 
 
 # ----------------------------------------------------------------------------- DEFRAG
-def _defrag_progress(progress, lo, hi, what):
-    """Defrag's ``progress(level, n_levels)`` mapped onto ours (which may raise Cancelled)."""
-    if progress is None:
-        return None
-
-    def report(level, n_levels):
-        progress(lo + (hi - lo) * min(1.0, level / max(n_levels, 1)),
-                 f"{what}: feature tree level {level}/{n_levels}")
-    return report
-
-
-def _sub_progress(progress, lo, hi, what):
-    if progress is None:
-        return None
-
-    def report(fraction, message):
-        progress(lo + (hi - lo) * fraction, f"{what}: {message}")
-    return report
-
-
 class DefragKTXMLC(BaseEstimator):
     """DEFRAG feature agglomeration followed by KTXMLC on the agglomerated features.
 
@@ -620,7 +532,41 @@ class DefragKTXMLC(BaseEstimator):
     (``beam_width * max_leaf_labels`` of them) and the scores are averaged over members.
     Other KTXMLC parameters take KTXMLC's defaults. Use :func:`choose_d0` to pick d0 from
     validation data (or learn that agglomeration does not pay on a data set).
+
+    Parameters
+    ----------
+    d0 : int >= 1, default=8
+        Defrag's ``d0`` (features per agglomerated group, about).
+    defrag_representation : {"XY", "X"}, default="XY"
+        Defrag's ``representation``.
+    per_tree : bool, default=False
+        One Defrag + single-tree KTXMLC per tree (the DEFRAG paper's ensemble), or one
+        Defrag and one KTXMLC of ``n_trees`` trees.
+    n_clusters, n_trees, max_depth, max_leaf_labels, C, beam_width, n_jobs :
+        As in :class:`KTXMLC`.
+    random_state : int >= 0, default=0
+        Seed of member ``t``'s Defrag and KTXMLC is ``random_state + t``.
+
+    Attributes
+    ----------
+    defrags_, models_ : list
+        The members' fitted Defrag and KTXMLC; ``n_features_in_``, ``n_labels_``,
+        ``train_time_`` (s), ``model_size_bytes_``.
     """
+
+    _parameter_constraints: dict = {
+        "d0": _int_from(1),
+        "defrag_representation": [Options(str, {"XY", "X"})],
+        "per_tree": ["boolean"],
+        "n_clusters": _int_from(2),
+        "n_trees": _int_from(1),
+        "max_depth": _int_from(1),
+        "max_leaf_labels": _int_from(1),
+        "C": _POSITIVE,
+        "beam_width": _int_from(1),
+        "random_state": _int_from(0),
+        "n_jobs": _int_from(1, allow_none=True),
+    }
 
     def __init__(self, d0=8, defrag_representation="XY", per_tree=False, n_clusters=16,
                  n_trees=3, max_depth=20, max_leaf_labels=100, C=1.0, beam_width=10,
@@ -643,12 +589,32 @@ class DefragKTXMLC(BaseEstimator):
                       beam_width=self.beam_width, random_state=seed, n_jobs=self.n_jobs)
 
     def fit(self, X, Y, progress=None):
-        """Fit Defrag(s), then KTXMLC on the agglomerated features. ``progress(fraction,
-        message)`` is called per feature-tree level and as in :meth:`KTXMLC.fit`; it may
-        raise :class:`featagg_core._cancel.Cancelled`, which propagates."""
+        """Fit Defrag(s), then KTXMLC on the agglomerated features.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix, shape (n, d)
+            Features.
+        Y : sparse or dense 0/1 matrix, shape (n, L)
+            Labels.
+        progress : callable(fraction, message), optional
+            Called per feature-tree level and as in :meth:`KTXMLC.fit`; it may raise
+            :class:`featagg_core._cancel.Cancelled`, which propagates.
+
+        Returns
+        -------
+        DefragKTXMLC
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints`` or bad ``X`` / ``Y``.
+        """
         from .defrag import Defrag  # the DEFRAG module; imported only when used
 
-        n_trees = _check_int("n_trees", self.n_trees, 1)
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
+        n_trees = int(self.n_trees)
         X = _check_X(X)
         Y = _check_Y(Y, X.shape[0])
         t0 = time.perf_counter()
@@ -673,12 +639,49 @@ class DefragKTXMLC(BaseEstimator):
         return self
 
     def transform(self, X):
-        """Agglomerated features of the first member's Defrag."""
+        """Agglomerated features of the first member's Defrag.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix, shape (n, n_features_in_)
+            Features.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix, shape (n, n_agglomerated)
+            The first member's Defrag applied to ``X``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        """
         if not hasattr(self, "models_"):
             raise NotFittedError("This DefragKTXMLC instance is not fitted yet")
         return self.defrags_[0].transform(_check_X(X, "X", self.n_features_in_))
 
     def predict_scores(self, X, k=5):
+        """Top-k label scores of every row of X, averaged over the members.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix, shape (n, n_features_in_)
+            Raw features (each member agglomerates them with its own Defrag).
+        k : int >= 1, default=5
+            Labels kept per row (capped at the number of labels).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix, shape (n, n_labels_)
+            float32, each row's top-k scores; with several members each returns the labels
+            its beam reached (``beam_width * max_leaf_labels`` of them) and the average is
+            cut to the top k (a label a member missed counts 0 there).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        """
         if not hasattr(self, "models_"):
             raise NotFittedError("This DefragKTXMLC instance is not fitted yet")
         k = _check_int("k", k, 1)
@@ -731,28 +734,14 @@ class DefragKTXMLC(BaseEstimator):
 
     @property
     def model_size_bytes_(self) -> int:
+        """Bytes needed to predict: every member's KTXMLC arrays plus its Defrag labels."""
+        if not hasattr(self, "models_"):
+            raise NotFittedError("This DefragKTXMLC instance is not fitted yet")
         size = sum(m.model_size_bytes_ for m in self.models_)
         for df in self.defrags_:
             lab = getattr(df, "labels_", None)
             size += 0 if lab is None else np.asarray(lab).nbytes
         return int(size)
-
-
-def _top_k_csr(S: sp.csr_matrix, k: int) -> sp.csr_matrix:
-    """Keep each row's k largest entries (ties to the lower column)."""
-    from .metrics import top_k
-
-    idx = top_k(S, k)
-    n = S.shape[0]
-    rows = np.repeat(np.arange(n), idx.shape[1])
-    cols = idx.ravel()
-    ok = cols >= 0
-    vals = np.asarray(S[rows[ok], cols[ok]]).ravel()
-    keep = vals > 0
-    out = sp.csr_matrix((vals[keep], (rows[ok][keep], cols[ok][keep])), shape=S.shape,
-                        dtype=np.float32)
-    out.sort_indices()
-    return out
 
 
 from ._ktxmlc_select import (D0Choice, Elbow, choose_d0, defrag_comparison,  # noqa: E402

@@ -32,8 +32,8 @@ Several columns under one global budget: :func:`compress_columns`.
 from __future__ import annotations
 
 import json
-import math
 import time
+from numbers import Integral, Real
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -43,149 +43,15 @@ from sklearn.exceptions import NotFittedError
 
 from ._kernels import vocab as _k
 from ._polling import call_polled, new_stop
+from ._validation import Interval, Options, check_param, parameter_error, validate_params
+from ._vocab_support import (_allocate, _as_1d, _check_labels, _divisive_init,  # noqa: F401
+                             _json_values, _mi_from_counts, _prefix, _Prepared, check_counts,
+                             factorize, sort_order)
 
 METHODS = ("submodular", "threshold", "dp", "frequency", "bucketing", "divisive")
 #: methods whose buckets are contiguous intervals of the P(C=0|x) order
 CONTIGUOUS = ("submodular", "threshold", "dp", "bucketing")
 _DEFAULT_EPS = {"submodular": 0.01, "threshold": 0.05}
-
-
-# ----------------------------------------------------------------------------------------
-# helpers
-# ----------------------------------------------------------------------------------------
-def _mi_from_counts(b0, b1) -> float:
-    """I(Z; C) in nats from per-bucket label counts (vectorised; 0 log 0 = 0)."""
-    b0 = np.asarray(b0, dtype=np.float64)
-    b1 = np.asarray(b1, dtype=np.float64)
-    N0, N1 = b0.sum(), b1.sum()
-    N = N0 + N1
-    if N <= 0 or N0 == 0 or N1 == 0:
-        return 0.0
-    b = b0 + b1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t0 = np.where(b0 > 0, b0 * np.log(b0 * N / (b * N0)), 0.0)
-        t1 = np.where(b1 > 0, b1 * np.log(b1 * N / (b * N1)), 0.0)
-    return float(max((t0.sum() + t1.sum()) / N, 0.0))
-
-
-def _as_1d(values, name: str) -> np.ndarray:
-    if isinstance(values, (pd.Series, pd.Index)):
-        arr = values.to_numpy()
-    else:
-        arr = np.asarray(values) if not isinstance(values, (list, tuple)) else None
-        if arr is None:
-            arr = np.empty(len(values), dtype=object)
-            arr[:] = list(values)
-    if arr.ndim != 1:
-        raise ValueError(f"{name}: expected a 1-D array, got shape {arr.shape}")
-    return arr
-
-
-def _check_labels(labels, n: int) -> np.ndarray:
-    y = _as_1d(labels, "labels")
-    if y.shape[0] != n:
-        raise ValueError(f"labels: length {y.shape[0]} does not match values ({n})")
-    if y.dtype == bool:
-        return y.astype(np.int8)
-    try:
-        yf = pd.to_numeric(pd.Series(y), errors="raise").to_numpy(dtype=np.float64)
-    except (ValueError, TypeError):
-        raise ValueError("labels: must be 0/1 (or booleans)") from None
-    if not np.all((yf == 0) | (yf == 1)):
-        bad = y[~((yf == 0) | (yf == 1))][0]
-        raise ValueError(f"labels: must be 0/1 (or booleans), found {bad!r}")
-    return yf.astype(np.int8)
-
-
-def check_counts(vocabulary, counts0, counts1):
-    """Validated ``(vocabulary, counts0, counts1)`` (int64 counts, distinct values, every
-    value seen at least once)."""
-    vocab = _as_1d(vocabulary, "vocabulary")
-    c0 = np.asarray(counts0, dtype=np.int64)
-    c1 = np.asarray(counts1, dtype=np.int64)
-    if c0.shape != (len(vocab),) or c1.shape != (len(vocab),):
-        raise ValueError("counts0/counts1: must be 1-D with one count per vocabulary value")
-    if (c0 < 0).any() or (c1 < 0).any() or ((c0 + c1) == 0).any():
-        raise ValueError("counts0/counts1: counts must be >= 0 and every value must "
-                         "occur at least once")
-    if not pd.Index(vocab).is_unique:
-        raise ValueError("vocabulary: values must be distinct")
-    return vocab, c0, c1
-
-
-def factorize(values):
-    """``(codes, vocabulary)`` of a 1-D array of hashable values (missing values are a
-    category of their own).  Vocabulary order = first appearance."""
-    arr = _as_1d(values, "values")
-    codes, uniques = pd.factorize(arr, use_na_sentinel=False)
-    vocab = np.asarray(uniques)
-    if vocab.dtype == object and len(vocab) and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in vocab):
-        vocab = vocab.astype(np.int64)
-    return codes.astype(np.int64), vocab
-
-
-def _prefix(c0, c1, order):
-    P0 = np.zeros(len(order) + 1, np.int64)
-    P1 = np.zeros(len(order) + 1, np.int64)
-    np.cumsum(c0[order], out=P0[1:])
-    np.cumsum(c1[order], out=P1[1:])
-    return P0, P1
-
-
-def sort_order(c0, c1) -> np.ndarray:
-    """Values sorted by ascending P(C=0 | x) = c0 / (c0 + c1); ties by vocabulary index."""
-    c0 = np.asarray(c0, np.float64)
-    tot = c0 + np.asarray(c1, np.float64)
-    p0 = np.divide(c0, tot, out=np.full_like(c0, 0.5), where=tot > 0)
-    return np.argsort(p0, kind="stable")
-
-
-class _Prepared:
-    """Sorted order and the *atoms* the optimisers work on.
-
-    ``key`` is P(C=0 | x) per value, with values seen fewer than ``min_count`` times
-    pooled into one value (their pooled ratio).  ``order`` sorts by key (the pool first
-    among equal keys, then vocabulary index).  Atoms are maximal runs that are never cut:
-    the rare pool, and with ``merge_ties`` every run of equal keys.  Cutting inside a run
-    of equal P(C=0|x) never helps: with the neighbouring cuts fixed, g(L) + g(R) is a
-    convex function of how much of the run goes left (g is jointly convex), so an end of
-    the run is at least as good, and an optimum exists with cuts at atom boundaries only.
-    ``bpos`` are the atom boundaries as positions in the sorted order of values, and
-    ``P0a``/``P1a`` the prefix counts at atom boundaries.
-    """
-
-    def __init__(self, c0, c1, min_count, merge_ties):
-        n = len(c0)
-        cnt = c0 + c1
-        self.rare = cnt < max(int(min_count), 1)
-        key = c0 / np.maximum(cnt, 1)
-        if self.rare.any():
-            key = key.copy()
-            key[self.rare] = c0[self.rare].sum() / cnt[self.rare].sum()
-        if self.rare.any():  # the pool first among equal keys, then vocabulary index
-            self.order = np.lexsort((np.arange(n), ~self.rare, key))
-        else:
-            self.order = np.argsort(key, kind="stable")
-        ks, rs = key[self.order], self.rare[self.order]
-        self.key_sorted = ks
-        if merge_ties:
-            boundary = ks[1:] != ks[:-1]
-        else:
-            boundary = ~(rs[1:] & rs[:-1])
-        self.bpos = (np.flatnonzero(boundary) + 1).astype(np.int64)
-        self.P0, self.P1 = _prefix(c0, c1, self.order)
-        edges = np.r_[0, self.bpos, n].astype(np.int64)
-        self.P0a = np.ascontiguousarray(self.P0[edges])
-        self.P1a = np.ascontiguousarray(self.P1[edges])
-        self.n_atoms = len(edges) - 1
-
-    def to_atoms(self, pos):
-        """Atom-boundary indices (1..n_atoms-1) of value positions that are boundaries."""
-        return (np.searchsorted(self.bpos, pos) + 1).astype(np.int64)
-
-    def to_values(self, ja):
-        return self.bpos[np.asarray(ja, np.int64) - 1]
 
 
 # ----------------------------------------------------------------------------------------
@@ -286,6 +152,22 @@ class VocabularyCompressor(BaseEstimator):
     as a JSON list in the meta (str / int / float / bool values round-trip with their type).
     """
 
+    _parameter_constraints: dict = {
+        "budget": [Interval(Integral, 1, None, closed="left")],
+        "method": [Options(str, METHODS)],
+        "random_state": [Interval(Integral, None, None, closed="neither"), None],
+        "epsilon": [Interval(Real, 0, 1, closed="neither"), None],
+        "refine": ["boolean"],
+        "handle_unseen": [Options(str, {"prior", "dedicated"})],
+        "min_count": [Interval(Integral, 1, None, closed="left")],
+        "merge_ties": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        # 0 is allowed: no exact DP at all (benchmarks/vocab_bench.py switches the polish
+        # off that way)
+        "max_dp_values": [Interval(Integral, 0, None, closed="left")],
+    }
+
     def __init__(self, budget=100, method="submodular", random_state=0, epsilon=None,
                  refine=True, handle_unseen="prior", min_count=1, merge_ties=True,
                  max_iter=50, tol=1e-6, max_dp_values=5000):
@@ -303,23 +185,9 @@ class VocabularyCompressor(BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _validate(self):
-        b = self.budget
-        if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, np.integer)) or b < 1:
-            raise ValueError(f"budget: must be an int >= 1, got {b!r}")
-        if self.method not in METHODS:
-            raise ValueError(f"method: must be one of {', '.join(METHODS)}, got {self.method!r}")
-        eps = self._eps()
-        if eps is not None and not (0 < eps < 1):
-            raise ValueError(f"epsilon: must be in (0, 1), got {self.epsilon!r}")
-        if self.handle_unseen not in ("prior", "dedicated"):
-            raise ValueError(f"handle_unseen: must be 'prior' or 'dedicated', got {self.handle_unseen!r}")
-        mc = self.min_count
-        if isinstance(mc, bool) or not isinstance(mc, (int, np.integer)) or mc < 1:
-            raise ValueError(f"min_count: must be an int >= 1, got {mc!r}")
-        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise ValueError(f"max_iter: must be an int >= 1, got {self.max_iter!r}")
-        if self.random_state is not None and not isinstance(self.random_state, (int, np.integer)):
-            raise ValueError(f"random_state: must be an int or None, got {self.random_state!r}")
+        """Check every parameter against ``_parameter_constraints`` (also called by the
+        run-spec, artifact and distributed code before anything is fitted)."""
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     def _eps(self):
         if self.epsilon is None:
@@ -335,12 +203,31 @@ class VocabularyCompressor(BaseEstimator):
     def fit(self, values, labels, progress=None):
         """Fit on a 1-D array of hashable ``values`` and 0/1 ``labels`` of the same length.
 
-        ``progress(fraction, message)``, if given, is called at the start, before and
-        after the optimisation and about every 0.1 s while the ``dp`` / ``divisive``
-        kernels run; it may raise (e.g. :class:`featagg_core._cancel.Cancelled`) to stop
-        (the kernel returns early, the exception propagates, nothing is fitted).
+        Parameters
+        ----------
+        values : 1-D array-like, pandas Series or list
+            The categorical column (missing values are a category of their own).
+        labels : 1-D array-like of 0/1 or bool
+            The binary label of each row; both classes must occur.
+        progress : callable(fraction, message), optional
+            Called at the start, before and after the optimisation and about every 0.1 s
+            while the ``dp`` / ``divisive`` kernels run; it may raise (e.g.
+            :class:`featagg_core._cancel.Cancelled`) to stop (the kernel returns early,
+            the exception propagates, nothing is fitted).
+
+        Returns
+        -------
+        VocabularyCompressor
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints`` (the message names it),
+            labels that are not 0/1 or of another length, empty values, one class only,
+            or ``method="dp"`` on a column with more than ``max_dp_values`` atoms.
         """
-        self._validate()
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         if progress is not None:
             progress(0.0, "counting values")
         codes, vocab = factorize(values)
@@ -353,9 +240,28 @@ class VocabularyCompressor(BaseEstimator):
         return self._fit_counts(vocab, c0, c1, progress)
 
     def fit_counts(self, vocabulary, counts0, counts1, progress=None):
-        """Fit from a vocabulary and its per-value label-0 / label-1 counts (``progress``
-        as in :meth:`fit`)."""
-        self._validate()
+        """Fit from a vocabulary and its per-value label-0 / label-1 counts.
+
+        Parameters
+        ----------
+        vocabulary : 1-D array-like
+            The distinct values.
+        counts0, counts1 : 1-D array-like of int
+            Label-0 / label-1 count of each value (:func:`check_counts`).
+        progress : callable(fraction, message), optional
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        VocabularyCompressor
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`fit`, and for counts :func:`check_counts` refuses.
+        """
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
         return self._fit_counts(*check_counts(vocabulary, counts0, counts1), progress)
 
     def _fit_counts(self, vocab, c0, c1, progress=None):
@@ -395,9 +301,9 @@ class VocabularyCompressor(BaseEstimator):
             self.chosen_, self.gains_, self.levels_ = prep.to_values(ch), gains / N, levels
         elif method == "dp":
             if A > self.max_dp_values:
-                raise ValueError(f"method: 'dp' is O(n^2 m) and limited to max_dp_values="
-                                 f"{self.max_dp_values} distinct values (after merging ties); "
-                                 f"this column has {A}")
+                raise parameter_error(
+                    "max_dp_values", f"at least the column's {A} distinct values (after "
+                    "merging ties) for method 'dp', which is O(n^2 m)", self.max_dp_values)
             sa, _ = call_polled(_k.dp_optimal, (prep.P0a, prep.P1a, m, stop), stop, tick)
             splits = prep.to_values(sa)
         elif method == "bucketing":
@@ -420,7 +326,7 @@ class VocabularyCompressor(BaseEstimator):
         else:  # divisive, on atoms (values of one atom have the same P(C|x), hence cluster)
             c0a = np.diff(prep.P0a).astype(np.float64)
             c1a = np.diff(prep.P1a).astype(np.float64)
-            init = self._divisive_init(c0a, c1a, np.arange(A), m)
+            init = _divisive_init(c0a, c1a, np.arange(A), m)
             lab, self.n_iter_ = call_polled(
                 _k.divisive_kl, (c0a, c1a, init, m, int(self.max_iter), float(self.tol), stop),
                 stop, tick)
@@ -432,30 +338,6 @@ class VocabularyCompressor(BaseEstimator):
         if progress is not None:
             progress(1.0, f"{self.n_buckets_} buckets")
         return self
-
-    @staticmethod
-    def _divisive_init(c0, c1, order, m):
-        """Dhillon et al.'s initialisation for two classes: split the values by their most
-        likely class, then cut each group into equal-size pieces along P(C=0|x), with the
-        m clusters shared between the two groups in proportion to their sizes."""
-        n = len(order)
-        tot = (c0 + c1).astype(np.float64)
-        p0 = np.divide(c0, tot, out=np.full(n, 0.5), where=tot > 0)
-        grp = (p0[order] >= 0.5).astype(np.int64)  # sorted ascending: group 0 then group 1
-        n0 = int((grp == 0).sum())
-        n1 = n - n0
-        if m == 1 or n0 == 0 or n1 == 0:
-            ka, kb = (m, 0) if n1 == 0 else (0, m)
-        else:
-            ka = int(np.clip(round(m * n0 / n), 1, m - 1))
-            kb = m - ka
-        init = np.empty(n, np.int64)
-        pos = np.arange(n)
-        if n0:
-            init[order[:n0]] = (pos[:n0] * max(ka, 1)) // n0
-        if n1:
-            init[order[n0:]] = max(ka, 0) + (pos[: n1] * max(kb, 1)) // n1
-        return np.minimum(init, m - 1)
 
     def _set_splits(self, splits, refine=None):
         """Derive the fitted state from split points (positions in the sorted order that
@@ -523,7 +405,25 @@ class VocabularyCompressor(BaseEstimator):
     def truncate(self, n_splits):
         """A copy keeping only the first ``n_splits`` greedy picks (``submodular`` /
         ``threshold``): what the greedy would have returned with ``budget = n_splits + 1``
-        (used by the global-budget merge of :func:`compress_columns`)."""
+        (used by the global-budget merge of :func:`compress_columns`).
+
+        Parameters
+        ----------
+        n_splits : int >= 0
+            Greedy picks to keep.
+
+        Returns
+        -------
+        VocabularyCompressor
+            A new fitted compressor (this one is unchanged).
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For a method other than ``submodular`` / ``threshold``.
+        """
         self._check_fitted()
         if self.method not in ("submodular", "threshold"):
             raise ValueError(f"truncate: only for greedy methods, not {self.method!r}")
@@ -544,7 +444,23 @@ class VocabularyCompressor(BaseEstimator):
             raise NotFittedError("This VocabularyCompressor is not fitted yet; call fit first.")
 
     def transform(self, values):
-        """Bucket id (int64) of each value; unseen values go to ``unseen_bucket_``."""
+        """Bucket id (int64) of each value; unseen values go to ``unseen_bucket_``.
+
+        Parameters
+        ----------
+        values : 1-D array-like, pandas Series or list
+            Values of the column.
+
+        Returns
+        -------
+        ndarray of int64, shape (n,)
+            Bucket ids.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        """
         self._check_fitted()
         arr = _as_1d(values, "values")
         idx = pd.Index(self.vocabulary_).get_indexer(pd.Index(arr) if arr.dtype != object
@@ -555,6 +471,18 @@ class VocabularyCompressor(BaseEstimator):
         return out
 
     def fit_transform(self, values, labels):
+        """:meth:`fit`, then :meth:`transform` of the same values.
+
+        Parameters
+        ----------
+        values, labels :
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        ndarray of int64, shape (n,)
+            Bucket ids of ``values``.
+        """
         return self.fit(values, labels).transform(values)
 
     @property
@@ -571,7 +499,13 @@ class VocabularyCompressor(BaseEstimator):
         return self._prep.key_sorted
 
     def mapping_frame(self) -> pd.DataFrame:
-        """Table of value, bucket, count, positives, P(C=0|x), in sorted order."""
+        """Table of value, bucket, count, positives, P(C=0|x), in sorted order.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``value``, ``bucket``, ``count``, ``positives``, ``p_c0``.
+        """
         self._check_fitted()
         o = self.order_
         c = self.counts_[o]
@@ -580,14 +514,35 @@ class VocabularyCompressor(BaseEstimator):
                              "p_c0": c[:, 0] / np.maximum(c.sum(axis=1), 1)})
 
     def to_csv(self, path_or_buf=None) -> Optional[str]:
-        """Write the mapping as CSV (columns value,bucket,count,positives,p_c0); returns the
-        text when ``path_or_buf`` is None."""
+        """Write the mapping as CSV (columns value,bucket,count,positives,p_c0).
+
+        Parameters
+        ----------
+        path_or_buf : str, path or file-like, optional
+            Where to write (pandas' ``to_csv``); None returns the text.
+
+        Returns
+        -------
+        str or None
+            The CSV text when ``path_or_buf`` is None.
+        """
         return self.mapping_frame().to_csv(path_or_buf, index=False)
 
     def to_json(self, path_or_buf=None) -> Optional[str]:
         """The mapping as JSON: ``{"method", "budget", "n_buckets", "unseen_bucket",
         "mutual_information", "mutual_information_full", "values": [...], "buckets": [...]}``
-        (parallel lists so that int and str values keep their type)."""
+        (parallel lists so that int and str values keep their type).
+
+        Parameters
+        ----------
+        path_or_buf : str, path or file-like, optional
+            Where to write; None returns the text.
+
+        Returns
+        -------
+        str or None
+            The JSON text when ``path_or_buf`` is None.
+        """
         self._check_fitted()
         doc = {"method": self.method, "budget": int(self.budget), "n_buckets": self.n_buckets_,
                "unseen_bucket": self.unseen_bucket_,
@@ -648,25 +603,6 @@ class VocabularyCompressor(BaseEstimator):
         return obj
 
 
-def _json_values(vocab) -> list:
-    """The vocabulary as a JSON-ready list (str / int / float / bool keep their type,
-    missing values become null)."""
-    if vocab.dtype.kind in "iub":
-        return vocab.tolist()
-    if pd.api.types.infer_dtype(vocab, skipna=False) in ("string", "integer", "boolean"):
-        return vocab.tolist()  # fast path; the loop below handles missing values and floats
-    out = []
-    for v in vocab.tolist():
-        if isinstance(v, (str, bool, int)) or v is None:
-            out.append(v)
-        elif isinstance(v, float):
-            out.append(None if math.isnan(v) else v)
-        else:
-            raise ValueError(f"vocabulary: value {v!r} of type {type(v).__name__} cannot be "
-                             "exported (str, int, float and bool values can)")
-    return out
-
-
 # ----------------------------------------------------------------------------------------
 # several columns, one budget
 # ----------------------------------------------------------------------------------------
@@ -697,38 +633,20 @@ class ColumnCompression:
         self.mi_loss = max(tx - tz, 0.0) / tx if tx > 0 else 0.0
 
     def transform(self, table) -> pd.DataFrame:
+        """Bucket ids of every compressed column of ``table``.
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            Holds every compressed column (others are ignored).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One int64 column of bucket ids per compressed column, ``table``'s index.
+        """
         return pd.DataFrame({c: vc.transform(table[c]) for c, vc in self.compressors.items()},
                             index=getattr(table, "index", None))
-
-
-def _allocate(n_values: Dict[str, int], budget: int, weights: Dict[str, float]) -> Dict[str, int]:
-    """Split ``budget`` buckets over columns in proportion to ``weights`` (largest
-    remainders), at least 1 and at most n_values per column; leftovers re-distributed."""
-    cols = list(n_values)
-    cap = np.array([n_values[c] for c in cols], np.int64)
-    w = np.array([max(weights[c], 0.0) for c in cols], np.float64)
-    if w.sum() <= 0:
-        w = np.ones(len(cols))
-    alloc = np.ones(len(cols), np.int64)
-    left = budget - len(cols)
-    while left > 0:
-        open_ = alloc < cap
-        if not open_.any():
-            break
-        share = np.where(open_, w, 0.0)
-        if share.sum() <= 0:
-            share = open_.astype(np.float64)
-        ideal = left * share / share.sum()
-        add = np.minimum(np.floor(ideal).astype(np.int64), cap - alloc)
-        if add.sum() == 0:  # hand out single buckets by largest remainder
-            rem = np.where(open_, ideal - np.floor(ideal), -1.0)
-            idx = np.argsort(-rem, kind="stable")[: left]
-            idx = idx[open_[idx]]
-            add = np.zeros_like(alloc)
-            add[idx] = 1
-        alloc += add
-        left -= int(add.sum())
-    return {c: int(a) for c, a in zip(cols, alloc)}
 
 
 def _fit_column(vc: "VocabularyCompressor", coded, progress):
@@ -745,8 +663,10 @@ def compress_columns(table, labels, budget, method="submodular", allocation=None
 
     Parameters
     ----------
-    table : DataFrame
-    labels : 0/1 array, one per row
+    table : pandas.DataFrame
+        The categorical columns.
+    labels : 1-D array-like of 0/1 or bool
+        The binary label of each row.
     budget : int
         Total number of buckets over all columns (>= number of columns).
     method : str
@@ -759,25 +679,40 @@ def compress_columns(table, labels, budget, method="submodular", allocation=None
         objectives.  ``"uniform"`` (default for the other methods): equal shares;
         ``"mi"``: shares proportional to I(X_i; C).  Shares are capped at each column's
         vocabulary size and the surplus is re-distributed.
+    columns : list or None, default=None
+        The columns to compress (None: every column of ``table``).
     progress : callable(fraction, message), optional
         Called per column (and inside each column's fit); may raise to stop.
-    **params : passed to every VocabularyCompressor.
+    **params
+        Passed to every VocabularyCompressor.
+
+    Returns
+    -------
+    ColumnCompression
+        One fitted compressor per column, the allocation and the report.
+
+    Raises
+    ------
+    ValueError
+        For no columns, a ``budget`` below the number of columns, an unknown
+        ``allocation`` (or ``"greedy"`` with a non-greedy method), bad labels, or what a
+        column's :class:`VocabularyCompressor` refuses.
     """
     t0 = time.perf_counter()
     if columns is None:
         columns = list(table.columns)
     if not columns:
         raise ValueError("columns: no columns to compress")
-    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < len(columns):
-        raise ValueError(f"budget: must be an int >= the number of columns ({len(columns)}), "
-                         f"got {budget!r}")
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, Integral) \
+            or budget < len(columns):
+        raise parameter_error("budget", f"an integer >= the number of columns "
+                              f"({len(columns)})", budget)
     if allocation is None:
         allocation = "greedy" if method in ("submodular", "threshold") else "uniform"
-    if allocation not in ("greedy", "uniform", "mi"):
-        raise ValueError(f"allocation: must be 'greedy', 'uniform' or 'mi', got {allocation!r}")
+    check_param("allocation", allocation, [Options(str, {"greedy", "uniform", "mi"})])
     if allocation == "greedy" and method not in ("submodular", "threshold"):
-        raise ValueError(f"allocation: 'greedy' needs method 'submodular' or 'threshold', "
-                         f"not {method!r}")
+        raise parameter_error("allocation", f"'uniform' or 'mi' for method {method!r} "
+                              "('greedy' needs method 'submodular' or 'threshold')", allocation)
     y = _check_labels(labels, len(table))
     n_cols = len(columns)
 
