@@ -14,7 +14,8 @@ or wraps these with the difference spelled out there, e.g.
   checks for NaN before summing duplicates, and refuses non-numeric input;
 * ``refrag._check_labels`` is float64, says "0/1 values" and checks 0/1 before the row
   count, and accepts a label matrix without columns;
-* ``bmgufs`` words every message as ``"<name>: ..."`` and has graph-specific checks.
+* ``bmgufs`` words its messages about the matrices as ``"A: ..."`` / ``"X: ..."`` and has
+  graph-specific checks (its parameters use the declared constraints below).
 
 Parameters are declared, not checked by hand: an estimator lists what each of its
 ``__init__`` parameters may be in a class attribute ``_parameter_constraints`` (in the spirit
