@@ -19,11 +19,15 @@ ARFF = ("@relation tiny\n@attribute f0 numeric\n@attribute f1 numeric\n"
 
 
 def _reader_messages():
-    """Every DatasetError message of featagg_core/data.py, its f-string holes filled the
-    way the readers fill them (numbers, repr'd names)."""
-    tree = ast.parse((ROOT / "featagg_core" / "data.py").read_text())
+    """Every DatasetError message of featagg_core.data (the module ``data.py``, or every
+    module of the package ``data/``), its f-string holes filled the way the readers fill
+    them (numbers, repr'd names)."""
+    package = ROOT / "featagg_core" / "data"
+    sources = sorted(package.glob("*.py")) if package.is_dir() \
+        else [ROOT / "featagg_core" / "data.py"]
+    nodes = [n for src in sources for n in ast.walk(ast.parse(src.read_text()))]
     out = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "DatasetError" \
                 and node.args:
             arg = node.args[0]
