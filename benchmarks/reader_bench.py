@@ -26,7 +26,9 @@ from sklearn.datasets import load_svmlight_file  # noqa: E402
 
 from featagg_core.data import load_dataset, load_xc, warmup  # noqa: E402
 
-SHARED = os.path.join(os.path.dirname(HERE), "..", "shared", "data")
+from _common import shared_data  # noqa: E402
+
+SHARED = shared_data()
 
 
 def make_synthetic(path_xc, n_rows, nnz_per_row, d, L, seed=0):

@@ -1,0 +1,165 @@
+"""What the benchmarks share: where ``../shared/data`` is, the timing row (wall seconds,
+CPU seconds, load average) and the markdown table.
+
+Import it as ``from _common import ...`` (a benchmark's own folder is on ``sys.path`` when
+it runs as ``python benchmarks/x_bench.py``); importing it also puts the checkout on
+``sys.path`` so ``featagg_core`` imports without an install.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+#: the checkout (the folder holding ``benchmarks/``)
+ROOT = os.path.dirname(HERE)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+#: the read-only real data sets: ``shared/data`` next to the checkout
+SHARED_DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+
+
+def shared_data(*parts: str) -> str:
+    """A path in ``../shared/data`` (the folder itself without ``parts``).
+
+    Parameters
+    ----------
+    *parts : str
+        Path components below ``shared/data``.
+
+    Returns
+    -------
+    str
+        The joined path, whether or not it exists (see :func:`missing_shared_data`).
+    """
+    return os.path.join(SHARED_DATA, *parts)
+
+
+def missing_shared_data(*paths: str) -> list:
+    """The ones of ``paths`` that do not exist, with a reason a reader can act on.
+
+    Parameters
+    ----------
+    *paths : str
+        Paths (usually from :func:`shared_data`).
+
+    Returns
+    -------
+    list of str
+        ``"<path> not found"`` for a missing file, or one ``"<SHARED_DATA> is missing"``
+        when the whole folder is absent; empty when everything is there.
+    """
+    if not os.path.isdir(SHARED_DATA):
+        return [f"{SHARED_DATA} is missing"]
+    return [f"{p} not found" for p in paths if not os.path.exists(p)]
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process (all its threads) so far.
+
+    Returns
+    -------
+    float
+    """
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def load_average() -> float:
+    """The 1-minute load average (how busy the shared machine is).
+
+    Returns
+    -------
+    float
+    """
+    return os.getloadavg()[0]
+
+
+class Clock:
+    """Wall and CPU seconds of a block, and the load average when it started::
+
+        with Clock() as c:
+            work()
+        print(c.wall, c.cpu, c.load)
+
+    ``cpu`` is ``time.process_time`` (this process, every thread).
+    """
+
+    def __enter__(self):
+        self.load = load_average()
+        self.w0, self.c0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.w0
+        self.cpu = time.process_time() - self.c0
+
+
+def timed(fn):
+    """Run ``fn()``; its result, CPU seconds and wall seconds.
+
+    Parameters
+    ----------
+    fn : callable
+        Called without arguments.
+
+    Returns
+    -------
+    tuple
+        ``(result, cpu_seconds, wall_seconds)``.
+    """
+    c, w = time.process_time(), time.perf_counter()
+    out = fn()
+    return out, time.process_time() - c, time.perf_counter() - w
+
+
+def md_row(cells) -> str:
+    """One markdown table row: ``| a | b |``.
+
+    Parameters
+    ----------
+    cells : iterable of str
+        The cells, already formatted.
+
+    Returns
+    -------
+    str
+    """
+    return "| " + " | ".join(cells) + " |"
+
+
+def md_header(columns) -> list:
+    """A markdown table's header and rule lines.
+
+    Parameters
+    ----------
+    columns : iterable of str
+        The column titles.
+
+    Returns
+    -------
+    list of str
+        ``["| a | b |", "|---|---|"]``.
+    """
+    columns = list(columns)
+    return [md_row(columns), "|" + "---|" * len(columns)]
+
+
+def md_table(columns, rows) -> list:
+    """A whole markdown table: header, rule and one line per row.
+
+    Parameters
+    ----------
+    columns : iterable of str
+        The column titles.
+    rows : iterable of iterable of str
+        The rows' cells, already formatted.
+
+    Returns
+    -------
+    list of str
+        The table's lines (join them with newlines).
+    """
+    return md_header(columns) + [md_row(r) for r in rows]
