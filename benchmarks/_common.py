@@ -182,3 +182,41 @@ def wall_and_cpu(fn):
     t0, c0 = time.perf_counter(), cpu_seconds()
     out = fn()
     return out, (time.perf_counter() - t0, cpu_seconds() - c0)
+
+
+def copy_without_first_line(src, dst) -> None:
+    """Copy the file ``src`` to ``dst`` without its first line (an XC header, so that
+    svmlight readers can read the rows), 16 MiB at a time.
+
+    Parameters
+    ----------
+    src, dst : str or path-like
+        The file to read and the file to write.
+    """
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        fin.readline()
+        while True:
+            chunk = fin.read(1 << 24)
+            if not chunk:
+                break
+            fout.write(chunk)
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` and its threads, from /proc.
+
+    Parameters
+    ----------
+    pid : int
+        The process (e.g. a dashboard server the benchmark started).
+
+    Returns
+    -------
+    float
+        NaN when the process is gone or /proc cannot be read.
+    """
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
