@@ -45,6 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
+from _common import copy_without_first_line, process_cpu_seconds  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results" / "bigdata.md"
 GOALS = {"Data page": 10.0, "DEFRAG": 60.0}
 MAX_MARKS = 5000
@@ -74,13 +76,7 @@ def load_avg() -> float:
     return os.getloadavg()[0]
 
 
-def proc_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of process ``pid`` and its threads."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return float("nan")
+proc_cpu = process_cpu_seconds
 
 
 def _children() -> dict:
@@ -150,13 +146,7 @@ def peer_sklearn(path: Path) -> dict:
     """sklearn's svmlight reader on the same rows (a copy without the XC header)."""
     from sklearn.datasets import load_svmlight_file
     body = path.with_suffix(".svm.tmp")
-    with open(path, "rb") as src, open(body, "wb") as dst:
-        src.readline()
-        while True:
-            chunk = src.read(1 << 24)
-            if not chunk:
-                break
-            dst.write(chunk)
+    copy_without_first_line(path, body)
     try:
         t, c = time.time(), time.process_time()
         load_svmlight_file(str(body), multilabel=True, zero_based=True, dtype="float32")
@@ -211,13 +201,19 @@ def open_folder_file(page, name: str) -> None:
     wait_for_app(page, TIMEOUT_MS)
 
 
-def data_page(page) -> dict:
-    from e2e_util import goto_page
-    goto_page(page, "Data", TIMEOUT_MS)
+def _charts_drawn(page) -> dict:
+    """Wait until the page's third chart is visible; the most marks in one chart and the
+    number of charts."""
     page.locator('[data-testid="stMain"] .js-plotly-plot').nth(2).wait_for(
         state="visible", timeout=TIMEOUT_MS)
     m = marks(page)
     return {"marks": max(n for _, n in m), "charts": len(m)}
+
+
+def data_page(page) -> dict:
+    from e2e_util import goto_page
+    goto_page(page, "Data", TIMEOUT_MS)
+    return _charts_drawn(page)
 
 
 def defrag_page(page) -> dict:
@@ -226,10 +222,7 @@ def defrag_page(page) -> dict:
     page.locator('[data-testid="stMain"]').get_by_role("button", name="Run", exact=True).click()
     wait_for_jobs(page, TIMEOUT_MS, start_ms=10_000)
     page.get_by_text("The hierarchy").wait_for(timeout=TIMEOUT_MS)
-    page.locator('[data-testid="stMain"] .js-plotly-plot').nth(2).wait_for(
-        state="visible", timeout=TIMEOUT_MS)
-    m = marks(page)
-    return {"marks": max(n for _, n in m), "charts": len(m)}
+    return _charts_drawn(page)
 
 
 def ktxmlc_page(page) -> dict:

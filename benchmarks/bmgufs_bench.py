@@ -44,21 +44,11 @@ from featagg_core import feature_selection_baselines as fsb  # noqa: E402
 from featagg_core.bmgufs import BMGUFS, warmup  # noqa: E402
 from featagg_core.graph_eval import evaluate_selection, known_class_mask  # noqa: E402
 
-SHARED = os.path.join(ROOT, "..", "shared", "data")
+from _common import Clock, shared_data  # noqa: E402
+
+SHARED = shared_data()
 DS = (16, 64, 128, 200, 600)
 GAMMAS = (3.0, 2.0, 1.0, 0.5, 0.0)
-
-
-class Clock:
-    """Wall and CPU seconds of a block."""
-
-    def __enter__(self):
-        self.w0, self.c0 = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.w0
-        self.cpu = time.process_time() - self.c0
 
 
 def load(name):

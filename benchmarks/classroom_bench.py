@@ -55,6 +55,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 sys.path.insert(0, str(ROOT))
 
+from _common import process_cpu_seconds  # noqa: E402
+
 D0S = (8, 4, 16, 32)
 TIMEOUT_MS = 900_000        # per action (bounded: a session never waits forever)
 SESSION_TIMEOUT_S = 1800.0
@@ -80,12 +82,7 @@ def _status(pid: int, key: str) -> int:
     return 0
 
 
-def _cpu(pid: int) -> float:
-    try:
-        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return float("nan")
+_cpu = process_cpu_seconds
 
 
 class Server:

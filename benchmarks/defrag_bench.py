@@ -41,7 +41,6 @@ import json
 import math
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
@@ -52,7 +51,10 @@ import scipy.sparse as sp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+from _common import cpu_seconds as _cpu, load_average as _load, shared_data  # noqa: E402
+from featagg_core.feature_clustering import random_balanced_labels  # noqa: E402
+
+DATA = shared_data()
 REAL = {
     "bibtex": os.path.join(DATA, "bibtex", "xc_repo_split", "train.txt"),
     "delicious": os.path.join(DATA, "delicious", "xc_format", "train.txt"),
@@ -60,15 +62,6 @@ REAL = {
 GROUP_TXT = os.path.join(DATA, "bibtex", "defrag_sandbox", "group.txt")
 SYNTH = {"s1e4": 10 ** 4, "s1e5": 10 ** 5, "s1e6": 10 ** 6}
 D0 = 8
-
-
-def _cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _load():
-    return os.getloadavg()[0]
 
 
 def log(*a):
@@ -155,13 +148,6 @@ def run_mbkm(R, K, cap_s, threads, mbkm_config="auto"):
 
 
 # ------------------------------------------------------------------ helpers
-def random_balanced(d, K, seed):
-    rng = np.random.default_rng(seed)
-    lab = np.empty(d, np.int64)
-    lab[rng.permutation(d)] = np.arange(d) % K
-    return lab
-
-
 def time_defrag(X, Y, rep, repeats, **kw):
     from featagg_core.defrag import Defrag
     best = None
@@ -206,7 +192,8 @@ def compare(name, X, Y, src, args, rows, notes):
                                                                sample_labels=0.05)
         swall, scpu, sload, sm = time_defrag(X, Y, rep, repeats, **sp_kw)
         serr = clustering_error(R, sm.labels_)
-        rnd = float(np.mean([clustering_error(R, random_balanced(d, K, s)) for s in range(3)]))
+        rnd = float(np.mean([clustering_error(R, random_balanced_labels(d, K, s))
+                             for s in range(3)]))
         log(f"  DEFRAG-{rep}: {wall:.2f}s (cpu {cpu:.1f}, load {load:.1f}) K={K} err={err:.4f};"
             f" sampled {swall:.2f}s err={serr:.4f}; random err={rnd:.4f}")
         # cap: enough to show a 25x ratio, at least the base cap, at most --cap-max
@@ -272,7 +259,7 @@ def group_comparison(args):
                       "errX": float(np.mean(errs)), "errX_sd": float(np.std(errs)),
                       "errXY": clustering_error(RXY, m.labels_),
                       "nmi": float(np.mean(nmis)), "ari": float(np.mean(aris))}
-    rnd = [clustering_error(RX, random_balanced(D.X.shape[1], 256, s)) for s in range(5)]
+    rnd = [clustering_error(RX, random_balanced_labels(D.X.shape[1], 256, s)) for s in range(5)]
     out["random"] = {"errX": float(np.mean(rnd))}
     log(f"[group.txt] {json.dumps(out)}")
     return out

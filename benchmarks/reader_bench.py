@@ -26,7 +26,9 @@ from sklearn.datasets import load_svmlight_file  # noqa: E402
 
 from featagg_core.data import load_dataset, load_xc, warmup  # noqa: E402
 
-SHARED = os.path.join(os.path.dirname(HERE), "..", "shared", "data")
+from _common import copy_without_first_line, shared_data  # noqa: E402
+
+SHARED = shared_data()
 
 
 def make_synthetic(path_xc, n_rows, nnz_per_row, d, L, seed=0):
@@ -60,16 +62,6 @@ def make_synthetic(path_xc, n_rows, nnz_per_row, d, L, seed=0):
             fh.write(("\n".join(lines) + "\n").encode())
 
 
-def strip_header(path_xc, path_svm):
-    with open(path_xc, "rb") as src, open(path_svm, "wb") as dst:
-        src.readline()
-        while True:
-            b = src.read(1 << 24)
-            if not b:
-                break
-            dst.write(b)
-
-
 def best_of(fn, repeat=3):
     fn()  # warm-up (numba compile/cache load, OS page cache)
     times = []
@@ -83,7 +75,7 @@ def best_of(fn, repeat=3):
 def bench(name, path_xc, rows):
     with tempfile.TemporaryDirectory() as tmp:
         path_svm = os.path.join(tmp, "data.svm")
-        strip_header(path_xc, path_svm)
+        copy_without_first_line(path_xc, path_svm)
         with open(path_xc, "rb") as fh:
             n, d, L = map(int, fh.readline().split())
         size_mb = os.path.getsize(path_xc) / 2**20

@@ -31,7 +31,9 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+from _common import md_header, md_row, shared_data  # noqa: E402
+
+DATA = shared_data()
 REAL = {
     "bibtex": os.path.join(DATA, "bibtex", "xc_repo_split"),
     "delicious": os.path.join(DATA, "delicious", "xc_format"),
@@ -108,10 +110,6 @@ def evaluate(Yt, P, ip):
 COLS = [f"P@{k}" for k in KS] + [f"PSP@{k}" for k in KS] + [f"cov@{k}" for k in KS]
 
 
-def fmt_row(cells):
-    return "| " + " | ".join(cells) + " |"
-
-
 def run_dataset(name, args, lines, curves, goals):
     from featagg_core.defrag import Defrag
     from featagg_core.fiat import Fiat, erasure_curve
@@ -140,8 +138,8 @@ def run_dataset(name, args, lines, curves, goals):
                  f"fit (C^F + prototypes) {t_ref_fit:.2f} s, prototypes "
                  f"{ref.prototypes_.nnz:,} non-zeros, C^F {ref.operator_.nnz:,} non-zeros")
     lines.append("")
-    lines.append(fmt_row(["base", "method"] + COLS + ["rerank ms/pt"]))
-    lines.append(fmt_row(["---"] * (len(COLS) + 3)))
+    lines.append(md_row(["base", "method"] + COLS + ["rerank ms/pt"]))
+    lines.append(md_row(["---"] * (len(COLS) + 3)))
     scores = {}
     for bname, clf in bases.items():
         t0 = time.perf_counter()
@@ -155,10 +153,10 @@ def run_dataset(name, args, lines, curves, goals):
         mb, mr = evaluate(Yt, S, ip), evaluate(Yt, R, ip)
         log(f"[{name}] {bname}: trained in {t_train:.1f}s; base P@5 {mb['P@5']:.2f} cov@5 "
             f"{mb['cov@5']:.2f}; REFRAG P@5 {mr['P@5']:.2f} cov@5 {mr['cov@5']:.2f}")
-        lines.append(fmt_row([bname, "base"] + [f"{mb[c]:.2f}" for c in COLS] + ["-"]))
-        lines.append(fmt_row([bname, "+REFRAG"] + [f"{mr[c]:.2f}" for c in COLS]
+        lines.append(md_row([bname, "base"] + [f"{mb[c]:.2f}" for c in COLS] + ["-"]))
+        lines.append(md_row([bname, "+REFRAG"] + [f"{mr[c]:.2f}" for c in COLS]
                              + [f"{t_rr:.3f}"]))
-        lines.append(fmt_row([bname, "ratio REFRAG/base"]
+        lines.append(md_row([bname, "ratio REFRAG/base"]
                              + [f"{mr[c] / mb[c]:.3f}" if mb[c] else "-" for c in COLS]
                              + ["-"]))
         goals.append((name, bname, mb, mr))
@@ -183,11 +181,11 @@ def run_dataset(name, args, lines, curves, goals):
     ref.set_params(propensity_exponent=defaults["propensity_exponent"])
     lines.append(f"\nalpha sweep on KTXMLC (gamma={defaults['gamma']}, propensity_exponent="
                  f"{defaults['propensity_exponent']}); alpha = 1 is the base ranking:\n")
-    lines.append(fmt_row(["alpha", "P@1", "P@5", "PSP@5", "cov@1", "cov@5",
+    lines.append(md_row(["alpha", "P@1", "P@5", "PSP@5", "cov@1", "cov@5",
                           "cov@5 / base", "P@5 - base"]))
-    lines.append(fmt_row(["---"] * 8))
+    lines.append(md_row(["---"] * 8))
     for a, m in sweep:
-        lines.append(fmt_row([f"{a:.1f}", f"{m['P@1']:.2f}", f"{m['P@5']:.2f}",
+        lines.append(md_row([f"{a:.1f}", f"{m['P@1']:.2f}", f"{m['P@5']:.2f}",
                               f"{m['PSP@5']:.2f}", f"{m['cov@1']:.2f}", f"{m['cov@5']:.2f}",
                               f"{m['cov@5'] / base['cov@5']:.2f}",
                               f"{m['P@5'] - base['P@5']:+.2f}"]))
@@ -203,17 +201,17 @@ def run_dataset(name, args, lines, curves, goals):
                      f"highest {best[1]['cov@5']:.2f} at alpha = {best[0]:.1f}, P@5 "
                      f"{best[1]['P@5']:.2f}).")
     lines.append(f"\ngamma sweep on KTXMLC (alpha={defaults['alpha']}):\n")
-    lines.append(fmt_row(["gamma", "P@1", "P@5", "PSP@5", "cov@5"]))
-    lines.append(fmt_row(["---"] * 5))
+    lines.append(md_row(["gamma", "P@1", "P@5", "PSP@5", "cov@5"]))
+    lines.append(md_row(["---"] * 5))
     for g, m in gsweep:
-        lines.append(fmt_row([f"{g:g}", f"{m['P@1']:.2f}", f"{m['P@5']:.2f}",
+        lines.append(md_row([f"{g:g}", f"{m['P@1']:.2f}", f"{m['P@5']:.2f}",
                               f"{m['PSP@5']:.2f}", f"{m['cov@5']:.2f}"]))
     lines.append("\npropensity_exponent (beta) at the default alpha, gamma; beta = 0 is the "
                  "paper's unweighted affinity:\n")
-    lines.append(fmt_row(["beta", "P@1", "P@5", "PSP@5", "cov@5"]))
-    lines.append(fmt_row(["---"] * 5))
+    lines.append(md_row(["beta", "P@1", "P@5", "PSP@5", "cov@5"]))
+    lines.append(md_row(["---"] * 5))
     for b, m in bsweep:
-        lines.append(fmt_row([f"{b:g}", f"{m['P@1']:.2f}", f"{m['P@5']:.2f}",
+        lines.append(md_row([f"{b:g}", f"{m['P@1']:.2f}", f"{m['P@5']:.2f}",
                               f"{m['PSP@5']:.2f}", f"{m['cov@5']:.2f}"]))
 
     # FIAT erasure curve with KTXMLC
@@ -226,16 +224,16 @@ def run_dataset(name, args, lines, curves, goals):
     lines.append(f"\nFIAT erasure curve (KTXMLC trained on clean data; test points lose a "
                  f"fraction p of their non-zeros, seed 0; FIAT defaults: normalization="
                  f"{fiat.normalization}, mix {fiat.mix}; {t_er:.1f} s):\n")
-    lines.append(fmt_row(["p", "P@1", "P@1 FIAT", "P@3", "P@3 FIAT", "P@5", "P@5 FIAT",
+    lines.append(md_row(["p", "P@1", "P@1 FIAT", "P@3", "P@3 FIAT", "P@5", "P@5 FIAT",
                           "P@1 loss recovered"]))
-    lines.append(fmt_row(["---"] * 8))
+    lines.append(md_row(["---"] * 8))
     p1_clean = df["P@1"].iloc[0] if df["fraction"].iloc[0] == 0 else np.nan
     rec = {}
     for _, row in df.iterrows():
         lost = p1_clean - row["P@1"]
         r = (row["P@1 FIAT"] - row["P@1"]) / lost if lost > 1e-9 else np.nan
         rec[row["fraction"]] = r
-        lines.append(fmt_row([f"{row['fraction']:.1f}"] + [
+        lines.append(md_row([f"{row['fraction']:.1f}"] + [
             f"{row[c] * 100:.2f}" for c in ("P@1", "P@1 FIAT", "P@3", "P@3 FIAT", "P@5",
                                             "P@5 FIAT")] + ["-" if np.isnan(r) else
                                                             f"{r * 100:.0f} %"]))
@@ -374,8 +372,8 @@ def tune_mode(args):
               "classifier's (featagg_core/_refrag_tuning.py). Δ = REFRAG minus base on the "
               "**test** rows, in points (%); s = seconds of the tuned run (classifier "
               "reused).", "",
-              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(c) + " |" for c in rows]
+              *md_header(head)]
+    lines += [md_row(c) for c in rows]
     lines += ["", "## Goal", "",
               "Tuned (0.5-point bound): test P@5 at most 0.5 point below the base, and "
               "coverage@5 up (or REFRAG switched off, alpha = 1):"]

@@ -30,7 +30,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+from _common import shared_data  # noqa: E402
+
+DATA = shared_data()
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 if not os.path.exists(PY):
     PY = sys.executable

@@ -45,7 +45,9 @@ sys.path.insert(0, str(ROOT))
 from featagg_core import vocab as V  # noqa: E402
 from featagg_core.vocab import VocabularyCompressor, compress_columns  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
+from _common import md_header, md_row, shared_data, timed  # noqa: E402
+
+DATA = Path(shared_data())
 METHODS = ["submodular", "threshold", "bucketing", "frequency", "divisive"]
 DIVISIVE_MAX_NM = 3e8
 
@@ -61,12 +63,6 @@ def zipf_counts(n, rows_per_value=1000, a=1.1, seed=0):
     return (cnt - c1).astype(np.int64), c1.astype(np.int64)
 
 
-def timed(fn):
-    c, w = time.process_time(), time.perf_counter()
-    out = fn()
-    return out, time.process_time() - c, time.perf_counter() - w
-
-
 def fmt(x, nd=4):
     if x is None or (isinstance(x, float) and np.isnan(x)):
         return "-"
@@ -77,9 +73,9 @@ def fmt(x, nd=4):
 
 def md_table(df: pd.DataFrame) -> str:
     cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = md_header(cols)
     for _, r in df.iterrows():
-        lines.append("| " + " | ".join(fmt(r[c]) for c in cols) + " |")
+        lines.append(md_row(fmt(r[c]) for c in cols))
     return "\n".join(lines)
 
 

@@ -61,7 +61,9 @@ import scipy.sparse as sp
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
+from _common import cpu_seconds as _cpu_s, shared_data, wall_and_cpu  # noqa: E402
+
+DATA = shared_data()
 PEER_VENV = os.path.join(ROOT, ".bench-venv-peers")
 PEER_PY = os.path.join(PEER_VENV, "bin", "python")
 PEER_PINS = ["numpy<2", "scipy<1.14", "scikit-learn", "omikuji==0.5.2", "napkinxc==0.7.2"]
@@ -184,11 +186,6 @@ def ensure_peer_venv():
 
 
 # ----------------------------------------------------------------------------- our worker
-def _cpu_s():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def _vm(key):
     with open("/proc/self/status") as f:
         for line in f:
@@ -240,12 +237,8 @@ def our_worker(method, data_path, out_path, seed):
         model = kt.KTXMLC(random_state=seed, **VARIANTS[method])
     else:
         raise SystemExit(f"unknown method {method}")
-    t0, c0 = time.perf_counter(), _cpu_s()
-    model.fit(Xtr, Ytr)
-    train = (time.perf_counter() - t0, _cpu_s() - c0)
-    t0, c0 = time.perf_counter(), _cpu_s()
-    S = model.predict_scores(Xte, k=K)
-    pred = (time.perf_counter() - t0, _cpu_s() - c0)
+    _, train = wall_and_cpu(lambda: model.fit(Xtr, Ytr))
+    S, pred = wall_and_cpu(lambda: model.predict_scores(Xte, k=K))
     if hasattr(model, "defrags_"):
         info["d_agg"] = int(model.defrags_[0].n_clusters_)
     from featagg_core.metrics import top_k

@@ -41,10 +41,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-
-def _cpu_s():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+from _common import cpu_seconds as _cpu_s, wall_and_cpu
 
 
 def _peak_mb():
@@ -108,17 +105,14 @@ def run(method, data_path, threads, seed, k, workdir):
             hp.cluster_balanced = False
             hp.cluster_k = 100
             hp.max_depth = 3
-        t0, c0 = time.perf_counter(), _cpu_s()
-        model = omikuji.Model.train_on_data(data_path + ".train.txt", hp, n_threads=threads)
-        train = (time.perf_counter() - t0, _cpu_s() - c0)
+        model, train = wall_and_cpu(lambda: omikuji.Model.train_on_data(
+            data_path + ".train.txt", hp, n_threads=threads))
         X = Xte.tocsr()
         queries = [list(zip(X.indices[X.indptr[i]:X.indptr[i + 1]].tolist(),
                             X.data[X.indptr[i]:X.indptr[i + 1]].tolist()))
                    for i in range(X.shape[0])]
         model.init_prediction_thread_pool(1)
-        t0, c0 = time.perf_counter(), _cpu_s()
-        preds = [model.predict(q, top_k=k) for q in queries]
-        pred = (time.perf_counter() - t0, _cpu_s() - c0)
+        preds, pred = wall_and_cpu(lambda: [model.predict(q, top_k=k) for q in queries])
         idx, val = _pairs_to_topk(preds, X.shape[0], k)
         d = tempfile.mkdtemp(dir=workdir)
         model.save(d)
@@ -129,12 +123,8 @@ def run(method, data_path, threads, seed, k, workdir):
         d = tempfile.mkdtemp(dir=workdir)
         model = PLT(d, threads=threads, seed=seed)
         Yl = [r.tolist() for r in np.split(Ytr.indices, Ytr.indptr[1:-1])]
-        t0, c0 = time.perf_counter(), _cpu_s()
-        model.fit(Xtr, Yl)
-        train = (time.perf_counter() - t0, _cpu_s() - c0)
-        t0, c0 = time.perf_counter(), _cpu_s()
-        preds = model.predict_proba(Xte, top_k=k)
-        pred = (time.perf_counter() - t0, _cpu_s() - c0)
+        _, train = wall_and_cpu(lambda: model.fit(Xtr, Yl))
+        preds, pred = wall_and_cpu(lambda: model.predict_proba(Xte, top_k=k))
         idx, val = _pairs_to_topk(preds, Xte.shape[0], k)
         size_mb = _dir_mb(d)
     elif method == "pecos_xrlinear":
@@ -149,9 +139,8 @@ def run(method, data_path, threads, seed, k, workdir):
                             threads=threads)
         model = XLinearModel.train(Xn, Ytr, C=chain, threads=threads)
         train = (time.perf_counter() - t0, _cpu_s() - c0)
-        t0, c0 = time.perf_counter(), _cpu_s()
-        P = model.predict(_l2_rows(Xte), beam_size=10, only_topk=k, threads=threads)
-        pred = (time.perf_counter() - t0, _cpu_s() - c0)
+        P, pred = wall_and_cpu(lambda: model.predict(_l2_rows(Xte), beam_size=10, only_topk=k,
+                                                     threads=threads))
         P = sp.csr_matrix(P)
         idx = np.full((Xte.shape[0], k), -1, np.int32)
         val = np.zeros((Xte.shape[0], k), np.float32)

@@ -644,18 +644,28 @@ def load_and_use(blob: bytes, max_bytes: int = 256 << 20) -> Tuple[str, str]:
     buf.name = "fuzz.fgz"
     lim = {"max_bytes": max_bytes} \
         if "max_bytes" in inspect.signature(load_artifact).parameters else {}
-    try:
+
+    def load():
         if is_bundle(buf):
             objs, _ = load_bundle(buf, **lim)
-            obj = next(iter(objs.values()))
-        else:
-            obj = load_artifact(buf, **lim)
-    except ArtifactError as exc:
-        return "ArtifactError", str(exc)[:200]
-    except Exception as exc:  # noqa: BLE001
-        return f"exception:{type(exc).__name__}", f"load: {str(exc)[:200]}"
+            return next(iter(objs.values()))
+        return load_artifact(buf, **lim)
+
+    return _open_and_use(load, ArtifactError, "load", use_model)
+
+
+def _open_and_use(open_, expected, step: str, use) -> Tuple[str, str]:
+    """(outcome, detail) of ``use(open_())``: the ``expected`` error's name and message when
+    opening refuses the input, ``loaded`` and the use digest, or ``exception:<type>`` with
+    the step (``step`` or "use") that raised anything else."""
     try:
-        return "loaded", use_model(obj)
+        obj = open_()
+    except expected as exc:
+        return expected.__name__, str(exc)[:200]
+    except Exception as exc:  # noqa: BLE001
+        return f"exception:{type(exc).__name__}", f"{step}: {str(exc)[:200]}"
+    try:
+        return "loaded", use(obj)
     except Exception as exc:  # noqa: BLE001
         return f"exception:{type(exc).__name__}", f"use: {str(exc)[:200]}"
 
@@ -829,16 +839,8 @@ def use_data(data) -> str:
 
 def read_and_use(fmt: str, raw: bytes, max_bytes: int = 256 << 20) -> Tuple[str, str]:
     from featagg_core.data import DatasetError
-    try:
-        data = read_case(fmt, raw, max_bytes=max_bytes, max_dim=5_000_000)
-    except DatasetError as exc:
-        return "DatasetError", str(exc)[:200]
-    except Exception as exc:  # noqa: BLE001
-        return f"exception:{type(exc).__name__}", f"read: {str(exc)[:200]}"
-    try:
-        return "loaded", use_data(data)
-    except Exception as exc:  # noqa: BLE001
-        return f"exception:{type(exc).__name__}", f"use: {str(exc)[:200]}"
+    return _open_and_use(lambda: read_case(fmt, raw, max_bytes=max_bytes, max_dim=5_000_000),
+                         DatasetError, "read", use_data)
 
 
 _HOSTILE_TOKENS = [b"nan", b"inf", b"-inf", b"-1", b"-0", b"0", b"99999999999999999999",

@@ -20,22 +20,62 @@ SESSION_KEYS = ("featagg.dataset", "featagg.runs", "featagg.pages", "featagg.spl
                 "featagg.split_settings", "featagg.session_id", "featagg.picker_auto")
 
 
-def dataset_entry(data, origin="upload"):
-    """The value session.set_dataset stores, for putting a dataset into an AppTest."""
+def dataset_entry(data, origin="upload", source_id=None):
+    """The value ``featagg_app.session.set_dataset`` stores for ``data``, with the
+    ``source_id`` the sidebar gives: the sample's name for a sample, ``"upload"`` for an
+    upload (a folder file: its path relative to the data folder)."""
+    if source_id is None:
+        source_id = "upload" if origin == "upload" else getattr(data, "name", None)
     return {"data": data, "fingerprint": data.fingerprint, "origin": origin,
-            "source_id": "upload" if origin == "upload" else getattr(data, "name", None),
-            "name": getattr(data, "name", "") or "dataset"}
+            "source_id": source_id, "name": getattr(data, "name", "") or "dataset"}
 
 
-def app(page: str, data=None, state=None, timeout: float = 300):
-    """An AppTest of ``pages/<page>`` (not run yet), with ``data`` as the session's dataset
-    and ``state`` (from :func:`carry`) as the rest of its session."""
+def _script(page: str) -> Path:
+    """``pages/<page>.py`` (``page`` with or without ``.py``); ``"app"`` is ``app.py``."""
+    if page in ("app", "app.py"):
+        return ROOT / "app.py"
+    return PAGES / (page if page.endswith(".py") else f"{page}.py")
+
+
+def app_for(page: str, data=None, *, origin: str = "upload", source_id=None, runs=None,
+            state=None, timeout: float = 300):
+    """An AppTest of ``pages/<page>.py`` (not run yet) whose session is as the app leaves
+    it once ``data`` is picked (the ``tests/conftest.py`` fixture ``app_for`` returns this).
+
+    Parameters
+    ----------
+    page : str
+        The page's file name in ``pages/`` (``"data"`` or ``"data.py"``); ``"app"`` is the
+        whole app (``app.py``: sidebar and navigation).
+    data : dataset or None
+        The session's dataset, stored as ``session.set_dataset(data, origin, source_id)``
+        stores it (and, like it, with every page's namespace emptied when it is not the
+        dataset ``state`` already holds). None: the page picks its default sample itself.
+    origin, source_id : str
+        As the sidebar passes them (``"upload"``/``"upload"``, ``"sample"``/its name).
+    runs : list of experiment.Run or None
+        The session's run registry (``featagg.runs``), oldest first.
+    state : dict or None
+        The rest of the session (e.g. :func:`carry` of the page before).
+    timeout : float
+        AppTest's default timeout per script run, in seconds.
+
+    Returns
+    -------
+    streamlit.testing.v1.AppTest
+    """
     from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(str(PAGES / page), default_timeout=timeout)
-    for k, v in (state or {}).items():
-        at.session_state[k] = v
+    at = AppTest.from_file(str(_script(page)), default_timeout=timeout)
+    state = dict(state or {})
     if data is not None:
-        at.session_state["featagg.dataset"] = dataset_entry(data)
+        old = state.get("featagg.dataset")
+        if old is None or old["fingerprint"] != data.fingerprint:
+            state["featagg.pages"] = {}
+        state["featagg.dataset"] = dataset_entry(data, origin, source_id)
+    if runs is not None:
+        state["featagg.runs"] = list(runs)
+    for k, v in state.items():
+        at.session_state[k] = v
     return at
 
 

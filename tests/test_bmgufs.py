@@ -10,6 +10,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.metrics import adjusted_rand_score
 
 from featagg_core.bmgufs import BMGUFS, BlockModel, _SelectionProblem, warmup
+from naive import onmtf_symmetric as naive_onmtf
 
 
 def _sbm(n=120, k=3, p_in=0.3, p_out=0.02, seed=0):
@@ -56,6 +57,17 @@ def test_onmtf_objective_decreases_monotonically_and_matches_dense(init, seed):
         dense = np.linalg.norm(Ad - bj.F_ @ bj.S_ @ bj.F_.T) ** 2
         assert h[bj.n_iter_] == pytest.approx(dense, rel=1e-9)
     assert np.all(np.diff(h) <= 0), np.diff(h).max()
+    # independently: Ding et al.'s updates in dense numpy from the same start (n_iter=0)
+    # give the same history, F and S, and the fit stopped early only where the next plain
+    # update really raises ||A - F S F^T||^2
+    b0 = BlockModel(n_blocks=3, n_iter=0, random_state=seed, init=init).fit(A)
+    ref_h, ref_F, ref_S = naive_onmtf(Ad, b0.F_, b0.S_, bm.n_iter_)
+    np.testing.assert_allclose(h, ref_h, rtol=1e-7)
+    np.testing.assert_allclose(bm.F_, ref_F, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(bm.S_, ref_S, rtol=1e-6, atol=1e-12)
+    if bm.n_iter_ < bm.n_iter:
+        next_h = naive_onmtf(Ad, ref_F, ref_S, 1)[0]
+        assert next_h[1] > next_h[0]
 
 
 def test_onmtf_runs_all_iterations_from_random_starts():

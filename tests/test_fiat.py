@@ -10,14 +10,8 @@ from sklearn.exceptions import NotFittedError
 
 from featagg_core.fiat import (Fiat, erase_features, erasure_curve, normalize_cooccurrence,
                                pseudo_cooccurrence)
-
-
-class Clustering:
-    """A hand-made stand-in for a fitted Defrag: only ``labels_`` and ``n_clusters_``."""
-
-    def __init__(self, labels):
-        self.labels_ = np.asarray(labels, dtype=np.int64)
-        self.n_clusters_ = int(self.labels_.max()) + 1
+from naive import Clustering, dense_cf, dense_impute, dense_operator
+from naive import precision_at_k as naive_precision_at_k
 
 
 def _data(n=60, d=40, density=0.15, seed=0, signed=True):
@@ -28,17 +22,12 @@ def _data(n=60, d=40, density=0.15, seed=0, signed=True):
     return X.astype(np.float32), rng
 
 
-def _dense_cf(X, labels):
-    D = X.toarray().astype(np.float64)
-    return (D.T @ D) * (labels[:, None] == labels[None, :])
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_cf_equals_dense_formula_and_nnz_bound(seed):
     X, rng = _data(seed=seed)
     labels = rng.integers(0, 7, X.shape[1])
     C = pseudo_cooccurrence(X, labels)
-    np.testing.assert_allclose(C.toarray(), _dense_cf(X, labels), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(C.toarray(), dense_cf(X, labels), rtol=1e-10, atol=1e-10)
     sizes = np.bincount(labels)
     assert C.nnz <= int((sizes ** 2).sum())
     assert C.has_sorted_indices or np.all(np.diff(C.indices[C.indptr[0]:C.indptr[1]]) > 0)
@@ -79,7 +68,7 @@ def test_cosine_normalization_dense():
     labels = rng.integers(0, 5, X.shape[1])
     C = pseudo_cooccurrence(X, labels)
     M = normalize_cooccurrence(C, "cosine").toarray()
-    Cd = _dense_cf(X, labels)
+    Cd = dense_cf(X, labels)
     s = np.sqrt(np.diag(Cd))
     with np.errstate(invalid="ignore", divide="ignore"):
         ref = np.where(np.outer(s, s) > 0, Cd / np.outer(s, s), 0.0)
@@ -94,16 +83,6 @@ def test_cosine_normalization_dense():
                                atol=1e-12)
 
 
-def _dense_impute(X, M, mix):
-    """FIAT's rule, dense: keep observed, fill b with mix*sum M_ba x_a / max(1, sum M_ba)."""
-    D = X.toarray().astype(np.float64)
-    obs = D != 0
-    num = D @ M.T
-    den = obs.astype(float) @ M.T
-    imp = mix * num / np.maximum(1.0, den)
-    return np.where(obs, D, imp)
-
-
 @pytest.mark.parametrize("normalization", ["cosine", "conditional", "row", "none"])
 @pytest.mark.parametrize("mix", [1.0, 0.3])
 def test_transform_equals_dense_rule(normalization, mix):
@@ -114,7 +93,7 @@ def test_transform_equals_dense_rule(normalization, mix):
     Z = f.transform(Xt)
     assert sp.isspmatrix_csr(Z) and Z.shape == Xt.shape and Z.dtype == np.float32
     M = normalize_cooccurrence(pseudo_cooccurrence(X, labels), normalization).toarray()
-    np.testing.assert_allclose(Z.toarray(), _dense_impute(Xt, M, mix), rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(Z.toarray(), dense_impute(Xt, M, mix), rtol=2e-6, atol=1e-7)
     # observed entries are never changed
     D = Xt.toarray()
     np.testing.assert_array_equal(Z.toarray()[D != 0], D[D != 0])
@@ -208,6 +187,18 @@ def test_erasure_curve_shape_and_fiat_column():
     assert list(df["fraction"]) == [0.0, 0.5]
     assert {"P@1", "P@3", "P@1 FIAT", "P@3 FIAT"} <= set(df.columns)
     assert df[["P@1", "P@3"]].to_numpy().min() >= 0
+    # every value is brute-force P@k of the classifier on the erased (then FIAT-imputed)
+    # points: the erasure is the one erase_features draws, the imputation FIAT's dense rule
+    M = dense_operator(X, f.labels_, f.normalization)
+    for row, p in zip(df.to_dict("records"), [0.0, 0.5]):
+        Xe = erase_features(X, p, random_state=0)
+        assert (p == 0.0) == ((Xe != X).nnz == 0)
+        # the classifier's scores; a point with every feature erased gets none (no label)
+        S, Sf = (sp.csr_matrix(Z @ W) for Z in (Xe.toarray(), dense_impute(Xe, M, f.mix)))
+        for k in (1, 3):
+            assert row[f"P@{k}"] == pytest.approx(naive_precision_at_k(Y, S, k), abs=1e-12)
+            assert row[f"P@{k} FIAT"] == pytest.approx(naive_precision_at_k(Y, Sf, k),
+                                                       abs=1e-12)
 
 
 def test_validation_and_not_fitted():

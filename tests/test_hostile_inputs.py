@@ -235,20 +235,16 @@ def test_fingerprints_cover_names():
                                                one.__dataclass_fields__ if k != "kind"}).fingerprint
 
 
-def test_twin_uploads_in_concurrent_sessions_keep_their_own_names():
+def test_twin_uploads_in_concurrent_sessions_keep_their_own_names(app_for):
     """Two sessions upload the same numbers with different label names at the same time:
     each Data page shows its own names (the page's cache is keyed on the fingerprint)."""
     import threading
 
-    from streamlit.testing.v1 import AppTest
     (a, b), _, _ = _twins()
     results = {}
 
     def session(data):
-        at = AppTest.from_file(str(ROOT / "pages" / "data.py"), default_timeout=120)
-        at.session_state["featagg.dataset"] = {"data": data, "fingerprint": data.fingerprint,
-                                               "origin": "upload", "source_id": "upload",
-                                               "name": data.name}
+        at = app_for("data", data, timeout=120)
         at.run()
         shown = set()
         for df in at.dataframe:

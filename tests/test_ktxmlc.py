@@ -20,6 +20,8 @@ from featagg_core.ktxmlc import (KTXMLC, OneVsAll, _normalize_rows, choose_d0, e
                                  label_representation)
 from featagg_core.synthetic import make_powerlaw_multilabel
 
+import naive
+
 
 @pytest.fixture(scope="module")
 def small():
@@ -465,6 +467,17 @@ def test_defrag_pipeline_trains_on_agglomerated_features(small):
                               max_leaf_labels=6, n_trees=1)
     assert [r["features"] for r in rows_] == ["raw", "defrag"]
     assert all(0 <= r["P@1"] <= 1 and r["model_size_bytes"] > 0 for r in rows_)
+    # the rows are brute-force P@k / nDCG@k of the two models trained on their own: KTXMLC on
+    # the raw features, and the DEFRAG pipeline (its defaults: XY representation, one DEFRAG)
+    kw1 = dict(n_clusters=3, max_leaf_labels=6, n_trees=1)
+    for r, model in zip(rows_, (KTXMLC(**kw1), DefragKTXMLC(d0=4, **kw1))):
+        model.fit(X[:400], Y[:400])
+        S = model.predict_scores(X[400:], k=5)
+        assert r["model_size_bytes"] == model.model_size_bytes_
+        for kk in (1, 3, 5):
+            Yt = Y[400:]
+            assert r[f"P@{kk}"] == pytest.approx(naive.precision_at_k(Yt, S, kk), abs=1e-12)
+            assert r[f"nDCG@{kk}"] == pytest.approx(naive.ndcg_at_k(Yt, S, kk), abs=1e-12)
 
 
 def test_choose_d0_follows_its_rule(small):

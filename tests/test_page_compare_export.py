@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from page_util import app, carry, click, dataset_entry, ok, runs
+from page_util import carry, click, ok, runs
 from featagg_app import compare_view as cv
 from featagg_app import export_view as ev
 from featagg_core import Defrag, KTXMLC
@@ -169,18 +169,18 @@ def _session_with(data, *specs, base_first=True):
     for spec in specs:
         done.append(run_pipeline(data, split, spec,
                                  base=done[-1] if done and base_first else None))
-    return {"featagg.dataset": dataset_entry(data, "sample"), "featagg.runs": done}, done
+    return {"featagg.runs": done}, done
 
 
-def test_compare_page_empty_then_the_latest_classifiers_with_deltas(ml):
-    at = app("compare.py").run()
+def test_compare_page_empty_then_the_latest_classifiers_with_deltas(ml, app_for):
+    at = app_for("compare").run()
     assert not at.exception
     assert any("No runs yet" in i.value for i in at.info)
 
     state, done = _session_with(ml, {"classifier": {"n_trees": 1}},
                                 {"defrag": {"d0": 4}, "classifier": {"n_trees": 1}},
                                 base_first=False)
-    at = app("compare.py", state=state).run()
+    at = app_for("compare", ml, origin="sample", state=state).run()
     ok(at)
     # default view: this dataset and split, the classifier runs, the plain one as baseline
     (group,) = at.multiselect(key="cmp_groups").value
@@ -201,12 +201,11 @@ def test_compare_page_empty_then_the_latest_classifiers_with_deltas(ml):
     assert not at.warning                                   # one split: no mixing note
 
 
-def test_compare_page_says_when_splits_are_mixed(ml):
+def test_compare_page_says_when_splits_are_mixed(ml, app_for):
     split_a, split_b = make_split(ml), make_split(ml, how="random", test_size=0.3)
     a = run_pipeline(ml, split_a, {"classifier": {"n_trees": 1}})
     b = run_pipeline(ml, split_b, {"classifier": {"n_trees": 1}})
-    at = app("compare.py", state={"featagg.dataset": dataset_entry(ml, "sample"),
-                                  "featagg.runs": [a, b]}).run()
+    at = app_for("compare", ml, origin="sample", runs=[a, b]).run()
     ok(at)
     groups = at.multiselect(key="cmp_groups").options
     assert len(groups) == 2 and len(at.multiselect(key="cmp_groups").value) == 1
@@ -216,10 +215,10 @@ def test_compare_page_says_when_splits_are_mixed(ml):
     assert len(at.table) == 2                               # one table per group
 
 
-def test_export_page_offers_pipelines_bundle_and_csv(ml):
+def test_export_page_offers_pipelines_bundle_and_csv(ml, app_for):
     state, done = _session_with(ml, {"defrag": {"d0": 4}},
                                 {"defrag": {"d0": 4}, "classifier": {"n_trees": 1}})
-    at = app("export.py", state=state).run()
+    at = app_for("export", ml, origin="sample", state=state).run()
     ok(at)
     labels = [b.label for b in at.get("download_button")]
     assert labels.count("Artifact (.fgz)") == 2
@@ -228,17 +227,17 @@ def test_export_page_offers_pipelines_bundle_and_csv(ml):
     assert "Run registry (JSON)" in labels
 
 
-def test_export_page_without_models():
-    at = app("export.py").run()
+def test_export_page_without_models(app_for):
+    at = app_for("export").run()
     assert not at.exception
     assert any("Nothing trained" in i.value for i in at.info)
 
 
-def test_export_imports_a_pipeline_and_evaluates_it_on_the_current_split(ml):
+def test_export_imports_a_pipeline_and_evaluates_it_on_the_current_split(ml, app_for):
     state, done = _session_with(ml, {"defrag": {"d0": 4}},
                                 {"defrag": {"d0": 4}, "classifier": {"n_trees": 1}})
     blob = artifact_bytes(done[1].pipeline, dataset_fingerprint=ml.fingerprint)
-    at = app("export.py", state=state).run()
+    at = app_for("export", ml, origin="sample", state=state).run()
     up = next(u for u in at.file_uploader if u.key == "artifact_upload")
     up.set_value(("pipe.fgz", blob, "application/zip"))
     at.run()
@@ -256,12 +255,12 @@ def test_export_imports_a_pipeline_and_evaluates_it_on_the_current_split(ml):
     assert any("may test it on rows it was trained on" in e.value for e in at.error)
 
 
-def test_compare_shows_real_runs_from_several_pages():
+def test_compare_shows_real_runs_from_several_pages(app_for):
     """Runs made by really running the Feature agglomeration and Vocabulary compression
     pages (one browser session: its state carried from page to page) all reach Compare."""
     state = {}
     for page, button in (("feature_agglomeration.py", "fa_run"), ("vocabulary.py", "vc_run")):
-        at = app(page, state=state, timeout=240).run()
+        at = app_for(page, state=state, timeout=240).run()
         if page == "vocabulary.py":
             at.checkbox(key="vc_curves").set_value(False)
         click(at, button)
@@ -270,7 +269,7 @@ def test_compare_shows_real_runs_from_several_pages():
     done = state["featagg.runs"]
     kinds = {r.kind for r in done}
     assert {"agglomeration", "feature_clustering", "vocabulary"} <= kinds, kinds
-    at = app("compare.py", state=state).run()
+    at = app_for("compare", state=state).run()
     ok(at)
     groups = at.multiselect(key="cmp_groups").options
     assert len(groups) == 2                               # Bibtex's split, Adult's split
@@ -278,14 +277,14 @@ def test_compare_shows_real_runs_from_several_pages():
     assert len(table) == len(done) and set(table["kind"]) == kinds
 
 
-def test_export_evaluates_a_lone_vocabulary_compressor_on_its_column():
+def test_export_evaluates_a_lone_vocabulary_compressor_on_its_column(app_for):
     from sklearn.metrics import mutual_info_score
     from featagg_core.synthetic import make_zipf_categorical
     from featagg_core.vocab import VocabularyCompressor
     t = make_zipf_categorical(3000, 40, n_columns=2, random_state=1)
     col = t.table.columns[1]
     vc = VocabularyCompressor(5).fit(t.table[col].to_numpy(), t.labels)
-    at = app("export.py", t).run()
+    at = app_for("export", t).run()
     up = next(u for u in at.file_uploader if u.key == "artifact_upload")
     up.set_value(("vc.fgz", artifact_bytes(vc), "application/zip"))
     at.run()

@@ -4,7 +4,6 @@ import os
 
 os.environ.setdefault("FEATAGG_WARMUP", "0")  # no background JIT warm-up in AppTest runs
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,8 +14,6 @@ from featagg_app import charts
 from featagg_app import data_view as dv
 from featagg_core.data import CategoricalData, GraphData, MultiLabelData
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "data.py")
 
 
 def _random_ml(n=40, d=30, L=12, seed=0, test=True):
@@ -155,13 +152,8 @@ def test_table_statistics_hand_case():
 # the page (AppTest)
 # ---------------------------------------------------------------------------
 
-def _run_page_with(data):
-    from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    at.session_state["featagg.dataset"] = {"data": data, "fingerprint": data.fingerprint,
-                                           "origin": "upload", "source_id": "upload",
-                                           "name": data.name}
-    return at.run()
+def _run_page_with(app_for, data):
+    return app_for("data", data, timeout=120).run()
 
 
 def _metrics(at):
@@ -173,9 +165,9 @@ def _ok(at):
     assert not at.error, [e.value for e in at.error]
 
 
-def test_page_multilabel_shows_sizes_plots_and_names():
+def test_page_multilabel_shows_sizes_plots_and_names(app_for):
     data = _random_ml()
-    at = _run_page_with(data)
+    at = _run_page_with(app_for, data)
     _ok(at)
     m = _metrics(at)
     assert m["Points n (train)"] == "40" and m["Test points"] == "7"
@@ -189,25 +181,25 @@ def test_page_multilabel_shows_sizes_plots_and_names():
     assert not at.info                                        # no fallback notice
 
 
-def test_page_graph_with_and_without_classes():
+def test_page_graph_with_and_without_classes(app_for):
     nx = pytest.importorskip("networkx")
     G = nx.path_graph(12)
     A = sp.csr_matrix(nx.to_scipy_sparse_array(G, dtype=np.float32))
     X = sp.identity(12, format="csr", dtype=np.float32)
-    at = _run_page_with(GraphData(A=A, X=X, y=np.arange(12) % 3, name="path"))
+    at = _run_page_with(app_for, GraphData(A=A, X=X, y=np.arange(12) % 3, name="path"))
     _ok(at)
     m = _metrics(at)
     assert m["Nodes"] == "12" and m["Edges"] == "11" and m["Classes"] == "3"
     assert len(at.get("plotly_chart")) >= 2
-    at = _run_page_with(GraphData(A=A, X=X, y=None, name="path-no-classes"))
+    at = _run_page_with(app_for, GraphData(A=A, X=X, y=None, name="path-no-classes"))
     _ok(at)
     assert _metrics(at)["Classes"] == "—"
     assert any("no node classes" in i.value for i in at.info)
 
 
-def test_page_table_vocabulary_and_top_values():
+def test_page_table_vocabulary_and_top_values(app_for):
     table = pd.DataFrame({"city": list("abacab"), "os": list("xxxxyy")})
-    at = _run_page_with(CategoricalData(table=table,
+    at = _run_page_with(app_for, CategoricalData(table=table,
                                         labels=np.array([1, 0, 1, 0, 0, 1], np.int8),
                                         label_name="click", name="clicks"))
     _ok(at)

@@ -5,7 +5,7 @@ budget that compresses and shows fitted against held-out MI."""
 import numpy as np
 import pandas as pd
 
-from page_util import app, click, ok, runs
+from page_util import click, ok, runs
 from featagg_core.data import CategoricalData
 from featagg_core.synthetic import make_attributed_sbm, make_powerlaw_multilabel
 
@@ -14,8 +14,8 @@ def _ml():
     return make_powerlaw_multilabel(260, 100, 15, random_state=4, test_size=0.25)
 
 
-def test_feature_agglomeration_raw_vs_defrag_section():
-    at = app("feature_agglomeration.py", _ml())
+def test_feature_agglomeration_raw_vs_defrag_section(app_for):
+    at = app_for("feature_agglomeration", _ml())
     at.run()
     ok(at)
     page = "Feature agglomeration"
@@ -34,8 +34,8 @@ def test_feature_agglomeration_raw_vs_defrag_section():
     assert sum("KTXMLC" in n for n in names) == 3
 
 
-def test_extreme_classification_sweep_and_elbow_preselect():
-    at = app("extreme_classification.py", _ml())
+def test_extreme_classification_sweep_and_elbow_preselect(app_for):
+    at = app_for("extreme_classification", _ml())
     at.run()
     ok(at)
     page = "Extreme classification"
@@ -57,10 +57,10 @@ def test_extreme_classification_sweep_and_elbow_preselect():
     assert at.number_input(key="xmlc_K").value == st["elbow_applied"][1]
 
 
-def test_graph_features_protocol_section():
+def test_graph_features_protocol_section(app_for):
     g = make_attributed_sbm(180, 3, p_in=0.15, p_out=0.01, n_informative=9, n_noise=27,
                             random_state=5)
-    at = app("graph_features.py", g)
+    at = app_for("graph_features", g)
     at.run()
     at.number_input(key="gf_cand").set_value(1)
     at.number_input(key="gf_iter").set_value(30)
@@ -80,9 +80,9 @@ def test_graph_features_protocol_section():
     assert {"BMGUFS", "variance", "all features"} <= set(t["method"])
 
 
-def test_rare_labels_tuned_refrag():
+def test_rare_labels_tuned_refrag(app_for):
     data = _ml()
-    at = app("rare_labels.py", data).run()
+    at = app_for("rare_labels", data).run()
     ok(at)
     click(at, "rl_train_default")                        # a small classifier to re-rank
     ok(at)
@@ -93,7 +93,7 @@ def test_rare_labels_tuned_refrag():
     assert any(r.name.endswith("+ REFRAG tuned") for r in runs(at))
 
 
-def test_vocabulary_default_budget_and_heldout_table():
+def test_vocabulary_default_budget_and_heldout_table(app_for):
     from featagg_core.experiment import default_budget, make_split
     rng = np.random.default_rng(1)
     a = rng.integers(0, 40, 3000)
@@ -101,7 +101,7 @@ def test_vocabulary_default_budget_and_heldout_table():
                                             "b": rng.integers(0, 6, 3000).astype(str)}),
                         labels=(rng.random(3000) < rng.random(40)[a]).astype(np.int8),
                         label_name="y", name="t")
-    at = app("vocabulary.py", t)
+    at = app_for("vocabulary", t)
     at.run()
     ok(at)
     m0, _ = default_budget(t, make_split(t), ["a", "b"])

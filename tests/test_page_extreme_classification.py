@@ -4,7 +4,7 @@ DEFRAG features and one-vs-all)."""
 import numpy as np
 import pytest
 
-from page_util import app, click, ok, runs
+from page_util import click, ok, runs
 from featagg_app import xmlc_view as xv
 from featagg_core import metrics
 from featagg_core.data import MultiLabelData
@@ -95,8 +95,8 @@ def _small_upload():
     return MultiLabelData(X=d.X, Y=d.Y, name="tiny", label_names=[f"t{j}" for j in range(30)])
 
 
-def test_page_trains_on_bibtex_and_records_the_run():
-    at = app("extreme_classification.py", timeout=240).run()
+def test_page_trains_on_bibtex_and_records_the_run(app_for):
+    at = app_for("extreme_classification", timeout=240).run()
     ok(at)
     assert any("Bibtex" in i.value or "bibtex" in i.value for i in at.info)
     assert any("own split" in c.value for c in at.caption)
@@ -114,9 +114,9 @@ def test_page_trains_on_bibtex_and_records_the_run():
     assert len(at.dataframe) == 2          # metrics table + example points
 
 
-def test_page_random_split_defrag_features_and_one_vs_all():
+def test_page_random_split_defrag_features_and_one_vs_all(app_for):
     data = _small_upload()
-    at = app("extreme_classification.py", data).run()
+    at = app_for("extreme_classification", data).run()
     ok(at)
     # no test part in the data: the session's split is a random one, and the page says so
     assert any("random 20 % test split" in c.value for c in at.caption)
@@ -137,15 +137,15 @@ def test_page_random_split_defrag_features_and_one_vs_all():
     assert any("press **Train**" in i.value for i in at.info)
 
 
-def test_page_reuses_a_defrag_run_of_the_same_split_only():
+def test_page_reuses_a_defrag_run_of_the_same_split_only(app_for):
     data = _small_upload()
-    at = app("feature_agglomeration.py", data).run()
+    at = app_for("feature_agglomeration", data).run()
     at.checkbox(key="fa_km").uncheck()
     click(at, "fa_run")
     from page_util import carry
     state = carry(at)
     defrag_run = runs(at)[0]
-    at = app("extreme_classification.py", state=state).run()
+    at = app_for("extreme_classification", state=state).run()
     at.radio(key="xmlc_features").set_value("agglomerated (DEFRAG)").run()
     ok(at)
     assert any("Using the DEFRAG clustering of **#1 DEFRAG-XY d0=8**" in i.value
@@ -164,9 +164,9 @@ def test_page_reuses_a_defrag_run_of_the_same_split_only():
     assert any("No DEFRAG run on this split" in i.value for i in at.info)
 
 
-def test_page_elbow_plot():
+def test_page_elbow_plot(app_for):
     data = _small_upload()
-    at = app("extreme_classification.py", data).run()
+    at = app_for("extreme_classification", data).run()
     at.toggle(key="xmlc_elbow_on").set_value(True)
     from page_util import settle
     settle(at)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from page_util import app, click, ok, runs
+from page_util import click, ok, runs
 from featagg_app import defrag_view as dv
 from featagg_core.defrag import Defrag
 
@@ -100,9 +100,9 @@ def _baselines(at):
             if r.kind == "feature_clustering"}
 
 
-def test_page_runs_on_default_sample_and_keeps_the_model():
+def test_page_runs_on_default_sample_and_keeps_the_model(app_for):
     from featagg_core.defrag import clustering_error, feature_representation
-    at = app("feature_agglomeration.py", timeout=180)
+    at = app_for("feature_agglomeration", timeout=180)
     at.run()
     assert not at.exception
     assert at.title[0].value == "Feature agglomeration"
@@ -147,8 +147,8 @@ def test_page_runs_on_default_sample_and_keeps_the_model():
                for t in tables)
 
 
-def test_page_x_representation_small_d0_and_drill_down():
-    at = app("feature_agglomeration.py", timeout=180)
+def test_page_x_representation_small_d0_and_drill_down(app_for):
+    at = app_for("feature_agglomeration", timeout=180)
     at.run()
     at.radio(key="fa_rep").set_value("X")
     at.slider(key="fa_d0").set_value(64)
@@ -168,14 +168,14 @@ def test_page_x_representation_small_d0_and_drill_down():
     assert sel.value == right
 
 
-def test_page_on_a_tiny_uploaded_dataset_with_one_cluster():
+def test_page_on_a_tiny_uploaded_dataset_with_one_cluster(app_for):
     from featagg_core.data import MultiLabelData
     rng = np.random.default_rng(3)
     X = sp.random(30, 6, density=0.4, format="csr", random_state=rng, dtype=np.float32)
     Y = sp.csr_matrix((rng.random((30, 3)) < 0.4).astype(np.float32))
     data = MultiLabelData(X=X, Y=Y, feature_names=[f"f{j}" for j in range(6)],
                           label_names=["a", "b", "c"], name="tiny.txt")
-    at = app("feature_agglomeration.py", data, timeout=120)
+    at = app_for("feature_agglomeration", data, timeout=120)
     at.run()
     click(at, "fa_run")
     ok(at)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from page_util import app, click, runs, settle
+from page_util import click, runs, settle
 from featagg_app import bmgufs_view as bv
 from featagg_core.bmgufs import BMGUFS
 
@@ -115,12 +115,12 @@ def test_node_sample_and_figure():
 
 
 # ------------------------------------------------------------------ the page (AppTest)
-def _app(data=None):
-    return app("graph_features.py", data, timeout=240)
+def _app(app_for, data=None):
+    return app_for("graph_features", data, timeout=240)
 
 
-def test_page_runs_on_the_default_sample_and_switches_candidate():
-    at = _app()
+def test_page_runs_on_the_default_sample_and_switches_candidate(app_for):
+    at = _app(app_for)
     at.run()
     assert not at.exception
     assert any("Cora" in i.value for i in at.info)
@@ -150,8 +150,8 @@ def test_page_runs_on_the_default_sample_and_switches_candidate():
     assert len(runs(at)) == 2
 
 
-def test_page_warns_when_gamma_leaves_fewer_than_d_and_compares():
-    at = _app()
+def test_page_warns_when_gamma_leaves_fewer_than_d_and_compares(app_for):
+    at = _app(app_for)
     at.run()
     at.number_input(key="gf_cand").set_value(1)
     at.number_input(key="gf_gamma").set_value(4.0)
@@ -175,7 +175,7 @@ def test_page_warns_when_gamma_leaves_fewer_than_d_and_compares():
     assert "Laplacian score (graph)" in texts and "all features" in texts
 
 
-def test_page_on_an_uploaded_graph_without_classes_shows_feature_names():
+def test_page_on_an_uploaded_graph_without_classes_shows_feature_names(app_for):
     import dataclasses
 
     from featagg_core.synthetic import make_attributed_sbm
@@ -183,7 +183,7 @@ def test_page_on_an_uploaded_graph_without_classes_shows_feature_names():
                             random_state=2)
     names = [f"word_{j}" for j in range(g.X.shape[1])]
     g = dataclasses.replace(g, y=None, feature_names=names, name="my_graph.graphml")
-    at = _app(g)
+    at = _app(app_for, g)
     at.run()
     assert not at.exception
     assert at.number_input(key="gf_k").value == 6          # no classes: default k

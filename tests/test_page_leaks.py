@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from page_util import app, carry, click, ok, runs
+from page_util import carry, click, ok, runs
 from featagg_core.data import CategoricalData, GraphData, MultiLabelData
 from featagg_core.experiment import make_split
 from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
@@ -173,19 +173,19 @@ def _with_split(data):
 
 
 # ----------------------------------------------------------------------------- multi-label
-def _drive_multilabel(data):
+def _drive_multilabel(app_for, data):
     """Feature agglomeration → Extreme classification on DEFRAG features → Rare labels
     (REFRAG and FIAT) in one session; returns its runs."""
-    at = app("feature_agglomeration.py", data, _with_split(data)).run()
+    at = app_for("feature_agglomeration", data, state=_with_split(data)).run()
     click(at, "fa_run")
     ok(at)
-    at = app("extreme_classification.py", state=carry(at)).run()
+    at = app_for("extreme_classification", state=carry(at)).run()
     at.number_input(key="xmlc_trees").set_value(1)
     at.radio(key="xmlc_features").set_value("agglomerated (DEFRAG)").run()
     assert any("Using the DEFRAG clustering" in i.value for i in at.info)
     click(at, "xmlc_train")
     ok(at)
-    at = app("rare_labels.py", state=carry(at)).run()
+    at = app_for("rare_labels", state=carry(at)).run()
     ok(at)
     # fixed alpha, gamma, beta: tuned ones are chosen on the validation rows by design (held
     # out here, so perturbing them may change the choice); that the test rows never
@@ -198,11 +198,11 @@ def _drive_multilabel(data):
     return runs(at)
 
 
-def test_multilabel_pages_fit_on_training_rows_only(watched_fits):
+def test_multilabel_pages_fit_on_training_rows_only(watched_fits, app_for):
     data = make_powerlaw_multilabel(400, 150, 25, avg_features=15, random_state=4)
     data.name = "leak test"
     split, held = _held_out(data)
-    got = _drive_multilabel(data)
+    got = _drive_multilabel(app_for, data)
     names = [r.name for r in got]
     assert names[0] == "DEFRAG-XY d0=8" and "KTXMLC K=16 T=1 · DEFRAG d0=8" in names
     assert any("REFRAG" in n for n in names) and any("FIAT" in n for n in names)
@@ -213,15 +213,15 @@ def test_multilabel_pages_fit_on_training_rows_only(watched_fits):
     clf = next(r for r in got if r.name == "KTXMLC K=16 T=1 · DEFRAG d0=8")
     assert clf.reused == ["defrag"] and clf.pipeline.defrag is got[0].pipeline.defrag
 
-    other = _drive_multilabel(_perturbed_multilabel(data))
+    other = _drive_multilabel(app_for, _perturbed_multilabel(data))
     _assert_same_fits(got, other)
     # and the held-out rows were really changed: the test metrics differ
     assert got[0].metrics["test"] != other[0].metrics["test"]
 
 
 # ----------------------------------------------------------------------------- graph
-def _drive_graph(data):
-    at = app("graph_features.py", data, _with_split(data)).run()
+def _drive_graph(app_for, data):
+    at = app_for("graph_features", data, state=_with_split(data)).run()
     at.number_input(key="gf_k").set_value(3)
     at.number_input(key="gf_cand").set_value(2)
     at.number_input(key="gf_iter").set_value(30)
@@ -231,22 +231,22 @@ def _drive_graph(data):
     return runs(at)
 
 
-def test_graph_page_fits_on_training_nodes_only(watched_fits):
+def test_graph_page_fits_on_training_nodes_only(watched_fits, app_for):
     data = make_attributed_sbm(240, 3, p_in=0.1, p_out=0.01, n_informative=24, n_noise=36,
                                random_state=2)
     data.name = "leak graph"
     split, held = _held_out(data)
-    got = _drive_graph(data)
+    got = _drive_graph(app_for, data)
     assert [r.name for r in got] == ["BMGUFS d=10 β̄=0.6 γ=2"]
     _assert_scored_on_test_rows(got, split)
     _assert_fits_saw_no_held_out_row(watched_fits, data.X, held, split.train)
     assert got[0].pipeline.selector.block_model_.labels_.shape == (split.train.size,)
-    _assert_same_fits(got, _drive_graph(_perturbed_graph(data)))
+    _assert_same_fits(got, _drive_graph(app_for, _perturbed_graph(data)))
 
 
 # ----------------------------------------------------------------------------- table
-def _drive_table(data):
-    at = app("vocabulary.py", data, _with_split(data)).run()
+def _drive_table(app_for, data):
+    at = app_for("vocabulary", data, state=_with_split(data)).run()
     at.checkbox(key="vc_curves").set_value(False)
     at.multiselect(key="vc_methods").set_value(["submodular", "frequency", "divisive"])
     click(at, "vc_run")
@@ -254,11 +254,11 @@ def _drive_table(data):
     return sorted(runs(at), key=lambda r: r.name)
 
 
-def test_vocabulary_page_counts_training_rows_only():
+def test_vocabulary_page_counts_training_rows_only(app_for):
     data = make_zipf_categorical(4000, 60, n_columns=2, random_state=5)
     data.name = "leak table"
     split, held = _held_out(data)
-    got = _drive_table(data)
+    got = _drive_table(app_for, data)
     assert len(got) == 3
     _assert_scored_on_test_rows(got, split)
     # the fitted value counts are the training rows' counts, by hand
@@ -267,7 +267,7 @@ def test_vocabulary_page_counts_training_rows_only():
     train_vals = data.table[col].to_numpy()[split.train]
     assert int(vc.counts_.sum()) == split.train.size
     assert set(vc.vocabulary_) == set(train_vals)
-    _assert_same_fits(got, _drive_table(_perturbed_table(data)))
+    _assert_same_fits(got, _drive_table(app_for, _perturbed_table(data)))
 
 
 # ----------------------------------------------------------------------------- before

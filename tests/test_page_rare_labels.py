@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from page_util import app, click, ok, runs
+from naive import dense_top
+from page_util import click, ok, runs
 from featagg_app import rare_labels_view as rv
 from featagg_core import metrics as M
 
@@ -22,16 +23,6 @@ def _labels(n, L, seed):
     return sp.csr_matrix(P.astype(np.float32))
 
 
-def _dense_top(S, k):
-    D = S.toarray() if sp.issparse(S) else np.asarray(S)
-    stored = (S != 0).toarray() if sp.issparse(S) else np.ones_like(D, bool)
-    out = []
-    for i in range(D.shape[0]):
-        idx = np.flatnonzero(stored[i])
-        out.append(sorted(idx, key=lambda l: (-D[i, l], l))[:k])
-    return out
-
-
 def test_bucket_table_from_the_core_matches_brute_force():
     """The page's bucket table is experiment.bucket_metrics' (fractions → %), and its
     coverage per bucket is the brute-force one."""
@@ -46,7 +37,7 @@ def test_bucket_table_from_the_core_matches_brute_force():
     b = M.label_frequency_buckets(d.Y, 5)
     present = Yd.sum(0) > 0
     for name, scores in (("REFRAG", S), ("classifier", B)):
-        top = _dense_top(scores, 5)
+        top = dense_top(scores, 5)
         hit = np.zeros(d.Y.shape[1], bool)
         for i, row in enumerate(top):
             for lab in row:
@@ -66,7 +57,7 @@ def test_rare_examples_are_new_correct_labels_rarest_first():
     Ytr, Yte = _labels(300, 25, 4), _labels(80, 25, 5)
     S, R = _scores(80, 25, 6), _scores(80, 25, 7)
     ex = rv.rare_examples(Ytr, Yte, S, R, [f"t{j}" for j in range(25)], k=5, max_rows=500)
-    tb, tr = _dense_top(S, 5), _dense_top(R, 5)
+    tb, tr = dense_top(S, 5), dense_top(R, 5)
     Yd = Yte.toarray()
     expected = {(i, l) for i in range(80) for l in tr[i] if Yd[i, l] == 1 and l not in tb[i]}
     got = {(int(i), int(n[1:])) for i, n in zip(ex["test point"], ex["label"])}
@@ -75,7 +66,7 @@ def test_rare_examples_are_new_correct_labels_rarest_first():
     for _, row in ex.iterrows():
         l = int(row["label"][1:])
         assert row["REFRAG rank"] == tr[row["test point"]].index(l) + 1
-        full = _dense_top(S[row["test point"]], 1000)[0]
+        full = dense_top(S[row["test point"]], 1000)[0]
         assert row["base rank"] == (str(full.index(l) + 1) if l in full else "not shortlisted")
 
 
@@ -123,20 +114,20 @@ def _small():
 
 
 def _state_with(data, *specs):
-    """A session whose registry holds runs of ``specs`` on the default split of ``data``."""
+    """The session state (for ``app_for(..., state=)``) whose registry holds runs of
+    ``specs`` on the default split of ``data``."""
     from featagg_core.experiment import make_split, run_pipeline
-    from page_util import dataset_entry
     split = make_split(data)
     done = []
     for spec in specs:
         done.append(run_pipeline(data, split, spec))
         assert done[-1].status == "done", done[-1].message
-    return {"featagg.dataset": dataset_entry(data, "sample"), "featagg.runs": done}
+    return {"featagg.runs": done}
 
 
-def test_page_never_trains_unasked_then_alpha_one_is_the_classifier():
+def test_page_never_trains_unasked_then_alpha_one_is_the_classifier(app_for):
     data = _small()
-    at = app("rare_labels.py", data).run()
+    at = app_for("rare_labels", data).run()
     ok(at)
     assert at.title[0].value == "Rare labels and imputation"
     # no classifier run: the page says so, trains nothing, and offers a named button
@@ -172,14 +163,14 @@ def test_page_never_trains_unasked_then_alpha_one_is_the_classifier():
     assert len(runs(at)) == n_runs + 1
 
 
-def test_page_uses_the_picked_run_and_matches_the_library():
+def test_page_uses_the_picked_run_and_matches_the_library(app_for):
     from featagg_core.defrag import Defrag
     from featagg_core.fiat import Fiat, erase_features
     from featagg_core.refrag import Refrag
     data = _small()
     state = _state_with(data, {"classifier": {"n_trees": 1}},
                         {"defrag": {"d0": 5}, "classifier": {"n_trees": 1}})
-    at = app("rare_labels.py", state=state).run()
+    at = app_for("rare_labels", data, origin="sample", state=state).run()
     ok(at)
     # the latest classifier run (on DEFRAG features) is used by default, and named
     assert any("Using **#2 KTXMLC K=16 T=1 · DEFRAG d0=5**" in c.value for c in at.caption)

@@ -1,13 +1,13 @@
 """Triage page (AppTest): a triage of a small dataset runs as a job, its runs land in the
 registry, the verdict and tables are the record's, and both downloads are offered."""
-from page_util import app, click, ok, runs
+from page_util import click, ok, runs
 
 from featagg_core.synthetic import make_powerlaw_multilabel
 
 
-def test_triage_page_runs_and_offers_the_report():
+def test_triage_page_runs_and_offers_the_report(app_for):
     data = make_powerlaw_multilabel(200, 80, 12, random_state=2, test_size=0.25)
-    at = app("triage.py", data)
+    at = app_for("triage", data)
     at.run()
     ok(at)
     assert any("Run the triage" in b.label for b in at.button)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import mutual_info_score
 
-from page_util import app, click, ok, runs
+from page_util import click, ok, runs
 from featagg_app import vocab_view as vv
 from featagg_core.data import CategoricalData
 from featagg_core.experiment import make_split, run_pipeline, vocabulary_budget_curve
@@ -116,8 +116,8 @@ def test_label_from_column_and_mapping_files():
 
 
 # ------------------------------------------------------------------ the page (AppTest)
-def _app():
-    return app("vocabulary.py", timeout=240)
+def _app(app_for):
+    return app_for("vocabulary", timeout=240)
 
 
 def _by_label(widgets, label):
@@ -125,8 +125,8 @@ def _by_label(widgets, label):
     return next(w for w in widgets if w.label == label)
 
 
-def test_page_runs_on_the_default_adult_sample():
-    at = _app()
+def test_page_runs_on_the_default_adult_sample(app_for):
+    at = _app(app_for)
     at.run()
     assert not at.exception, at.exception
     assert any("Adult" in i.value for i in at.info)
@@ -153,8 +153,8 @@ def test_page_runs_on_the_default_adult_sample():
     assert len(runs(at)) == len(methods)
 
 
-def test_page_other_label_per_column_budget_and_threshold():
-    at = _app()
+def test_page_other_label_per_column_budget_and_threshold(app_for):
+    at = _app(app_for)
     at.run()
     _by_label(at.selectbox, "Label column").set_value("gender").run()
     assert not at.exception, at.exception

@@ -9,14 +9,8 @@ from sklearn.exceptions import NotFittedError
 
 from featagg_core import metrics
 from featagg_core.refrag import Refrag
-
-
-class Clustering:
-    """A hand-made stand-in for a fitted Defrag: only ``labels_`` and ``n_clusters_``."""
-
-    def __init__(self, labels):
-        self.labels_ = np.asarray(labels, dtype=np.int64)
-        self.n_clusters_ = int(self.labels_.max()) + 1
+from naive import (Clustering, dense_impute, dense_operator, dense_prototypes, refrag_rerank,
+                   unit_rows)
 
 
 def _problem(n=80, d=40, L=12, seed=0):
@@ -28,37 +22,13 @@ def _problem(n=80, d=40, L=12, seed=0):
     return X, Y, labels, rng
 
 
-def _dense_operator(X, labels, normalization):
-    D = X.toarray().astype(np.float64)
-    C = (D.T @ D) * (labels[:, None] == labels[None, :])
-    if normalization == "cosine":
-        s = np.sqrt(np.diag(C))
-        o = np.outer(s, s)
-        return np.where(o > 0, C / np.where(o > 0, o, 1), 0.0)
-    if normalization == "row":
-        rs = C.sum(1, keepdims=True)
-        return np.where(rs != 0, C / np.where(rs == 0, 1, rs), 0.0)
-    return C
-
-
-def _unit_rows(A):
-    nrm = np.linalg.norm(A, axis=1, keepdims=True)
-    return np.where(nrm > 0, A / np.where(nrm > 0, nrm, 1), 0.0)
-
-
-def _dense_prototypes(X, Y, labels, normalization):
-    M = _dense_operator(X, labels, normalization)
-    Xn = _unit_rows(X.toarray().astype(np.float64))
-    return _unit_rows((M @ (Xn.T @ Y.toarray())).T)        # rows xi_l = M Xn^T y_l
-
-
 @pytest.mark.parametrize("normalization", ["cosine", "row", "none"])
 def test_prototypes_equal_dense_formula(normalization):
     X, Y, labels, _ = _problem()
     r = Refrag(normalization=normalization).fit(X, Y, Clustering(labels))
     P = r.prototypes_
     assert sp.isspmatrix_csr(P) and P.shape == (Y.shape[1], X.shape[1])
-    np.testing.assert_allclose(P.toarray(), _dense_prototypes(X, Y, labels, normalization),
+    np.testing.assert_allclose(P.toarray(), dense_prototypes(X, Y, labels, normalization),
                                atol=1e-10)
     assert P[Y.shape[1] - 1].nnz == 0                   # unseen label: no prototype
     np.testing.assert_array_equal(r.label_frequency_, Y.getnnz(axis=0))
@@ -71,39 +41,7 @@ def test_pruning_keeps_large_entries_and_unit_norm():
     P = r.prototypes_.toarray()
     kept = np.abs(full) >= 0.1
     assert np.all((P != 0) == kept)
-    np.testing.assert_allclose(P, _unit_rows(np.where(kept, full, 0.0)), atol=1e-12)
-
-
-def _brute_rerank(r, X, S, k, Ytr):
-    """Dense re-implementation of Refrag.rerank from its definition."""
-    Q = _unit_rows(X.toarray().astype(np.float64))
-    P = r.prototypes_.toarray()
-    has = np.linalg.norm(P, axis=1) > 0
-    w = metrics.inverse_propensity(Ytr)
-    w = (w / w.max()) ** r.propensity_exponent
-    cos = Q @ P.T
-    Sd = S.toarray().astype(np.float64)
-    stored = S.toarray() != 0                  # test scores are all non-zero when stored
-    out = []
-    for i in range(Q.shape[0]):
-        idx = np.flatnonzero(stored[i])
-        order = sorted(idx, key=lambda l: (-Sd[i, l], l))[:r.shortlist_size]
-        base = {l: Sd[i, l] for l in order}
-        if base and r.score_normalization == "max":
-            mx = max(base.values())
-            base = {l: v / mx for l, v in base.items()}
-        cand = dict()
-        aff = lambda l: w[l] * np.exp(-r.gamma / 2 * (2 - 2 * cos[i, l])) if has[l] else 0.0
-        for l, v in base.items():
-            cand[l] = r.alpha * v + (1 - r.alpha) * aff(l)
-        if r.alpha < 1:
-            others = [l for l in range(P.shape[0]) if l not in base and has[l] and cos[i, l] > 0]
-            others = sorted(others, key=lambda l: (-cos[i, l], l))[:r.n_prototype_candidates]
-            for l in others:
-                cand[l] = (1 - r.alpha) * aff(l)
-        ranked = sorted(cand, key=lambda l: (-cand[l], l))[:k]
-        out.append([(l, cand[l]) for l in ranked])
-    return out
+    np.testing.assert_allclose(P, unit_rows(np.where(kept, full, 0.0)), atol=1e-12)
 
 
 @pytest.mark.parametrize("alpha,gamma,s,m,beta", [(0.8, 30.0, 100, 10, 0.0),
@@ -118,7 +56,7 @@ def test_rerank_equals_brute_force(alpha, gamma, s, m, beta):
     S = sp.random(30, Y.shape[1], density=0.4, format="csr", random_state=rng)
     S.data = rng.uniform(0.01, 1.0, S.nnz)
     out, top_l, top_s = r.rerank(Xt, S, k=4, return_arrays=True)
-    ref = _brute_rerank(r, Xt, S, 4, Y)
+    ref = refrag_rerank(r, Xt, S, 4, Y)
     for i, row in enumerate(ref):
         got = [(l, v) for l, v in zip(top_l[i], top_s[i]) if l >= 0]
         assert [l for l, _ in got] == [l for l, _ in row], i
@@ -206,8 +144,21 @@ def test_real_defrag_and_impute_query_run():
     rng = np.random.default_rng(0)
     S = sp.random(Xte.shape[0], Ytr.shape[1], density=0.5, format="csr", random_state=rng)
     for iq in (False, True):
-        R = Refrag(impute_query=iq).fit(Xtr, Ytr, dfg).rerank(Xte, S, k=5)
+        r = Refrag(impute_query=iq).fit(Xtr, Ytr, dfg)
+        R = r.rerank(Xte, S, k=5)
         assert R.shape == S.shape and np.all(R.getnnz(axis=1) == 5)
+        # the prototypes are the dense formula's on Defrag's clusters, and the ranking is the
+        # brute-force one (with the FIAT-imputed points M x as queries when impute_query)
+        np.testing.assert_allclose(r.prototypes_.toarray(),
+                                   dense_prototypes(Xtr, Ytr, dfg.labels_, r.normalization),
+                                   atol=1e-10)
+        M = dense_operator(Xtr, dfg.labels_, r.normalization)
+        queries = dense_impute(Xte, M, 1.0) if iq else None
+        for i, row in enumerate(refrag_rerank(r, Xte, S, 5, Ytr, queries=queries)):
+            got = R[i].toarray().ravel()
+            assert sorted(np.flatnonzero(got)) == sorted(l for l, _ in row), (iq, i)
+            np.testing.assert_allclose(got[[l for l, _ in row]], [v for _, v in row],
+                                       rtol=1e-5)
 
 
 def test_validation_not_fitted_and_artifacts():

@@ -6,8 +6,6 @@ import time
 
 import pytest
 
-from page_util import ROOT
-
 ARFF = "\n".join(["@relation tiny", "@attribute f0 numeric", "@attribute f1 numeric",
                   "@attribute a {0,1}", "@attribute b {0,1}", "@data", "1,2,0,1",
                   "0,3,1,1", "2,0,1,0", "1,1,0,1"]) + "\n"
@@ -26,9 +24,8 @@ def folder(tmp_path, monkeypatch):
     return tmp_path, d
 
 
-def _app():
-    from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+def _app(app_for):
+    at = app_for("app", timeout=120)
     at.run()
     return at
 
@@ -50,9 +47,9 @@ def _dataset(at):
     return at.session_state["featagg.dataset"]["data"]
 
 
-def test_folder_file_opens_as_the_sessions_dataset(folder):
+def test_folder_file_opens_as_the_sessions_dataset(folder, app_for):
     root, d = folder
-    at = _app()
+    at = _app(app_for)
     assert not at.exception
     at.radio(key="featagg_source").set_value("Data folder").run()
     box = at.selectbox(key="featagg_folder_file")
@@ -68,8 +65,8 @@ def test_folder_file_opens_as_the_sessions_dataset(folder):
     assert not any(str(root) in c.value for c in at.sidebar.caption)
 
 
-def test_folder_arff_without_xml_asks_for_the_label_columns(folder):
-    at = _app()
+def test_folder_arff_without_xml_asks_for_the_label_columns(folder, app_for):
+    at = _app(app_for)
     at.radio(key="featagg_source").set_value("Data folder").run()
     at.selectbox(key="featagg_folder_file").set_value("corel5k/train.arff")
     _settle(at)
@@ -85,8 +82,8 @@ def test_folder_arff_without_xml_asks_for_the_label_columns(folder):
                                                                     [0, 1]]
 
 
-def test_large_text_css_only_when_asked(folder):
-    at = _app()
+def test_large_text_css_only_when_asked(folder, app_for):
+    at = _app(app_for)
 
     def css():
         return [h for h in at.get("html") if "font-size" in str(h.proto)]
@@ -98,12 +95,12 @@ def test_large_text_css_only_when_asked(folder):
     assert not css()
 
 
-def test_a_job_finishing_after_the_collect_is_not_opened_again(folder, monkeypatch):
+def test_a_job_finishing_after_the_collect_is_not_opened_again(folder, monkeypatch, app_for):
     """The window between the picker's collect and its status check: an ARFF opened with its
     label columns that finishes right after ``_collect`` looked must be used on the next
     run, not opened once more without the label columns (which asks for them again)."""
     from featagg_app import data_folder
-    at = _app()
+    at = _app(app_for)
     at.radio(key="featagg_source").set_value("Data folder").run()
     at.selectbox(key="featagg_folder_file").set_value("corel5k/train.arff")
     _settle(at)

@@ -19,12 +19,12 @@ ARFF = ("@relation tiny\n@attribute f0 numeric\n@attribute f1 numeric\n"
 
 
 def _reader_messages():
-    """Every DatasetError message of featagg_core/data/*.py, its f-string holes filled the
-    way the readers fill them (numbers, repr'd names)."""
+    """Every DatasetError message of featagg_core/data/*.py (the readers' package), its
+    f-string holes filled the way the readers fill them (numbers, repr'd names)."""
     sources = sorted((ROOT / "featagg_core" / "data").glob("*.py"))
-    tree = ast.parse("\n".join(p.read_text() for p in sources))
+    nodes = [n for src in sources for n in ast.walk(ast.parse(src.read_text()))]
     out = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "DatasetError" \
                 and node.args:
             arg = node.args[0]

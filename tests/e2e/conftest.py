@@ -19,9 +19,11 @@ it after the session; ``browser`` (session scope) is one chromium; ``page`` (per
 fresh browser context, so every test gets its own Streamlit session. The server's output is
 in ``app_server.log`` (a path printed on failure) — see :func:`server_log_tail`.
 
-Helpers (waiting for a script run, clicking a page in the sidebar, picking a sample,
-uploading a file) are in ``tests/e2e/e2e_util.py``; this folder is on ``sys.path`` while
-pytest runs these tests, so ``from e2e_util import ...`` works.
+A module's own server (other environment or launcher): ``yield from serving(log, ...)``
+in its fixture (:func:`serving`). Helpers (waiting for a script run, clicking a page in the
+sidebar, picking a sample, opening a sample's page, setting a number input, a tall
+screenshot, uploading a file) are in ``tests/e2e/e2e_util.py``; this folder is on
+``sys.path`` while pytest runs these tests, so ``from e2e_util import ...`` works.
 
 If ``/usr/bin/chromium`` is missing the e2e tests are skipped, except under ``CI=true``
 where they fail (``bash scripts/test.sh`` installs chromium with apt-get when it can).
@@ -130,18 +132,24 @@ def stop_server(proc: subprocess.Popen) -> None:
         pass
 
 
-@pytest.fixture(scope="session")
-def app_server(tmp_path_factory):
-    """Base URL of a dashboard started for this test session (see module docstring)."""
-    log = tmp_path_factory.mktemp("app_server") / "streamlit.log"
+def serving(log_path: Path, **start_kw):
+    """For a fixture: ``yield from serving(log, ...)`` starts a server (the arguments of
+    :func:`start_server`), yields it and stops it afterwards; a server that does not start
+    fails the test with its reason."""
     try:
-        server, proc = start_server(log)
+        server, proc = start_server(log_path, **start_kw)
     except RuntimeError as exc:
         pytest.fail(str(exc))
     try:
         yield server
     finally:
         stop_server(proc)
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory):
+    """Base URL of a dashboard started for this test session (see module docstring)."""
+    yield from serving(tmp_path_factory.mktemp("app_server") / "streamlit.log")
 
 
 @pytest.fixture(scope="session")

@@ -137,3 +137,32 @@ def click_and_wait(page, name: str, timeout_ms: int = RUN_TIMEOUT_MS, exact: boo
     page.locator('[data-testid="stMain"]').get_by_role("button", name=name,
                                                         exact=exact).first.click()
     wait_for_jobs(page, timeout_ms)
+
+
+def set_number(container, label: str, value, page) -> None:
+    """Type ``value`` into the number input labelled ``label`` inside ``container`` (the
+    main area or the sidebar), press Enter and wait for the script run."""
+    box = container.locator('[data-testid="stNumberInput"]').filter(has_text=label).locator("input")
+    box.fill(str(value))
+    box.press("Enter")
+    wait_for_app(page)
+
+
+def tall_screenshot(page, path, height: int = 2600, settle_ms: int = 800) -> None:
+    """A full-page screenshot taken at a ``height``-pixel viewport (so the charts below the
+    fold are drawn), then back to 1400 x 1000."""
+    page.set_viewport_size({"width": 1400, "height": height})
+    wait_for_app(page)
+    page.wait_for_timeout(settle_ms)
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def open_sample_page(page, server, sample: str, title: str):
+    """Open the dashboard at ``server``, pick the bundled sample ``sample`` and go to the
+    page ``title``; returns the main area's locator."""
+    page.goto(server)
+    wait_for_app(page)
+    select_sample(page, sample)
+    goto_page(page, title)
+    return page.locator('[data-testid="stMain"]')

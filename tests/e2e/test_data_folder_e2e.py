@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from conftest import start_server, stop_server
-from e2e_util import goto_page, metric_cards, page_text, sidebar, wait_for_app
+from conftest import serving, start_server, stop_server
+from e2e_util import goto_page, metric_cards, page_text, set_number, sidebar, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -36,22 +36,19 @@ def folder(tmp_path_factory):
     return root
 
 
+def _server_kw(folder) -> dict:
+    return {"extra_env": {"FEATAGG_DATA_DIR": str(folder), "FEATAGG_DATA_CACHE_MIN_MB": "0.01"}}
+
+
 def _server(folder, tmp_path_factory, name):
     log = tmp_path_factory.mktemp(name) / "streamlit.log"
-    return start_server(log, extra_env={"FEATAGG_DATA_DIR": str(folder),
-                                        "FEATAGG_DATA_CACHE_MIN_MB": "0.01"})
+    return start_server(log, **_server_kw(folder))
 
 
 @pytest.fixture(scope="module")
 def folder_server(folder, tmp_path_factory):
-    try:
-        server, proc = _server(folder, tmp_path_factory, "folder_server")
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    try:
-        yield server
-    finally:
-        stop_server(proc)
+    yield from serving(tmp_path_factory.mktemp("folder_server") / "streamlit.log",
+                       **_server_kw(folder))
 
 
 def _options(page) -> list:
@@ -132,11 +129,7 @@ def test_folder_arff_without_xml_asks_for_label_columns(folder_server, page):
     text = sb.inner_text()
     assert "does not say which attributes are labels" in text
     assert "xml=" not in text and "n_labels" not in text
-    box = sb.locator('[data-testid="stNumberInput"]').filter(
-        has_text="Number of label columns at the end").locator("input")
-    box.fill("2")
-    box.press("Enter")
-    wait_for_app(page)
+    set_number(sb, "Number of label columns at the end", 2, page)
     sb.get_by_role("button", name="Open with these label columns").click()
     _in_use(page, "corel5k/train.arff")
     assert "30 points × 3 features, 2 labels" in sb.inner_text()

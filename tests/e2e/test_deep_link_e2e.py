@@ -6,21 +6,14 @@ import time
 
 import pytest
 
-from conftest import start_server, stop_server
+from conftest import serving
 from e2e_util import page_text, server_log_tail, sidebar, wait_for_app
 
 
 @pytest.fixture(scope="module")
 def fresh_server(tmp_path_factory):
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    try:
-        server, proc = start_server(log, launcher="serve", timeout_s=900)
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    try:
-        yield server
-    finally:
-        stop_server(proc)
+    yield from serving(tmp_path_factory.mktemp("serve") / "serve.log", launcher="serve",
+                       timeout_s=900)
 
 
 @pytest.mark.e2e

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
+from e2e_util import (click_and_wait, goto_page, metric_cards, open_sample_page, page_text,
                       server_log_tail, wait_for_app)
 from featagg_core import load_artifact
 from featagg_core.artifacts import load_bundle
@@ -24,11 +24,7 @@ def _upload(page, path):
 @pytest.mark.e2e
 def test_export_and_reimport_a_model(app_server, page, tmp_path):
     bib = load_sample("bibtex")
-    page.goto(app_server)
-    wait_for_app(page)
-    select_sample(page, "Bibtex")
-    goto_page(page, "Feature agglomeration")
-    main = page.locator('[data-testid="stMain"]')
+    main = open_sample_page(page, app_server, "Bibtex", "Feature agglomeration")
     click_and_wait(page, "Run", timeout_ms=240_000)
     assert metric_cards(page).get("Clusters K") == "256", server_log_tail(app_server)
 

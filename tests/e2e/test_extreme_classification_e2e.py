@@ -3,8 +3,8 @@ reads P@1 and the metrics table, sees the head-to-tail chart and the label-tree 
 with Bibtex's tag names, and finds the run on the Compare page."""
 import pytest
 
-from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
-                      server_log_tail, wait_for_app)
+from e2e_util import (click_and_wait, goto_page, metric_cards, open_sample_page, page_text,
+                      server_log_tail, set_number, tall_screenshot)
 from featagg_core.samples import load_sample
 
 SCREENSHOT_DIR = "/tmp"
@@ -13,16 +13,9 @@ SCREENSHOT_DIR = "/tmp"
 @pytest.mark.e2e
 def test_train_ktxmlc_on_bibtex(app_server, page):
     bib = load_sample("bibtex")
-    page.goto(app_server)
-    wait_for_app(page)
-    select_sample(page, "Bibtex")
-    goto_page(page, "Extreme classification")
-    main = page.locator('[data-testid="stMain"]')
+    main = open_sample_page(page, app_server, "Bibtex", "Extreme classification")
     assert "How it works" in page_text(page), server_log_tail(app_server)
-    trees = main.locator('[data-testid="stNumberInput"]').filter(has_text="Trees").locator("input")
-    trees.fill("1")
-    trees.press("Enter")
-    wait_for_app(page)
+    set_number(main, "Trees", 1, page)
     click_and_wait(page, "Train", timeout_ms=300_000)
     cards = metric_cards(page, timeout_ms=240_000)
     p1 = float(cards["P@1"].rstrip("%"))
@@ -38,11 +31,7 @@ def test_train_ktxmlc_on_bibtex(app_server, page):
     # some Bibtex tag name appears as a sector (depth 4 shows the labels of a 2-level tree)
     sb_text = sunburst.inner_text()
     assert any(name in sb_text for name in bib.label_names[:159]), sb_text[:500]
-    page.set_viewport_size({"width": 1400, "height": 2600})
-    wait_for_app(page)
-    page.wait_for_timeout(800)
-    page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_xmlc_bibtex.png", full_page=True)
-    page.set_viewport_size({"width": 1400, "height": 1000})
+    tall_screenshot(page, f"{SCREENSHOT_DIR}/featagg_xmlc_bibtex.png")
 
     goto_page(page, "Compare")
     assert "#1 KTXMLC K=16 T=1" in page_text(page), server_log_tail(app_server)

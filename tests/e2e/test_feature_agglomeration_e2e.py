@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
-                      server_log_tail, wait_for_app)
+from e2e_util import (click_and_wait, metric_cards, open_sample_page, page_text, server_log_tail,
+                      tall_screenshot, wait_for_app)
 from featagg_core.samples import load_sample
 
 SCREENSHOT_DIR = "/tmp"
@@ -17,11 +17,7 @@ SCREENSHOT_DIR = "/tmp"
 def test_run_defrag_inspect_and_download(app_server, page):
     bib = load_sample("bibtex")
     d = bib.X.shape[1]
-    page.goto(app_server)
-    wait_for_app(page)
-    select_sample(page, "Bibtex")
-    goto_page(page, "Feature agglomeration")
-    main = page.locator('[data-testid="stMain"]')
+    main = open_sample_page(page, app_server, "Bibtex", "Feature agglomeration")
     assert "How it works" in page_text(page), server_log_tail(app_server)
 
     click_and_wait(page, "Run", timeout_ms=240_000)      # DEFRAG, then its baselines
@@ -52,11 +48,7 @@ def test_run_defrag_inspect_and_download(app_server, page):
     wait_for_app(page)
     main.get_by_text(f"{word} → cluster", exact=False).first.wait_for(state="visible")
 
-    page.set_viewport_size({"width": 1400, "height": 2600})
-    wait_for_app(page)
-    page.wait_for_timeout(800)
-    page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_feature_agglomeration.png", full_page=True)
-    page.set_viewport_size({"width": 1400, "height": 1000})
+    tall_screenshot(page, f"{SCREENSHOT_DIR}/featagg_feature_agglomeration.png")
 
     with page.expect_download() as dl:
         main.get_by_role("button", name="Cluster assignment (CSV)").click()

@@ -3,32 +3,21 @@ block models, reads the cards, sees the block-model charts, the top features by 
 compares with the baselines (ACC/NMI chart), and finds the run on the Compare page."""
 import pytest
 
-from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
-                      server_log_tail, wait_for_app)
+from e2e_util import (click_and_wait, goto_page, metric_cards, open_sample_page, page_text,
+                      server_log_tail, set_number, tall_screenshot)
 
 SCREENSHOT_DIR = "/tmp"
 
 
-def _set_number(main, label, value, page):
-    box = main.locator('[data-testid="stNumberInput"]').filter(has_text=label).locator("input")
-    box.fill(str(value))
-    box.press("Enter")
-    wait_for_app(page)
-
-
 @pytest.mark.e2e
 def test_bmgufs_on_cora(app_server, page):
-    page.goto(app_server)
-    wait_for_app(page)
-    select_sample(page, "Cora")
-    goto_page(page, "Graph features")
-    main = page.locator('[data-testid="stMain"]')
+    main = open_sample_page(page, app_server, "Cora", "Graph features")
     text = page_text(page)
     assert "How it works" in text and "Graph feature selection" in text, \
         server_log_tail(app_server)
-    _set_number(main, "Candidate block models", 2, page)
-    _set_number(main, "Iterations", 60, page)
-    _set_number(main, "d (features to keep)", 16, page)
+    set_number(main, "Candidate block models", 2, page)
+    set_number(main, "Iterations", 60, page)
+    set_number(main, "d (features to keep)", 16, page)
     click_and_wait(page, "Run BMGUFS", timeout_ms=300_000)
     cards = metric_cards(page, timeout_ms=240_000)
     assert float(cards["RRE of the block model"]) < 1.0, cards
@@ -46,11 +35,8 @@ def test_bmgufs_on_cora(app_server, page):
         state="visible", timeout=240_000)
     assert "Laplacian score (graph)" in page_text(page)
 
-    page.set_viewport_size({"width": 1400, "height": 4200})
-    wait_for_app(page)
-    page.wait_for_timeout(1000)
-    page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_graph_features_cora.png", full_page=True)
-    page.set_viewport_size({"width": 1400, "height": 1000})
+    tall_screenshot(page, f"{SCREENSHOT_DIR}/featagg_graph_features_cora.png", height=4200,
+                    settle_ms=1000)
 
     goto_page(page, "Compare")
     assert "#1 BMGUFS d=16" in page_text(page), server_log_tail(app_server)

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
-                      server_log_tail, wait_for_app)
+from e2e_util import (click_and_wait, goto_page, metric_cards, open_sample_page, page_text,
+                      server_log_tail, tall_screenshot, wait_for_app)
 
 SCREENSHOT_DIR = "/tmp"
 
@@ -20,11 +20,7 @@ def _pct(text):
 
 @pytest.mark.e2e
 def test_rare_labels_on_bibtex(app_server, page):
-    page.goto(app_server)
-    wait_for_app(page)
-    select_sample(page, "Bibtex")
-    goto_page(page, "Rare labels")
-    main = page.locator('[data-testid="stMain"]')
+    main = open_sample_page(page, app_server, "Bibtex", "Rare labels")
     text = page_text(page)
     assert "Rare labels and imputation" in text, server_log_tail(app_server)
     assert "No classifier run on this split yet" in text
@@ -47,11 +43,7 @@ def test_rare_labels_on_bibtex(app_server, page):
     plots.first.wait_for(state="visible")
     assert plots.count() >= 2                            # buckets + alpha trade-off
     assert "Rare labels REFRAG found" in page_text(page)
-    page.set_viewport_size({"width": 1400, "height": 2600})
-    wait_for_app(page)
-    page.wait_for_timeout(800)
-    page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_rare_labels_refrag.png", full_page=True)
-    page.set_viewport_size({"width": 1400, "height": 1000})
+    tall_screenshot(page, f"{SCREENSHOT_DIR}/featagg_rare_labels_refrag.png")
 
     # tuning off, alpha = 1: the re-ranking is the classifier's ranking (keyboard on the
     # slider thumb)
@@ -77,11 +69,7 @@ def test_rare_labels_on_bibtex(app_server, page):
     text = page_text(page)
     assert "P@1 erased + FIAT" in text and "One point, before and after" in text
     assert re.search(r"FIAT recovers -?\d+ % of the P@1 lost", text), text[-2000:]
-    page.set_viewport_size({"width": 1400, "height": 2200})
-    wait_for_app(page)
-    page.wait_for_timeout(800)
-    page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_rare_labels_fiat.png", full_page=True)
-    page.set_viewport_size({"width": 1400, "height": 1000})
+    tall_screenshot(page, f"{SCREENSHOT_DIR}/featagg_rare_labels_fiat.png", height=2200)
 
     goto_page(page, "Compare")
     text = page_text(page)

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
-                      server_log_tail, wait_for_app)
+                      server_log_tail, set_number, tall_screenshot, wait_for_app)
 from featagg_core.artifacts import load_bundle
 from featagg_core import load_artifact
 
@@ -19,18 +19,7 @@ RAW, DEFRAG = "KTXMLC K=16 T=1", "KTXMLC K=16 T=1 · DEFRAG d0=8"
 
 
 def _shot(page, name, height=2600):
-    page.set_viewport_size({"width": 1400, "height": height})
-    wait_for_app(page)
-    page.wait_for_timeout(800)
-    page.screenshot(path=f"{SHOTS}/featagg_{name}.png", full_page=True)
-    page.set_viewport_size({"width": 1400, "height": 1000})
-
-
-def _set_number(main, label, value, page):
-    box = main.locator('[data-testid="stNumberInput"]').filter(has_text=label).locator("input")
-    box.fill(str(value))
-    box.press("Enter")
-    wait_for_app(page)
+    tall_screenshot(page, f"{SHOTS}/featagg_{name}.png", height=height)
 
 
 @pytest.mark.e2e
@@ -49,7 +38,7 @@ def test_runs_flow_from_defrag_to_export(app_server, page, tmp_path):
 
     # 2. KTXMLC on raw features, then on the DEFRAG features of run #1
     goto_page(page, "Extreme classification")
-    _set_number(main, "Trees", 1, page)
+    set_number(main, "Trees", 1, page)
     click_and_wait(page, "Train", timeout_ms=300_000)
     p1_raw = float(metric_cards(page)["P@1"].rstrip("%"))
     assert p1_raw > 55.0, server_log_tail(app_server)

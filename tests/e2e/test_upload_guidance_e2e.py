@@ -4,7 +4,7 @@ the label; replacing the main file clears its companion files; no message says "
 an upload keeps its file name."""
 import pytest
 
-from e2e_util import sidebar, upload_file, wait_for_app
+from e2e_util import set_number, sidebar, upload_file, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -42,11 +42,7 @@ def test_arff_without_xml_asks_for_the_label_columns(app_server, page, tmp_path)
     text = sb.inner_text()
     assert "does not say which attributes are labels" in text
     assert "xml=" not in text and "n_labels" not in text
-    box = sb.locator('[data-testid="stNumberInput"]').filter(
-        has_text="Number of label columns at the end").locator("input")
-    box.fill("2")
-    box.press("Enter")
-    wait_for_app(page)
+    set_number(sb, "Number of label columns at the end", 2, page)
     _in_use(page, "corel_train.arff")               # its file name, not "corel_train"
     assert "12 points × 3 features, 2 labels" in sb.inner_text()
 

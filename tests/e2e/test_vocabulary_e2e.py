@@ -8,19 +8,15 @@ import re
 import numpy as np
 import pytest
 
-from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
-                      server_log_tail, sidebar, upload_file, wait_for_app)
+from e2e_util import (click_and_wait, goto_page, metric_cards, open_sample_page, page_text,
+                      server_log_tail, sidebar, tall_screenshot, upload_file, wait_for_app)
 
 SCREENSHOT_DIR = "/tmp"
 
 
 @pytest.mark.e2e
 def test_vocabulary_compression_on_amazon(app_server, page, tmp_path):
-    page.goto(app_server)
-    wait_for_app(page)
-    select_sample(page, "Amazon")
-    goto_page(page, "Vocabulary compression")
-    main = page.locator('[data-testid="stMain"]')
+    main = open_sample_page(page, app_server, "Amazon", "Vocabulary compression")
     text = page_text(page)
     assert "How it works" in text and "Vocabulary compression" in text, server_log_tail(app_server)
     click_and_wait(page, "Compress", timeout_ms=300_000)      # the methods, then the curves
@@ -54,11 +50,7 @@ def test_vocabulary_compression_on_amazon(app_server, page, tmp_path):
     used = [len(set(c["buckets"])) for c in doc["columns"].values()]
     assert sum(used) <= m * len(used) and max(doc["columns"]["RESOURCE"]["buckets"]) < sum(used)
 
-    page.set_viewport_size({"width": 1400, "height": 3600})
-    wait_for_app(page)
-    page.wait_for_timeout(1000)
-    page.screenshot(path=f"{SCREENSHOT_DIR}/featagg_vocabulary_amazon.png", full_page=True)
-    page.set_viewport_size({"width": 1400, "height": 1000})
+    tall_screenshot(page, f"{SCREENSHOT_DIR}/featagg_vocabulary_amazon.png", height=3600, settle_ms=1000)
 
     goto_page(page, "Compare")
     assert f"Vocabulary submodular m={m}" in page_text(page), server_log_tail(app_server)
