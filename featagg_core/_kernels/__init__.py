@@ -3,6 +3,12 @@
 No Python objects cross this boundary; long-running kernels release the GIL
 (``nogil=True``) so that one dashboard can serve many sessions at once.
 
+Helpers used by more than one kernel live in ``_common.py`` (binary search, sparse
+row accumulation, the random generators, the text line scanner); a kernel keeps a
+private copy of one only where a benchmark shows the shared one slower. After editing
+``_common.py`` clear the numba cache: numba does not notice that a caller in another
+file depends on it.
+
 ``PARALLEL`` is the ``parallel=`` flag of the chunk-parallel kernels (``prange`` over
 chunks; results never depend on the thread count). It is True unless the environment has
 ``FEATAGG_PARALLEL_KERNELS=0`` when the kernels are first imported: the dashboard server sets

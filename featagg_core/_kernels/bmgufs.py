@@ -6,6 +6,7 @@ Arrays in, arrays out; no Python objects. Sparse matrices arrive as their CSR pa
 import numpy as np
 from numba import njit, prange
 
+from ._common import count_and_reset, scatter_add_row
 from .stopflag import stop_requested
 
 
@@ -174,23 +175,17 @@ def _gram_row(l, yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, ac
     nt = 0
     for q in range(yt_indptr[l], yt_indptr[l + 1]):
         i = yt_indices[q]
-        v = yt_data[q]
-        for p in range(y_indptr[i], y_indptr[i + 1]):
-            m = y_indices[p]
-            if not seen[m]:
-                seen[m] = True
-                touched[nt] = m
-                nt += 1
-            acc[m] += v * y_data[p]
+        nt = scatter_add_row(acc, seen, touched, nt, yt_data[q], y_indptr[i], y_indptr[i + 1],
+                             y_indices, y_data)
     return nt
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def gram_squared_counts(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, f):
-    """Entries per row of ``H = G o G`` (``G = Y^T Y``): the symbolic pass (also used to
-    tell the memory H needs before it is built). ``Y`` arrives as CSR (``y_*``, n x f)
-    and as its transpose (``yt_*``, f x n)."""
-    counts = np.zeros(f, np.int64)
+def _gram_squared_pass(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, f, fill,
+                       counts, indptr, indices, data):
+    """One pass over the rows of ``H = G o G``, by chunks of rows: without ``fill`` the entries
+    per row into ``counts``, with ``fill`` the sorted indices and values ``G_lm^2`` into
+    ``indices`` / ``data`` at the row pointers ``indptr``."""
     csize = (f + N_CHUNKS - 1) // N_CHUNKS
     for ch in prange(N_CHUNKS):
         lo = ch * csize
@@ -203,37 +198,9 @@ def gram_squared_counts(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_d
         for l in range(lo, hi):
             nt = _gram_row(l, yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data,
                            acc, seen, touched)
-            c = 0
-            for t in range(nt):
-                m = touched[t]
-                if acc[m] != 0.0:
-                    c += 1
-                acc[m] = 0.0
-                seen[m] = False
-            counts[l] = c
-    return counts
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def gram_squared_fill(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, f,
-                      indptr):
-    """CSR parts (indices sorted in each row, values ``G_lm^2``) of ``H = G o G`` with the
-    row pointers ``indptr`` from :func:`gram_squared_counts`. Each row is computed by one
-    chunk, so the values do not depend on the thread count."""
-    indices = np.empty(indptr[f], np.int32)
-    data = np.empty(indptr[f], np.float64)
-    csize = (f + N_CHUNKS - 1) // N_CHUNKS
-    for ch in prange(N_CHUNKS):
-        lo = ch * csize
-        hi = min(f, lo + csize)
-        if lo >= hi:
-            continue
-        acc = np.zeros(f)
-        seen = np.zeros(f, np.bool_)
-        touched = np.empty(f, np.int64)
-        for l in range(lo, hi):
-            nt = _gram_row(l, yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data,
-                           acc, seen, touched)
+            if not fill:
+                counts[l] = count_and_reset(acc, seen, touched, nt)
+                continue
             loc = np.sort(touched[:nt])
             pos = indptr[l]
             for t in range(nt):
@@ -245,6 +212,30 @@ def gram_squared_fill(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_dat
                     pos += 1
                 acc[m] = 0.0
                 seen[m] = False
+
+
+@njit(cache=True, nogil=True)
+def gram_squared_counts(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, f):
+    """Entries per row of ``H = G o G`` (``G = Y^T Y``): the symbolic pass (also used to
+    tell the memory H needs before it is built). ``Y`` arrives as CSR (``y_*``, n x f)
+    and as its transpose (``yt_*``, f x n)."""
+    counts = np.zeros(f, np.int64)
+    _gram_squared_pass(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, f, False,
+                       counts, np.zeros(1, np.int64), np.empty(0, np.int32),
+                       np.empty(0, np.float64))
+    return counts
+
+
+@njit(cache=True, nogil=True)
+def gram_squared_fill(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, f,
+                      indptr):
+    """CSR parts (indices sorted in each row, values ``G_lm^2``) of ``H = G o G`` with the
+    row pointers ``indptr`` from :func:`gram_squared_counts`. Each row is computed by one
+    chunk, so the values do not depend on the thread count."""
+    indices = np.empty(indptr[f], np.int32)
+    data = np.empty(indptr[f], np.float64)
+    _gram_squared_pass(yt_indptr, yt_indices, yt_data, y_indptr, y_indices, y_data, f, True,
+                       np.zeros(0, np.int64), indptr, indices, data)
     return indices, data
 
 

@@ -15,29 +15,17 @@ import numpy as np
 from numba import njit, prange
 
 from . import PARALLEL
-
+from ._common import count_row_cols, scatter_add_row, splitmix64
 from .stopflag import stop_requested
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-
-
-@njit(cache=True)
-def _mix64(x):
-    """splitmix64 finaliser (bijective 64-bit hash)."""
-    z = x + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
 
 
 @njit(cache=True)
 def node_centres(seed, node_id, n):
     """The two distinct member positions (0 <= r0 != r1 < n) used as a node's first centres."""
-    h = _mix64(np.uint64(seed) ^ _mix64(np.uint64(node_id)))
+    # splitmix64's output for a given state is a bijective 64-bit hash of that state
+    h = splitmix64(np.uint64(seed) ^ splitmix64(np.uint64(node_id))[1])[1]
     r0 = np.int64(h % np.uint64(n))
-    h2 = _mix64(h)
+    h2 = splitmix64(h)[1]
     r1 = np.int64(h2 % np.uint64(n - 1))
     if r1 >= r0:
         r1 += 1
@@ -336,21 +324,6 @@ def agglomerate(indptr, indices, data, labels, n_clusters, average, n_chunks):
     return out_ptr, out_ind, out_dat
 
 
-@njit(cache=True, nogil=True)
-def _distinct_labels(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp):
-    """Distinct labels of the points where feature j is non-zero (row j's non-zeros in
-    ``Xᵀ Y``); ``stamp`` (n_labels entries, never equal to j before) marks seen labels."""
-    cnt = 0
-    for p in range(xt_ptr[j], xt_ptr[j + 1]):
-        i = xt_ind[p]
-        for q in range(y_ptr[i], y_ptr[i + 1]):
-            lab = y_ind[q]
-            if stamp[lab] != j:
-                stamp[lab] = j
-                cnt += 1
-    return cnt
-
-
 @njit(cache=True, nogil=True, parallel=PARALLEL)
 def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
     """Rows of ``Xᵀ Y`` (csr, sorted indices) from ``Xᵀ`` in csr (= X in csc) and ``Y`` in
@@ -372,7 +345,7 @@ def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
         for j in range(lo, hi):
             if stop_requested(stop):
                 break
-            counts[j + 1] = _distinct_labels(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp)
+            counts[j + 1] = count_row_cols(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp)
     if stop_requested(stop):
         return (np.zeros(d + 1, np.int64), np.empty(0, np.int32),
                 np.empty(0, np.float32))
@@ -391,14 +364,8 @@ def xt_y(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_labels, n_chunks, stop):
             k = q0
             for p in range(xt_ptr[j], xt_ptr[j + 1]):
                 i = xt_ind[p]
-                w = np.float64(xt_dat[p])
-                for q in range(y_ptr[i], y_ptr[i + 1]):
-                    lab = y_ind[q]
-                    if not seen[lab]:
-                        seen[lab] = True
-                        out_ind[k] = lab
-                        k += 1
-                    acc[lab] += w * y_dat[q]
+                k = scatter_add_row(acc, seen, out_ind, k, np.float64(xt_dat[p]),
+                                    y_ptr[i], y_ptr[i + 1], y_ind, y_dat)
             seg = np.sort(out_ind[q0:k])
             for t in range(seg.shape[0]):
                 lab = seg[t]
@@ -417,5 +384,5 @@ def xt_y_nnz(xt_ptr, xt_ind, y_ptr, y_ind, n_labels):
     stamp = np.full(max(n_labels, 1), -1, np.int64)
     total = 0
     for j in range(d):
-        total += _distinct_labels(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp)
+        total += count_row_cols(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp)
     return total

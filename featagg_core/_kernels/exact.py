@@ -25,6 +25,7 @@ and normalised rows: their sums need far fewer bits).
 import numpy as np
 from numba import njit, prange
 
+from ._common import count_row_cols
 from .stopflag import stop_requested
 
 
@@ -55,19 +56,6 @@ def _round_dd(hi, lo):
     if lo > 0.0:
         return f if f > nb else nb
     return f if f < nb else nb
-
-
-@njit(cache=True, nogil=True)
-def _count_row(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp):
-    cnt = 0
-    for p in range(xt_ptr[j], xt_ptr[j + 1]):
-        i = xt_ind[p]
-        for q in range(y_ptr[i], y_ptr[i + 1]):
-            lab = y_ind[q]
-            if stamp[lab] != j:
-                stamp[lab] = j
-                cnt += 1
-    return cnt
 
 
 @njit(cache=True, nogil=True)
@@ -110,22 +98,18 @@ def _row_counts(xt_ptr, xt_ind, y_ptr, y_ind, n_cols, n_chunks, stop):
         for j in range(lo, hi):
             if stop_requested(stop):
                 break
-            counts[j + 1] = _count_row(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp)
+            counts[j + 1] = count_row_cols(j, xt_ptr, xt_ind, y_ptr, y_ind, stamp)
     return np.cumsum(counts)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def xt_y_rounded(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks, stop):
-    """Rows of ``AᵀB`` (csr, sorted indices, float32, each entry the correctly rounded exact
-    sum) from ``Aᵀ`` in csr (= A in csc) and ``B`` in csr, both float32.
-
-    Returns ``(indptr, indices, data, n_inexact)``. Parallel over chunks of rows of AᵀB;
-    the result does not depend on ``n_chunks``. ``stop[0] == 1`` (set by another thread,
-    read once per row) ends the work early; the caller then discards the output."""
+def _exact_rows(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks, stop, out_ptr,
+                out_ind, out_a, out_b, rounded):
+    """The fill pass shared by :func:`xt_y_rounded` and :func:`xt_y_partial`: every row of
+    ``AᵀB`` (row pointers ``out_ptr`` from :func:`_row_counts`) into ``out_ind`` and, with
+    ``rounded``, its correctly rounded float32 values into ``out_a``, else the exact pairs
+    into ``out_a`` (hi) and ``out_b`` (lo). Returns the number of inexact additions."""
     d = xt_ptr.shape[0] - 1
-    out_ptr = _row_counts(xt_ptr, xt_ind, y_ptr, y_ind, n_cols, n_chunks, stop)
-    out_ind = np.empty(out_ptr[d], np.int32)
-    out_dat = np.empty(out_ptr[d], np.float32)
     n_chunks = max(1, min(n_chunks, max(d, 1)))
     bad = np.zeros(n_chunks, np.int64)
     for ch in prange(n_chunks):
@@ -144,14 +128,35 @@ def xt_y_rounded(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks, 
             for t in range(q0, k):
                 lab = out_ind[t]
                 h, l2 = _two_sum(acc_hi[lab], acc_lo[lab])
-                out_dat[t] = _round_dd(h, l2)
+                if rounded:
+                    out_a[t] = _round_dd(h, l2)
+                else:
+                    out_a[t] = h
+                    out_b[t] = l2
                 acc_hi[lab] = 0.0
                 acc_lo[lab] = 0.0
                 seen[lab] = False
-    return out_ptr, out_ind, out_dat, bad.sum()
+    return bad.sum()
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
+def xt_y_rounded(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks, stop):
+    """Rows of ``AᵀB`` (csr, sorted indices, float32, each entry the correctly rounded exact
+    sum) from ``Aᵀ`` in csr (= A in csc) and ``B`` in csr, both float32.
+
+    Returns ``(indptr, indices, data, n_inexact)``. Parallel over chunks of rows of AᵀB;
+    the result does not depend on ``n_chunks``. ``stop[0] == 1`` (set by another thread,
+    read once per row) ends the work early; the caller then discards the output."""
+    d = xt_ptr.shape[0] - 1
+    out_ptr = _row_counts(xt_ptr, xt_ind, y_ptr, y_ind, n_cols, n_chunks, stop)
+    out_ind = np.empty(out_ptr[d], np.int32)
+    out_dat = np.empty(out_ptr[d], np.float32)
+    bad = _exact_rows(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks, stop,
+                      out_ptr, out_ind, out_dat, np.empty(0, np.float64), True)
+    return out_ptr, out_ind, out_dat, bad
+
+
+@njit(cache=True, nogil=True)
 def xt_y_partial(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks, stop):
     """As :func:`xt_y_rounded`, but each entry is kept as its exact renormalised pair
     ``(hi, lo)`` (float64 arrays) so that partial products over disjoint row sets can be
@@ -163,28 +168,9 @@ def xt_y_partial(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks, 
     out_ind = np.empty(out_ptr[d], np.int32)
     out_hi = np.empty(out_ptr[d], np.float64)
     out_lo = np.empty(out_ptr[d], np.float64)
-    n_chunks = max(1, min(n_chunks, max(d, 1)))
-    bad = np.zeros(n_chunks, np.int64)
-    for ch in prange(n_chunks):
-        lo = ch * d // n_chunks
-        hi = (ch + 1) * d // n_chunks
-        acc_hi = np.zeros(max(n_cols, 1), np.float64)
-        acc_lo = np.zeros(max(n_cols, 1), np.float64)
-        seen = np.zeros(max(n_cols, 1), np.bool_)
-        for j in range(lo, hi):
-            if stop_requested(stop):
-                break
-            q0 = out_ptr[j]
-            k, b = _accumulate_row(j, xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, out_ind,
-                                   q0, acc_hi, acc_lo, seen)
-            bad[ch] += b
-            for t in range(q0, k):
-                lab = out_ind[t]
-                out_hi[t], out_lo[t] = _two_sum(acc_hi[lab], acc_lo[lab])
-                acc_hi[lab] = 0.0
-                acc_lo[lab] = 0.0
-                seen[lab] = False
-    return out_ptr, out_ind, out_hi, out_lo, bad.sum()
+    bad = _exact_rows(xt_ptr, xt_ind, xt_dat, y_ptr, y_ind, y_dat, n_cols, n_chunks, stop,
+                      out_ptr, out_ind, out_hi, out_lo, False)
+    return out_ptr, out_ind, out_hi, out_lo, bad
 
 
 @njit(cache=True, nogil=True)

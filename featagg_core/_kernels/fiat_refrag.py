@@ -10,6 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import PARALLEL
+from ._common import count_and_reset, lower_bound, reset_touched, scatter_add_row
 
 _CHUNK = 256      # at least this many rows (or features) per parallel work item
 _MAX_CHUNKS = 64  # at most this many work items: scratch arrays are allocated per item
@@ -28,18 +29,6 @@ def _chunking(n):
 
 
 @njit(cache=True, nogil=True)
-def _lower_bound(a, lo, hi, v):
-    """First position p in a[lo:hi] (sorted) with a[p] >= v."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, nogil=True)
 def _block_row(a, r_indptr, r_indices, r_data, c_indptr, c_indices, c_data,
                lo_f, hi_f, acc, seen, touched):
     """Accumulate row ``a`` of the block-diagonal Gram matrix into ``acc``.
@@ -54,7 +43,7 @@ def _block_row(a, r_indptr, r_indices, r_data, c_indptr, c_indices, c_data,
         va = c_data[q]
         s = r_indptr[i]
         e = r_indptr[i + 1]
-        p = _lower_bound(r_indices, s, e, lo_f)
+        p = lower_bound(r_indices, s, e, lo_f)
         while p < e and r_indices[p] < hi_f:
             b = r_indices[p] - lo_f
             if not seen[b]:
@@ -67,6 +56,39 @@ def _block_row(a, r_indptr, r_indices, r_data, c_indptr, c_indices, c_data,
 
 
 @njit(cache=True, nogil=True, parallel=PARALLEL)
+def _block_gram_pass(r_indptr, r_indices, r_data, c_indptr, c_indices, c_data, block_lo,
+                     block_hi, order, max_block, blk, fill, counts, indptr, indices, data):
+    """One pass of :func:`block_gram` over the (renumbered) features ``a``, by chunks:
+    without ``fill`` the entries of every output row into ``counts`` (original ids), with
+    ``fill`` their indices and values at the row pointers ``indptr``."""
+    d = order.shape[0]
+    n_chunks, csize = _chunking(d)
+    for ch in prange(n_chunks):
+        acc = np.zeros(max_block, np.float64)
+        seen = np.zeros(max_block, np.bool_)
+        touched = np.empty(max_block, np.int64)
+        for a in range(ch * csize, min(d, (ch + 1) * csize)):
+            k = blk[a]
+            lo_f = block_lo[k]
+            nt = _block_row(a, r_indptr, r_indices, r_data, c_indptr, c_indices, c_data,
+                            lo_f, block_hi[k], acc, seen, touched)
+            if not fill:
+                counts[order[a]] = count_and_reset(acc, seen, touched, nt)
+                continue
+            loc = np.sort(touched[:nt])
+            pos = indptr[order[a]]
+            for t in range(nt):
+                b = loc[t]
+                if acc[b] != 0.0:
+                    # order[] is increasing inside a cluster: indices stay sorted
+                    indices[pos] = order[lo_f + b]
+                    data[pos] = acc[b]
+                    pos += 1
+                acc[b] = 0.0
+                seen[b] = False
+
+
+@njit(cache=True, nogil=True)
 def block_gram(r_indptr, r_indices, r_data, c_indptr, c_indices, c_data,
                block_lo, block_hi, order, max_block):
     """Pseudo co-occurrence C^F = sum_k X_{F_k}^T X_{F_k} (points x features notation).
@@ -88,48 +110,16 @@ def block_gram(r_indptr, r_indices, r_data, c_indptr, c_indices, c_data,
         for a in range(block_lo[k], block_hi[k]):
             blk[a] = k
     counts = np.zeros(d, np.int64)          # by original feature id
-    n_chunks, csize = _chunking(d)
-    for ch in prange(n_chunks):
-        acc = np.zeros(max_block, np.float64)
-        seen = np.zeros(max_block, np.bool_)
-        touched = np.empty(max_block, np.int64)
-        for a in range(ch * csize, min(d, (ch + 1) * csize)):
-            k = blk[a]
-            nt = _block_row(a, r_indptr, r_indices, r_data, c_indptr, c_indices, c_data,
-                            block_lo[k], block_hi[k], acc, seen, touched)
-            c = 0
-            for t in range(nt):
-                b = touched[t]
-                if acc[b] != 0.0:
-                    c += 1
-                acc[b] = 0.0
-                seen[b] = False
-            counts[order[a]] = c
+    _block_gram_pass(r_indptr, r_indices, r_data, c_indptr, c_indices, c_data, block_lo,
+                     block_hi, order, max_block, blk, False, counts, np.zeros(1, np.int64),
+                     np.empty(0, np.int64), np.empty(0, np.float64))
     indptr = np.zeros(d + 1, np.int64)
     for j in range(d):
         indptr[j + 1] = indptr[j] + counts[j]
     indices = np.empty(indptr[d], np.int64)
     data = np.empty(indptr[d], np.float64)
-    for ch in prange(n_chunks):
-        acc = np.zeros(max_block, np.float64)
-        seen = np.zeros(max_block, np.bool_)
-        touched = np.empty(max_block, np.int64)
-        for a in range(ch * csize, min(d, (ch + 1) * csize)):
-            k = blk[a]
-            lo_f = block_lo[k]
-            nt = _block_row(a, r_indptr, r_indices, r_data, c_indptr, c_indices, c_data,
-                            lo_f, block_hi[k], acc, seen, touched)
-            loc = np.sort(touched[:nt])
-            pos = indptr[order[a]]
-            for t in range(nt):
-                b = loc[t]
-                if acc[b] != 0.0:
-                    # order[] is increasing inside a cluster: indices stay sorted
-                    indices[pos] = order[lo_f + b]
-                    data[pos] = acc[b]
-                    pos += 1
-                acc[b] = 0.0
-                seen[b] = False
+    _block_gram_pass(r_indptr, r_indices, r_data, c_indptr, c_indices, c_data, block_lo,
+                     block_hi, order, max_block, blk, True, counts, indptr, indices, data)
     return indptr, indices, data
 
 
@@ -233,6 +223,26 @@ def _topk_insert(best_s, best_l, kk, s, lab):
     best_l[pos] = lab
 
 
+@njit(cache=True, nogil=True)
+def _topk_clear(best_s, best_l, kk):
+    """Empty the top-kk list of :func:`_topk_insert` (label -1, score 0)."""
+    for j in range(kk):
+        best_l[j] = -1
+        best_s[j] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _nearest_prototypes(pb_s, pb_l, n_proto, touched, nt, in_short, eligible, cosv):
+    """The ``n_proto`` touched labels off the shortlist (``in_short`` false) with an
+    ``eligible`` prototype (weight > 0 / has_proto) of largest cosine ``cosv``, into the
+    top-n_proto list ``pb_*`` (ties: lower label)."""
+    _topk_clear(pb_s, pb_l, n_proto)
+    for t in range(nt):
+        lab = touched[t]
+        if not in_short[lab] and eligible[lab] > 0:
+            _topk_insert(pb_s, pb_l, n_proto, cosv[lab], lab)
+
+
 @njit(cache=True, nogil=True, parallel=PARALLEL)
 def rerank_rows(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, weight,
                 s_indptr, s_indices, s_data, alpha, gamma, n_proto, k, n_labels):
@@ -270,17 +280,9 @@ def rerank_rows(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, wei
             if alpha < 1.0:
                 for p in range(q_indptr[i], q_indptr[i + 1]):
                     f = q_indices[p]
-                    v = q_data[p]
-                    for r in range(pt_indptr[f], pt_indptr[f + 1]):
-                        lab = pt_indices[r]
-                        if not seen[lab]:
-                            seen[lab] = True
-                            touched[nt] = lab
-                            nt += 1
-                        cosv[lab] += v * pt_data[r]
-            for j in range(k):
-                best_l[j] = -1
-                best_s[j] = 0.0
+                    nt = scatter_add_row(cosv, seen, touched, nt, q_data[p], pt_indptr[f],
+                                         pt_indptr[f + 1], pt_indices, pt_data)
+            _topk_clear(best_s, best_l, k)
             ss = s_indptr[i]
             se = s_indptr[i + 1]
             for p in range(ss, se):
@@ -292,13 +294,7 @@ def rerank_rows(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, wei
                 sc = alpha * s_data[p] + (1.0 - alpha) * aff
                 _topk_insert(best_s, best_l, k, sc, lab)
             if alpha < 1.0 and n_proto > 0:
-                for j in range(n_proto):
-                    pb_l[j] = -1
-                    pb_s[j] = 0.0
-                for t in range(nt):
-                    lab = touched[t]
-                    if not in_short[lab] and weight[lab] > 0.0:
-                        _topk_insert(pb_s, pb_l, n_proto, cosv[lab], lab)
+                _nearest_prototypes(pb_s, pb_l, n_proto, touched, nt, in_short, weight, cosv)
                 for j in range(n_proto):
                     lab = pb_l[j]
                     if lab < 0:
@@ -308,10 +304,7 @@ def rerank_rows(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_data, wei
             for j in range(k):
                 out_l[i, j] = best_l[j]
                 out_s[i, j] = best_s[j]
-            for t in range(nt):
-                lab = touched[t]
-                cosv[lab] = 0.0
-                seen[lab] = False
+            reset_touched(cosv, seen, touched, nt)
             for p in range(ss, se):
                 in_short[s_indices[p]] = False
     return out_l, out_s
@@ -396,14 +389,8 @@ def rerank_candidates(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_dat
         nt = 0
         for p in range(q_indptr[i], q_indptr[i + 1]):
             f = q_indices[p]
-            v = q_data[p]
-            for r in range(pt_indptr[f], pt_indptr[f + 1]):
-                lab = pt_indices[r]
-                if not seen[lab]:
-                    seen[lab] = True
-                    touched[nt] = lab
-                    nt += 1
-                cosv[lab] += v * pt_data[r]
+            nt = scatter_add_row(cosv, seen, touched, nt, q_data[p], pt_indptr[f],
+                                 pt_indptr[f + 1], pt_indices, pt_data)
         c = 0
         ss = s_indptr[i]
         se = s_indptr[i + 1]
@@ -416,13 +403,7 @@ def rerank_candidates(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_dat
             cand_s[i, c] = True
             c += 1
         if n_proto > 0:
-            for j in range(n_proto):
-                pb_l[j] = -1
-                pb_s[j] = 0.0
-            for t in range(nt):
-                lab = touched[t]
-                if not in_short[lab] and has_proto[lab]:
-                    _topk_insert(pb_s, pb_l, n_proto, cosv[lab], lab)
+            _nearest_prototypes(pb_s, pb_l, n_proto, touched, nt, in_short, has_proto, cosv)
             for j in range(n_proto):
                 lab = pb_l[j]
                 if lab < 0:
@@ -430,10 +411,7 @@ def rerank_candidates(q_indptr, q_indices, q_data, pt_indptr, pt_indices, pt_dat
                 cand_l[i, c] = lab
                 cand_c[i, c] = cosv[lab]
                 c += 1
-        for t in range(nt):
-            lab = touched[t]
-            cosv[lab] = 0.0
-            seen[lab] = False
+        reset_touched(cosv, seen, touched, nt)
         for p in range(ss, se):
             in_short[s_indices[p]] = False
     return cand_l, cand_b, cand_c, cand_s
@@ -449,9 +427,7 @@ def score_candidates(cand_l, cand_b, cand_c, cand_s, weight, alpha, gamma, k):
     best_s = np.empty(k, np.float64)
     best_l = np.empty(k, np.int64)
     for i in range(n):
-        for j in range(k):
-            best_l[j] = -1
-            best_s[j] = 0.0
+        _topk_clear(best_s, best_l, k)
         for c in range(width):
             lab = cand_l[i, c]
             if lab < 0:

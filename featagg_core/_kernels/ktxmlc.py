@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import PARALLEL
-
+from ._common import lower_bound
 from .linear import l2svc_dual_cd_stoppable, lr_dual_cd
 from .stopflag import stop_requested
 
@@ -294,15 +294,7 @@ def _child_decisions(p, xi, xv, first_child, n_children, fm_ptr, fm_feat, fm_ept
             break
         f = xi[q]
         # first slot >= f in fm_feat[lo:hi] (both sorted: lo only moves forward)
-        a = lo
-        b = hi
-        while a < b:
-            mid = (a + b) >> 1
-            if fm_feat[mid] < f:
-                a = mid + 1
-            else:
-                b = mid
-        s = a
+        s = lower_bound(fm_feat, lo, hi, f)
         if s < hi and fm_feat[s] == f:
             v = xv[q]
             for e in range(fm_eptr[s], fm_eptr[s + 1]):

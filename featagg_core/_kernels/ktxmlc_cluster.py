@@ -11,25 +11,19 @@ never as a dense K x d array, and k-means||'s candidate similarities are compute
 chosen centre at a time instead of as a candidates x candidates matrix. Only the
 capacity-balanced K-way assignment (K > 2) keeps an m x K similarity table (float32).
 
-Randomness comes from the per-call seed (Park-Miller generator of
-:mod:`featagg_core._kernels.linear`), so results never depend on the calling thread.
+Randomness comes from the per-call seed (the MINSTD / Park-Miller generator of
+:mod:`featagg_core._kernels._common`), so results never depend on the calling thread.
 """
 import math
 
 import numpy as np
 from numba import njit
 
+from ._common import minstd_seed as seed_state
+from ._common import minstd_uniform as _uniform
+from ._common import scatter_add_row
 from .ktxmlc import _local_csr
-from .linear import next_state, seed_state
 from .stopflag import stop_requested
-
-_MODULUS = 2147483647
-
-
-@njit(cache=True)
-def _uniform(state):
-    state = next_state(state)
-    return state, (state - 1) / (_MODULUS - 1.0)
 
 
 # --------------------------------------------------------------------------- 2-means
@@ -218,13 +212,7 @@ def _sparse_centroids(lp, li, ld, dl, assign, K, acc, mark):
         nt = 0
         for r in range(start[k], start[k + 1]):
             i = members[r]
-            for p in range(lp[i], lp[i + 1]):
-                f = li[p]
-                if not mark[f]:
-                    mark[f] = True
-                    touched[nt] = f
-                    nt += 1
-                acc[f] += ld[p]
+            nt = scatter_add_row(acc, mark, touched, nt, 1.0, lp[i], lp[i + 1], li, ld)
         nrm = 0.0
         for t in range(nt):
             nrm += acc[touched[t]] * acc[touched[t]]

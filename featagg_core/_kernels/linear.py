@@ -9,31 +9,38 @@ as liblinear's ``solve_l2r_l1l2_svc`` does it for ``L2R_L2LOSS_SVC_DUAL``:
 whose primal is ``0.5 ||w||^2 + C sum_i max(0, 1 - y_i w^T x_i)^2`` with ``w = sum a_i y_i x_i``.
 The bias is an extra feature of constant value ``bias`` (regularised, as in liblinear).
 
-Random permutations come from a tiny xorshift64* generator seeded per problem, so a
-problem's result never depends on which thread solved it or in what order.
+Random permutations come from a tiny xorshift64* generator seeded per problem
+(:mod:`featagg_core._kernels._common`), so a problem's result never depends on which thread
+solved it or in what order.
 """
 import math
 
 import numpy as np
 from numba import njit
 
+from ._common import minstd_next as next_state  # noqa: F401  (old names, kept)
+from ._common import minstd_seed as seed_state  # noqa: F401
+from ._common import xorshift64s_next, xorshift64s_seed
 from .stopflag import stop_requested
 
-_MODULUS = 2147483647
+
+@njit(cache=True, nogil=True)
+def _decision(indptr, indices, data, i, w, n_cols, bias):
+    """``w^T x_i + w[n_cols] * bias`` for row i of a csr matrix (the bias weight first, then
+    the row's entries in stored order: the order of summation the solvers rely on)."""
+    wx = w[n_cols] * bias
+    for p in range(indptr[i], indptr[i + 1]):
+        wx += w[indices[p]] * data[p]
+    return wx
 
 
-@njit(cache=True)
-def seed_state(seed):
-    """A valid Park-Miller state (1 .. 2^31-2) from any integer seed."""
-    s = (seed * 2654435761 + 12345) % _MODULUS
-    if s <= 0:
-        s += _MODULUS - 1
-    return s
-
-
-@njit(cache=True)
-def next_state(s):
-    return (s * 48271) % _MODULUS
+@njit(cache=True, nogil=True)
+def _half_sq_norm(w):
+    """``0.5 ||w||^2``, summed in index order."""
+    obj = 0.0
+    for j in range(w.shape[0]):
+        obj += 0.5 * w[j] * w[j]
+    return obj
 
 
 @njit(cache=True)
@@ -41,10 +48,7 @@ def shuffle_prefix(index, n, state):
     """Fisher-Yates shuffle of ``index[:n]`` driven by xorshift64* (uint64 ``state``,
     non-zero); bounded draws by multiply-shift (no division). Returns the new state."""
     for j in range(n - 1, 0, -1):
-        state ^= state >> np.uint64(12)
-        state ^= state << np.uint64(25)
-        state ^= state >> np.uint64(27)
-        r = (state * np.uint64(2685821657736338717)) >> np.uint64(32)
+        state, r = xorshift64s_next(state)
         k = np.int64((r * np.uint64(j + 1)) >> np.uint64(32))
         t = index[j]
         index[j] = index[k]
@@ -107,7 +111,7 @@ def l2svc_dual_cd_stoppable(indptr, indices, data, y, n_cols, C, eps, max_iter, 
     active = l
     pgmax_old = np.inf
     pgmin_old = -np.inf
-    state = np.uint64(seed_state(seed)) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
+    state = xorshift64s_seed(seed)
     it = 0
     while it < max_iter:
         if stop_requested(stop):
@@ -119,9 +123,7 @@ def l2svc_dual_cd_stoppable(indptr, indices, data, y, n_cols, C, eps, max_iter, 
         while s < active:
             i = index[s]
             yi = yf[i]
-            wx = w[n_cols] * bias
-            for p in range(indptr[i], indptr[i + 1]):
-                wx += w[indices[p]] * data[p]
+            wx = _decision(indptr, indices, data, i, w, n_cols, bias)
             g = yi * wx - 1.0 + alpha[i] * diag
             pg = 0.0
             if alpha[i] == 0.0:
@@ -172,13 +174,9 @@ def l2svc_primal_objective(indptr, indices, data, y, w, C, bias):
     """``0.5 ||w||^2 + C sum max(0, 1 - y_i (w^T x_i + w_b * bias))^2`` (w includes the bias)."""
     l = indptr.shape[0] - 1
     n_cols = w.shape[0] - 1
-    obj = 0.0
-    for j in range(w.shape[0]):
-        obj += 0.5 * w[j] * w[j]
+    obj = _half_sq_norm(w)
     for i in range(l):
-        wx = w[n_cols] * bias
-        for p in range(indptr[i], indptr[i + 1]):
-            wx += w[indices[p]] * data[p]
+        wx = _decision(indptr, indices, data, i, w, n_cols, bias)
         m = 1.0 - y[i] * wx
         if m > 0.0:
             obj += C * m * m
@@ -217,7 +215,7 @@ def lr_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed, s
             w[indices[p]] += d * data[p]
         w[n_cols] += d * bias
     index = np.arange(l).astype(np.uint32)
-    state = np.uint64(seed_state(seed)) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
+    state = xorshift64s_seed(seed)
     innereps = 1e-2
     innereps_min = min(1e-8, eps)
     max_inner = 100
@@ -231,9 +229,7 @@ def lr_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed, s
         for s_ in range(l):
             i = index[s_]
             yi = float(y[i])
-            wx = w[n_cols] * bias
-            for p in range(indptr[i], indptr[i + 1]):
-                wx += w[indices[p]] * data[p]
+            wx = _decision(indptr, indices, data, i, w, n_cols, bias)
             b = yi * wx
             a = xtx[i]
             ind1 = 2 * i
@@ -283,13 +279,9 @@ def lr_primal_objective(indptr, indices, data, y, w, C, bias):
     """``0.5 ||w||^2 + C sum log(1 + exp(-y_i (w^T x_i + w_b * bias)))``."""
     l = indptr.shape[0] - 1
     n_cols = w.shape[0] - 1
-    obj = 0.0
-    for j in range(w.shape[0]):
-        obj += 0.5 * w[j] * w[j]
+    obj = _half_sq_norm(w)
     for i in range(l):
-        wx = w[n_cols] * bias
-        for p in range(indptr[i], indptr[i + 1]):
-            wx += w[indices[p]] * data[p]
+        wx = _decision(indptr, indices, data, i, w, n_cols, bias)
         m = -y[i] * wx
         obj += C * (math.log1p(math.exp(m)) if m < 30 else m)
     return obj

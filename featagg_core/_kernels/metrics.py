@@ -7,6 +7,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import PARALLEL
+from ._common import lower_bound
 
 
 @njit(cache=True, nogil=True, parallel=PARALLEL)
@@ -68,15 +69,7 @@ def rank_gains(indptr, indices, top, weights):
             c = top[i, r]
             if c < 0:
                 continue
-            # binary search in the sorted true labels of row i
-            a = lo
-            b = hi
-            while a < b:
-                m = (a + b) >> 1
-                if indices[m] < c:
-                    a = m + 1
-                else:
-                    b = m
+            a = lower_bound(indices, lo, hi, c)     # in the sorted true labels of row i
             if a < hi and indices[a] == c:
                 out[i, r] = weights[c]
     return out
@@ -120,14 +113,7 @@ def covered_labels(indptr, indices, top, n_labels):
             c = top[i, r]
             if c < 0 or hit[c]:
                 continue
-            a = lo
-            b = hi
-            while a < b:
-                m = (a + b) >> 1
-                if indices[m] < c:
-                    a = m + 1
-                else:
-                    b = m
+            a = lower_bound(indices, lo, hi, c)
             if a < hi and indices[a] == c:
                 hit[c] = True
     return hit

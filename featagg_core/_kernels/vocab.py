@@ -23,6 +23,7 @@ Kernels work in the unnormalised unit (nats x N); callers divide by N.
 import numpy as np
 from numba import njit
 
+from ._common import splitmix64
 from .stopflag import stop_requested
 
 _INF = np.inf
@@ -206,19 +207,6 @@ def neighbour_gains(P0, P1, splits, cands):
     return out
 
 
-# --------------------------------------------------------------------------------------
-# random numbers: splitmix64, private to each call (no global numba RNG state)
-# --------------------------------------------------------------------------------------
-@njit(cache=True, nogil=True, inline="always")
-def _splitmix(state):
-    z = state + np.uint64(0x9E3779B97F4A7C15)
-    x = z
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    x = x ^ (x >> np.uint64(31))
-    return z, x
-
-
 @njit(cache=True, nogil=True)
 def stochastic_greedy(P0, P1, k, eps, seed):
     """Stochastic greedy (Mirzasoleiman et al. 2015) for ``k`` split points.
@@ -260,7 +248,7 @@ def stochastic_greedy(P0, P1, k, eps, seed):
         best_i = -1
         for i in range(s):
             if s < R:
-                state, r = _splitmix(state)
+                state, r = splitmix64(state)     # a stream private to this call
                 j = i + int((r >> np.uint64(11)) % np.uint64(R - i))
                 tmp = cand[i]
                 cand[i] = cand[j]
@@ -388,6 +376,38 @@ def threshold_greedy(P0, P1, k, eps, d):
 
 
 @njit(cache=True, nogil=True)
+def _best_cut(P0, P1, prev, a_lo, a_hi, b):
+    """``max over a in [a_lo, a_hi) of prev[a] + g[a, b)`` and its first argmax (``a_lo``
+    when every ``prev[a]`` is -inf): one cell of the bucket DP."""
+    best = -_INF
+    bi = a_lo
+    for a in range(a_lo, a_hi):
+        pa = prev[a]
+        if pa == -_INF:
+            continue
+        v = pa + _bucket(P0, P1, a, b)
+        if v > best:
+            best = v
+            bi = a
+    return best, bi
+
+
+@njit(cache=True, nogil=True)
+def _dp_result(P0, P1, prev, arg, m, n):
+    """``(splits, value)`` of a finished bucket DP: the cuts read back from the argmax table
+    ``arg`` (``arg[j, b]``: best last cut of ``j`` buckets ending at ``b``) and the optimum
+    ``prev[n]`` in N nats, as a gain over a single bucket."""
+    value = prev[n] - _bucket(P0, P1, 0, n)
+    splits = np.empty(m - 1, np.int64)
+    b = n
+    for j in range(m, 1, -1):
+        a = arg[j, b]
+        splits[j - 2] = a
+        b = a
+    return splits, value
+
+
+@njit(cache=True, nogil=True)
 def dp_optimal(P0, P1, m, stop):
     """Exact optimum over contiguous partitions into ``m`` buckets (Kurkoski & Yagi 2014).
 
@@ -408,28 +428,12 @@ def dp_optimal(P0, P1, m, stop):
         for b in range(j, n - (m - j) + 1):
             if stop_requested(stop):
                 break
-            best = -_INF
-            bi = j - 1
-            for a in range(j - 1, b):
-                pa = prev[a]
-                if pa == -_INF:
-                    continue
-                v = pa + _bucket(P0, P1, a, b)
-                if v > best:
-                    best = v
-                    bi = a
+            best, bi = _best_cut(P0, P1, prev, j - 1, b, b)
             cur[b] = best
             arg[j, b] = bi
         for b in range(n + 1):
             prev[b] = cur[b]
-    value = prev[n] - _bucket(P0, P1, 0, n)
-    splits = np.empty(m - 1, np.int64)
-    b = n
-    for j in range(m, 1, -1):
-        a = arg[j, b]
-        splits[j - 2] = a
-        b = a
-    return splits, value
+    return _dp_result(P0, P1, prev, arg, m, n)
 
 
 @njit(cache=True, nogil=True)
@@ -656,17 +660,7 @@ def dp_monotone(P0, P1, m, stop):
             if lo > hi:
                 continue
             mid = (lo + hi) >> 1
-            best = -_INF
-            bi = olo
-            end = min(ohi, mid - 1)
-            for a in range(olo, end + 1):
-                pa = prev[a]
-                if pa == -_INF:
-                    continue
-                v = pa + _bucket(P0, P1, a, mid)
-                if v > best:
-                    best = v
-                    bi = a
+            best, bi = _best_cut(P0, P1, prev, olo, min(ohi, mid - 1) + 1, mid)
             cur[mid] = best
             arg[j, mid] = bi
             stack[top, 0] = lo
@@ -681,11 +675,4 @@ def dp_monotone(P0, P1, m, stop):
             top += 1
         for b in range(n + 1):
             prev[b] = cur[b]
-    value = prev[n] - _bucket(P0, P1, 0, n)
-    splits = np.empty(m - 1, np.int64)
-    b = n
-    for j in range(m, 1, -1):
-        a = arg[j, b]
-        splits[j - 2] = a
-        b = a
-    return splits, value
+    return _dp_result(P0, P1, prev, arg, m, n)
