@@ -60,6 +60,171 @@ DOCS: dict = _fragments(
             The largest number of rows, columns, labels or nodes accepted, checked before
             anything of that size is allocated (default: the int32 index space).
         """,
+    # --- runs, evaluation and experiments (experiment, _evaluation, _*experiments, _steps) --
+    progress="""
+        progress : callable, optional
+            ``progress(fraction, message)``.
+        """,
+    evaluated="""
+        pipeline : Pipeline or Run
+            A fitted pipeline, or a finished run holding one.
+        data : MultiLabelData, GraphData or CategoricalData
+            The dataset the pipeline was fitted on.
+        split : Split
+            The split it was fitted on.
+        rows : {"test", "valid", "train", "train+valid"}, default="test"
+            Which rows of the split to score.
+        """,
+    pipeline_fitted="""
+        pipeline : Pipeline or Run
+            A fitted pipeline, or a finished run holding one.
+        """,
+    data_split_fitted="""
+        data : MultiLabelData, GraphData or CategoricalData
+            The dataset the pipeline was fitted on.
+        split : Split
+            The split it was fitted on.
+        """,
+    rows_scored="""
+        rows : {"test", "valid", "train", "train+valid"}, default="test"
+            Which rows of the split to score.
+        """,
+    cancel_between_steps="""
+        cancel : threading.Event-like, optional
+            Stops the work between steps (raises ``Cancelled``).
+        """,
+    data_any="""
+        data : MultiLabelData, GraphData or CategoricalData
+            The dataset.
+        """,
+    split_its="""
+        split : Split
+            Its split.
+        """,
+    table_data_split="""
+        data : CategoricalData
+            The table.
+        split : Split
+            Its split.
+        """,
+    cancel_experiment="""
+        cancel : threading.Event-like, optional
+            Stops the experiment (what finished is kept).
+        """,
+    cancel_experiment_status="""
+        cancel : threading.Event-like, optional
+            Stops the experiment (what finished is kept, ``status="cancelled"``).
+        """,
+    ks_ranking="""
+        ks : sequence of int, default=(1, 3, 5)
+            The cut-offs of the ranking metrics.
+        """,
+    n_seeds="""
+        n_seeds : int, default=3
+            k-means seeds per score.
+        """,
+    graph_experiment_data="""
+        data : GraphData
+            The graph (its nodes need classes).
+        split : Split
+            Its split (rankings are fitted on the training nodes' subgraph).
+        """,
+    graph_rows="""
+        rows : {"test", "valid", "train", "train+valid"}, default="test"
+            The nodes the selections are scored on.
+        """,
+    train_XY="""
+        X : scipy.sparse.csr_matrix of shape (n, d)
+            The training rows' features.
+        Y : scipy.sparse.csr_matrix of shape (n, L)
+            Their 0/1 labels.
+        """,
+    # --- splits, specs ----------------------------------------------------------------------
+    rows_split="""
+        rows : {"train", "valid", "test", "train+valid"}
+            Which rows of the split.
+        """,
+    canonical_spec="""
+        spec : dict
+            A canonical spec (:func:`canonical_spec`).
+        """,
+    # --- metrics ----------------------------------------------------------------------------
+    metric_truth_scores_k="""
+        Y_true : sparse matrix or ndarray of shape (n, L)
+            The true 0/1 labels.
+        Y_score : ndarray or sparse matrix of shape (n, L)
+            The predicted scores (higher ranks first; no NaN).
+        k : int or list/tuple of int, default=5
+            The cut-off(s), each >= 1.
+        """,
+    inv_propensity_required="""
+        inv_propensity : ndarray of shape (L,), optional
+            The labels' inverse propensities, from :func:`inverse_propensity` on the training
+            labels (required; pyxclib's argument order ``(Y_true, Y_score, inv_propensity, k)``
+            is accepted too).
+        """,
+    # --- bounded reading (_bounded) ---------------------------------------------------------
+    fail="""
+        fail : callable
+            ``fail(message)`` raises the caller's error (it does not return).
+        """,
+    zip_member="""
+        zf : zipfile.ZipFile
+            An archive opened by :func:`open_zip`.
+        name : str
+            The member's name.
+        """,
+    budget="""
+        budget : Budget
+            The load's budget.
+        """,
+    # --- distributed blocks -----------------------------------------------------------------
+    block="""
+        block : tuple (X, Y)
+            A row block: csr features and csr labels (or None).
+        """,
+    executor="""
+        ex : Executor
+            The executor the futures belong to.
+        """,
+    # --- report, artifacts, data cache, containers ------------------------------------------
+    triage_record="""
+        record : dict
+            A triage report's record (:attr:`featagg_core.triage.TriageReport.record`).
+        """,
+    artifact_file="""
+        path_or_file : str, os.PathLike or binary file object
+            The file (e.g. a Streamlit upload).
+        """,
+    relpath="""
+        relpath : str
+            The file's path relative to the folder.
+        """,
+    # --- graph evaluation and feature selection baselines -----------------------------------
+    graph_X_y="""
+        X : sparse matrix or ndarray of shape (n, d)
+            The node x feature matrix.
+        y : array-like of shape (n,)
+            The class of every node (-1 / NaN / None: unknown, left out of the scores).
+        """,
+    fs_X="""
+        X : sparse or dense matrix (n, f)
+            Node features.
+        """,
+    fs_W="""
+        W : sparse matrix (n, n)
+            Non-negative affinity graph.
+        """,
+    fs_progress="""
+        progress : callable(fraction, message) or None, default None
+            Called between the steps; it may raise :class:`featagg_core._cancel.Cancelled`,
+            which propagates.
+        """,
+    node="""
+        node : int
+            A node id.
+        """,
+
 )
 
 

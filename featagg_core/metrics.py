@@ -66,6 +66,7 @@ import scipy.sparse as sp
 from ._kernels import metrics as _k
 # the input checks (moved to keep this module short; _refrag_tuning imports _check_true here)
 from ._metrics_checks import _check_k, _check_score, _check_true, _check_weights  # noqa: F401
+from ._docstrings import fill_doc
 
 __all__ = [
     "top_k", "precision_at_k", "ndcg_at_k", "psprecision_at_k", "psndcg_at_k",
@@ -226,6 +227,7 @@ def _precision(Y, top, ks):
     return _mean_rows(hits) / ks
 
 
+@fill_doc
 def ndcg_at_k(Y_true, Y_score, k=5):
     """nDCG@k of a ranking.
 
@@ -234,12 +236,7 @@ def ndcg_at_k(Y_true, Y_score, k=5):
 
     Parameters
     ----------
-    Y_true : sparse matrix or ndarray of shape (n, L)
-        The true 0/1 labels.
-    Y_score : ndarray or sparse matrix of shape (n, L)
-        The predicted scores (higher ranks first; no NaN).
-    k : int or list/tuple of int, default=5
-        The cut-off(s), each >= 1.
+    {metric_truth_scores_k}
 
     Returns
     -------
@@ -276,6 +273,7 @@ def _ps_args(k, inv_propensity):
     return k, inv_propensity
 
 
+@fill_doc
 def psprecision_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     """Propensity-scored precision@k, normalised by the best achievable ranking.
 
@@ -286,16 +284,8 @@ def psprecision_at_k(Y_true, Y_score, k=5, inv_propensity=None):
 
     Parameters
     ----------
-    Y_true : sparse matrix or ndarray of shape (n, L)
-        The true 0/1 labels.
-    Y_score : ndarray or sparse matrix of shape (n, L)
-        The predicted scores (higher ranks first; no NaN).
-    k : int or list/tuple of int, default=5
-        The cut-off(s), each >= 1.
-    inv_propensity : ndarray of shape (L,), optional
-        The labels' inverse propensities, from :func:`inverse_propensity` on the training
-        labels (required; pyxclib's argument order ``(Y_true, Y_score, inv_propensity, k)``
-        is accepted too).
+    {metric_truth_scores_k}
+    {inv_propensity_required}
 
     Returns
     -------
@@ -319,6 +309,7 @@ def _psprecision(Y, top, ks, w):
     return _safe_ratio(got.sum(axis=0), best.sum(axis=0))
 
 
+@fill_doc
 def psndcg_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     """Propensity-scored nDCG@k, normalised by the best achievable ranking.
 
@@ -327,16 +318,8 @@ def psndcg_at_k(Y_true, Y_score, k=5, inv_propensity=None):
 
     Parameters
     ----------
-    Y_true : sparse matrix or ndarray of shape (n, L)
-        The true 0/1 labels.
-    Y_score : ndarray or sparse matrix of shape (n, L)
-        The predicted scores (higher ranks first; no NaN).
-    k : int or list/tuple of int, default=5
-        The cut-off(s), each >= 1.
-    inv_propensity : ndarray of shape (L,), optional
-        The labels' inverse propensities, from :func:`inverse_propensity` on the training
-        labels (required; pyxclib's argument order ``(Y_true, Y_score, inv_propensity, k)``
-        is accepted too).
+    {metric_truth_scores_k}
+    {inv_propensity_required}
 
     Returns
     -------
@@ -361,6 +344,7 @@ def _psndcg(Y, top, ks, w):
     return _safe_ratio(got.sum(axis=0), best.sum(axis=0))
 
 
+@fill_doc
 def coverage_at_k(Y_true, Y_score, k=5):
     """Coverage@k of a ranking.
 
@@ -369,12 +353,7 @@ def coverage_at_k(Y_true, Y_score, k=5):
 
     Parameters
     ----------
-    Y_true : sparse matrix or ndarray of shape (n, L)
-        The true 0/1 labels.
-    Y_score : ndarray or sparse matrix of shape (n, L)
-        The predicted scores (higher ranks first; no NaN).
-    k : int or list/tuple of int, default=5
-        The cut-off(s), each >= 1.
+    {metric_truth_scores_k}
 
     Returns
     -------
