@@ -320,10 +320,7 @@ def read_npy_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
     Parameters
     ----------
     {zip_member}
-    {budget}
-    {fail}
-    kinds : str, default="biuf"
-        The allowed dtype kinds.
+    {npy_checks}
 
     Returns
     -------
@@ -361,10 +358,7 @@ def read_npy_bytes(raw: bytes, budget: Budget, fail: Fail, kinds: str = "biuf") 
     ----------
     raw : bytes
         The file's bytes.
-    {budget}
-    {fail}
-    kinds : str, default="biuf"
-        The allowed dtype kinds.
+    {npy_checks}
 
     Returns
     -------

@@ -43,9 +43,51 @@ __all__ = ["DOCS", "fill_doc", "fill"]
 _PLACEHOLDER = re.compile(r"^([ \t]*)\{([A-Za-z_][A-Za-z0-9_]*)\}[ \t]*$", re.M)
 
 
+def fill(doc: str | None, fragments: dict | None = None) -> str | None:
+    """Replace each placeholder line of ``doc`` by its fragment, at the line's indent.
+
+    Parameters
+    ----------
+    doc : str or None
+        A docstring (``None`` under ``python -OO``: returned as is).
+    fragments : dict, optional
+        Name -> fragment; default :data:`DOCS`.
+
+    Returns
+    -------
+    str or None
+        The filled docstring.
+
+    Raises
+    ------
+    KeyError
+        When a placeholder line names no fragment.
+    """
+    if doc is None:
+        return None
+    table = DOCS if fragments is None else fragments
+
+    def sub(m):
+        indent, name = m.group(1), m.group(2)
+        if name not in table:
+            raise KeyError(f"docstring placeholder {{{name}}} names no fragment of "
+                           f"featagg_core._docstrings.DOCS")
+        return "\n".join(indent + line if line.strip() else ""
+                         for line in table[name].split("\n"))
+
+    return _PLACEHOLDER.sub(sub, doc)
+
+
 def _fragments(**texts: str) -> dict:
-    """Dedent each fragment and drop its surrounding blank lines."""
-    return {name: textwrap.dedent(text).strip("\n") for name, text in texts.items()}
+    """Dedent each fragment and drop its surrounding blank lines.
+
+    A fragment may itself hold placeholder lines naming fragments defined before it (a
+    group such as ``progress`` + ``cancel``); they are filled here, once.
+    """
+    out: dict = {}
+    for name, text in texts.items():
+        out[name] = fill(textwrap.dedent(text).strip("\n"), out)
+    return out
 
 
 #: name -> a numpydoc fragment (one or more entries, dedented)
@@ -224,43 +266,65 @@ DOCS: dict = _fragments(
         node : int
             A node id.
         """,
-
+    # --- estimators (defrag, fiat, refrag, pipeline) ----------------------------------------
+    not_fitted="""
+        NotFittedError
+            Before :meth:`fit`.
+        """,
+    # --- run-time estimates (estimate) ------------------------------------------------------
+    run_estimate_args="""
+        data : MultiLabelData, GraphData or CategoricalData
+            The dataset the run would use.
+        split : Split
+            The split (from :func:`featagg_core.experiment.make_split`) of ``data``.
+        spec : dict
+            A run spec of docs/RUN_MODEL.md (made canonical first).
+        speed : dict, optional
+            :func:`measure_speed`'s dict; default :func:`default_speed`.
+        """,
+    cancel_tuning="""
+        cancel : threading.Event-like, optional
+            Stops the tuning (raises ``Cancelled``).
+        """,
+    npy_checks="""
+        {budget}
+        {fail}
+        kinds : str, default="biuf"
+            The allowed dtype kinds.
+        """,
+    # --- groups of the fragments above (filled when DOCS is built) --------------------------
+    experiment_progress="""
+        {progress}
+        {cancel_experiment}
+        """,
+    experiment_progress_status="""
+        {progress}
+        {cancel_experiment_status}
+        {ks_ranking}
+        """,
+    work_progress="""
+        {progress}
+        {cancel_between_steps}
+        """,
+    tuning_progress="""
+        {cancel_tuning}
+        {progress}
+        """,
+    graph_scoring="""
+        {n_seeds}
+        {graph_rows}
+        """,
+    split_rows_args="""
+        {data_any}
+        split : Split
+            A split of ``data``.
+        {rows_split}
+        """,
+    ps_metric_args="""
+        {metric_truth_scores_k}
+        {inv_propensity_required}
+        """,
 )
-
-
-def fill(doc: str | None, fragments: dict | None = None) -> str | None:
-    """Replace each placeholder line of ``doc`` by its fragment, at the line's indent.
-
-    Parameters
-    ----------
-    doc : str or None
-        A docstring (``None`` under ``python -OO``: returned as is).
-    fragments : dict, optional
-        Name -> fragment; default :data:`DOCS`.
-
-    Returns
-    -------
-    str or None
-        The filled docstring.
-
-    Raises
-    ------
-    KeyError
-        When a placeholder line names no fragment.
-    """
-    if doc is None:
-        return None
-    table = DOCS if fragments is None else fragments
-
-    def sub(m):
-        indent, name = m.group(1), m.group(2)
-        if name not in table:
-            raise KeyError(f"docstring placeholder {{{name}}} names no fragment of "
-                           f"featagg_core._docstrings.DOCS")
-        return "\n".join(indent + line if line.strip() else ""
-                         for line in table[name].split("\n"))
-
-    return _PLACEHOLDER.sub(sub, doc)
 
 
 def fill_doc(obj):

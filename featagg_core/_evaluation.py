@@ -585,8 +585,7 @@ def feature_selection_comparison(data, split: Split, base=None, methods: Optiona
         The numbers of top features to score.
     {rows_scored}
     {n_seeds}
-    {progress}
-    {cancel_between_steps}
+    {work_progress}
 
     Returns
     -------
@@ -689,8 +688,7 @@ def vocabulary_budget_curve(data, split: Split, spec: dict, budgets: Sequence[in
     budgets : sequence of int
         The per-column budgets m.
     {rows_scored}
-    {progress}
-    {cancel_between_steps}
+    {work_progress}
 
     Returns
     -------

@@ -232,9 +232,7 @@ def defrag_tradeoff(data, split, d0s: Sequence[int] = DEFAULT_D0S,
         ones on raw and DEFRAG features.
     representation, random_state : str, int
         DEFRAG's (the classifiers keep their own seed).
-    {progress}
-    {cancel_experiment_status}
-    {ks_ranking}
+    {experiment_progress_status}
 
     Returns
     -------
@@ -404,9 +402,7 @@ def ktxmlc_sweep(data, split, param: str = "n_clusters",
         "defrag" step).
     with_elbow : bool, default=True
         Also compute the K elbow.
-    {progress}
-    {cancel_experiment_status}
-    {ks_ranking}
+    {experiment_progress_status}
 
     Returns
     -------

@@ -82,10 +82,8 @@ def bmgufs_protocol(data, split, ds: Sequence[int] = DEFAULT_SELECTION_DS, *,
     baselines : dict, optional
         Title -> feature_selection sub-spec (default the page's
         :data:`featagg_core.experiment.SELECTION_BASELINES`).
-    {n_seeds}
-    {graph_rows}
-    {progress}
-    {cancel_experiment}
+    {graph_scoring}
+    {experiment_progress}
 
     Returns
     -------
@@ -243,10 +241,8 @@ def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = 
         The grid.
     bmgufs : dict, optional
         Extra BMGUFS spec keys.
-    {n_seeds}
-    {graph_rows}
-    {progress}
-    {cancel_experiment}
+    {graph_scoring}
+    {experiment_progress}
 
     Returns
     -------
@@ -423,12 +419,10 @@ def bmgufs_robustness(data, split, d: int = 64,
         Fractions of the edges moved.
     bmgufs : dict, optional
         Extra BMGUFS spec keys.
-    {n_seeds}
-    {graph_rows}
+    {graph_scoring}
     random_state : int, default=0
         Seeds the perturbations.
-    {progress}
-    {cancel_experiment}
+    {experiment_progress}
 
     Returns
     -------

@@ -163,9 +163,7 @@ def tune_on_rows(reranker, X_rows, base_scores, Y_rows, inv, *, max_drop: float,
         As :func:`choose`.
     grid : dict of str to tuple, default=TUNE_GRID
         The knobs' values.
-    cancel : threading.Event-like, optional
-        Stops the tuning (raises ``Cancelled``).
-    {progress}
+    {tuning_progress}
 
     Returns
     -------
@@ -255,9 +253,7 @@ def tune_reranker(reranker, data, split, spec: dict, pipe, clustering, cancel=No
     clustering : Defrag or FeatureClusters
         The feature clustering REFRAG uses (refitting on the carved rows uses the spec's
         own one when it has it).
-    cancel : threading.Event-like, optional
-        Stops the tuning (raises ``Cancelled``).
-    {progress}
+    {tuning_progress}
 
     Returns
     -------

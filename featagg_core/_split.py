@@ -326,10 +326,7 @@ def split_rows(data, split: Split, rows: str):
 
     Parameters
     ----------
-    {data_any}
-    split : Split
-        A split of ``data``.
-    {rows_split}
+    {split_rows_args}
 
     Returns
     -------
@@ -351,10 +348,7 @@ def take_rows(data, split: Split, rows: str):
 
     Parameters
     ----------
-    {data_any}
-    split : Split
-        A split of ``data``.
-    {rows_split}
+    {split_rows_args}
 
     Returns
     -------

@@ -189,8 +189,7 @@ def vocabulary_experiment(data, split, budget: Optional[int] = None,
         The columns (default all).
     dp_check : bool, default=True
         Compare with the exact DP on the columns small enough for it.
-    {progress}
-    {cancel_experiment}
+    {experiment_progress}
 
     Returns
     -------

@@ -284,8 +284,7 @@ def psprecision_at_k(Y_true, Y_score, k=5, inv_propensity=None):
 
     Parameters
     ----------
-    {metric_truth_scores_k}
-    {inv_propensity_required}
+    {ps_metric_args}
 
     Returns
     -------
@@ -318,8 +317,7 @@ def psndcg_at_k(Y_true, Y_score, k=5, inv_propensity=None):
 
     Parameters
     ----------
-    {metric_truth_scores_k}
-    {inv_propensity_required}
+    {ps_metric_args}
 
     Returns
     -------
