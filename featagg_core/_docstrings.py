@@ -324,6 +324,58 @@ DOCS: dict = _fragments(
         {metric_truth_scores_k}
         {inv_propensity_required}
         """,
+    # --- Raises entries and whole sections (a one-parameter function's ``Parameters``) --
+    not_applicable="""
+        ValueError
+            When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
+            not of the kind the function needs.
+        """,
+    not_a_graph="""
+        ValueError
+            For a dataset that is not a graph with classes, or held-out nodes of fewer than two
+            classes.
+        """,
+    bad_run_spec="""
+        ValueError
+            For a bad spec or one that does not fit the data.
+        """,
+    ps_metric_results="""
+        Returns
+        -------
+        float or ndarray
+            The value, or one value per cut-off when ``k`` is a list/tuple.
+
+        Raises
+        ------
+        ValueError
+            Without ``inv_propensity``, or with one of the wrong length.
+        """,
+    ml_experiment_data="""
+        data : MultiLabelData
+            The dataset.
+        split : Split
+            Its split (everything is fitted on the training rows, scored on the test rows).
+        """,
+    artifact_read_args="""
+        {artifact_file}
+        max_bytes : int, optional
+            Most bytes the load may inflate (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB).
+        """,
+    data_any_params="""
+        Parameters
+        ----------
+        {data_any}
+        """,
+    triage_record_params="""
+        Parameters
+        ----------
+        {triage_record}
+        """,
+    canonical_spec_params="""
+        Parameters
+        ----------
+        {canonical_spec}
+        """,
 )
 
 

@@ -323,9 +323,7 @@ def predictions(pipeline, data, split: Split, rows: str = "test", k: int = 5) ->
 
     Raises
     ------
-    ValueError
-        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
-        not of the kind the function needs.
+    {not_applicable}
     """
     pipe = _pipeline_of(pipeline)
     check_applicable(pipe, data, split)
@@ -364,9 +362,7 @@ def bucket_metrics(pipeline, data, split: Split, rows: str = "test", k: int = 5,
 
     Raises
     ------
-    ValueError
-        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
-        not of the kind the function needs.
+    {not_applicable}
     """
     import pandas as pd
 
@@ -486,9 +482,7 @@ def erasure_curve(pipeline, data, split: Split, fractions: Sequence[float] = DEF
 
     Raises
     ------
-    ValueError
-        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
-        not of the kind the function needs.
+    {not_applicable}
     """
     import pandas as pd
 
@@ -657,9 +651,7 @@ def vocabulary_report(pipeline, data, split: Split, rows: str = "test"):
 
     Raises
     ------
-    ValueError
-        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
-        not of the kind the function needs.
+    {not_applicable}
     """
     import pandas as pd
     pipe = _pipeline_of(pipeline)

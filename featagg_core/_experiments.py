@@ -216,10 +216,7 @@ def defrag_tradeoff(data, split, d0s: Sequence[int] = DEFAULT_D0S,
 
     Parameters
     ----------
-    data : MultiLabelData
-        The dataset.
-    split : Split
-        Its split (everything is fitted on the training rows, scored on the test rows).
+    {ml_experiment_data}
     d0s : sequence of int, default=DEFAULT_D0S
         The d0 values (largest leaf cluster; d0 = 1 or a d0 >= d keeps every feature).
     classifiers : sequence of str, default=("ktxmlc", "ova")
@@ -389,10 +386,7 @@ def ktxmlc_sweep(data, split, param: str = "n_clusters",
 
     Parameters
     ----------
-    data : MultiLabelData
-        The dataset.
-    split : Split
-        Its split (everything is fitted on the training rows, scored on the test rows).
+    {ml_experiment_data}
     param : {"n_clusters", "n_trees"}, default="n_clusters"
         What the sweep varies.
     values : sequence of int, optional

@@ -94,9 +94,7 @@ def bmgufs_protocol(data, split, ds: Sequence[int] = DEFAULT_SELECTION_DS, *,
 
     Raises
     ------
-    ValueError
-        For a dataset that is not a graph with classes, or held-out nodes of fewer than two
-        classes.
+    {not_a_graph}
     """
     from ._cancel import Cancelled, cancelling_progress
     from ._evaluation import SELECTION_BASELINES, _rows, feature_selection_comparison
@@ -252,9 +250,7 @@ def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = 
 
     Raises
     ------
-    ValueError
-        For a dataset that is not a graph with classes, or held-out nodes of fewer than two
-        classes.
+    {not_a_graph}
     """
     from ._bmgufs_support import PAPER_BETAS, PAPER_GAMMAS
     from ._cancel import Cancelled, cancelling_progress
@@ -431,9 +427,7 @@ def bmgufs_robustness(data, split, d: int = 64,
 
     Raises
     ------
-    ValueError
-        For a dataset that is not a graph with classes, or held-out nodes of fewer than two
-        classes.
+    {not_a_graph}
     """
     from . import feature_selection_baselines as fsb
     from ._cancel import Cancelled

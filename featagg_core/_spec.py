@@ -457,9 +457,7 @@ def _check_per_tree(spec: dict) -> None:
 def spec_json(spec: dict) -> str:
     """Canonical JSON text of a canonical spec (keys sorted, no spaces).
 
-    Parameters
-    ----------
-    {canonical_spec}
+    {canonical_spec_params}
 
     Returns
     -------
@@ -558,9 +556,7 @@ def run_name(spec: dict) -> str:
     "KTXMLC K=2 T=3 · DEFRAG d0=8", "One-vs-all C=1", "DEFRAG-XY d0=8", "k-means K=256
     (XY)", "BMGUFS d=64 β̄=0.6 γ=2", "Vocabulary submodular m=10", "… + REFRAG α=0.4".
 
-    Parameters
-    ----------
-    {canonical_spec}
+    {canonical_spec_params}
 
     Returns
     -------

@@ -34,9 +34,7 @@ ROWS = ("train", "valid", "test", "train+valid")
 def has_own_test(data) -> bool:
     """Whether ``data`` is a multi-label dataset that ships its own (non-empty) test part.
 
-    Parameters
-    ----------
-    {data_any}
+    {data_any_params}
 
     Returns
     -------
@@ -53,9 +51,7 @@ def has_own_test(data) -> bool:
 def n_rows_of(data) -> int:
     """Rows a split divides: points of ``X`` (multi-label), nodes (graph), rows (table).
 
-    Parameters
-    ----------
-    {data_any}
+    {data_any_params}
 
     Returns
     -------

@@ -218,9 +218,7 @@ def read_manifest(path_or_file, *, max_bytes: Optional[int] = None) -> Dict[str,
 
     Parameters
     ----------
-    {artifact_file}
-    max_bytes : int, optional
-        Most bytes the load may inflate (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB).
+    {artifact_read_args}
 
     Returns
     -------
@@ -506,9 +504,7 @@ def load_bundle(path_or_file, *, max_bytes: Optional[int] = None
 
     Parameters
     ----------
-    {artifact_file}
-    max_bytes : int, optional
-        Most bytes the load may inflate (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB).
+    {artifact_read_args}
 
     Returns
     -------

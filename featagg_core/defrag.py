@@ -25,7 +25,7 @@ from sklearn.exceptions import NotFittedError
 from ._defrag_tree import DefragTree
 from ._kernels import defrag as _k
 from ._polling import call_polled, new_stop
-from ._products import exact_xt_y
+from ._products import cluster_membership, exact_xt_y
 from ._validation import Interval, Options, as_csr, check_param, validate_params
 from ._docstrings import fill_doc
 
@@ -559,9 +559,7 @@ class Defrag(TransformerMixin, BaseEstimator):
         {not_fitted}
         """
         self._check_fitted()
-        d = self.n_features_in_
-        return sp.csr_matrix((np.ones(d, np.float32), self.labels_, np.arange(d + 1)),
-                             shape=(d, self.n_clusters_))
+        return cluster_membership(self.labels_, self.n_clusters_, self.n_features_in_)
 
     @fill_doc
     def cluster_members(self, cluster: int) -> np.ndarray:

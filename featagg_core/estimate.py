@@ -628,8 +628,7 @@ def estimate_breakdown(data, split, spec, speed: Optional[dict] = None) -> Dict[
 
     Raises
     ------
-    ValueError
-        For a bad spec or one that does not fit the data.
+    {bad_run_spec}
     """
     from ._spec import canonical_spec, check_spec_fits, spec_kind
     spec = canonical_spec(spec)
@@ -681,7 +680,6 @@ def estimate_seconds(data, split, spec, speed: Optional[dict] = None) -> float:
 
     Raises
     ------
-    ValueError
-        For a bad spec or one that does not fit the data.
+    {bad_run_spec}
     """
     return estimate_breakdown(data, split, spec, speed)["total"]

@@ -273,6 +273,13 @@ def _ps_args(k, inv_propensity):
     return k, inv_propensity
 
 
+def _propensity_scored(score, Y_true, Y_score, k, inv_propensity):
+    """The shared path of the propensity-scored metrics: check, rank, ``score``, unwrap."""
+    k, inv_propensity = _ps_args(k, inv_propensity)
+    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    return _out(score(Y, top, ks, _check_weights(inv_propensity, Y.shape[1])), scalar)
+
+
 @fill_doc
 def psprecision_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     """Propensity-scored precision@k, normalised by the best achievable ranking.
@@ -286,19 +293,9 @@ def psprecision_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     ----------
     {ps_metric_args}
 
-    Returns
-    -------
-    float or ndarray
-        The value, or one value per cut-off when ``k`` is a list/tuple.
-
-    Raises
-    ------
-    ValueError
-        Without ``inv_propensity``, or with one of the wrong length.
+    {ps_metric_results}
     """
-    k, inv_propensity = _ps_args(k, inv_propensity)
-    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    return _out(_psprecision(Y, top, ks, _check_weights(inv_propensity, Y.shape[1])), scalar)
+    return _propensity_scored(_psprecision, Y_true, Y_score, k, inv_propensity)
 
 
 def _psprecision(Y, top, ks, w):
@@ -319,19 +316,9 @@ def psndcg_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     ----------
     {ps_metric_args}
 
-    Returns
-    -------
-    float or ndarray
-        The value, or one value per cut-off when ``k`` is a list/tuple.
-
-    Raises
-    ------
-    ValueError
-        Without ``inv_propensity``, or with one of the wrong length.
+    {ps_metric_results}
     """
-    k, inv_propensity = _ps_args(k, inv_propensity)
-    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    return _out(_psndcg(Y, top, ks, _check_weights(inv_propensity, Y.shape[1])), scalar)
+    return _propensity_scored(_psndcg, Y_true, Y_score, k, inv_propensity)
 
 
 def _psndcg(Y, top, ks, w):

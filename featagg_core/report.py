@@ -290,9 +290,7 @@ def figures(record: dict) -> List[Tuple[str, str, dict]]:
     The dataset's first, then each experiment's (ids made unique with the experiment's
     position).
 
-    Parameters
-    ----------
-    {triage_record}
+    {triage_record_params}
 
     Returns
     -------
@@ -395,9 +393,7 @@ _COLUMNS = {
 def render_html(record: dict) -> str:
     """The report (module docstring) as one HTML string.
 
-    Parameters
-    ----------
-    {triage_record}
+    {triage_record_params}
 
     Returns
     -------
@@ -485,9 +481,7 @@ def _plotly_js() -> str:
 def report_json(record: dict) -> str:
     """The record as JSON text (strict: no NaN, keys as given).
 
-    Parameters
-    ----------
-    {triage_record}
+    {triage_record_params}
 
     Returns
     -------
