@@ -36,6 +36,7 @@ import zipfile
 from typing import Callable, Dict, List, NoReturn, Optional
 
 import numpy as np
+
 from ._docstrings import fill_doc
 
 #: default budget of one load through the Python API / command line, overridable with the

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import numpy as np
+
 from ._docstrings import fill_doc
 
 __all__ = ["Cancelled", "check_cancel", "cancelling_progress", "stop_flag"]

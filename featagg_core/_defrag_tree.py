@@ -7,6 +7,7 @@ from functools import cached_property
 from typing import Iterator, List, Optional
 
 import numpy as np
+
 from ._docstrings import fill_doc
 
 __all__ = ["DefragTree"]

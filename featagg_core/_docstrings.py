@@ -324,6 +324,19 @@ DOCS: dict = _fragments(
         {metric_truth_scores_k}
         {inv_propensity_required}
         """,
+    # --- data containers (data/_containers) -------------------------------------------------
+    container_name_source="""
+        name : str
+            A short name (the readers use the file's stem).
+        source : str
+            Where the data came from (format and file), for display.
+        """,
+    fingerprint_returns="""
+        Returns
+        -------
+        str
+            16 hex digits of a sha1 over the content (see :func:`_fingerprint`).
+        """,
     # --- Raises entries and whole sections (a one-parameter function's ``Parameters``) --
     not_applicable="""
         ValueError
@@ -339,11 +352,14 @@ DOCS: dict = _fragments(
         ValueError
             For a bad spec or one that does not fit the data.
         """,
-    ps_metric_results="""
+    metric_value="""
         Returns
         -------
         float or ndarray
             The value, or one value per cut-off when ``k`` is a list/tuple.
+        """,
+    ps_metric_results="""
+        {metric_value}
 
         Raises
         ------
@@ -360,6 +376,12 @@ DOCS: dict = _fragments(
         {artifact_file}
         max_bytes : int, optional
             Most bytes the load may inflate (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB).
+        """,
+    rows_data_returns="""
+        Returns
+        -------
+        MultiLabelData, GraphData or CategoricalData
+            The rows' data.
         """,
     data_any_params="""
         Parameters

@@ -120,6 +120,14 @@ def _rows(data, split, rows):
     return take_rows(data, split, rows)
 
 
+def _applicable_rows(pipeline, data, split, rows):
+    """The pipeline of ``pipeline`` (a Pipeline or Run), checked against ``data`` and
+    ``split`` (:func:`check_applicable`), and the data of ``rows`` of the split."""
+    pipe = _pipeline_of(pipeline)
+    check_applicable(pipe, data, split)
+    return pipe, _rows(data, split, rows)
+
+
 def _inv_propensity(data, split):
     from .metrics import inverse_propensity
     return inverse_propensity(data.Y[split.train])
@@ -325,9 +333,7 @@ def predictions(pipeline, data, split: Split, rows: str = "test", k: int = 5) ->
     ------
     {not_applicable}
     """
-    pipe = _pipeline_of(pipeline)
-    check_applicable(pipe, data, split)
-    part = _rows(data, split, rows)
+    pipe, part = _applicable_rows(pipeline, data, split, rows)
     final, base = _final_and_base(pipe, part.X, int(k))
     idx = row_indices(split, rows)[0]
     return Predictions(final, base, sp.csr_matrix(part.Y), sp.csr_matrix(data.Y[split.train]),
@@ -654,9 +660,7 @@ def vocabulary_report(pipeline, data, split: Split, rows: str = "test"):
     {not_applicable}
     """
     import pandas as pd
-    pipe = _pipeline_of(pipeline)
-    check_applicable(pipe, data, split)
-    part = _rows(data, split, rows)
+    pipe, part = _applicable_rows(pipeline, data, split, rows)
     per_col = _vocabulary_scores(pipe.vocabulary, pipe.columns_, part.table, part.labels)
     df = pd.DataFrame(per_col)
     df["MI loss"] = np.where(df["I(X;C)"] > 0, (df["I(X;C)"] - df["I(Z;C)"]).clip(lower=0)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
+
 from ._docstrings import fill_doc
 
 __all__ = ["Experiment", "defrag_tradeoff", "ktxmlc_sweep", "DEFAULT_D0S", "DEFAULT_TREES",

@@ -25,6 +25,7 @@ import numbers
 from typing import Any, Dict, Optional
 
 import numpy as np
+
 from ._docstrings import fill_doc
 
 __all__ = ["canonical_spec", "spec_kind", "run_name", "check_spec_fits", "STEP_ORDER",

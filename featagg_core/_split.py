@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+
 from ._docstrings import fill_doc
 
 __all__ = ["Split", "make_split", "split_rows", "ROWS", "row_indices", "n_rows_of",
@@ -324,10 +325,7 @@ def split_rows(data, split: Split, rows: str):
     ----------
     {split_rows_args}
 
-    Returns
-    -------
-    MultiLabelData, GraphData or CategoricalData
-        The rows' data.
+    {rows_data_returns}
 
     Raises
     ------
@@ -346,10 +344,7 @@ def take_rows(data, split: Split, rows: str):
     ----------
     {split_rows_args}
 
-    Returns
-    -------
-    MultiLabelData, GraphData or CategoricalData
-        The rows' data.
+    {rows_data_returns}
     """
     from .data import CategoricalData, GraphData, MultiLabelData
 

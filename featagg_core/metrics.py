@@ -238,10 +238,7 @@ def ndcg_at_k(Y_true, Y_score, k=5):
     ----------
     {metric_truth_scores_k}
 
-    Returns
-    -------
-    float or ndarray
-        The value, or one value per cut-off when ``k`` is a list/tuple.
+    {metric_value}
     """
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
     return _out(_ndcg(Y, top, ks), scalar)
@@ -340,10 +337,7 @@ def coverage_at_k(Y_true, Y_score, k=5):
     ----------
     {metric_truth_scores_k}
 
-    Returns
-    -------
-    float or ndarray
-        The value, or one value per cut-off when ``k`` is a list/tuple.
+    {metric_value}
     """
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
     return _out(_coverage(Y, top, ks), scalar)

@@ -18,6 +18,7 @@ import html
 import json
 import math
 from typing import Dict, List, Optional, Sequence, Tuple
+
 from ._docstrings import fill_doc
 
 __all__ = ["figures", "experiment_figures", "render_html", "report_json", "write_report",

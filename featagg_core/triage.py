@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
+
 from ._docstrings import fill_doc
 
 __all__ = ["run_triage", "TriageReport", "dataset_stats", "FORMAT", "PLAN_SHARE",
