@@ -217,8 +217,7 @@ def precision_at_k(Y_true, Y_score, k=5):
     -------
     float, or ndarray with one value per k when ``k`` is a list/tuple.
     """
-    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    return _out(_precision(Y, top, ks), scalar)
+    return _ranked_metric(_precision, Y_true, Y_score, k)
 
 
 def _precision(Y, top, ks):
@@ -240,8 +239,7 @@ def ndcg_at_k(Y_true, Y_score, k=5):
 
     {metric_value}
     """
-    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    return _out(_ndcg(Y, top, ks), scalar)
+    return _ranked_metric(_ndcg, Y_true, Y_score, k)
 
 
 def _ndcg(Y, top, ks):
@@ -270,8 +268,15 @@ def _ps_args(k, inv_propensity):
     return k, inv_propensity
 
 
+def _ranked_metric(score, Y_true, Y_score, k):
+    """The shared path of the ranking metrics: check and rank, ``score(Y, top, ks)``, a
+    float for a scalar ``k``."""
+    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    return _out(score(Y, top, ks), scalar)
+
+
 def _propensity_scored(score, Y_true, Y_score, k, inv_propensity):
-    """The shared path of the propensity-scored metrics: check, rank, ``score``, unwrap."""
+    """The shared path of the propensity-scored metrics (either argument order)."""
     k, inv_propensity = _ps_args(k, inv_propensity)
     Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
     return _out(score(Y, top, ks, _check_weights(inv_propensity, Y.shape[1])), scalar)
@@ -339,8 +344,7 @@ def coverage_at_k(Y_true, Y_score, k=5):
 
     {metric_value}
     """
-    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    return _out(_coverage(Y, top, ks), scalar)
+    return _ranked_metric(_coverage, Y_true, Y_score, k)
 
 
 def _coverage(Y, top, ks):
