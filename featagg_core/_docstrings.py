@@ -199,6 +199,12 @@ DOCS: dict = _fragments(
         k : int or list/tuple of int, default=5
             The cut-off(s), each >= 1.
         """,
+    partition_pair="""
+        y_true : array-like of shape (n,)
+            The classes.
+        y_pred : array-like of shape (n,)
+            The cluster of every point.
+        """,
     inv_propensity_required="""
         inv_propensity : ndarray of shape (L,), optional
             The labels' inverse propensities, from :func:`inverse_propensity` on the training
@@ -365,6 +371,20 @@ DOCS: dict = _fragments(
         ------
         ValueError
             Without ``inv_propensity``, or with one of the wrong length.
+        """,
+    metric_sections="""
+        Parameters
+        ----------
+        {metric_truth_scores_k}
+
+        {metric_value}
+        """,
+    ps_metric_sections="""
+        Parameters
+        ----------
+        {ps_metric_args}
+
+        {ps_metric_results}
         """,
     ml_experiment_data="""
         data : MultiLabelData

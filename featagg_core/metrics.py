@@ -233,11 +233,7 @@ def ndcg_at_k(Y_true, Y_score, k=5):
     ``mean_i DCG_i@k / IDCG_i@min(k, |y_i|)`` (as pyxclib's ``ndcg``); points with no true
     labels contribute 0.
 
-    Parameters
-    ----------
-    {metric_truth_scores_k}
-
-    {metric_value}
+    {metric_sections}
     """
     return _ranked_metric(_ndcg, Y_true, Y_score, k)
 
@@ -291,11 +287,7 @@ def psprecision_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     ``psprecision`` (whose 1/k and 1/n cancel in the ratio). 1.0 means the top k holds
     the rarest true labels of every point.
 
-    Parameters
-    ----------
-    {ps_metric_args}
-
-    {ps_metric_results}
+    {ps_metric_sections}
     """
     return _propensity_scored(_psprecision, Y_true, Y_score, k, inv_propensity)
 
@@ -314,11 +306,7 @@ def psndcg_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     pyxclib's ``psndcg``: ``mean_i PSDCG_i@k / IDCG_i`` over the same mean for the oracle
     ranking, with ``IDCG_i`` the plain (unweighted) ideal DCG at ``min(k, |y_i|)``.
 
-    Parameters
-    ----------
-    {ps_metric_args}
-
-    {ps_metric_results}
+    {ps_metric_sections}
     """
     return _propensity_scored(_psndcg, Y_true, Y_score, k, inv_propensity)
 
@@ -338,11 +326,7 @@ def coverage_at_k(Y_true, Y_score, k=5):
     Distinct labels that are a correct prediction in some point's top k, over the distinct
     labels present in ``Y_true`` (0.0 when ``Y_true`` is empty).
 
-    Parameters
-    ----------
-    {metric_truth_scores_k}
-
-    {metric_value}
+    {metric_sections}
     """
     return _ranked_metric(_coverage, Y_true, Y_score, k)
 
@@ -575,6 +559,7 @@ def _contingency(x, y):
     return C
 
 
+@fill_doc
 def clustering_accuracy(y_true, y_pred):
     """Clustering accuracy of a partition against known classes.
 
@@ -585,10 +570,7 @@ def clustering_accuracy(y_true, y_pred):
 
     Parameters
     ----------
-    y_true : array-like of shape (n,)
-        The classes.
-    y_pred : array-like of shape (n,)
-        The cluster of every point.
+    {partition_pair}
 
     Returns
     -------
@@ -610,15 +592,13 @@ def clustering_accuracy(y_true, y_pred):
     return float(D[r, c].sum() / n)
 
 
+@fill_doc
 def normalized_mutual_info(y_true, y_pred, average_method="arithmetic"):
     """Normalised mutual information (``sklearn.metrics.normalized_mutual_info_score``).
 
     Parameters
     ----------
-    y_true : array-like of shape (n,)
-        The classes.
-    y_pred : array-like of shape (n,)
-        The cluster of every point.
+    {partition_pair}
     average_method : {"arithmetic", "geometric", "min", "max"}, default="arithmetic"
         How the two entropies are averaged in the normaliser (scikit-learn's).
 
