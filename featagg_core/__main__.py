@@ -545,16 +545,7 @@ def cmd_compress(args) -> Dict[str, Any]:
         "method": args.method, "budget": args.budget, "columns": columns,
         "allocation": "per_column", "random_state": args.seed}})
     cc = run.pipeline.vocabulary
-    results, mappings = [], {}
-    for col in columns:
-        vc = cc.compressors[col]
-        results.append({"column": col, "vocabulary": int(len(vc.vocabulary_)),
-                        "I(X;C)": float(vc.mutual_information_full_),
-                        "I(Z;C)": float(vc.mutual_information_),
-                        "seconds": round(float(vc.fit_time_), 4)})
-        mappings[col] = {str(k): int(v) for k, v in vc.mapping_.items()}
-    total_x = sum(r["I(X;C)"] for r in results)
-    loss = (total_x - sum(r["I(Z;C)"] for r in results)) / total_x if total_x > 0 else 0.0
+    results, mappings, loss = _column_results(cc.compressors, columns)
     out = {"method": args.method, "budget": args.budget, "columns": results, "mi_loss": loss,
            "fitted_on": "train", "name": run.name, "split": run.split.to_record(),
            "metrics": run.metrics}
@@ -564,6 +555,22 @@ def cmd_compress(args) -> Dict[str, Any]:
         _atomic_write(args.out, lambda fh: fh.write(text.encode()))
         out["mapping"] = args.out
     return out
+
+
+def _column_results(compressors, columns) -> tuple:
+    """Per column (vocabulary size, I(X;C), I(Z;C), seconds), the value -> bucket maps, and
+    the total information loss, of fitted per-column compressors."""
+    results, mappings = [], {}
+    for col in columns:
+        vc = compressors[col]
+        results.append({"column": col, "vocabulary": int(len(vc.vocabulary_)),
+                        "I(X;C)": float(vc.mutual_information_full_),
+                        "I(Z;C)": float(vc.mutual_information_),
+                        "seconds": round(float(vc.fit_time_), 4)})
+        mappings[col] = {str(k): int(v) for k, v in vc.mapping_.items()}
+    total_x = sum(r["I(X;C)"] for r in results)
+    loss = (total_x - sum(r["I(Z;C)"] for r in results)) / total_x if total_x > 0 else 0.0
+    return results, mappings, loss
 
 
 def _compress_distributed(args, data, split, columns) -> Dict[str, Any]:
@@ -595,16 +602,7 @@ def _compress_distributed(args, data, split, columns) -> Dict[str, Any]:
                     split_id=split.split_id, dataset_fingerprint=data.fingerprint,
                     vocabulary=cc)
     pipe.columns_ = list(columns)
-    results, mappings = [], {}
-    for col in columns:
-        vc = comps[col]
-        results.append({"column": col, "vocabulary": int(len(vc.vocabulary_)),
-                        "I(X;C)": float(vc.mutual_information_full_),
-                        "I(Z;C)": float(vc.mutual_information_),
-                        "seconds": round(float(vc.fit_time_), 4)})
-        mappings[col] = {str(k): int(v) for k, v in vc.mapping_.items()}
-    total_x = sum(r["I(X;C)"] for r in results)
-    loss = (total_x - sum(r["I(Z;C)"] for r in results)) / total_x if total_x > 0 else 0.0
+    results, mappings, loss = _column_results(comps, columns)
     out = {"method": "threshold (distributed)", "budget": args.budget, "columns": results,
            "mi_loss": loss, "fitted_on": "train", "scheduler": args.scheduler,
            "name": f"Vocabulary distributed thresholding m={args.budget}",

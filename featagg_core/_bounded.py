@@ -37,6 +37,8 @@ from typing import Callable, Dict, List, NoReturn, Optional
 
 import numpy as np
 
+from ._docstrings import fill_doc
+
 #: default budget of one load through the Python API / command line, overridable with the
 #: environment variable ``FEATAGG_MAX_LOAD_MB`` or a reader's ``max_bytes=``
 DEFAULT_MAX_BYTES = 1 << 30
@@ -147,6 +149,7 @@ class Budget:
                f"{MAX_INFLATION_RATIO}x the input size")
         return f"{mib(self.allowance)} ({why})"
 
+    @fill_doc
     def charge(self, n: int, what: str, fail: Fail) -> None:
         """Add ``n`` bytes to the bytes used; refuse (via ``fail``) what would exceed the allowance.
 
@@ -156,8 +159,7 @@ class Budget:
             Bytes about to be inflated or allocated.
         what : str
             What they are, for the message.
-        fail : callable
-            ``fail(message)`` raises the caller's error (it does not return).
+        {fail}
         """
         n = int(n)
         if n < 0 or self.used + n > self.allowance:
@@ -165,6 +167,7 @@ class Budget:
                  "raise max_bytes (FEATAGG_MAX_LOAD_MB) to load it")
         self.used += n
 
+    @fill_doc
     def check_dims(self, dims: Dict[str, int], fail: Fail, bytes_per_entry: int = 8) -> None:
         """Refuse declared dimensions before anything of their size is allocated.
 
@@ -175,8 +178,7 @@ class Budget:
         ----------
         dims : dict of str to int
             What -> declared size (e.g. ``{"rows": n, "features": d}``).
-        fail : callable
-            ``fail(message)`` raises the caller's error (it does not return).
+        {fail}
         bytes_per_entry : int, default=8
             Bytes allocated per row or column.
         """
@@ -193,6 +195,7 @@ class Budget:
 
 
 # ------------------------------------------------------------------------------ zip
+@fill_doc
 def open_zip(data: bytes, fail: Fail, what: str = "archive") -> zipfile.ZipFile:
     """``data`` as a checked zip archive.
 
@@ -203,8 +206,7 @@ def open_zip(data: bytes, fail: Fail, what: str = "archive") -> zipfile.ZipFile:
     ----------
     data : bytes
         The archive's bytes.
-    fail : callable
-        ``fail(message)`` raises the caller's error (it does not return).
+    {fail}
     what : str, default="archive"
         What the file is, for messages.
 
@@ -239,15 +241,13 @@ def open_zip(data: bytes, fail: Fail, what: str = "archive") -> zipfile.ZipFile:
     return zf
 
 
+@fill_doc
 def member_info(zf: zipfile.ZipFile, name: str) -> Optional[zipfile.ZipInfo]:
     """The ``ZipInfo`` of member ``name``, or None when there is none.
 
     Parameters
     ----------
-    zf : zipfile.ZipFile
-        An archive opened by :func:`open_zip`.
-    name : str
-        The member's name.
+    {zip_member}
 
     Returns
     -------
@@ -260,6 +260,7 @@ def member_info(zf: zipfile.ZipFile, name: str) -> Optional[zipfile.ZipInfo]:
         return None
 
 
+@fill_doc
 def read_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
                 limit: Optional[int] = None) -> bytes:
     """The bytes of member ``name``, inflated within the budget.
@@ -269,14 +270,9 @@ def read_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
 
     Parameters
     ----------
-    zf : zipfile.ZipFile
-        An archive opened by :func:`open_zip`.
-    name : str
-        The member's name.
-    budget : Budget
-        The load's budget.
-    fail : callable
-        ``fail(message)`` raises the caller's error (it does not return).
+    {zip_member}
+    {budget}
+    {fail}
     limit : int, optional
         The most bytes this member may have.
 
@@ -311,6 +307,7 @@ def read_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
     return bytes(out)
 
 
+@fill_doc
 def read_npy_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
                     kinds: str = "biuf") -> np.ndarray:
     """The array of ``.npy`` member ``name``, never unpickled.
@@ -323,16 +320,8 @@ def read_npy_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
 
     Parameters
     ----------
-    zf : zipfile.ZipFile
-        An archive opened by :func:`open_zip`.
-    name : str
-        The member's name.
-    budget : Budget
-        The load's budget.
-    fail : callable
-        ``fail(message)`` raises the caller's error (it does not return).
-    kinds : str, default="biuf"
-        The allowed dtype kinds.
+    {zip_member}
+    {npy_checks}
 
     Returns
     -------
@@ -359,6 +348,7 @@ def read_npy_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
         fail(f"member {name!r} is unreadable ({type(exc).__name__}: {exc})")
 
 
+@fill_doc
 def read_npy_bytes(raw: bytes, budget: Budget, fail: Fail, kinds: str = "biuf") -> np.ndarray:
     """The array of a whole ``.npy`` file held in ``raw``.
 
@@ -369,12 +359,7 @@ def read_npy_bytes(raw: bytes, budget: Budget, fail: Fail, kinds: str = "biuf") 
     ----------
     raw : bytes
         The file's bytes.
-    budget : Budget
-        The load's budget.
-    fail : callable
-        ``fail(message)`` raises the caller's error (it does not return).
-    kinds : str, default="biuf"
-        The allowed dtype kinds.
+    {npy_checks}
 
     Returns
     -------
@@ -456,6 +441,7 @@ def json_depth_ok(text: bytes, max_depth: int) -> bool:
     return not step.size or int(np.cumsum(step, dtype=np.int64).max()) <= max_depth
 
 
+@fill_doc
 def loads_json(text: bytes, what: str, fail: Fail, max_depth: int = 64):
     """``json.loads`` of ``text`` after a nesting check; any failure goes to ``fail``.
 
@@ -465,8 +451,7 @@ def loads_json(text: bytes, what: str, fail: Fail, max_depth: int = 64):
         The document.
     what : str
         What it is, for the message.
-    fail : callable
-        ``fail(message)`` raises the caller's error (it does not return).
+    {fail}
     max_depth : int, default=64
         The deepest nesting allowed.
 
@@ -488,6 +473,7 @@ class _Refused(Exception):
     pass
 
 
+@fill_doc
 def parse_xml_safely(raw: bytes, fail: Fail, start=None, end=None, what: str = "XML") -> None:
     """Parse ``raw`` with expat, refusing a DOCTYPE, entity or notation declarations.
 
@@ -498,8 +484,7 @@ def parse_xml_safely(raw: bytes, fail: Fail, start=None, end=None, what: str = "
     ----------
     raw : bytes
         The document.
-    fail : callable
-        ``fail(message)`` raises the caller's error (it does not return).
+    {fail}
     start : callable, optional
         ``start(tag, attrs)`` receives each element's start (namespaces as ``{uri}tag``).
     end : callable, optional

@@ -21,6 +21,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ._docstrings import fill_doc
+
 __all__ = ["Cancelled", "check_cancel", "cancelling_progress", "stop_flag"]
 
 
@@ -45,6 +47,7 @@ def check_cancel(cancel) -> None:
         raise Cancelled("cancelled")
 
 
+@fill_doc
 def cancelling_progress(progress: Optional[Callable] = None, cancel=None,
                         lo: float = 0.0, hi: float = 1.0) -> Callable[[float, str], None]:
     """A ``callback(fraction, message)`` that checks ``cancel``, then forwards the progress.
@@ -55,8 +58,7 @@ def cancelling_progress(progress: Optional[Callable] = None, cancel=None,
 
     Parameters
     ----------
-    progress : callable, optional
-        ``progress(fraction, message)``.
+    {progress}
     cancel : threading.Event-like, optional
         Checked on every call.
     lo, hi : float, default=0.0, 1.0

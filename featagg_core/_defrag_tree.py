@@ -8,6 +8,8 @@ from typing import Iterator, List, Optional
 
 import numpy as np
 
+from ._docstrings import fill_doc
+
 __all__ = ["DefragTree"]
 
 
@@ -60,13 +62,13 @@ class DefragTree:
         """
         return int(self.depth.max()) if self.n_nodes else 0
 
+    @fill_doc
     def is_leaf(self, node: int) -> bool:
         """Whether ``node`` is a leaf (a cluster).
 
         Parameters
         ----------
-        node : int
-            A node id.
+        {node}
 
         Returns
         -------
@@ -74,13 +76,13 @@ class DefragTree:
         """
         return bool(self.left[node] < 0)
 
+    @fill_doc
     def children(self, node: int) -> List[int]:
         """The children of ``node``, left before right (empty for a leaf).
 
         Parameters
         ----------
-        node : int
-            A node id.
+        {node}
 
         Returns
         -------
@@ -88,13 +90,13 @@ class DefragTree:
         """
         return [int(c) for c in (self.left[node], self.right[node]) if c >= 0]
 
+    @fill_doc
     def members(self, node: int) -> np.ndarray:
         """Feature indices under ``node`` (sorted ascending).
 
         Parameters
         ----------
-        node : int
-            A node id.
+        {node}
 
         Returns
         -------

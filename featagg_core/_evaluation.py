@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._split import ROWS, Split, check_split_fits, row_indices, take_rows
+from ._docstrings import fill_doc
 
 __all__ = ["evaluate", "refrag_alpha_curve", "erasure_curve", "elbow", "bucket_metrics",
            "predictions", "Predictions", "feature_selection_comparison",
@@ -119,6 +120,14 @@ def _rows(data, split, rows):
     return take_rows(data, split, rows)
 
 
+def _applicable_rows(pipeline, data, split, rows):
+    """The pipeline of ``pipeline`` (a Pipeline or Run), checked against ``data`` and
+    ``split`` (:func:`check_applicable`), and the data of ``rows`` of the split."""
+    pipe = _pipeline_of(pipeline)
+    check_applicable(pipe, data, split)
+    return pipe, _rows(data, split, rows)
+
+
 def _inv_propensity(data, split):
     from .metrics import inverse_propensity
     return inverse_propensity(data.Y[split.train])
@@ -214,6 +223,7 @@ def _vocabulary_totals(per_column) -> Dict[str, float]:
 
 
 # ----------------------------------------------------------------------------- evaluate
+@fill_doc
 def evaluate(pipeline, data, split: Split, rows: str = "test", ks: Sequence[int] = (1, 3, 5),
              *, n_seeds: int = 10) -> Dict[str, float]:
     """Score a fitted pipeline (or a run) on ``rows`` of ``split``: a flat ``{name: float}``.
@@ -231,16 +241,8 @@ def evaluate(pipeline, data, split: Split, rows: str = "test", ks: Sequence[int]
 
     Parameters
     ----------
-    pipeline : Pipeline or Run
-        A fitted pipeline, or a finished run holding one.
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset the pipeline was fitted on.
-    split : Split
-        The split it was fitted on.
-    rows : {"test", "valid", "train", "train+valid"}, default="test"
-        Which rows of the split to score.
-    ks : sequence of int, default=(1, 3, 5)
-        The cut-offs of the ranking metrics.
+    {evaluated}
+    {ks_ranking}
     n_seeds : int, default=10
         k-means seeds of the feature-selection scores.
 
@@ -312,19 +314,13 @@ class Predictions(NamedTuple):
     rows: np.ndarray
 
 
+@fill_doc
 def predictions(pipeline, data, split: Split, rows: str = "test", k: int = 5) -> Predictions:
     """The score matrices the pages show examples from (no metric computed here).
 
     Parameters
     ----------
-    pipeline : Pipeline or Run
-        A fitted pipeline, or a finished run holding one.
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset the pipeline was fitted on.
-    split : Split
-        The split it was fitted on.
-    rows : {"test", "valid", "train", "train+valid"}, default="test"
-        Which rows of the split to score.
+    {evaluated}
     k : int, default=5
         Labels kept per row.
 
@@ -335,19 +331,16 @@ def predictions(pipeline, data, split: Split, rows: str = "test", k: int = 5) ->
 
     Raises
     ------
-    ValueError
-        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
-        not of the kind the function needs.
+    {not_applicable}
     """
-    pipe = _pipeline_of(pipeline)
-    check_applicable(pipe, data, split)
-    part = _rows(data, split, rows)
+    pipe, part = _applicable_rows(pipeline, data, split, rows)
     final, base = _final_and_base(pipe, part.X, int(k))
     idx = row_indices(split, rows)[0]
     return Predictions(final, base, sp.csr_matrix(part.Y), sp.csr_matrix(data.Y[split.train]),
                        idx)
 
 
+@fill_doc
 def bucket_metrics(pipeline, data, split: Split, rows: str = "test", k: int = 5,
                    n_buckets: int = 5):
     """Accuracy and coverage per label-frequency bucket.
@@ -358,14 +351,7 @@ def bucket_metrics(pipeline, data, split: Split, rows: str = "test", k: int = 5,
 
     Parameters
     ----------
-    pipeline : Pipeline or Run
-        A fitted pipeline, or a finished run holding one.
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset the pipeline was fitted on.
-    split : Split
-        The split it was fitted on.
-    rows : {"test", "valid", "train", "train+valid"}, default="test"
-        Which rows of the split to score.
+    {evaluated}
     k : int, default=5
         The cut-off.
     n_buckets : int, default=5
@@ -382,9 +368,7 @@ def bucket_metrics(pipeline, data, split: Split, rows: str = "test", k: int = 5,
 
     Raises
     ------
-    ValueError
-        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
-        not of the kind the function needs.
+    {not_applicable}
     """
     import pandas as pd
 
@@ -426,6 +410,7 @@ def _covered_labels(Y, S, k) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- sweeps
+@fill_doc
 def refrag_alpha_curve(pipeline, data, split: Split, alphas: Sequence[float] = DEFAULT_ALPHAS,
                        rows: str = "test", ks: Sequence[int] = (5,)):
     """REFRAG's trade-off: the pipeline's ranking metrics (at ``ks``) for every α.
@@ -435,16 +420,11 @@ def refrag_alpha_curve(pipeline, data, split: Split, alphas: Sequence[float] = D
 
     Parameters
     ----------
-    pipeline : Pipeline or Run
-        A fitted pipeline, or a finished run holding one.
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset the pipeline was fitted on.
-    split : Split
-        The split it was fitted on.
+    {pipeline_fitted}
+    {data_split_fitted}
     alphas : sequence of float, default=DEFAULT_ALPHAS
         The mixing weights to try.
-    rows : {"test", "valid", "train", "train+valid"}, default="test"
-        Which rows of the split to score.
+    {rows_scored}
     ks : sequence of int, default=(5,)
         The cut-offs.
 
@@ -477,6 +457,7 @@ def refrag_alpha_curve(pipeline, data, split: Split, alphas: Sequence[float] = D
     return pd.DataFrame(out)
 
 
+@fill_doc
 def erasure_curve(pipeline, data, split: Split, fractions: Sequence[float] = DEFAULT_FRACTIONS,
                   rows: str = "test", ks: Sequence[int] = (1, 3, 5), *, random_state: int = 0,
                   max_rows: Optional[int] = None):
@@ -488,16 +469,11 @@ def erasure_curve(pipeline, data, split: Split, fractions: Sequence[float] = DEF
 
     Parameters
     ----------
-    pipeline : Pipeline or Run
-        A fitted pipeline, or a finished run holding one.
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset the pipeline was fitted on.
-    split : Split
-        The split it was fitted on.
+    {pipeline_fitted}
+    {data_split_fitted}
     fractions : sequence of float, default=DEFAULT_FRACTIONS
         The fractions of features to erase.
-    rows : {"test", "valid", "train", "train+valid"}, default="test"
-        Which rows of the split to score.
+    {rows_scored}
     ks : sequence of int, default=(1, 3, 5)
         The cut-offs.
     random_state : int, default=0
@@ -512,9 +488,7 @@ def erasure_curve(pipeline, data, split: Split, fractions: Sequence[float] = DEF
 
     Raises
     ------
-    ValueError
-        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
-        not of the kind the function needs.
+    {not_applicable}
     """
     import pandas as pd
 
@@ -541,6 +515,7 @@ def erasure_curve(pipeline, data, split: Split, fractions: Sequence[float] = DEF
     return pd.DataFrame(out)
 
 
+@fill_doc
 def elbow(data, split: Split, ks: Sequence[int] = (2, 4, 8, 16, 32, 64), *, pipeline=None,
           representation: str = "input", random_state: int = 0):
     """The K elbow of KTXMLC's root on the *training* rows.
@@ -550,10 +525,7 @@ def elbow(data, split: Split, ks: Sequence[int] = (2, 4, 8, 16, 32, 64), *, pipe
 
     Parameters
     ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset the pipeline was fitted on.
-    split : Split
-        The split it was fitted on.
+    {data_split_fitted}
     ks : sequence of int, default=(2, 4, 8, 16, 32, 64)
         The numbers of clusters K to try.
     pipeline : Pipeline or Run, optional
@@ -588,6 +560,7 @@ def elbow(data, split: Split, ks: Sequence[int] = (2, 4, 8, 16, 32, 64), *, pipe
                        random_state=random_state)
 
 
+@fill_doc
 def feature_selection_comparison(data, split: Split, base=None, methods: Optional[dict] = None,
                                  ds: Sequence[int] = DEFAULT_DS, rows: str = "test",
                                  n_seeds: int = 3, progress=None, cancel=None) -> dict:
@@ -610,14 +583,9 @@ def feature_selection_comparison(data, split: Split, base=None, methods: Optiona
         Title -> feature_selection sub-spec of each baseline.
     ds : sequence of int, default=DEFAULT_DS
         The numbers of top features to score.
-    rows : {"test", "valid", "train", "train+valid"}, default="test"
-        Which rows of the split to score.
-    n_seeds : int, default=3
-        k-means seeds per score.
-    progress : callable, optional
-        ``progress(fraction, message)``.
-    cancel : threading.Event-like, optional
-        Stops the work between steps (raises ``Cancelled``).
+    {rows_scored}
+    {n_seeds}
+    {work_progress}
 
     Returns
     -------
@@ -672,19 +640,13 @@ def feature_selection_comparison(data, split: Split, base=None, methods: Optiona
     return {"ds": ds, "methods": out, "n_seeds": int(n_seeds)}
 
 
+@fill_doc
 def vocabulary_report(pipeline, data, split: Split, rows: str = "test"):
     """Per compressed column, on ``rows``, what the compression keeps.
 
     Parameters
     ----------
-    pipeline : Pipeline or Run
-        A fitted pipeline, or a finished run holding one.
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset the pipeline was fitted on.
-    split : Split
-        The split it was fitted on.
-    rows : {"test", "valid", "train", "train+valid"}, default="test"
-        Which rows of the split to score.
+    {evaluated}
 
     Returns
     -------
@@ -695,14 +657,10 @@ def vocabulary_report(pipeline, data, split: Split, rows: str = "test"):
 
     Raises
     ------
-    ValueError
-        When the pipeline cannot be scored on these rows (:func:`check_applicable`) or is
-        not of the kind the function needs.
+    {not_applicable}
     """
     import pandas as pd
-    pipe = _pipeline_of(pipeline)
-    check_applicable(pipe, data, split)
-    part = _rows(data, split, rows)
+    pipe, part = _applicable_rows(pipeline, data, split, rows)
     per_col = _vocabulary_scores(pipe.vocabulary, pipe.columns_, part.table, part.labels)
     df = pd.DataFrame(per_col)
     df["MI loss"] = np.where(df["I(X;C)"] > 0, (df["I(X;C)"] - df["I(Z;C)"]).clip(lower=0)
@@ -710,6 +668,7 @@ def vocabulary_report(pipeline, data, split: Split, rows: str = "test"):
     return df
 
 
+@fill_doc
 def vocabulary_budget_curve(data, split: Split, spec: dict, budgets: Sequence[int],
                             rows: str = "test", progress=None, cancel=None):
     """MI loss against the budget.
@@ -719,20 +678,13 @@ def vocabulary_budget_curve(data, split: Split, spec: dict, budgets: Sequence[in
 
     Parameters
     ----------
-    data : CategoricalData
-        The table.
-    split : Split
-        Its split.
+    {table_data_split}
     spec : dict
         A run spec with a vocabulary step.
     budgets : sequence of int
         The per-column budgets m.
-    rows : {"test", "valid", "train", "train+valid"}, default="test"
-        Which rows of the split to score.
-    progress : callable, optional
-        ``progress(fraction, message)``.
-    cancel : threading.Event-like, optional
-        Stops the work between steps (raises ``Cancelled``).
+    {rows_scored}
+    {work_progress}
 
     Returns
     -------

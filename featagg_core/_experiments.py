@@ -35,6 +35,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ._docstrings import fill_doc
+
 __all__ = ["Experiment", "defrag_tradeoff", "ktxmlc_sweep", "DEFAULT_D0S", "DEFAULT_TREES",
            "DEFAULT_KS", "KEEP_P1", "run_specs"]
 
@@ -106,25 +108,22 @@ class Experiment:
 
 
 # ----------------------------------------------------------------------------- running
+@fill_doc
 def run_specs(data, split, specs: Sequence[dict], *, bases: Optional[Sequence] = None,
               progress=None, cancel=None, weights: Optional[Sequence[float]] = None):
     """``run_pipeline`` for each spec in turn; stops at the first cancelled run.
 
     Parameters
     ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset.
-    split : Split
-        Its split.
+    {data_any}
+    {split_its}
     specs : sequence of dict
         The run specs.
     bases : sequence, optional
         ``bases[i]``: a base for the i-th run (a Run or Pipeline), or a callable receiving
         the finished runs and returning one.
-    progress : callable, optional
-        ``progress(fraction, message)``.
-    cancel : threading.Event-like, optional
-        Stops the experiment (what finished is kept, ``status="cancelled"``).
+    {progress}
+    {cancel_experiment_status}
     weights : sequence of float, optional
         Share the progress bar between the specs.
 
@@ -207,6 +206,7 @@ def _classifier_params(kind: str, params: Optional[dict]) -> dict:
     return p
 
 
+@fill_doc
 def defrag_tradeoff(data, split, d0s: Sequence[int] = DEFAULT_D0S,
                     classifiers: Sequence[str] = ("ktxmlc", "ova"), *,
                     per_tree: bool = True, params: Optional[Dict[str, dict]] = None,
@@ -217,10 +217,7 @@ def defrag_tradeoff(data, split, d0s: Sequence[int] = DEFAULT_D0S,
 
     Parameters
     ----------
-    data : MultiLabelData
-        The dataset.
-    split : Split
-        Its split (everything is fitted on the training rows, scored on the test rows).
+    {ml_experiment_data}
     d0s : sequence of int, default=DEFAULT_D0S
         The d0 values (largest leaf cluster; d0 = 1 or a d0 >= d keeps every feature).
     classifiers : sequence of str, default=("ktxmlc", "ova")
@@ -233,12 +230,7 @@ def defrag_tradeoff(data, split, d0s: Sequence[int] = DEFAULT_D0S,
         ones on raw and DEFRAG features.
     representation, random_state : str, int
         DEFRAG's (the classifiers keep their own seed).
-    progress : callable, optional
-        ``progress(fraction, message)``.
-    cancel : threading.Event-like, optional
-        Stops the experiment (what finished is kept, ``status="cancelled"``).
-    ks : sequence of int, default=(1, 3, 5)
-        The cut-offs of the ranking metrics.
+    {experiment_progress_status}
 
     Returns
     -------
@@ -382,6 +374,7 @@ def _tradeoff_summary(rows, kinds, per_tree):
 
 
 # ----------------------------------------------------------------------------- sweeps
+@fill_doc
 def ktxmlc_sweep(data, split, param: str = "n_clusters",
                  values: Optional[Sequence[int]] = None, *, spec: Optional[dict] = None,
                  with_elbow: bool = True, progress: Optional[Callable] = None, cancel=None,
@@ -394,10 +387,7 @@ def ktxmlc_sweep(data, split, param: str = "n_clusters",
 
     Parameters
     ----------
-    data : MultiLabelData
-        The dataset.
-    split : Split
-        Its split (everything is fitted on the training rows, scored on the test rows).
+    {ml_experiment_data}
     param : {"n_clusters", "n_trees"}, default="n_clusters"
         What the sweep varies.
     values : sequence of int, optional
@@ -407,12 +397,7 @@ def ktxmlc_sweep(data, split, param: str = "n_clusters",
         "defrag" step).
     with_elbow : bool, default=True
         Also compute the K elbow.
-    progress : callable, optional
-        ``progress(fraction, message)``.
-    cancel : threading.Event-like, optional
-        Stops the experiment (what finished is kept, ``status="cancelled"``).
-    ks : sequence of int, default=(1, 3, 5)
-        The cut-offs of the ranking metrics.
+    {experiment_progress_status}
 
     Returns
     -------

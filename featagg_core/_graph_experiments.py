@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._experiments import Experiment, run_specs
+from ._docstrings import fill_doc
 
 __all__ = ["bmgufs_protocol", "bmgufs_heatmap", "bmgufs_robustness", "perturb_edges",
            "DEFAULT_SELECTION_DS", "PERTURBATIONS"]
@@ -63,6 +64,7 @@ def _scores(part, selected, n_seeds, cancel=None):
 
 
 # ----------------------------------------------------------------------------- protocol
+@fill_doc
 def bmgufs_protocol(data, split, ds: Sequence[int] = DEFAULT_SELECTION_DS, *,
                     bmgufs: Optional[dict] = None, baselines: Optional[dict] = None,
                     n_seeds: int = 3, rows: str = "test", progress: Optional[Callable] = None,
@@ -71,10 +73,7 @@ def bmgufs_protocol(data, split, ds: Sequence[int] = DEFAULT_SELECTION_DS, *,
 
     Parameters
     ----------
-    data : GraphData
-        The graph (its nodes need classes).
-    split : Split
-        Its split (rankings are fitted on the training nodes' subgraph).
+    {graph_experiment_data}
     ds : sequence of int, default=DEFAULT_SELECTION_DS
         The numbers of selected features.
     bmgufs : dict, optional
@@ -83,14 +82,8 @@ def bmgufs_protocol(data, split, ds: Sequence[int] = DEFAULT_SELECTION_DS, *,
     baselines : dict, optional
         Title -> feature_selection sub-spec (default the page's
         :data:`featagg_core.experiment.SELECTION_BASELINES`).
-    n_seeds : int, default=3
-        k-means seeds per score.
-    rows : {"test", "valid", "train", "train+valid"}, default="test"
-        The nodes the selections are scored on.
-    progress : callable, optional
-        ``progress(fraction, message)``.
-    cancel : threading.Event-like, optional
-        Stops the experiment (what finished is kept).
+    {graph_scoring}
+    {experiment_progress}
 
     Returns
     -------
@@ -101,9 +94,7 @@ def bmgufs_protocol(data, split, ds: Sequence[int] = DEFAULT_SELECTION_DS, *,
 
     Raises
     ------
-    ValueError
-        For a dataset that is not a graph with classes, or held-out nodes of fewer than two
-        classes.
+    {not_a_graph}
     """
     from ._cancel import Cancelled, cancelling_progress
     from ._evaluation import SELECTION_BASELINES, _rows, feature_selection_comparison
@@ -228,6 +219,7 @@ def _heatmap_cells(cells, grid, kw, prob, max_iter, eta, d, part, n_seeds, progr
         grid.append(row)
 
 
+@fill_doc
 def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = None,
                    gammas: Optional[Sequence[float]] = None, *, bmgufs: Optional[dict] = None,
                    n_seeds: int = 3, rows: str = "test", progress: Optional[Callable] = None,
@@ -240,24 +232,15 @@ def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = 
 
     Parameters
     ----------
-    data : GraphData
-        The graph (its nodes need classes).
-    split : Split
-        Its split (rankings are fitted on the training nodes' subgraph).
+    {graph_experiment_data}
     d : int, default=64
         Features selected.
     betas, gammas : sequence of float, optional
         The grid.
     bmgufs : dict, optional
         Extra BMGUFS spec keys.
-    n_seeds : int, default=3
-        k-means seeds per score.
-    rows : {"test", "valid", "train", "train+valid"}, default="test"
-        The nodes the selections are scored on.
-    progress : callable, optional
-        ``progress(fraction, message)``.
-    cancel : threading.Event-like, optional
-        Stops the experiment (what finished is kept).
+    {graph_scoring}
+    {experiment_progress}
 
     Returns
     -------
@@ -267,9 +250,7 @@ def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = 
 
     Raises
     ------
-    ValueError
-        For a dataset that is not a graph with classes, or held-out nodes of fewer than two
-        classes.
+    {not_a_graph}
     """
     from ._bmgufs_support import PAPER_BETAS, PAPER_GAMMAS
     from ._cancel import Cancelled, cancelling_progress
@@ -414,6 +395,7 @@ def _robustness_levels(fractions, curve, A, Y, d, kw, labels, Xf, part, n_seeds,
         cb(1.0, f"{100 * p:.0f} % of the edges moved: scored")
 
 
+@fill_doc
 def bmgufs_robustness(data, split, d: int = 64,
                       fractions: Sequence[float] = PERTURBATIONS, *,
                       bmgufs: Optional[dict] = None, n_seeds: int = 3, rows: str = "test",
@@ -426,26 +408,17 @@ def bmgufs_robustness(data, split, d: int = 64,
 
     Parameters
     ----------
-    data : GraphData
-        The graph (its nodes need classes).
-    split : Split
-        Its split (rankings are fitted on the training nodes' subgraph).
+    {graph_experiment_data}
     d : int, default=64
         Features selected.
     fractions : sequence of float, default=PERTURBATIONS
         Fractions of the edges moved.
     bmgufs : dict, optional
         Extra BMGUFS spec keys.
-    n_seeds : int, default=3
-        k-means seeds per score.
-    rows : {"test", "valid", "train", "train+valid"}, default="test"
-        The nodes the selections are scored on.
+    {graph_scoring}
     random_state : int, default=0
         Seeds the perturbations.
-    progress : callable, optional
-        ``progress(fraction, message)``.
-    cancel : threading.Event-like, optional
-        Stops the experiment (what finished is kept).
+    {experiment_progress}
 
     Returns
     -------
@@ -454,9 +427,7 @@ def bmgufs_robustness(data, split, d: int = 64,
 
     Raises
     ------
-    ValueError
-        For a dataset that is not a graph with classes, or held-out nodes of fewer than two
-        classes.
+    {not_a_graph}
     """
     from . import feature_selection_baselines as fsb
     from ._cancel import Cancelled

@@ -16,7 +16,29 @@ import scipy.sparse as sp
 from ._kernels import exact as _ke
 from ._polling import call_polled, new_stop
 
-__all__ = ["exact_xt_y", "ExactRows", "Partial", "partial_xt_y", "merge", "rounded"]
+__all__ = ["cluster_membership", "exact_xt_y", "ExactRows", "Partial", "partial_xt_y", "merge",
+           "rounded"]
+
+
+def cluster_membership(labels, n_clusters: int, n_features: int) -> sp.csr_matrix:
+    """The 0/1 d x K matrix G with ``G[j, labels[j]] = 1``, so ``X @ G`` sums each cluster.
+
+    Parameters
+    ----------
+    labels : int array (d,)
+        The cluster of every feature, in ``[0, n_clusters)``.
+    n_clusters : int
+        K.
+    n_features : int
+        d, the length of ``labels``.
+
+    Returns
+    -------
+    csr_matrix of float32 (d, K)
+    """
+    d = n_features
+    return sp.csr_matrix((np.ones(d, np.float32), labels, np.arange(d + 1)),
+                         shape=(d, n_clusters))
 
 
 def _n_chunks() -> int:

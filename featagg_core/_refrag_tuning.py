@@ -36,6 +36,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from ._cancel import check_cancel
+from ._docstrings import fill_doc
 
 __all__ = ["TUNE_GRID", "CARVE_FRACTION", "grid_points", "choose", "tune_on_rows",
            "tune_reranker"]
@@ -135,6 +136,7 @@ def _batch_scores(Y, tops: List[np.ndarray], k: int) -> List[Tuple[float, float,
     return out
 
 
+@fill_doc
 def tune_on_rows(reranker, X_rows, base_scores, Y_rows, inv, *, max_drop: float,
                  grid: Dict[str, tuple] = TUNE_GRID, cancel=None,
                  progress: Optional[Callable[[float, str], None]] = None
@@ -161,10 +163,7 @@ def tune_on_rows(reranker, X_rows, base_scores, Y_rows, inv, *, max_drop: float,
         As :func:`choose`.
     grid : dict of str to tuple, default=TUNE_GRID
         The knobs' values.
-    cancel : threading.Event-like, optional
-        Stops the tuning (raises ``Cancelled``).
-    progress : callable, optional
-        ``progress(fraction, message)``.
+    {tuning_progress}
 
     Returns
     -------
@@ -235,6 +234,7 @@ def _shortlist(pipe, X, width: int):
     return Xq, pipe.classifier.predict_scores(pipe._features(Xq), k=width)
 
 
+@fill_doc
 def tune_reranker(reranker, data, split, spec: dict, pipe, clustering, cancel=None,
                   progress: Optional[Callable[[float, str], None]] = None):
     """Tune a REFRAG fitted on ``split.train`` as the module docstring says.
@@ -245,8 +245,7 @@ def tune_reranker(reranker, data, split, spec: dict, pipe, clustering, cancel=No
         The fitted re-ranker, part of ``pipe``.
     data : MultiLabelData
         The dataset.
-    split : Split
-        Its split.
+    {split_its}
     spec : dict
         The canonical run spec.
     pipe : Pipeline
@@ -254,10 +253,7 @@ def tune_reranker(reranker, data, split, spec: dict, pipe, clustering, cancel=No
     clustering : Defrag or FeatureClusters
         The feature clustering REFRAG uses (refitting on the carved rows uses the spec's
         own one when it has it).
-    cancel : threading.Event-like, optional
-        Stops the tuning (raises ``Cancelled``).
-    progress : callable, optional
-        ``progress(fraction, message)``.
+    {tuning_progress}
 
     Returns
     -------

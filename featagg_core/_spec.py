@@ -26,6 +26,8 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
+from ._docstrings import fill_doc
+
 __all__ = ["canonical_spec", "spec_kind", "run_name", "check_spec_fits", "STEP_ORDER",
            "KINDS", "FEATURE_SELECTION_KINDS", "FEATURE_CLUSTERING_KINDS"]
 
@@ -452,13 +454,11 @@ def _check_per_tree(spec: dict) -> None:
                                           "(member t uses seed random_state + t for both)")
 
 
+@fill_doc
 def spec_json(spec: dict) -> str:
     """Canonical JSON text of a canonical spec (keys sorted, no spaces).
 
-    Parameters
-    ----------
-    spec : dict
-        A canonical spec (:func:`canonical_spec`).
+    {canonical_spec_params}
 
     Returns
     -------
@@ -468,6 +468,7 @@ def spec_json(spec: dict) -> str:
     return json.dumps(spec, sort_keys=True, separators=(",", ":"))
 
 
+@fill_doc
 def check_spec_fits(spec: dict, data) -> None:
     """ValueError when a canonical spec does not fit the dataset.
 
@@ -475,10 +476,8 @@ def check_spec_fits(spec: dict, data) -> None:
 
     Parameters
     ----------
-    spec : dict
-        A canonical spec (:func:`canonical_spec`).
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset.
+    {canonical_spec}
+    {data_any}
 
     Raises
     ------
@@ -551,16 +550,14 @@ _SELECTION_TITLES = {"laplacian": "Laplacian score", "spec": "SPEC", "ndfs": "ND
                      "variance": "variance", "random": "random"}
 
 
+@fill_doc
 def run_name(spec: dict) -> str:
     """A short human name for a canonical spec.
 
     "KTXMLC K=2 T=3 · DEFRAG d0=8", "One-vs-all C=1", "DEFRAG-XY d0=8", "k-means K=256
     (XY)", "BMGUFS d=64 β̄=0.6 γ=2", "Vocabulary submodular m=10", "… + REFRAG α=0.4".
 
-    Parameters
-    ----------
-    spec : dict
-        A canonical spec (:func:`canonical_spec`).
+    {canonical_spec_params}
 
     Returns
     -------
@@ -609,6 +606,7 @@ def run_name(spec: dict) -> str:
     return name
 
 
+@fill_doc
 def sub_spec(spec: dict, step: str) -> Optional[dict]:
     """The part of a canonical spec a fitted step depends on.
 
@@ -617,8 +615,7 @@ def sub_spec(spec: dict, step: str) -> Optional[dict]:
 
     Parameters
     ----------
-    spec : dict
-        A canonical spec (:func:`canonical_spec`).
+    {canonical_spec}
     step : str
         The fitted step's name, as in the pipeline: "defrag", "classifier", "reranker",
         "imputer", "feature_clustering", "selector" or "vocabulary".

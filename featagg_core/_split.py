@@ -22,6 +22,8 @@ from typing import Optional
 
 import numpy as np
 
+from ._docstrings import fill_doc
+
 __all__ = ["Split", "make_split", "split_rows", "ROWS", "row_indices", "n_rows_of",
            "has_own_test", "check_split_fits", "take_rows"]
 
@@ -29,13 +31,11 @@ __all__ = ["Split", "make_split", "split_rows", "ROWS", "row_indices", "n_rows_o
 ROWS = ("train", "valid", "test", "train+valid")
 
 
+@fill_doc
 def has_own_test(data) -> bool:
     """Whether ``data`` is a multi-label dataset that ships its own (non-empty) test part.
 
-    Parameters
-    ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset.
+    {data_any_params}
 
     Returns
     -------
@@ -48,13 +48,11 @@ def has_own_test(data) -> bool:
     return Xt is not None and Yt is not None and Xt.shape[0] > 0
 
 
+@fill_doc
 def n_rows_of(data) -> int:
     """Rows a split divides: points of ``X`` (multi-label), nodes (graph), rows (table).
 
-    Parameters
-    ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset.
+    {data_any_params}
 
     Returns
     -------
@@ -259,13 +257,13 @@ def make_split(data, test_size: Optional[float] = 0.2, valid_size: float = 0.0,
                  dataset_name=str(getattr(data, "name", "") or ""), dataset_kind=data.kind)
 
 
+@fill_doc
 def check_split_fits(data, split: Split) -> None:
     """ValueError unless ``split`` was made for ``data`` (same fingerprint).
 
     Parameters
     ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset.
+    {data_any}
     split : Split
         The split to check.
 
@@ -282,6 +280,7 @@ def check_split_fits(data, split: Split) -> None:
                          "make a split of this dataset with make_split(data)")
 
 
+@fill_doc
 def row_indices(split: Split, rows: str):
     """The indices of ``rows`` and the part of the dataset they index.
 
@@ -289,8 +288,7 @@ def row_indices(split: Split, rows: str):
     ----------
     split : Split
         The split.
-    rows : {"train", "valid", "test", "train+valid"}
-        Which rows of the split.
+    {rows_split}
 
     Returns
     -------
@@ -316,6 +314,7 @@ def row_indices(split: Split, rows: str):
     return _frozen(np.concatenate([split.train, split.valid])), "main"
 
 
+@fill_doc
 def split_rows(data, split: Split, rows: str):
     """A container of the same kind holding only ``rows`` of ``split``.
 
@@ -324,17 +323,9 @@ def split_rows(data, split: Split, rows: str):
 
     Parameters
     ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset.
-    split : Split
-        A split of ``data``.
-    rows : {"train", "valid", "test", "train+valid"}
-        Which rows of the split.
+    {split_rows_args}
 
-    Returns
-    -------
-    MultiLabelData, GraphData or CategoricalData
-        The rows' data.
+    {rows_data_returns}
 
     Raises
     ------
@@ -345,22 +336,15 @@ def split_rows(data, split: Split, rows: str):
     return take_rows(data, split, rows)
 
 
+@fill_doc
 def take_rows(data, split: Split, rows: str):
     """:func:`split_rows` without the fingerprint check (for callers that made it once).
 
     Parameters
     ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset.
-    split : Split
-        A split of ``data``.
-    rows : {"train", "valid", "test", "train+valid"}
-        Which rows of the split.
+    {split_rows_args}
 
-    Returns
-    -------
-    MultiLabelData, GraphData or CategoricalData
-        The rows' data.
+    {rows_data_returns}
     """
     from .data import CategoricalData, GraphData, MultiLabelData
 

@@ -15,6 +15,7 @@ from typing import Callable, Optional, Tuple
 import numpy as np
 
 from ._cancel import check_cancel
+from ._docstrings import fill_doc
 
 Progress = Optional[Callable[[float, str], None]]
 
@@ -64,6 +65,7 @@ def flexible_progress(progress: Progress, what: str):
 
 
 # ----------------------------------------------------------------------------- multilabel
+@fill_doc
 def fit_defrag(X, Y, params: dict, progress: Progress = None, scheduler=None):
     """A Defrag fitted on training rows X, Y.
 
@@ -71,14 +73,10 @@ def fit_defrag(X, Y, params: dict, progress: Progress = None, scheduler=None):
 
     Parameters
     ----------
-    X : scipy.sparse.csr_matrix of shape (n, d)
-        The training rows' features.
-    Y : scipy.sparse.csr_matrix of shape (n, L)
-        Their 0/1 labels.
+    {train_XY}
     params : dict
         Defrag's parameters (no ``per_tree``).
-    progress : callable, optional
-        ``progress(fraction, message)``.
+    {progress}
     scheduler : None, "serial", str or dask.distributed.Client, optional
         Where to fit (None: here).
 
@@ -98,6 +96,7 @@ def fit_defrag(X, Y, params: dict, progress: Progress = None, scheduler=None):
                progress=levels if progress is not None else None, **params)
 
 
+@fill_doc
 def fit_classifier(X, Y, params: dict, progress: Progress = None, scheduler=None):
     """KTXMLC or OneVsAll (``params["kind"]``) fitted on training rows.
 
@@ -106,14 +105,10 @@ def fit_classifier(X, Y, params: dict, progress: Progress = None, scheduler=None
 
     Parameters
     ----------
-    X : scipy.sparse.csr_matrix of shape (n, d)
-        The training rows' features.
-    Y : scipy.sparse.csr_matrix of shape (n, L)
-        Their 0/1 labels.
+    {train_XY}
     params : dict
         The classifier sub-spec (``kind`` and the estimator's parameters).
-    progress : callable, optional
-        ``progress(fraction, message)``.
+    {progress}
     scheduler : None, "serial", str or dask.distributed.Client, optional
         Where to fit (None: here).
 
@@ -134,21 +129,18 @@ def fit_classifier(X, Y, params: dict, progress: Progress = None, scheduler=None
     return model
 
 
+@fill_doc
 def fit_per_tree(X, Y, defrag: dict, classifier: dict, progress: Progress = None):
     """The DEFRAG paper's ensemble: one Defrag and one single-tree KTXMLC per tree.
 
     Parameters
     ----------
-    X : scipy.sparse.csr_matrix of shape (n, d)
-        The training rows' features.
-    Y : scipy.sparse.csr_matrix of shape (n, L)
-        Their 0/1 labels.
+    {train_XY}
     defrag : dict
         The DEFRAG sub-spec.
     classifier : dict
         The KTXMLC sub-spec (``n_trees`` trees).
-    progress : callable, optional
-        ``progress(fraction, message)``.
+    {progress}
 
     Returns
     -------
@@ -167,15 +159,13 @@ def fit_per_tree(X, Y, defrag: dict, classifier: dict, progress: Progress = None
     return model
 
 
+@fill_doc
 def fit_refrag(X, Y, params: dict, clustering):
     """REFRAG prototypes from training rows and a fitted feature clustering.
 
     Parameters
     ----------
-    X : scipy.sparse.csr_matrix of shape (n, d)
-        The training rows' features.
-    Y : scipy.sparse.csr_matrix of shape (n, L)
-        Their 0/1 labels.
+    {train_XY}
     params : dict
         The rerank sub-spec (``shortlist`` and REFRAG's parameters).
     clustering : Defrag or FeatureClusters
@@ -214,6 +204,7 @@ def fit_fiat(X, params: dict, clustering):
     return Fiat(clustering, **kw).fit(X)
 
 
+@fill_doc
 def fit_feature_clustering(X, Y, params: dict, progress: Progress = None):
     """A flat feature clustering of the training rows.
 
@@ -223,14 +214,10 @@ def fit_feature_clustering(X, Y, params: dict, progress: Progress = None):
 
     Parameters
     ----------
-    X : scipy.sparse.csr_matrix of shape (n, d)
-        The training rows' features.
-    Y : scipy.sparse.csr_matrix of shape (n, L)
-        Their 0/1 labels.
+    {train_XY}
     params : dict
         The feature_clustering sub-spec.
-    progress : callable, optional
-        ``progress(fraction, message)``.
+    {progress}
 
     Returns
     -------
@@ -270,6 +257,7 @@ def _n_classes(y) -> int:
     return int(np.unique(y[known_class_mask(y)]).size)
 
 
+@fill_doc
 def fit_selector(A, X, y, params: dict, progress: Progress = None) -> Tuple[object, np.ndarray,
                                                                             Optional[str]]:
     """A graph feature selection fitted on the training nodes' induced subgraph.
@@ -286,8 +274,7 @@ def fit_selector(A, X, y, params: dict, progress: Progress = None) -> Tuple[obje
         Their classes.
     params : dict
         The feature_selection sub-spec.
-    progress : callable, optional
-        ``progress(fraction, message)``.
+    {progress}
 
     Returns
     -------
@@ -368,6 +355,7 @@ def _bmgufs_progress(progress: Progress):
 
 
 # ----------------------------------------------------------------------------- tables
+@fill_doc
 def fit_vocabulary(table, labels, params: dict, cancel=None, progress: Progress = None):
     """A :class:`featagg_core.vocab.ColumnCompression` of the training rows.
 
@@ -385,8 +373,7 @@ def fit_vocabulary(table, labels, params: dict, cancel=None, progress: Progress 
         The vocabulary sub-spec.
     cancel : threading.Event-like, optional
         Stops the fit (raises ``Cancelled``).
-    progress : callable, optional
-        ``progress(fraction, message)``.
+    {progress}
 
     Returns
     -------

@@ -23,6 +23,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._experiments import Experiment, run_specs
+from ._docstrings import fill_doc
 
 __all__ = ["BUDGET_STEPS", "default_budget", "vocabulary_heldout", "vocabulary_experiment",
            "atoms_per_column"]
@@ -100,6 +101,7 @@ def default_budget(data, split=None, columns: Optional[Sequence] = None,
                     f"columns are really compressed")
 
 
+@fill_doc
 def vocabulary_heldout(pipeline, data, split) -> List[dict]:
     """Fitted and held-out information of a vocabulary pipeline, per column.
 
@@ -107,10 +109,7 @@ def vocabulary_heldout(pipeline, data, split) -> List[dict]:
     ----------
     pipeline : Pipeline or Run
         A fitted vocabulary pipeline.
-    data : CategoricalData
-        The table.
-    split : Split
-        Its split.
+    {table_data_split}
 
     Returns
     -------
@@ -169,6 +168,7 @@ def _dp_ratio(data, split, budget: int, columns, method: str, cancel=None) -> Li
     return out
 
 
+@fill_doc
 def vocabulary_experiment(data, split, budget: Optional[int] = None,
                           methods: Sequence[str] = ("submodular", "frequency", "bucketing"),
                           columns: Optional[Sequence] = None, *, dp_check: bool = True,
@@ -180,10 +180,7 @@ def vocabulary_experiment(data, split, budget: Optional[int] = None,
 
     Parameters
     ----------
-    data : CategoricalData
-        The table.
-    split : Split
-        Its split.
+    {table_data_split}
     budget : int, optional
         Buckets per column (default :func:`default_budget`).
     methods : sequence of str, default=("submodular", "frequency", "bucketing")
@@ -192,10 +189,7 @@ def vocabulary_experiment(data, split, budget: Optional[int] = None,
         The columns (default all).
     dp_check : bool, default=True
         Compare with the exact DP on the columns small enough for it.
-    progress : callable, optional
-        ``progress(fraction, message)``.
-    cancel : threading.Event-like, optional
-        Stops the experiment (what finished is kept).
+    {experiment_progress}
 
     Returns
     -------

@@ -41,6 +41,7 @@ from . import _EXPORTS
 from ._artifact_checks import validate_state
 from ._bounded import (Budget, iter_names, loads_json, member_info, open_zip, read_member,
                        read_npy_member)
+from ._docstrings import fill_doc
 
 FORMAT = "featagg-artifact"
 FORMAT_VERSION = 1
@@ -211,15 +212,13 @@ def _read_source(path_or_file) -> Tuple[bytes, str]:
         raise ArtifactError(f"{path}: cannot read artifact ({exc.strerror or exc})") from exc
 
 
+@fill_doc
 def read_manifest(path_or_file, *, max_bytes: Optional[int] = None) -> Dict[str, Any]:
     """The checked manifest of an artifact, without rebuilding the estimator.
 
     Parameters
     ----------
-    path_or_file : str, os.PathLike or binary file object
-        The file (e.g. a Streamlit upload).
-    max_bytes : int, optional
-        Most bytes the load may inflate (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB).
+    {artifact_read_args}
 
     Returns
     -------
@@ -473,13 +472,13 @@ def save_bundle(objects: Dict[str, Any], path, **kw) -> None:
     _atomic_write_bytes(path, bundle_bytes(objects, **kw))
 
 
+@fill_doc
 def is_bundle(path_or_file) -> bool:
     """Whether the file is a bundle (has ``bundle.json``).
 
     Parameters
     ----------
-    path_or_file : str, os.PathLike or binary file object
-        The file (e.g. a Streamlit upload).
+    {artifact_file}
 
     Returns
     -------
@@ -495,6 +494,7 @@ def is_bundle(path_or_file) -> bool:
         return False
 
 
+@fill_doc
 def load_bundle(path_or_file, *, max_bytes: Optional[int] = None
                 ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """Load a bundle written by :func:`save_bundle` / :func:`bundle_bytes`.
@@ -504,10 +504,7 @@ def load_bundle(path_or_file, *, max_bytes: Optional[int] = None
 
     Parameters
     ----------
-    path_or_file : str, os.PathLike or binary file object
-        The file (e.g. a Streamlit upload).
-    max_bytes : int, optional
-        Most bytes the load may inflate (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB).
+    {artifact_read_args}
 
     Returns
     -------

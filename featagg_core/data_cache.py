@@ -58,6 +58,7 @@ import scipy.sparse as sp
 
 from ._mapped_npz import CACHE_VERSION, open_npz_cache, write_npz_cache
 from .data import DatasetError
+from ._docstrings import fill_doc
 
 __all__ = ["DataFolder", "FolderFile", "DatasetStore", "CACHE_DIR_NAME",
            "CONVERT_MIN_BYTES", "CACHE_VERSION", "data_nbytes", "write_npz_cache",
@@ -226,13 +227,13 @@ class DataFolder:
     def _inside(self, real: str) -> bool:
         return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
 
+    @fill_doc
     def resolve(self, relpath: str) -> str:
         """The real path of the folder's file ``relpath`` (``/``-separated, relative).
 
         Parameters
         ----------
-        relpath : str
-            The file's path relative to the folder.
+        {relpath}
 
         Returns
         -------
@@ -306,13 +307,13 @@ class DataFolder:
                     return sorted(out, key=lambda f: f.relpath)
         return sorted(out, key=lambda f: f.relpath)
 
+    @fill_doc
     def describe(self, relpath: str, quiet: bool = False) -> Optional[FolderFile]:
         """The :class:`FolderFile` of ``relpath``.
 
         Parameters
         ----------
-        relpath : str
-            The file's path relative to the folder.
+        {relpath}
         quiet : bool
             Return None instead of raising when it is not a dataset file of the folder.
 
@@ -377,6 +378,7 @@ class DataFolder:
             return "graph" if len(parts) >= 2 else None
         return None
 
+    @fill_doc
     def companions(self, relpath: str, kind: Optional[str] = None) -> Dict[str, str]:
         """Companion files of ``relpath`` in the folder: ``"xml"`` (``<stem>.xml`` beside
         an ARFF) and ``"test"`` (the sibling with ``test`` for ``train`` in its name, of the
@@ -384,8 +386,7 @@ class DataFolder:
 
         Parameters
         ----------
-        relpath : str
-            The file's path relative to the folder.
+        {relpath}
         kind : str, optional
             Its kind when known; only multi-label files have companions.
 
@@ -452,14 +453,14 @@ class DataFolder:
                 return path
         return None
 
+    @fill_doc
     def cache_key(self, relpath: str, options: Optional[dict] = None) -> tuple:
         """The key a :class:`DatasetStore` keeps ``relpath`` (opened with ``options``)
         under: real path, size, mtime and those of its companions.
 
         Parameters
         ----------
-        relpath : str
-            The file's path relative to the folder.
+        {relpath}
         options : dict, optional
             The reader options it is opened with (as for :meth:`load`).
 
@@ -478,14 +479,14 @@ class DataFolder:
         return (self.resolve(relpath), json.dumps(sig, sort_keys=True),
                 json.dumps(options or {}, sort_keys=True, default=str))
 
+    @fill_doc
     def cache_location(self, relpath: str) -> Optional[str]:
         """The fresh cache file of ``relpath`` on the server (server side only: never shown
         in a browser).
 
         Parameters
         ----------
-        relpath : str
-            The file's path relative to the folder.
+        {relpath}
 
         Returns
         -------
@@ -500,6 +501,7 @@ class DataFolder:
         return self._fresh_cache(self.describe(relpath))
 
     # -- loading
+    @fill_doc
     def load(self, relpath: str, *, options: Optional[dict] = None,
              progress: Optional[Callable[[float, str], None]] = None):
         """Open the folder's file ``relpath`` as a dataset.
@@ -513,8 +515,7 @@ class DataFolder:
 
         Parameters
         ----------
-        relpath : str
-            The file's path relative to the folder.
+        {relpath}
         options : dict, optional
             Reader options (``n_labels``, ``label``).
         progress : callable, optional

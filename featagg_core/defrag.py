@@ -25,8 +25,9 @@ from sklearn.exceptions import NotFittedError
 from ._defrag_tree import DefragTree
 from ._kernels import defrag as _k
 from ._polling import call_polled, new_stop
-from ._products import exact_xt_y
+from ._products import cluster_membership, exact_xt_y
 from ._validation import Interval, Options, as_csr, check_param, validate_params
+from ._docstrings import fill_doc
 
 __all__ = ["Defrag", "DefragTree", "feature_representation", "clustering_error",
            "balanced_depth_cap", "warmup"]
@@ -494,6 +495,7 @@ class Defrag(TransformerMixin, BaseEstimator):
         if not hasattr(self, "labels_"):
             raise NotFittedError("this Defrag is not fitted yet; call fit(X, Y) first")
 
+    @fill_doc
     def transform(self, X, aggregation=None):
         """Agglomerate X (n x d) into n x K: each cluster's features summed (or averaged).
 
@@ -510,8 +512,7 @@ class Defrag(TransformerMixin, BaseEstimator):
 
         Raises
         ------
-        NotFittedError
-            Before :meth:`fit`.
+        {not_fitted}
         ValueError
             For another number of columns than in ``fit`` or a bad ``aggregation``.
         """
@@ -545,6 +546,7 @@ class Defrag(TransformerMixin, BaseEstimator):
         """
         return self.fit(X, Y, **fit_params).transform(X)
 
+    @fill_doc
     def membership_matrix(self) -> sp.csr_matrix:
         """The 0/1 d x K matrix G with ``G[j, labels_[j]] = 1`` (``transform(X) == X @ G``).
 
@@ -554,14 +556,12 @@ class Defrag(TransformerMixin, BaseEstimator):
 
         Raises
         ------
-        NotFittedError
-            Before :meth:`fit`.
+        {not_fitted}
         """
         self._check_fitted()
-        d = self.n_features_in_
-        return sp.csr_matrix((np.ones(d, np.float32), self.labels_, np.arange(d + 1)),
-                             shape=(d, self.n_clusters_))
+        return cluster_membership(self.labels_, self.n_clusters_, self.n_features_in_)
 
+    @fill_doc
     def cluster_members(self, cluster: int) -> np.ndarray:
         """Feature indices of one cluster (ascending).
 
@@ -576,8 +576,7 @@ class Defrag(TransformerMixin, BaseEstimator):
 
         Raises
         ------
-        NotFittedError
-            Before :meth:`fit`.
+        {not_fitted}
         ValueError
             For a cluster id out of range.
         """

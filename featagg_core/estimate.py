@@ -47,6 +47,7 @@ import scipy.sparse as sp
 
 # the calibration workload (moved to keep this module short; tests use _rand_csr from here)
 from ._estimate_calibration import _calibrate, _rand_csr, _timed  # noqa: F401
+from ._docstrings import fill_doc
 
 __all__ = ["measure_speed", "default_speed", "job_threads", "estimate_seconds",
            "estimate_breakdown", "format_seconds"]
@@ -611,19 +612,13 @@ def _vocabulary_parts(data, split, voc: dict, speed, C) -> Dict[str, float]:
 
 
 # ============================================================================ entry points
+@fill_doc
 def estimate_breakdown(data, split, spec, speed: Optional[dict] = None) -> Dict[str, float]:
     """Estimated wall seconds of each part of the run ``spec`` on ``split``.
 
     Parameters
     ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset the run would use.
-    split : Split
-        The split (from :func:`featagg_core.experiment.make_split`) of ``data``.
-    spec : dict
-        A run spec of docs/RUN_MODEL.md (made canonical first).
-    speed : dict, optional
-        :func:`measure_speed`'s dict; default :func:`default_speed`.
+    {run_estimate_args}
 
     Returns
     -------
@@ -633,8 +628,7 @@ def estimate_breakdown(data, split, spec, speed: Optional[dict] = None) -> Dict[
 
     Raises
     ------
-    ValueError
-        For a bad spec or one that does not fit the data.
+    {bad_run_spec}
     """
     from ._spec import canonical_spec, check_spec_fits, spec_kind
     spec = canonical_spec(spec)
@@ -668,6 +662,7 @@ def estimate_breakdown(data, split, spec, speed: Optional[dict] = None) -> Dict[
     return out
 
 
+@fill_doc
 def estimate_seconds(data, split, spec, speed: Optional[dict] = None) -> float:
     """Estimated wall seconds of ``run_pipeline(data, split, spec)`` as a job.
 
@@ -676,14 +671,7 @@ def estimate_seconds(data, split, spec, speed: Optional[dict] = None) -> float:
 
     Parameters
     ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset the run would use.
-    split : Split
-        The split (from :func:`featagg_core.experiment.make_split`) of ``data``.
-    spec : dict
-        A run spec of docs/RUN_MODEL.md (made canonical first).
-    speed : dict, optional
-        :func:`measure_speed`'s dict; default :func:`default_speed`.
+    {run_estimate_args}
 
     Returns
     -------
@@ -692,7 +680,6 @@ def estimate_seconds(data, split, spec, speed: Optional[dict] = None) -> float:
 
     Raises
     ------
-    ValueError
-        For a bad spec or one that does not fit the data.
+    {bad_run_spec}
     """
     return estimate_breakdown(data, split, spec, speed)["total"]

@@ -65,6 +65,7 @@ from ._split import ROWS, Split, make_split, split_rows, take_rows
 from ._steps import (fit_classifier, fit_defrag, fit_feature_clustering, fit_fiat,
                      fit_per_tree, fit_refrag, fit_selector, fit_vocabulary)
 from .pipeline import Pipeline, as_pipeline
+from ._docstrings import fill_doc
 
 __all__ = ["Split", "make_split", "split_rows", "ROWS", "canonical_spec", "run_name",
            "spec_kind", "Run", "plan_run", "run_pipeline", "Pipeline", "as_pipeline",
@@ -162,6 +163,7 @@ class Run:
             "base_run_id": self.base_run_id})
 
 
+@fill_doc
 def plan_run(data, split: Split, spec: dict, *, fingerprint: Optional[str] = None) -> Run:
     """A "queued" :class:`Run` of ``spec`` on ``split``.
 
@@ -170,8 +172,7 @@ def plan_run(data, split: Split, spec: dict, *, fingerprint: Optional[str] = Non
 
     Parameters
     ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset.
+    {data_any}
     split : Split
         A split of ``data`` (:func:`make_split`).
     spec : dict

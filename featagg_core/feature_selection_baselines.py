@@ -31,6 +31,7 @@ from sklearn.utils import check_random_state
 
 from ._kernels.bmgufs import quad_diag_csr
 from ._validation import Interval, Options, check_param
+from ._docstrings import fill_doc
 
 __all__ = ["knn_graph", "laplacian_score", "spec_score", "ndfs_score", "variance_score",
            "random_scores", "rank_features", "BASELINES"]
@@ -71,6 +72,7 @@ def _say(progress, fraction, message):
         progress(float(fraction), message)
 
 
+@fill_doc
 def knn_graph(X, n_neighbors: int = 5, metric: str = "cosine",
               progress=None) -> sp.csr_matrix:
     """Symmetric kNN affinity graph of the rows of ``X`` (``max(W, W^T)``).
@@ -83,15 +85,12 @@ def knn_graph(X, n_neighbors: int = 5, metric: str = "cosine",
 
     Parameters
     ----------
-    X : sparse or dense matrix (n, f)
-        Node features.
+    {fs_X}
     n_neighbors : int, default 5
         Neighbours per node (at most ``n - 1`` are used), >= 1.
     metric : {"cosine", "heat"}, default "cosine"
         The weighting (see above).
-    progress : callable(fraction, message) or None, default None
-        Called between the steps; it may raise :class:`featagg_core._cancel.Cancelled`,
-        which propagates.
+    {fs_progress}
 
     Returns
     -------
@@ -154,6 +153,7 @@ def _quad_parts(X: sp.csr_matrix, W: sp.csr_matrix):
     return d, xWx, np.asarray(xDx).ravel(), np.asarray(xd).ravel()
 
 
+@fill_doc
 def laplacian_score(X, W, progress=None) -> np.ndarray:
     """Laplacian score of every column of ``X`` on the affinity graph ``W`` (smaller =
     better): ``f~^T L f~ / f~^T D f~`` with ``f~ = f - (f^T D 1 / 1^T D 1) 1``.
@@ -163,13 +163,9 @@ def laplacian_score(X, W, progress=None) -> np.ndarray:
 
     Parameters
     ----------
-    X : sparse or dense matrix (n, f)
-        Node features.
-    W : sparse matrix (n, n)
-        Non-negative affinity graph.
-    progress : callable(fraction, message) or None, default None
-        Called between the steps; it may raise :class:`featagg_core._cancel.Cancelled`,
-        which propagates.
+    {fs_X}
+    {fs_W}
+    {fs_progress}
 
     Returns
     -------
@@ -197,6 +193,7 @@ def laplacian_score(X, W, progress=None) -> np.ndarray:
     return out
 
 
+@fill_doc
 def spec_score(X, W, style: int = -1, progress=None) -> np.ndarray:
     """SPEC feature scores (Zhao & Liu 2007) on the affinity graph ``W``.
 
@@ -212,15 +209,11 @@ def spec_score(X, W, style: int = -1, progress=None) -> np.ndarray:
 
     Parameters
     ----------
-    X : sparse or dense matrix (n, f)
-        Node features.
-    W : sparse matrix (n, n)
-        Non-negative affinity graph.
+    {fs_X}
+    {fs_W}
     style : int, default -1
         -1, 0 or an integer >= 2 (see above).
-    progress : callable(fraction, message) or None, default None
-        Called between the steps; it may raise :class:`featagg_core._cancel.Cancelled`,
-        which propagates.
+    {fs_progress}
 
     Returns
     -------
@@ -275,13 +268,13 @@ def spec_score(X, W, style: int = -1, progress=None) -> np.ndarray:
     return out
 
 
+@fill_doc
 def variance_score(X) -> np.ndarray:
     """Column variance (population) of ``X``, computed from sparse sums.
 
     Parameters
     ----------
-    X : sparse or dense matrix (n, f)
-        Node features.
+    {fs_X}
 
     Returns
     -------
@@ -346,6 +339,7 @@ def _block_pcg(matvec, B, diag, tol=1e-6, max_iter=200, X0=None):
     return X
 
 
+@fill_doc
 def ndfs_score(X, W, n_clusters: int, alpha: float = 1.0, beta: float = 1.0,
                gamma: float = 1e8, n_iter: int = 30, random_state=0, cg_tol: float = 1e-6,
                cg_max_iter: int = 300, progress=None) -> np.ndarray:
@@ -369,10 +363,8 @@ def ndfs_score(X, W, n_clusters: int, alpha: float = 1.0, beta: float = 1.0,
 
     Parameters
     ----------
-    X : sparse or dense matrix (n, f)
-        Node features.
-    W : sparse matrix (n, n)
-        Non-negative affinity graph.
+    {fs_X}
+    {fs_W}
     n_clusters : int
         k, the number of pseudo-classes (columns of F), >= 1.
     alpha : float, default 1.0

@@ -22,6 +22,7 @@ from sklearn.exceptions import NotFittedError
 
 from ._kernels import fiat_refrag as _k
 from ._validation import Interval, Options, check_finite, check_param, validate_params
+from ._docstrings import fill_doc
 
 __all__ = ["Fiat", "pseudo_cooccurrence", "normalize_cooccurrence", "impute",
            "erase_features", "erasure_curve", "check_clustering", "warmup"]
@@ -391,6 +392,7 @@ class Fiat(BaseEstimator):
         if not hasattr(self, "operator_"):
             raise NotFittedError("this Fiat is not fitted yet: call fit(X) first")
 
+    @fill_doc
     def transform(self, X):
         """Imputed copy of X: csr float32, same shape, observed entries unchanged.
 
@@ -405,8 +407,7 @@ class Fiat(BaseEstimator):
 
         Raises
         ------
-        NotFittedError
-            Before :meth:`fit`.
+        {not_fitted}
         ValueError
             For another number of columns than in ``fit``, or a parameter changed to a value
             outside its constraint.

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import parameter_error
+from ._docstrings import fill_doc
 
 __all__ = ["kmeans_scores", "evaluate_selection", "known_class_mask"]
 
@@ -58,6 +59,7 @@ def _as_matrix(X):
     return arr
 
 
+@fill_doc
 def kmeans_scores(X, y, n_clusters: Optional[int] = None, n_seeds: int = 10,
                   random_state: int = 0, n_init: int = 1, max_iter: int = 300,
                   progress=None) -> dict:
@@ -67,10 +69,7 @@ def kmeans_scores(X, y, n_clusters: Optional[int] = None, n_seeds: int = 10,
 
     Parameters
     ----------
-    X : sparse matrix or ndarray of shape (n, d)
-        The node x feature matrix.
-    y : array-like of shape (n,)
-        The class of every node (-1 / NaN / None: unknown, left out of the scores).
+    {graph_X_y}
     n_clusters : int, optional
         The number of clusters; default the number of known classes.
     n_seeds : int, default=10
@@ -139,16 +138,14 @@ def kmeans_scores(X, y, n_clusters: Optional[int] = None, n_seeds: int = 10,
             "n_nodes": int(Xk.shape[0])}
 
 
+@fill_doc
 def evaluate_selection(X, y, selected: Sequence[int], n_clusters: Optional[int] = None,
                        n_seeds: int = 10, random_state: int = 0, progress=None) -> dict:
     """:func:`kmeans_scores` on the columns ``selected`` of ``X``.
 
     Parameters
     ----------
-    X : sparse matrix or ndarray of shape (n, d)
-        The node x feature matrix.
-    y : array-like of shape (n,)
-        The class of every node (-1 / NaN / None: unknown, left out of the scores).
+    {graph_X_y}
     selected : sequence of int
         The feature (column) indices to keep.
     n_clusters : int, optional
@@ -182,6 +179,7 @@ def evaluate_selection(X, y, selected: Sequence[int], n_clusters: Optional[int] 
     return out
 
 
+@fill_doc
 def evaluate_rankings(X, y, rankings: dict, ds: Iterable[int], progress=None, **kw) -> dict:
     """ACC/NMI for every method's ranking (best first) at every ``d``.
 
@@ -189,10 +187,7 @@ def evaluate_rankings(X, y, rankings: dict, ds: Iterable[int], progress=None, **
 
     Parameters
     ----------
-    X : sparse matrix or ndarray of shape (n, d)
-        The node x feature matrix.
-    y : array-like of shape (n,)
-        The class of every node (-1 / NaN / None: unknown, left out of the scores).
+    {graph_X_y}
     rankings : dict
         Method name -> feature indices, best first.
     ds : iterable of int

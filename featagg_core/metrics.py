@@ -66,6 +66,7 @@ import scipy.sparse as sp
 from ._kernels import metrics as _k
 # the input checks (moved to keep this module short; _refrag_tuning imports _check_true here)
 from ._metrics_checks import _check_k, _check_score, _check_true, _check_weights  # noqa: F401
+from ._docstrings import fill_doc
 
 __all__ = [
     "top_k", "precision_at_k", "ndcg_at_k", "psprecision_at_k", "psndcg_at_k",
@@ -216,8 +217,7 @@ def precision_at_k(Y_true, Y_score, k=5):
     -------
     float, or ndarray with one value per k when ``k`` is a list/tuple.
     """
-    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    return _out(_precision(Y, top, ks), scalar)
+    return _ranked_metric(_precision, Y_true, Y_score, k)
 
 
 def _precision(Y, top, ks):
@@ -226,28 +226,16 @@ def _precision(Y, top, ks):
     return _mean_rows(hits) / ks
 
 
+@fill_doc
 def ndcg_at_k(Y_true, Y_score, k=5):
     """nDCG@k of a ranking.
 
     ``mean_i DCG_i@k / IDCG_i@min(k, |y_i|)`` (as pyxclib's ``ndcg``); points with no true
     labels contribute 0.
 
-    Parameters
-    ----------
-    Y_true : sparse matrix or ndarray of shape (n, L)
-        The true 0/1 labels.
-    Y_score : ndarray or sparse matrix of shape (n, L)
-        The predicted scores (higher ranks first; no NaN).
-    k : int or list/tuple of int, default=5
-        The cut-off(s), each >= 1.
-
-    Returns
-    -------
-    float or ndarray
-        The value, or one value per cut-off when ``k`` is a list/tuple.
+    {metric_sections}
     """
-    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    return _out(_ndcg(Y, top, ks), scalar)
+    return _ranked_metric(_ndcg, Y_true, Y_score, k)
 
 
 def _ndcg(Y, top, ks):
@@ -276,6 +264,21 @@ def _ps_args(k, inv_propensity):
     return k, inv_propensity
 
 
+def _ranked_metric(score, Y_true, Y_score, k):
+    """The shared path of the ranking metrics: check and rank, ``score(Y, top, ks)``, a
+    float for a scalar ``k``."""
+    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    return _out(score(Y, top, ks), scalar)
+
+
+def _propensity_scored(score, Y_true, Y_score, k, inv_propensity):
+    """The shared path of the propensity-scored metrics (either argument order)."""
+    k, inv_propensity = _ps_args(k, inv_propensity)
+    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
+    return _out(score(Y, top, ks, _check_weights(inv_propensity, Y.shape[1])), scalar)
+
+
+@fill_doc
 def psprecision_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     """Propensity-scored precision@k, normalised by the best achievable ranking.
 
@@ -284,32 +287,9 @@ def psprecision_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     ``psprecision`` (whose 1/k and 1/n cancel in the ratio). 1.0 means the top k holds
     the rarest true labels of every point.
 
-    Parameters
-    ----------
-    Y_true : sparse matrix or ndarray of shape (n, L)
-        The true 0/1 labels.
-    Y_score : ndarray or sparse matrix of shape (n, L)
-        The predicted scores (higher ranks first; no NaN).
-    k : int or list/tuple of int, default=5
-        The cut-off(s), each >= 1.
-    inv_propensity : ndarray of shape (L,), optional
-        The labels' inverse propensities, from :func:`inverse_propensity` on the training
-        labels (required; pyxclib's argument order ``(Y_true, Y_score, inv_propensity, k)``
-        is accepted too).
-
-    Returns
-    -------
-    float or ndarray
-        The value, or one value per cut-off when ``k`` is a list/tuple.
-
-    Raises
-    ------
-    ValueError
-        Without ``inv_propensity``, or with one of the wrong length.
+    {ps_metric_sections}
     """
-    k, inv_propensity = _ps_args(k, inv_propensity)
-    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    return _out(_psprecision(Y, top, ks, _check_weights(inv_propensity, Y.shape[1])), scalar)
+    return _propensity_scored(_psprecision, Y_true, Y_score, k, inv_propensity)
 
 
 def _psprecision(Y, top, ks, w):
@@ -319,38 +299,16 @@ def _psprecision(Y, top, ks, w):
     return _safe_ratio(got.sum(axis=0), best.sum(axis=0))
 
 
+@fill_doc
 def psndcg_at_k(Y_true, Y_score, k=5, inv_propensity=None):
     """Propensity-scored nDCG@k, normalised by the best achievable ranking.
 
     pyxclib's ``psndcg``: ``mean_i PSDCG_i@k / IDCG_i`` over the same mean for the oracle
     ranking, with ``IDCG_i`` the plain (unweighted) ideal DCG at ``min(k, |y_i|)``.
 
-    Parameters
-    ----------
-    Y_true : sparse matrix or ndarray of shape (n, L)
-        The true 0/1 labels.
-    Y_score : ndarray or sparse matrix of shape (n, L)
-        The predicted scores (higher ranks first; no NaN).
-    k : int or list/tuple of int, default=5
-        The cut-off(s), each >= 1.
-    inv_propensity : ndarray of shape (L,), optional
-        The labels' inverse propensities, from :func:`inverse_propensity` on the training
-        labels (required; pyxclib's argument order ``(Y_true, Y_score, inv_propensity, k)``
-        is accepted too).
-
-    Returns
-    -------
-    float or ndarray
-        The value, or one value per cut-off when ``k`` is a list/tuple.
-
-    Raises
-    ------
-    ValueError
-        Without ``inv_propensity``, or with one of the wrong length.
+    {ps_metric_sections}
     """
-    k, inv_propensity = _ps_args(k, inv_propensity)
-    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    return _out(_psndcg(Y, top, ks, _check_weights(inv_propensity, Y.shape[1])), scalar)
+    return _propensity_scored(_psndcg, Y_true, Y_score, k, inv_propensity)
 
 
 def _psndcg(Y, top, ks, w):
@@ -361,28 +319,16 @@ def _psndcg(Y, top, ks, w):
     return _safe_ratio(got.sum(axis=0), best.sum(axis=0))
 
 
+@fill_doc
 def coverage_at_k(Y_true, Y_score, k=5):
     """Coverage@k of a ranking.
 
     Distinct labels that are a correct prediction in some point's top k, over the distinct
     labels present in ``Y_true`` (0.0 when ``Y_true`` is empty).
 
-    Parameters
-    ----------
-    Y_true : sparse matrix or ndarray of shape (n, L)
-        The true 0/1 labels.
-    Y_score : ndarray or sparse matrix of shape (n, L)
-        The predicted scores (higher ranks first; no NaN).
-    k : int or list/tuple of int, default=5
-        The cut-off(s), each >= 1.
-
-    Returns
-    -------
-    float or ndarray
-        The value, or one value per cut-off when ``k`` is a list/tuple.
+    {metric_sections}
     """
-    Y, top, ks, scalar = _ranked(Y_true, Y_score, k)
-    return _out(_coverage(Y, top, ks), scalar)
+    return _ranked_metric(_coverage, Y_true, Y_score, k)
 
 
 def _coverage(Y, top, ks):
@@ -613,6 +559,7 @@ def _contingency(x, y):
     return C
 
 
+@fill_doc
 def clustering_accuracy(y_true, y_pred):
     """Clustering accuracy of a partition against known classes.
 
@@ -623,10 +570,7 @@ def clustering_accuracy(y_true, y_pred):
 
     Parameters
     ----------
-    y_true : array-like of shape (n,)
-        The classes.
-    y_pred : array-like of shape (n,)
-        The cluster of every point.
+    {partition_pair}
 
     Returns
     -------
@@ -648,15 +592,13 @@ def clustering_accuracy(y_true, y_pred):
     return float(D[r, c].sum() / n)
 
 
+@fill_doc
 def normalized_mutual_info(y_true, y_pred, average_method="arithmetic"):
     """Normalised mutual information (``sklearn.metrics.normalized_mutual_info_score``).
 
     Parameters
     ----------
-    y_true : array-like of shape (n,)
-        The classes.
-    y_pred : array-like of shape (n,)
-        The cluster of every point.
+    {partition_pair}
     average_method : {"arithmetic", "geometric", "min", "max"}, default="arithmetic"
         How the two entropies are averaged in the normaliser (scikit-learn's).
 

@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from ._products import cluster_membership
 from ._validation import Interval, Options, validate_params
 
 __all__ = ["Pipeline", "FeatureClusters", "FeatureRanking", "as_pipeline", "STEPS"]
@@ -102,9 +103,7 @@ class FeatureClusters(BaseEstimator):
             Before the labels are set.
         """
         self._check_fitted()
-        d = self.n_features_in_
-        return sp.csr_matrix((np.ones(d, np.float32), self.labels_, np.arange(d + 1)),
-                             shape=(d, self.n_clusters_))
+        return cluster_membership(self.labels_, self.n_clusters_, self.n_features_in_)
 
     def transform(self, X):
         """n x K: each cluster's features summed (``X @ G``, sparse).

@@ -33,6 +33,7 @@ from ._kernels import fiat_refrag as _k
 from .fiat import (NORMALIZATIONS, _as_csr, check_clustering, impute,
                    normalize_cooccurrence, pseudo_cooccurrence)
 from ._validation import Interval, Options, check_param, validate_params
+from ._docstrings import fill_doc
 
 __all__ = ["Refrag", "l2_normalize_rows", "warmup"]
 
@@ -286,6 +287,7 @@ class Refrag(BaseEstimator):
         out.has_sorted_indices = True
         return out
 
+    @fill_doc
     def label_weights(self):
         """The per-label affinity factor: (w_l / max w)^beta, 0 for labels without a
         prototype.
@@ -296,8 +298,7 @@ class Refrag(BaseEstimator):
 
         Raises
         ------
-        NotFittedError
-            Before :meth:`fit`.
+        {not_fitted}
         """
         self._check_fitted()
         w = np.asarray(self.inv_propensity_, dtype=np.float64)
@@ -311,6 +312,7 @@ class Refrag(BaseEstimator):
             X = impute(X, self.operator_, 1.0)
         return l2_normalize_rows(X)
 
+    @fill_doc
     def rerank(self, X, scores, k=5, return_arrays=False):
         """Re-rank the base classifier's scores.
 
@@ -334,8 +336,7 @@ class Refrag(BaseEstimator):
 
         Raises
         ------
-        NotFittedError
-            Before :meth:`fit`.
+        {not_fitted}
         ValueError
             For ``k < 1``, scores of another shape, NaN scores, negative scores with
             ``score_normalization="max"``, or X with other features.
@@ -365,6 +366,7 @@ class Refrag(BaseEstimator):
             return out, top_l, top_s
         return out
 
+    @fill_doc
     def candidates(self, X, scores):
         """What :meth:`rerank` scores, computed once so that alpha, gamma and
         ``propensity_exponent`` can be varied cheaply (REFRAG tuning).
@@ -387,8 +389,7 @@ class Refrag(BaseEstimator):
 
         Raises
         ------
-        NotFittedError
-            Before :meth:`fit`.
+        {not_fitted}
         """
         self._check_fitted()
         X = _as_csr(X, n_features=self.n_features_in_)
@@ -403,6 +404,7 @@ class Refrag(BaseEstimator):
             int(self.n_prototype_candidates), self.n_labels_, max(width, 1))
         return {"labels": lab, "base": base, "cosine": cos, "shortlisted": short}
 
+    @fill_doc
     def rerank_candidates(self, cand, k=5):
         """:meth:`rerank`'s csr (n, L) top-k from :meth:`candidates` with the current
         alpha, gamma and propensity_exponent (equal to ``rerank(X, scores, k)``).
@@ -420,8 +422,7 @@ class Refrag(BaseEstimator):
 
         Raises
         ------
-        NotFittedError
-            Before :meth:`fit`.
+        {not_fitted}
         """
         self._check_fitted()
         self._check_params()
@@ -435,6 +436,7 @@ class Refrag(BaseEstimator):
         out.sort_indices()
         return out
 
+    @fill_doc
     def affinity(self, X, labels):
         """Affinity w_l^beta exp(-gamma/2 ||x - xi_l||^2) of every point to given labels.
 
@@ -453,8 +455,7 @@ class Refrag(BaseEstimator):
 
         Raises
         ------
-        NotFittedError
-            Before :meth:`fit`.
+        {not_fitted}
         """
         self._check_fitted()
         X = _as_csr(X, n_features=self.n_features_in_)

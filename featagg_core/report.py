@@ -19,6 +19,8 @@ import json
 import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ._docstrings import fill_doc
+
 __all__ = ["figures", "experiment_figures", "render_html", "report_json", "write_report",
            "format_value", "EXPLAIN"]
 
@@ -282,16 +284,14 @@ def experiment_figures(exp: dict) -> List[Tuple[str, str, dict]]:
     return list(_BUILDERS.get(exp["kind"], lambda e: [])(exp))
 
 
+@fill_doc
 def figures(record: dict) -> List[Tuple[str, str, dict]]:
     """Every chart of the report.
 
     The dataset's first, then each experiment's (ids made unique with the experiment's
     position).
 
-    Parameters
-    ----------
-    record : dict
-        A triage report's record (:attr:`featagg_core.triage.TriageReport.record`).
+    {triage_record_params}
 
     Returns
     -------
@@ -390,13 +390,11 @@ _COLUMNS = {
 }
 
 
+@fill_doc
 def render_html(record: dict) -> str:
     """The report (module docstring) as one HTML string.
 
-    Parameters
-    ----------
-    record : dict
-        A triage report's record (:attr:`featagg_core.triage.TriageReport.record`).
+    {triage_record_params}
 
     Returns
     -------
@@ -480,13 +478,11 @@ def _plotly_js() -> str:
     return plotly.offline.get_plotlyjs()
 
 
+@fill_doc
 def report_json(record: dict) -> str:
     """The record as JSON text (strict: no NaN, keys as given).
 
-    Parameters
-    ----------
-    record : dict
-        A triage report's record (:attr:`featagg_core.triage.TriageReport.record`).
+    {triage_record_params}
 
     Returns
     -------
@@ -496,14 +492,14 @@ def report_json(record: dict) -> str:
     return json.dumps(record, indent=1, allow_nan=False, ensure_ascii=False)
 
 
+@fill_doc
 def write_report(record: dict, html_path: Optional[str] = None,
                  json_path: Optional[str] = None) -> Dict[str, str]:
     """Write the HTML and/or JSON atomically.
 
     Parameters
     ----------
-    record : dict
-        A triage report's record (:attr:`featagg_core.triage.TriageReport.record`).
+    {triage_record}
     html_path : str, optional
         Where to write the HTML page.
     json_path : str, optional

@@ -48,6 +48,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
+from ._docstrings import fill_doc
+
 __all__ = ["run_triage", "TriageReport", "dataset_stats", "FORMAT", "PLAN_SHARE",
            "OVERRUN", "MIN_STEP_S"]
 
@@ -94,13 +96,13 @@ class TriageReport:
 
 
 # ----------------------------------------------------------------------------- stats
+@fill_doc
 def dataset_stats(data, split) -> Dict[str, Any]:
     """Headline numbers of the dataset (and of the training rows for the label shape).
 
     Parameters
     ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset.
+    {data_any}
     split : Split
         Its split; label frequencies are counted on the training rows.
 
@@ -511,6 +513,7 @@ def _experiment_step(data, split, step, cancel, progress):
     return exp
 
 
+@fill_doc
 def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
                progress: Optional[Callable[[float, str], None]] = None, cancel=None,
                speed: Optional[dict] = None, replay: Optional[dict] = None,
@@ -519,8 +522,7 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
 
     Parameters
     ----------
-    data : MultiLabelData, GraphData or CategoricalData
-        The dataset.
+    {data_any}
     budget_s : float, default=120.0
         Seconds the whole triage may take (> 0).
     split : Split, optional
@@ -528,8 +530,7 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
         15 % of the training rows for validation, ``seed``).
     seed : int, default=0
         Seeds the split and every method.
-    progress : callable, optional
-        ``progress(fraction, message)``.
+    {progress}
     cancel : threading.Event-like, optional
         Stops the triage (what finished is reported).
     speed : dict, optional

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .executor import Done, Executor
+from .._docstrings import fill_doc
 
 __all__ = ["ShardedMultiLabel", "load_xc_shards", "row_blocks", "tree_reduce",
            "local_groups"]
@@ -212,6 +213,7 @@ class Blocks:
         return int(self.starts[-1])
 
 
+@fill_doc
 def row_blocks(ex: Executor, X, Y, n_parts: Optional[int],
                validate: Callable[[Any, Any], tuple], name: str = "X") -> Blocks:
     """Blocks of ``(X, Y)`` on the cluster.
@@ -223,8 +225,7 @@ def row_blocks(ex: Executor, X, Y, n_parts: Optional[int],
 
     Parameters
     ----------
-    ex : Executor
-        The executor the futures belong to.
+    {executor}
     X : sparse matrix or ShardedMultiLabel
         The features (or the shards).
     Y : sparse matrix or None
@@ -273,6 +274,7 @@ def row_blocks(ex: Executor, X, Y, n_parts: Optional[int],
 
 
 # ---------------------------------------------------------------------------- reductions
+@fill_doc
 def tree_reduce(ex: Executor, futures: Sequence[Any], merge: Callable[[Any, Any], Any]):
     """Pairwise reduction of ``futures`` by ``merge(left, right)``.
 
@@ -280,8 +282,7 @@ def tree_reduce(ex: Executor, futures: Sequence[Any], merge: Callable[[Any, Any]
 
     Parameters
     ----------
-    ex : Executor
-        The executor the futures belong to.
+    {executor}
     futures : sequence
         The values to reduce (at least one).
     merge : callable
@@ -313,6 +314,7 @@ def _pick(pieces, r):
     return pieces[r]
 
 
+@fill_doc
 def reduce_scatter(ex: Executor, partials: Sequence[Any], n_rows: int,
                    slice_rows: Callable[[Any, int, int], Any], merge: Callable[[Any, Any], Any],
                    finish: Callable[..., Any], concat: Callable[..., Any],
@@ -328,8 +330,7 @@ def reduce_scatter(ex: Executor, partials: Sequence[Any], n_rows: int,
 
     Parameters
     ----------
-    ex : Executor
-        The executor the futures belong to.
+    {executor}
     partials : sequence
         Futures of the partial results.
     n_rows : int
@@ -373,6 +374,7 @@ def _slice_all(partial, bounds, slice_rows):
     return [slice_rows(partial, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+@fill_doc
 def local_groups(ex: Executor, futures: Sequence[Any]):
     """``(worker, futures)`` pairs: the blocks each worker holds, in row order.
 
@@ -381,8 +383,7 @@ def local_groups(ex: Executor, futures: Sequence[Any]):
 
     Parameters
     ----------
-    ex : Executor
-        The executor the futures belong to.
+    {executor}
     futures : sequence
         The block futures.
 
@@ -422,13 +423,13 @@ def is_future(obj) -> bool:
 
 
 # ---------------------------------------------------------------------------- block tasks
+@fill_doc
 def block_rows(block):
     """The number of rows of a block (a task).
 
     Parameters
     ----------
-    block : tuple (X, Y)
-        A row block: csr features and csr labels (or None).
+    {block}
 
     Returns
     -------
@@ -438,13 +439,13 @@ def block_rows(block):
     return int(block[0].shape[0])
 
 
+@fill_doc
 def row_nnz(block):
     """The non-zeros of each feature row of a block (a task).
 
     Parameters
     ----------
-    block : tuple (X, Y)
-        A row block: csr features and csr labels (or None).
+    {block}
 
     Returns
     -------
@@ -454,13 +455,13 @@ def row_nnz(block):
     return np.diff(block[0].indptr).astype(np.int64)
 
 
+@fill_doc
 def select_rows(block, rows):
     """Rows ``rows`` of a block (a task).
 
     Parameters
     ----------
-    block : tuple (X, Y)
-        A row block: csr features and csr labels (or None).
+    {block}
     rows : array-like of int
         Row positions in the block.
 
@@ -473,13 +474,13 @@ def select_rows(block, rows):
     return X[rows], (None if Y is None else Y[rows])
 
 
+@fill_doc
 def label_counts(block, n_labels):
     """How many rows of a block carry each label (a task).
 
     Parameters
     ----------
-    block : tuple (X, Y)
-        A row block: csr features and csr labels (or None).
+    {block}
     n_labels : int
         The number of labels.
 
@@ -508,13 +509,13 @@ def add_counts(a, b):
     return a + b
 
 
+@fill_doc
 def select_labels(block, cols):
     """A block with only the label columns ``cols`` (a task).
 
     Parameters
     ----------
-    block : tuple (X, Y)
-        A row block: csr features and csr labels (or None).
+    {block}
     cols : array-like of int
         The label columns to keep.
 

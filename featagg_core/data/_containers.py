@@ -11,6 +11,8 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from .._docstrings import fill_doc
+
 
 class DatasetError(ValueError):
     """Malformed or unsupported input: the message names file, line/field and problem.
@@ -94,6 +96,7 @@ def _names_or_none(values):
 
 
 @dataclass
+@fill_doc
 class MultiLabelData:
     """A sparse multi-label dataset.
 
@@ -113,10 +116,7 @@ class MultiLabelData:
         Held-out features (d columns).
     Y_test : scipy.sparse.csr_matrix, optional
         Held-out labels (L columns), given together with ``X_test``.
-    name : str
-        A short name (the readers use the file's stem).
-    source : str
-        Where the data came from (format and file), for display.
+    {container_name_source}
 
     Attributes
     ----------
@@ -167,13 +167,11 @@ class MultiLabelData:
         return self.Y.shape[1]
 
     @property
+    @fill_doc
     def fingerprint(self) -> str:
         """Hash of X, Y, the test part and the feature and label names.
 
-        Returns
-        -------
-        str
-            16 hex digits of a sha1 over the content (see :func:`_fingerprint`).
+        {fingerprint_returns}
         """
         return _fingerprint(self.X, self.Y, self.X_test, self.Y_test,
                             _names_or_none(self.feature_names),
@@ -181,6 +179,7 @@ class MultiLabelData:
 
 
 @dataclass
+@fill_doc
 class GraphData:
     """An attributed graph: A csr n x n symmetric, X node features (csr), y classes or None.
 
@@ -196,10 +195,7 @@ class GraphData:
         One name per column of ``X``.
     class_names : sequence of str, optional
         The name of each class code 0, 1, ...
-    name : str
-        A short name (the readers use the file's stem).
-    source : str
-        Where the data came from (format and file), for display.
+    {container_name_source}
 
     Attributes
     ----------
@@ -227,19 +223,18 @@ class GraphData:
         return self.A.shape[0]
 
     @property
+    @fill_doc
     def fingerprint(self) -> str:
         """Hash of A, X, y and the feature and class names.
 
-        Returns
-        -------
-        str
-            16 hex digits of a sha1 over the content (see :func:`_fingerprint`).
+        {fingerprint_returns}
         """
         return _fingerprint(self.A, self.X, self.y, _names_or_none(self.feature_names),
                             _names_or_none(self.class_names))
 
 
 @dataclass
+@fill_doc
 class CategoricalData:
     """A table of categorical columns with a binary label.
 
@@ -252,10 +247,7 @@ class CategoricalData:
         int8 array of 0/1, one per row.
     label_name : str
         The name of the label column in the source.
-    name : str
-        A short name (the readers use the file's stem).
-    source : str
-        Where the data came from (format and file), for display.
+    {container_name_source}
 
     Attributes
     ----------
@@ -292,14 +284,12 @@ class CategoricalData:
         return list(self.table.columns)
 
     @property
+    @fill_doc
     def fingerprint(self) -> str:
         """Hash of the labels, the label name, the column names and every cell (as text),
         column by column; one pass over the table's block, whatever its width.
 
-        Returns
-        -------
-        str
-            16 hex digits of a sha1 over the content (see :func:`_fingerprint`).
+        {fingerprint_returns}
         """
         cells = self.table.to_numpy(dtype=object).ravel(order="F")
         return _fingerprint(self.labels, _Names([str(self.label_name)]),

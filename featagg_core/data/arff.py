@@ -12,6 +12,7 @@ from ._containers import DatasetError, MultiLabelData
 from ._input import _blank, _budget, _fail_for, _guard, _read_bytes, _stem
 from ._checks import _first_duplicate
 from ._text import _fill_hard, _finish_matrix, _kernel_error, _line_of_entry, _Parsed
+from .._docstrings import fill_doc
 
 
 _DATA_RE = re.compile(rb"(?im)^[ \t]*@data[ \t]*\r?$")
@@ -213,6 +214,7 @@ def _parse_arff_rows(raw: bytes, name: str, start: int, first_line: int, n_attr:
 
 
 @_guard
+@fill_doc
 def load_arff(path_or_file, *, xml=None, n_labels=None):
     """Read a MULAN ARFF file (sparse ``{i v, ...}`` and dense rows) with its labels.
 
@@ -232,13 +234,7 @@ def load_arff(path_or_file, *, xml=None, n_labels=None):
         MULAN's label XML, naming the label attributes.
     n_labels : int, optional
         The number of label attributes, the last ones (when there is no XML).
-    max_bytes : int, optional
-        The most bytes the load may inflate from compressed members or allocate for
-        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
-        the input beyond 64 MiB; added by :func:`_guard`).
-    max_dim : int, optional
-        The largest number of rows, columns, labels or nodes accepted, checked before
-        anything of that size is allocated (default: the int32 index space).
+    {load_limits}
 
     Returns
     -------

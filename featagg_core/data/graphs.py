@@ -18,6 +18,7 @@ from ._text import _fill_hard, _kernel_error
 from .npz import _load_npz_any
 from ._graph_parts import _classes_from_values, _labels_from_any, _matrix_from_any, _undirected
 from .matlab import _load_mat
+from .._docstrings import fill_doc
 
 
 _HEADER_WORDS = {"source", "target", "src", "dst", "from", "to", "weight", "u", "v", "w",
@@ -218,6 +219,7 @@ def _graph_format(raw: bytes, ext: str) -> str:
 
 
 @_guard
+@fill_doc
 def load_graph(path_or_file, features=None, labels=None, *, format=None, node_ids="auto",
                self_loops=None, class_attr=None, name=None) -> GraphData:
     """Load an attributed graph from a path or a binary file-like object with ``.name``.
@@ -270,13 +272,7 @@ def load_graph(path_or_file, features=None, labels=None, *, format=None, node_id
         GraphML / GML only: the node attribute holding the classes.
     name : str, optional
         The dataset's name (default: the file's stem).
-    max_bytes : int, optional
-        The most bytes the load may inflate from compressed members or allocate for
-        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
-        the input beyond 64 MiB; added by :func:`_guard`).
-    max_dim : int, optional
-        The largest number of rows, columns, labels or nodes accepted, checked before
-        anything of that size is allocated (default: the int32 index space).
+    {load_limits}
 
     Returns
     -------

@@ -9,6 +9,7 @@ from .npz import _load_npz_any
 from .xc import _load_xc_raw
 from .svmlight import _svmlight_assemble, _svmlight_parse
 from .arff import load_arff
+from .._docstrings import fill_doc
 
 
 def _sniff(raw: bytes, ext: str) -> str:
@@ -33,6 +34,7 @@ def _sniff(raw: bytes, ext: str) -> str:
 
 
 @_guard
+@fill_doc
 def load_dataset(path_or_file, *, test=None, labels_path=None, test_labels_path=None,
                  xml=None, n_labels=None, zero_based="auto", n_features=None,
                  format=None, name=None) -> MultiLabelData:
@@ -72,13 +74,7 @@ def load_dataset(path_or_file, *, test=None, labels_path=None, test_labels_path=
         Force a format instead of guessing it from the extension and content.
     name : str, optional
         The dataset's name (default: the file's stem, or the name an npz stores).
-    max_bytes : int, optional
-        The most bytes the load may inflate from compressed members or allocate for
-        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
-        the input beyond 64 MiB; added by :func:`_guard`).
-    max_dim : int, optional
-        The largest number of rows, columns, labels or nodes accepted, checked before
-        anything of that size is allocated (default: the int32 index space).
+    {load_limits}
 
     Returns
     -------

@@ -8,6 +8,7 @@ import numpy as np
 from ._containers import DatasetError, MultiLabelData
 from ._input import _blank, _guard, _read_bytes, _stem
 from ._text import _finish_matrix, _line_of_entry, _Parsed, _tokenise
+from .._docstrings import fill_doc
 
 
 def _svmlight_assemble(parsed_list, zero_based="auto", n_features=None, n_labels=None):
@@ -51,6 +52,7 @@ def _svmlight_parse(raw: bytes, name: str) -> _Parsed:
 
 
 @_guard
+@fill_doc
 def load_svmlight(path_or_file, *, zero_based="auto", n_features=None,
                   n_labels=None) -> MultiLabelData:
     """Read svmlight/libsvm multilabel text (``l1,l2 i:v i:v ...``, no header; ``#``
@@ -70,13 +72,7 @@ def load_svmlight(path_or_file, *, zero_based="auto", n_features=None,
         The number of features (default: the largest index + 1).
     n_labels : int, optional
         The number of labels (default: the largest label + 1).
-    max_bytes : int, optional
-        The most bytes the load may inflate from compressed members or allocate for
-        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
-        the input beyond 64 MiB; added by :func:`_guard`).
-    max_dim : int, optional
-        The largest number of rows, columns, labels or nodes accepted, checked before
-        anything of that size is allocated (default: the int32 index space).
+    {load_limits}
 
     Returns
     -------

@@ -12,6 +12,7 @@ from ._input import (_blank, _budget, _fail_for, _guard, _NamedBytes, _read_byte
                      _suffix)
 from ._checks import _check_declared
 from .npz import _load_npz_any
+from .._docstrings import fill_doc
 
 
 _TRUE_WORDS = {"1", "true", "yes", "y", "t", "1.0", "+1", "pos", "positive"}
@@ -177,6 +178,7 @@ def _as_text(sub):
 
 
 @_guard
+@fill_doc
 def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positive=None,
                      header=True, name=None) -> CategoricalData:
     """Load a table of categorical columns with a binary label: CSV, TSV, parquet or the
@@ -207,13 +209,7 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
         Whether the first row names the columns (else they are ``c0``, ``c1``, ...).
     name : str, optional
         The dataset's name (default: the file's stem); an npz keeps the name it stores.
-    max_bytes : int, optional
-        The most bytes the load may inflate from compressed members or allocate for
-        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
-        the input beyond 64 MiB; added by :func:`_guard`).
-    max_dim : int, optional
-        The largest number of rows, columns, labels or nodes accepted, checked before
-        anything of that size is allocated (default: the int32 index space).
+    {load_limits}
 
     Returns
     -------

@@ -11,6 +11,7 @@ from ._input import _atomic_write, _blank, _guard, _read_bytes, _stem
 from ._checks import _check_declared, _check_dim
 from ._text import (_finish_matrix, _format_values, _header_line, _int_header, _tokenise,
                     _trim_rows)
+from .._docstrings import fill_doc
 
 
 def _xc_header(raw: bytes, name: str, counts: tuple) -> tuple[list, int]:
@@ -46,6 +47,7 @@ def _load_xc_split(raw: bytes, name: str, labels_path) -> MultiLabelData:
 
 
 @_guard
+@fill_doc
 def load_xc(path_or_file, labels_path=None) -> MultiLabelData:
     """Read the Extreme Classification Repository text format.
 
@@ -69,13 +71,7 @@ def load_xc(path_or_file, labels_path=None) -> MultiLabelData:
         as Streamlit's ``UploadedFile``, is named by its ``.name``).
     labels_path : str, os.PathLike or binary file-like, optional
         The split format's labels file (header ``N L``); only with a features file.
-    max_bytes : int, optional
-        The most bytes the load may inflate from compressed members or allocate for
-        declared sizes (default ``FEATAGG_MAX_LOAD_MB`` or 1 GiB, and never more than 50x
-        the input beyond 64 MiB; added by :func:`_guard`).
-    max_dim : int, optional
-        The largest number of rows, columns, labels or nodes accepted, checked before
-        anything of that size is allocated (default: the int32 index space).
+    {load_limits}
 
     Returns
     -------
