@@ -525,9 +525,31 @@ class BMGUFS(BaseEstimator):
         """
         validate_params(self.get_params(deep=False), self._parameter_constraints)
         beta, gamma, _, max_iter, eta, delta, _ = self._validate_params()
+        A, cands, idx, rule, prob, block_s, precompute_s = self._prepare(
+            A, X, y, block_model, candidates, progress, delta)
+        self._set_selection(prob, beta, gamma, max_iter, eta, progress)
+        self.timings_ = {"block_models": block_s, "precompute": precompute_s,
+                         "selection": self.timings_["selection"]}
+        self._set_block_state(A, cands, idx, rule, prob)
+        self.gamma_ = float(gamma)
+        self.gamma_path_ = [(float(gamma), self.n_nonzero_)]
+        return self
+
+    def _prepare(self, A, X, y, block_model, candidates, progress, delta):
+        """What :meth:`fit` and :meth:`fit_gamma_grid` share before the selection.
+
+        Checks ``A`` then ``X``, picks the block model among the candidates and
+        precomputes the objective's sparse pieces.
+
+        Returns
+        -------
+        tuple
+            ``(A, cands, idx, rule, prob, block_s, precompute_s)``: the checked adjacency,
+            the candidate block models, the chosen one's index and the rule that chose it,
+            the :class:`_SelectionProblem`, and the seconds of the two stages.
+        """
         A = _check_adjacency(A)
-        n = A.shape[0]
-        Y = _check_features(X, n)
+        Y = _check_features(X, A.shape[0])
         t0 = time.perf_counter()
         cands, idx, rule = self._candidates(A, y, block_model, candidates, progress)
         block_s = time.perf_counter() - t0
@@ -536,14 +558,7 @@ class BMGUFS(BaseEstimator):
         if progress is not None:
             progress("selection", 0.0, "precomputing the sparse pieces of the objective")
         prob = _SelectionProblem(Y, bm.labels_, bm.M_, delta)
-        precompute_s = time.perf_counter() - t0
-        self._set_selection(prob, beta, gamma, max_iter, eta, progress)
-        self.timings_ = {"block_models": block_s, "precompute": precompute_s,
-                         "selection": self.timings_["selection"]}
-        self._set_block_state(A, cands, idx, rule, prob)
-        self.gamma_ = float(gamma)
-        self.gamma_path_ = [(float(gamma), self.n_nonzero_)]
-        return self
+        return A, cands, idx, rule, prob, block_s, time.perf_counter() - t0
 
     def fit_gamma_grid(self, A, X, d, y=None, *, gammas=None,
                        block_model: Optional[BlockModel] = None, candidates=None,
@@ -587,18 +602,8 @@ class BMGUFS(BaseEstimator):
             grid = [float(check_param("gammas", g, _NON_NEGATIVE)) for g in gammas]
         if not grid:
             raise parameter_error("gammas", "a non-empty list of numbers >= 0", gammas)
-        A = _check_adjacency(A)
-        n = A.shape[0]
-        Y = _check_features(X, n)
-        t0 = time.perf_counter()
-        cands, idx, rule = self._candidates(A, y, block_model, candidates, progress)
-        block_s = time.perf_counter() - t0
-        bm = cands[idx]
-        t0 = time.perf_counter()
-        if progress is not None:
-            progress("selection", 0.0, "precomputing the sparse pieces of the objective")
-        prob = _SelectionProblem(Y, bm.labels_, bm.M_, delta)
-        precompute_s = time.perf_counter() - t0
+        A, cands, idx, rule, prob, block_s, precompute_s = self._prepare(
+            A, X, y, block_model, candidates, progress, delta)
         path, selection_s = [], 0.0
         for i, g in enumerate(grid):
             sub = None if progress is None else (
