@@ -39,6 +39,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import scipy.sparse as sp
 
+from ._docstrings import fill_doc
 from ._kernels import bmgufs as _k
 from ._polling import Throttle
 
@@ -97,16 +98,21 @@ def _check_adjacency(A) -> sp.csr_matrix:
     return A
 
 
+def _as_node_features(X) -> sp.csr_matrix:
+    """``X`` (sparse, or dense 2-D) as a float64 csr node x feature matrix (a copy when
+    it converts; also the feature selection baselines' first step)."""
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=np.float64)
+    arr = np.asarray(X, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError(f"X: expected a 2-D node x feature matrix, got {arr.ndim}-D")
+    return sp.csr_matrix(arr)
+
+
 def _check_features(X, n: int) -> sp.csr_matrix:
     if X is None:
         raise ValueError("X: the node feature matrix is missing")
-    if sp.issparse(X):
-        Y = sp.csr_matrix(X, dtype=np.float64)
-    else:
-        arr = np.asarray(X, dtype=np.float64)
-        if arr.ndim != 2:
-            raise ValueError(f"X: expected a 2-D node x feature matrix, got {arr.ndim}-D")
-        Y = sp.csr_matrix(arr)
+    Y = _as_node_features(X)
     if Y.shape[0] != n:
         raise ValueError(f"X: has {Y.shape[0]} rows but the graph has {n} nodes")
     if Y.shape[1] < 1:
@@ -515,6 +521,7 @@ def gammas_from(gamma: float, grid: Sequence[float] = GAMMA_GRID) -> List[float]
 # ---------------------------------------------------------------------------
 # BMGUFS's artifact state
 # ---------------------------------------------------------------------------
+@fill_doc
 def bmgufs_artifact_state(model):
     """``(meta, arrays)`` of a fitted :class:`featagg_core.bmgufs.BMGUFS` (its
     ``_artifact_state``): the selection, the candidates' own states prefixed
@@ -525,10 +532,7 @@ def bmgufs_artifact_state(model):
     model : BMGUFS
         Fitted.
 
-    Returns
-    -------
-    tuple
-        ``(meta dict, arrays dict)``.
+    {artifact_state_returns}
     """
     model._check_fitted()
     meta = {"n_iter_": int(model.n_iter_), "candidate_index_": int(model.candidate_index_),
