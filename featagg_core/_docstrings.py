@@ -298,6 +298,50 @@ DOCS: dict = _fragments(
         kinds : str, default="biuf"
             The allowed dtype kinds.
         """,
+    # --- KTXMLC, BMGUFS, vocabulary compression (ktxmlc, _ktxmlc_*, _bmgufs_support, vocab) --
+    xml_X_Y="""
+        X : sparse or dense matrix, shape (n, d)
+            Features.
+        Y : sparse or dense 0/1 matrix, shape (n, L)
+            Labels.
+        """,
+    xml_X_Y_params="""
+        Parameters
+        ----------
+        {xml_X_Y}
+        """,
+    xml_fit_raises="""
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            For a parameter outside ``_parameter_constraints`` or bad ``X`` / ``Y``.
+        """,
+    sklearn_not_fitted_raises="""
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        """,
+    solver_stop="""
+        solver : SolverSpec
+            Solver parameters.
+        stop : ndarray of uint8
+            See :func:`run_jobs`.
+        """,
+    artifact_state_returns="""
+        Returns
+        -------
+        tuple
+            ``(meta dict, arrays dict)``.
+        """,
+    vocab_fit_returns="""
+        Returns
+        -------
+        VocabularyCompressor
+            ``self``, fitted.
+        """,
     # --- groups of the fragments above (filled when DOCS is built) --------------------------
     experiment_progress="""
         {progress}

@@ -62,6 +62,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ._docstrings import fill_doc
 from . import _products
 from ._kernels import ktxmlc as _k
 from ._kernels import ktxmlc_cluster as _kc
@@ -526,6 +527,7 @@ def task_rows(Yc: sp.csc_matrix, tree: dict, node: int) -> np.ndarray:
                         int(tree["lo"][node]), int(tree["hi"][node]))
 
 
+@fill_doc
 def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict,
                pos: np.ndarray, task: TrainTask, solver: SolverSpec, stop) -> tuple:
     """Train the classifiers of children ``task.c0 .. task.c1 - 1`` of ``task.node`` on
@@ -541,10 +543,7 @@ def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict
         :func:`label_positions` of the tree.
     task : TrainTask
         The batch to train.
-    solver : SolverSpec
-        Solver parameters.
-    stop : ndarray of uint8
-        See :func:`run_jobs`.
+    {solver_stop}
 
     Returns
     -------
@@ -592,6 +591,7 @@ def batch_problem(tree: dict, task: TrainTask, solver: SolverSpec) -> BatchProbl
                         float(solver.C_log if loss == 1 else solver.C))
 
 
+@fill_doc
 def train_rows(X, Y, rows: np.ndarray, pos: np.ndarray, problem: BatchProblem,
                solver: SolverSpec, stop) -> tuple:
     """Train a batch's classifiers on the rows ``rows`` of (X, Y) (csr or
@@ -612,10 +612,7 @@ def train_rows(X, Y, rows: np.ndarray, pos: np.ndarray, problem: BatchProblem,
         :func:`label_positions` of the tree.
     problem : BatchProblem
         The batch.
-    solver : SolverSpec
-        Solver parameters.
-    stop : ndarray of uint8
-        See :func:`run_jobs`.
+    {solver_stop}
 
     Returns
     -------

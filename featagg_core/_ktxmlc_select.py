@@ -11,6 +11,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 import scipy.sparse as sp
 
+from ._docstrings import fill_doc
 from ._kernels import ktxmlc_cluster as _kc
 from ._ktxmlc_core import mix_seeds as _mix
 from ._ktxmlc_support import (_check_X, _check_Y, _defrag_progress, _sub_progress,
@@ -28,6 +29,7 @@ class Elbow(NamedTuple):
     elbow: int
 
 
+@fill_doc
 def elbow_curve(X, Y, ks=(2, 4, 8, 16, 32, 64), representation="input", random_state=0,
                 kmeans_max_iter=20):
     """Within-cluster sum of squares of the root partition for each K, and the elbow.
@@ -38,12 +40,7 @@ def elbow_curve(X, Y, ks=(2, 4, 8, 16, 32, 64), representation="input", random_s
     farthest from the straight line joining the first and last points of the curve, both
     axes scaled to [0, 1] (the "kneedle" rule).
 
-    Parameters
-    ----------
-    X : sparse or dense matrix, shape (n, d)
-        Features.
-    Y : sparse or dense 0/1 matrix, shape (n, L)
-        Labels.
+    {xml_X_Y_params}
     ks : iterable of int >= 1, default=(2, 4, 8, 16, 32, 64)
         The K values to try (a K of at least the number of labels has WCSS 0).
     representation : {"input", "joint"}, default="input"

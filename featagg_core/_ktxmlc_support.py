@@ -11,6 +11,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 
+from ._docstrings import fill_doc
 from . import _ktxmlc_core as core
 from ._products import exact_xt_y
 from ._validation import (Interval, Options, as_csr, check_binary_labels, check_n_features,
@@ -200,6 +201,7 @@ def _top_k_csr(S: sp.csr_matrix, k: int) -> sp.csr_matrix:
 
 
 # ----------------------------------------------------------------------------- artifacts
+@fill_doc
 def tree_model_artifact_state(model):
     """``(meta, arrays)`` of a fitted KTXMLC / OneVsAll (``_TreeModel._artifact_state``):
     the stacked node classifiers, their calibration and the trees' node arrays.
@@ -209,10 +211,7 @@ def tree_model_artifact_state(model):
     model : KTXMLC or OneVsAll
         Fitted.
 
-    Returns
-    -------
-    tuple
-        ``(meta dict, arrays dict)``.
+    {artifact_state_returns}
     """
     model._check_fitted()
     meta = dict(state_version=STATE_VERSION, n_features_in_=model.n_features_in_,

@@ -36,6 +36,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from ._docstrings import fill_doc
 from . import _ktxmlc_core as core
 from ._kernels import ktxmlc as _k
 from ._kernels.linear import l2svc_dual_cd, l2svc_primal_objective
@@ -170,6 +171,7 @@ class _TreeModel(BaseEstimator):
             progress(1.0, "done")
         return self
 
+    @fill_doc
     def predict_scores(self, X, k=5, beam_width=None):
         """Top-k label scores of every row of X.
 
@@ -188,10 +190,7 @@ class _TreeModel(BaseEstimator):
             float32, each row's top-k scores (probability-like, in (0, 1], averaged over
             trees); other entries are absent.
 
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError
-            Before :meth:`fit`.
+        {sklearn_not_fitted_raises}
         ValueError
             For a bad ``k`` / ``beam_width`` or ``X`` with another number of features.
         """
@@ -226,6 +225,7 @@ class _TreeModel(BaseEstimator):
         _, arrays = self._artifact_state()
         return int(sum(a.nbytes for a in arrays.values()))
 
+    @fill_doc
     def tree_nodes(self, tree=0):
         """The nodes of one tree, for plotting.
 
@@ -242,10 +242,7 @@ class _TreeModel(BaseEstimator):
             ``depth``, ``n_labels`` (labels below the node) and ``labels`` (list: the
             label ids below each node).
 
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError
-            Before :meth:`fit`.
+        {sklearn_not_fitted_raises}
         ValueError
             When ``tree`` is not one of the fitted trees.
         """
@@ -420,15 +417,11 @@ class KTXMLC(_TreeModel):
                              int(self.kmeans_max_iter), float(self.kmeans_tol),
                              int(self.random_state))
 
+    @fill_doc
     def fit(self, X, Y, progress: Optional[Callable[[float, str], None]] = None):
         """Grow the label trees and train every node's classifiers.
 
-        Parameters
-        ----------
-        X : sparse or dense matrix, shape (n, d)
-            Features.
-        Y : sparse or dense 0/1 matrix, shape (n, L)
-            Labels.
+        {xml_X_Y_params}
         progress : callable(fraction, message), optional
             Called per tree level, per trained node batch and at least every 0.2 s while a
             job runs (fraction in [0, 1], by the work done). It may raise
@@ -495,27 +488,18 @@ class OneVsAll(_TreeModel):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    @fill_doc
     def fit(self, X, Y, progress: Optional[Callable[[float, str], None]] = None):
         """Train one classifier per label (in batches of labels, in parallel).
 
-        Parameters
-        ----------
-        X : sparse or dense matrix, shape (n, d)
-            Features.
-        Y : sparse or dense 0/1 matrix, shape (n, L)
-            Labels.
+        {xml_X_Y_params}
         progress : callable(fraction, message), optional
             As in :meth:`KTXMLC.fit` (may raise ``Cancelled``).
 
         Returns
         -------
         OneVsAll
-            ``self``, fitted.
-
-        Raises
-        ------
-        ValueError
-            For a parameter outside ``_parameter_constraints`` or bad ``X`` / ``Y``.
+        {xml_fit_raises}
         """
         validate_params(self.get_params(deep=False), self._parameter_constraints)
         return self._fit_tail(X, Y, None, None, int(self.calibration_rows), progress)
@@ -588,15 +572,11 @@ class DefragKTXMLC(BaseEstimator):
                       max_leaf_labels=self.max_leaf_labels, C=self.C,
                       beam_width=self.beam_width, random_state=seed, n_jobs=self.n_jobs)
 
+    @fill_doc
     def fit(self, X, Y, progress=None):
         """Fit Defrag(s), then KTXMLC on the agglomerated features.
 
-        Parameters
-        ----------
-        X : sparse or dense matrix, shape (n, d)
-            Features.
-        Y : sparse or dense 0/1 matrix, shape (n, L)
-            Labels.
+        {xml_X_Y_params}
         progress : callable(fraction, message), optional
             Called per feature-tree level and as in :meth:`KTXMLC.fit`; it may raise
             :class:`featagg_core._cancel.Cancelled`, which propagates.
@@ -604,12 +584,7 @@ class DefragKTXMLC(BaseEstimator):
         Returns
         -------
         DefragKTXMLC
-            ``self``, fitted.
-
-        Raises
-        ------
-        ValueError
-            For a parameter outside ``_parameter_constraints`` or bad ``X`` / ``Y``.
+        {xml_fit_raises}
         """
         from .defrag import Defrag  # the DEFRAG module; imported only when used
 
@@ -638,6 +613,7 @@ class DefragKTXMLC(BaseEstimator):
         self.train_time_ = time.perf_counter() - t0
         return self
 
+    @fill_doc
     def transform(self, X):
         """Agglomerated features of the first member's Defrag.
 
@@ -651,15 +627,13 @@ class DefragKTXMLC(BaseEstimator):
         scipy.sparse.csr_matrix, shape (n, n_agglomerated)
             The first member's Defrag applied to ``X``.
 
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError
-            Before :meth:`fit`.
+        {sklearn_not_fitted_raises}
         """
         if not hasattr(self, "models_"):
             raise NotFittedError("This DefragKTXMLC instance is not fitted yet")
         return self.defrags_[0].transform(_check_X(X, "X", self.n_features_in_))
 
+    @fill_doc
     def predict_scores(self, X, k=5):
         """Top-k label scores of every row of X, averaged over the members.
 
@@ -677,10 +651,7 @@ class DefragKTXMLC(BaseEstimator):
             its beam reached (``beam_width * max_leaf_labels`` of them) and the average is
             cut to the top k (a label a member missed counts 0 there).
 
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError
-            Before :meth:`fit`.
+        {sklearn_not_fitted_raises}
         """
         if not hasattr(self, "models_"):
             raise NotFittedError("This DefragKTXMLC instance is not fitted yet")

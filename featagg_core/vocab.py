@@ -41,6 +41,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from ._docstrings import fill_doc
 from ._kernels import vocab as _k
 from ._polling import call_polled, new_stop
 from ._validation import Interval, Options, check_param, parameter_error, validate_params
@@ -200,6 +201,7 @@ class VocabularyCompressor(BaseEstimator):
         return int(self.random_state) & ((1 << 63) - 1)
 
     # ------------------------------------------------------------------ fitting
+    @fill_doc
     def fit(self, values, labels, progress=None):
         """Fit on a 1-D array of hashable ``values`` and 0/1 ``labels`` of the same length.
 
@@ -215,10 +217,7 @@ class VocabularyCompressor(BaseEstimator):
             :class:`featagg_core._cancel.Cancelled`) to stop (the kernel returns early,
             the exception propagates, nothing is fitted).
 
-        Returns
-        -------
-        VocabularyCompressor
-            ``self``, fitted.
+        {vocab_fit_returns}
 
         Raises
         ------
@@ -239,6 +238,7 @@ class VocabularyCompressor(BaseEstimator):
         c0 = np.bincount(codes, minlength=n).astype(np.int64) - c1
         return self._fit_counts(vocab, c0, c1, progress)
 
+    @fill_doc
     def fit_counts(self, vocabulary, counts0, counts1, progress=None):
         """Fit from a vocabulary and its per-value label-0 / label-1 counts.
 
@@ -251,10 +251,7 @@ class VocabularyCompressor(BaseEstimator):
         progress : callable(fraction, message), optional
             As in :meth:`fit`.
 
-        Returns
-        -------
-        VocabularyCompressor
-            ``self``, fitted.
+        {vocab_fit_returns}
 
         Raises
         ------
