@@ -277,6 +277,11 @@ DOCS: dict = _fragments(
         NotFittedError
             Before :meth:`fit`.
         """,
+    membership_returns="""
+        Returns
+        -------
+        csr_matrix of float32 (d, K)
+        """,
     # --- run-time estimates (estimate) ------------------------------------------------------
     run_estimate_args="""
         data : MultiLabelData, GraphData or CategoricalData

@@ -550,9 +550,7 @@ class Defrag(TransformerMixin, BaseEstimator):
     def membership_matrix(self) -> sp.csr_matrix:
         """The 0/1 d x K matrix G with ``G[j, labels_[j]] = 1`` (``transform(X) == X @ G``).
 
-        Returns
-        -------
-        csr_matrix of float32 (d, K)
+        {membership_returns}
 
         Raises
         ------

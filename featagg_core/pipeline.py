@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from ._docstrings import fill_doc
 from ._products import cluster_membership
 from ._validation import Interval, Options, validate_params
 
@@ -90,12 +91,11 @@ class FeatureClusters(BaseEstimator):
         if not hasattr(self, "labels_"):
             raise NotFittedError("this FeatureClusters is not fitted yet")
 
+    @fill_doc
     def membership_matrix(self) -> sp.csr_matrix:
         """The 0/1 d x K matrix G with ``G[j, labels_[j]] = 1``.
 
-        Returns
-        -------
-        csr_matrix of float32 (d, K)
+        {membership_returns}
 
         Raises
         ------
