@@ -21,8 +21,8 @@ import streamlit as st
 from featagg_app import session
 from featagg_app import triage_view as tv
 
-__all__ = ["run_experiment", "show_experiment", "defrag_tradeoff", "ktxmlc_sweep",
-           "bmgufs_protocol", "vocabulary_heldout"]
+__all__ = ["run_experiment", "show_experiment", "show_summary_table", "defrag_tradeoff",
+           "ktxmlc_sweep", "bmgufs_protocol", "vocabulary_heldout"]
 
 
 def _estimate(data, split, specs) -> Optional[float]:
@@ -71,12 +71,19 @@ def show_experiment(exp, key: str, table: bool = True) -> None:
                 st.plotly_chart(go.Figure(spec), width="stretch", key=f"{key}_{fid}")
                 st.caption(cap)
     if table:
-        frame = tv.summary_frame(rec)
-        if len(frame):
-            if len(frame) <= 40:
-                st.table(frame)
-            else:
-                st.dataframe(frame, hide_index=True)
+        show_summary_table(rec)
+
+
+def show_summary_table(rec: dict) -> None:
+    """An experiment record's main table (:func:`featagg_app.triage_view.summary_frame`):
+    a static table when it is short enough to read at once (40 rows), else a scrolling
+    one. The experiment sections and the Triage page both draw it here."""
+    frame = tv.summary_frame(rec)
+    if len(frame):
+        if len(frame) <= 40:
+            st.table(frame)
+        else:
+            st.dataframe(frame, hide_index=True)
 
 
 # ----------------------------------------------------------------------------- DEFRAG

@@ -5,7 +5,7 @@ import re
 
 import streamlit as st
 
-from featagg_app import session
+from featagg_app import experiment_sections, session
 from featagg_app import triage_view as tv
 
 PAGE = "triage"
@@ -106,12 +106,7 @@ for i, exp in enumerate(record["experiments"]):
     for cap, fig in figs.get(str(i), []):
         st.plotly_chart(fig, width="stretch")
         st.caption(cap)
-    frame = tv.summary_frame(exp)
-    if len(frame):
-        if len(frame) <= 40:
-            st.table(frame)
-        else:
-            st.dataframe(frame, hide_index=True)
+    experiment_sections.show_summary_table(exp)
 with st.expander("What ran and how long it took", expanded=False):
     st.table(tv.steps_frame(record))
     st.caption(f"Budget {record['budget']['budget_s']:.0f} s, used "
