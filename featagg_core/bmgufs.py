@@ -523,7 +523,6 @@ class BMGUFS(BaseEstimator):
             ``candidate`` not below the number of candidates, or bad ``A`` / ``X`` / ``y``
             (the message names the matrix).
         """
-        validate_params(self.get_params(deep=False), self._parameter_constraints)
         beta, gamma, _, max_iter, eta, delta, _ = self._validate_params()
         A, cands, idx, rule, prob, block_s, precompute_s = self._prepare(
             A, X, y, block_model, candidates, progress, delta)
@@ -593,7 +592,6 @@ class BMGUFS(BaseEstimator):
         ValueError
             As :meth:`fit`, and for a bad ``d`` or an empty / negative ``gammas``.
         """
-        validate_params(self.get_params(deep=False), self._parameter_constraints)
         beta, gamma, _, max_iter, eta, delta, _ = self._validate_params()
         d = check_int("d", d, 1)
         if gammas is None:
