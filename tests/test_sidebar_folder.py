@@ -2,6 +2,7 @@
 file opens through a job and becomes the session's dataset, an ARFF without its XML asks
 for its label columns, and the large-text CSS is there only when asked for."""
 import os
+import threading
 import time
 
 import pytest
@@ -105,8 +106,18 @@ def test_a_job_finishing_after_the_collect_is_not_opened_again(folder, monkeypat
     at.selectbox(key="featagg_folder_file").set_value("corel5k/train.arff")
     _settle(at)
     at.number_input(key="featagg_folder_n_labels:corel5k/train.arff").set_value(2).run()
+    # the opening job waits until the test holds it: on a fast machine the tiny ARFF would
+    # otherwise be opened and collected within the click's own run, leaving nothing to race
+    from featagg_core.data_cache import DataFolder
+    release, original_load = threading.Event(), DataFolder.load
+
+    def load_when_released(self, *args, **kwargs):
+        assert release.wait(60)
+        return original_load(self, *args, **kwargs)
+    monkeypatch.setattr(DataFolder, "load", load_when_released)
     at.button(key="featagg_folder_n_labels:corel5k/train.arff:go").click().run()
     held = at.session_state["featagg.folder_job"]
+    release.set()
     assert held[1] and held[2].wait(60)               # opened with options, now finished
     original, calls = data_folder._collect, []
 
