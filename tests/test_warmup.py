@@ -21,7 +21,9 @@ WAIT = 60.0        # generous: child processes start Python on a shared machine
 def test_every_warmed_module_is_in_a_group_and_groups_are_in_page_order():
     grouped = {m for g in W.GROUPS for m in g.modules}
     assert set(W.MODULES) <= grouped
-    assert W.GROUP_NAMES[:3] == ("defrag", "xmlc", "readers")      # what a class clicks first
+    # what a class clicks first; the exact products second, so two compile workers share
+    # DEFRAG's JIT (its warm-up fits the XY representation, which needs them, last)
+    assert W.GROUP_NAMES[:4] == ("defrag", "products", "xmlc", "readers")
     assert len(set(W.GROUP_NAMES)) == len(W.GROUP_NAMES)
 
 
