@@ -44,6 +44,7 @@ one, created by ``featagg_app.jobs.kernels()``).
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import logging
@@ -346,12 +347,16 @@ class KernelWarmup:
         ``SPEED_MAX_AGE_S`` after.
     log : callable(str) or None
         Where the progress lines go (default: stderr, the server log).
+    freeze_gc : bool
+        Once every group is loaded, ``gc.collect()`` then ``gc.freeze()`` (the server's
+        :func:`featagg_app.jobs.kernels` sets it; a test process keeps its collector).
     """
 
     def __init__(self, groups: Sequence[KernelGroup] = GROUPS, processes: Optional[int] = None,
                  niceness: int = 5, calibrate: bool = True,
-                 log: Optional[Callable[[str], None]] = None):
+                 log: Optional[Callable[[str], None]] = None, freeze_gc: bool = False):
         self.groups = tuple(groups)
+        self.freeze_gc = bool(freeze_gc)
         self.processes = default_processes() if processes is None else int(processes)
         self.niceness = int(niceness)
         self.calibrate = bool(calibrate)
@@ -525,6 +530,13 @@ class KernelWarmup:
         self.all_ready_at = time.time()
         self._say(f"[featagg] kernels: all {len(self.groups)} groups ready after "
                   f"{self.elapsed():.1f} s")
+        if self.freeze_gc:
+            # what is loaded now (modules, numba's dispatchers and compiled libraries,
+            # scikit-learn, plotly, pandas) lives as long as the server: move it out of the
+            # garbage collector's reach, so a full collection - the reaper's after freeing a
+            # session, Python's own - walks only what sessions created (0.14 s -> ~0)
+            gc.collect()
+            gc.freeze()
         for p in self._procs:
             try:
                 p.wait(timeout=30)

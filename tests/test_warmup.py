@@ -144,6 +144,33 @@ def test_the_server_loads_what_the_children_compiled(fake_kernels):
     assert all(p.poll() is not None for p in k._procs)
 
 
+def test_the_server_freezes_what_it_loaded_once_every_group_is_ready(fake_kernels):
+    """With ``freeze_gc`` (the server's) the loader moves what is alive once every group is
+    loaded into the collector's permanent generation; without it (the default) the process's
+    collector is left alone."""
+    import gc
+    groups = (W.KernelGroup("a", "group A", ("fk_a",)),)
+    assert gc.get_freeze_count() == 0
+    for freeze in (False, True):
+        k = W.KernelWarmup(groups, processes=0, calibrate=False, log=lambda line: None,
+                           freeze_gc=freeze)
+        try:
+            k.start()
+            deadline = time.time() + WAIT
+            while not k.all_ready and time.time() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.2)                 # the loader freezes right after saying so
+            assert k.all_ready
+            frozen = gc.get_freeze_count()
+            assert (frozen > 1000) if freeze else frozen == 0, frozen
+            if freeze:
+                before = len(gc.get_objects())
+                assert before < frozen      # a full collection no longer walks them
+        finally:
+            k.close()
+            gc.unfreeze()
+
+
 class _Gate:
     """A gate whose groups open when the test says so."""
 
