@@ -55,7 +55,6 @@ _SPLIT_SETTINGS = "featagg.split_settings"   # fingerprint -> dict like DEFAULT_
 _SESSION_ID = "featagg.session_id"
 _PICKED = "featagg.picker_auto"     # picker key -> the run id it picked by itself
 _ESTIMATES = "featagg.estimates"    # (dataset, split, spec) -> estimated seconds
-_ESTIMATE_SIZES = "featagg.estimate_sizes"   # the estimate's memo of the data's sizes
 _NAMES = "featagg.names_digest"     # fingerprint -> (weakref to data, digest of its names)
 #: seconds between two redraws of a running job's panel (each is a fragment rerun that every
 #: other session pays for in GIL hand-offs while a job computes: once a second is enough)
@@ -447,11 +446,7 @@ def estimate(data, split, spec) -> Optional[float]:
         try:
             # the server's calibration, measured in the background (never in a rerun)
             from featagg_app.jobs import machine_speed
-            # the data's sizes once per (dataset, split) for this session, not once per
-            # spec: a d0 slider moved by 24 steps asks for 24 specs on the same data
-            memo = st.session_state.setdefault(_ESTIMATE_SIZES, {})
-            cache[key] = float(estimate_seconds(data, split, spec, speed=machine_speed(),
-                                                memo=memo))
+            cache[key] = float(estimate_seconds(data, split, spec, speed=machine_speed()))
         except ValueError:
             cache[key] = None
     return cache[key]

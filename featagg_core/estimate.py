@@ -6,8 +6,8 @@ Signatures::
     measure_speed(threads=None) -> dict         # ~0.3 s calibration, not cached
     default_speed(threads=None) -> dict         # measure_speed, cached for 5 minutes
     job_threads() -> int                        # threads a job gets on the server's runner
-    estimate_seconds(data, split, spec, speed=None, memo=None) -> float  # wall seconds
-    estimate_breakdown(data, split, spec, speed=None, memo=None) -> dict # seconds per part
+    estimate_seconds(data, split, spec, speed=None) -> float     # wall seconds
+    estimate_breakdown(data, split, spec, speed=None) -> dict    # seconds per part
     format_seconds(seconds) -> str              # "under a second", "12 s", "4 min", "1.5 h"
     warmup() -> None                            # compile the calibration's own kernels
 
@@ -621,34 +621,13 @@ def _vocabulary_parts(data, split, voc: dict, speed, C) -> Dict[str, float]:
 
 
 # ============================================================================ entry points
-def _ml_stats(data, split, memo: Optional[dict]) -> "_MLStats":
-    """The data's sizes for the multi-label cost models, from ``memo`` when it already
-    holds them for this dataset and split (the XᵀY count behind them is the expensive
-    part, and a page asks again for every d0 the slider passes)."""
-    if memo is None:
-        return _MLStats(data, split)
-    key = ("ml", data.fingerprint, split.split_id)
-    st = memo.get(key)
-    if st is None:
-        # one dataset's splits at a time: an entry references its dataset's matrices,
-        # which must not outlive the session's switch to another dataset
-        if len(memo) >= 8 or any(k[1] != key[1] for k in memo):
-            memo.clear()
-        st = memo[key] = _MLStats(data, split)
-    return st
-
-
 @fill_doc
-def estimate_breakdown(data, split, spec, speed: Optional[dict] = None,
-                       memo: Optional[dict] = None) -> Dict[str, float]:
+def estimate_breakdown(data, split, spec, speed: Optional[dict] = None) -> Dict[str, float]:
     """Estimated wall seconds of each part of the run ``spec`` on ``split``.
 
     Parameters
     ----------
     {run_estimate_args}
-    memo : dict, optional
-        Kept by the caller between calls: the data's size statistics are computed once
-        per (dataset, split) in it (the dashboard keeps one per session).
 
     Returns
     -------
@@ -667,15 +646,15 @@ def estimate_breakdown(data, split, spec, speed: Optional[dict] = None,
     C = _MODEL
     kind = spec_kind(spec)
     if kind == "classifier":
-        st = _ml_stats(data, split, memo)
+        st = _MLStats(data, split)
         parts = _classifier_spec_parts(st, spec, speed, C)
         copy = st.nnz + st.nnz_ho
     elif kind == "agglomeration":
-        st = _ml_stats(data, split, memo)
+        st = _MLStats(data, split)
         parts = _defrag_parts(st, spec["defrag"], speed, C)
         copy = st.nnz + st.nnz_ho
     elif kind == "feature_clustering":
-        st = _ml_stats(data, split, memo)
+        st = _MLStats(data, split)
         parts = _feature_clustering_parts(st, spec["feature_clustering"], speed, C)
         copy = st.nnz + st.nnz_ho
     elif kind == "feature_selection":
@@ -693,8 +672,7 @@ def estimate_breakdown(data, split, spec, speed: Optional[dict] = None,
 
 
 @fill_doc
-def estimate_seconds(data, split, spec, speed: Optional[dict] = None,
-                     memo: Optional[dict] = None) -> float:
+def estimate_seconds(data, split, spec, speed: Optional[dict] = None) -> float:
     """Estimated wall seconds of ``run_pipeline(data, split, spec)`` as a job.
 
     As a job on the dashboard's runner (fit on the training rows + scoring the held-out
@@ -703,8 +681,6 @@ def estimate_seconds(data, split, spec, speed: Optional[dict] = None,
     Parameters
     ----------
     {run_estimate_args}
-    memo : dict, optional
-        As :func:`estimate_breakdown`'s.
 
     Returns
     -------
@@ -715,4 +691,4 @@ def estimate_seconds(data, split, spec, speed: Optional[dict] = None,
     ------
     {bad_run_spec}
     """
-    return estimate_breakdown(data, split, spec, speed, memo)["total"]
+    return estimate_breakdown(data, split, spec, speed)["total"]

@@ -194,23 +194,3 @@ def test_warmup_compiles_the_signature_the_calibration_times(tmp_path):
                          timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["1", "1"]
-
-
-def test_memo_counts_the_data_once_per_split_and_gives_the_same_estimates(ml, monkeypatch):
-    """With a memo, the XᵀY count runs once per (dataset, split) whatever the specs; the
-    estimates equal those computed without it; another dataset empties the memo."""
-    data, split = ml
-    calls = []
-    real = E._xty_nnz
-    monkeypatch.setattr(E, "_xty_nnz", lambda *a, **k: calls.append(1) or real(*a, **k))
-    specs = [{"defrag": {"d0": d0}} for d0 in (4, 8, 16, 32)] + [{"classifier": {}}]
-    plain = [E.estimate_seconds(data, split, s, speed=_speed()) for s in specs]
-    n_plain = len(calls)
-    calls.clear()
-    memo = {}
-    memoed = [E.estimate_seconds(data, split, s, speed=_speed(), memo=memo) for s in specs]
-    assert memoed == plain
-    assert n_plain >= len(specs) - 1 and len(calls) == 1
-    other = make_powerlaw_multilabel(300, 400, 30, random_state=5, test_size=0.25)
-    E.estimate_seconds(other, make_split(other), specs[0], speed=_speed(), memo=memo)
-    assert [k[1] for k in memo] == [other.fingerprint]
