@@ -39,30 +39,6 @@ def _rand_csr(n: int, m: int, per_row: int, rng, symmetric: bool = False) -> sp.
     return M
 
 
-def _xt_y_args(X, Y, stop):
-    """The arguments the calibration times ``_kernels.defrag.xt_y`` with (Xᵀ in csr with
-    X's float64 values, Y's float32 values). One builder for the calibration and
-    :func:`_warm_calibration`, so the signature the warm-up compiles is the one timed."""
-    Xt = X.T.tocsr()
-    return (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32),
-            Xt.data.astype(np.float64), Y.indptr.astype(np.int64),
-            Y.indices.astype(np.int32), Y.data.astype(np.float32), Y.shape[1], 1, stop)
-
-
-def _warm_calibration() -> None:
-    """Compile (or load from numba's cache) the kernel signatures only the calibration
-    uses, on a tiny input. ``_kernels.defrag.xt_y`` is no method's kernel any more (DEFRAG
-    runs the exact product of :mod:`featagg_core._products`), so no method's warm-up
-    compiles it, and the server's first calibration used to JIT it in its own thread
-    (3-10 s of one core, holding numba's compile lock) right after the background
-    compilation had finished."""
-    from ._kernels import defrag as kd
-
-    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]))
-    Y = sp.csr_matrix(np.array([[1.0, 0.0], [1.0, 1.0]], np.float32))
-    kd.xt_y(*_xt_y_args(X, Y, np.zeros(1, np.uint8)))
-
-
 def _calibrate() -> Dict[str, float]:
     """The calibration proper (runs in the thread that measure_speed sets up)."""
     from sklearn.cluster import KMeans
@@ -85,7 +61,10 @@ def _calibrate() -> Dict[str, float]:
     walls, cpus = 0.0, 0.0
 
     # --- Xᵀ Y: units = sum_i nnz(x_i) nnz(y_i)
-    args = _xt_y_args(X, Y, stop)
+    Xt = X.T.tocsr()
+    args = (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32), Xt.data,
+            Y.indptr.astype(np.int64), Y.indices.astype(np.int32), Y.data.astype(np.float32),
+            Y.shape[1], 1, stop)
     cross = float(np.dot(np.diff(X.indptr), np.diff(Y.indptr)))
     kd.xt_y(*args)
 

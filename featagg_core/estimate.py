@@ -9,7 +9,6 @@ Signatures::
     estimate_seconds(data, split, spec, speed=None) -> float     # wall seconds
     estimate_breakdown(data, split, spec, speed=None) -> dict    # seconds per part
     format_seconds(seconds) -> str              # "under a second", "12 s", "4 min", "1.5 h"
-    warmup() -> None                            # compile the calibration's own kernels
 
 ``spec`` is any spec of docs/RUN_MODEL.md (it is made canonical first; a bad spec or one
 that does not fit the data raises ``ValueError``). The estimate covers what a run job does:
@@ -47,12 +46,11 @@ import numpy as np
 import scipy.sparse as sp
 
 # the calibration workload (moved to keep this module short; tests use _rand_csr from here)
-from ._estimate_calibration import (_calibrate, _rand_csr, _timed,  # noqa: F401
-                                    _warm_calibration)
+from ._estimate_calibration import _calibrate, _rand_csr, _timed  # noqa: F401
 from ._docstrings import fill_doc
 
 __all__ = ["measure_speed", "default_speed", "job_threads", "estimate_seconds",
-           "estimate_breakdown", "format_seconds", "warmup"]
+           "estimate_breakdown", "format_seconds"]
 
 #: seconds a cached calibration stays valid (the machine's load changes)
 SPEED_MAX_AGE_S = 300.0
@@ -156,13 +154,6 @@ def measure_speed(threads: Optional[int] = None) -> Dict[str, float]:
 @functools.lru_cache(maxsize=4)
 def _cached_speed(bucket: int, threads: int) -> Dict[str, float]:
     return measure_speed(threads)
-
-
-def warmup() -> None:
-    """Compile (or load from numba's cache) the kernel signatures :func:`measure_speed`
-    uses that no method's ``warmup()`` compiles, so the server's background compilation
-    (:mod:`featagg_app.warmup`, group "rest") covers its calibration too."""
-    _warm_calibration()
 
 
 def default_speed(threads: Optional[int] = None) -> Dict[str, float]:

@@ -169,28 +169,3 @@ def test_sparse_pattern_helper():
     M = E._rand_csr(50, 50, 3, rng, symmetric=True)
     assert (M != M.T).nnz == 0 and M.shape == (50, 50)
     assert sp.isspmatrix_csr(M)
-
-
-def test_warmup_compiles_the_signature_the_calibration_times(tmp_path):
-    """The server calibrates right after its background compilation: ``estimate.warmup``
-    (group "rest") must leave nothing of the calibration's own ``xt_y`` to compile. In a
-    fresh process, ``xt_y.signatures`` holds only what was compiled or loaded there, so
-    an unchanged count across ``_calibrate()`` means the calibration used the warmed one
-    (a different signature would be compiled or loaded, and counted)."""
-    import subprocess
-    import sys
-
-    code = (
-        "from featagg_core import estimate\n"
-        "from featagg_core._kernels import defrag as kd\n"
-        "assert not kd.xt_y.signatures, kd.xt_y.signatures\n"
-        "estimate.warmup()\n"
-        "before = list(kd.xt_y.signatures)\n"
-        "assert len(before) == 1, before\n"
-        "estimate._calibrate()\n"
-        "print(len(before), len(kd.xt_y.signatures))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["1", "1"]
