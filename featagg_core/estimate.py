@@ -176,6 +176,17 @@ def default_speed(threads: Optional[int] = None) -> Dict[str, float]:
     return dict(_cached_speed(int(time.time() // SPEED_MAX_AGE_S), n_threads))
 
 
+def warmup() -> None:
+    """Compile (or load from numba's cache) the kernels only :func:`measure_speed` calls.
+
+    The dashboard's compile workers call it with the other groups' warm-ups, so the
+    server's first calibration loads every kernel it times instead of compiling one in
+    the server process (see ``_estimate_calibration.warmup_kernels``).
+    """
+    from ._estimate_calibration import warmup_kernels
+    warmup_kernels()
+
+
 # ============================================================================ data sizes
 def _row_nnz(M, idx) -> np.ndarray:
     M = M if sp.isspmatrix_csr(M) or isinstance(M, sp.csr_array) else sp.csr_matrix(M)

@@ -153,6 +153,34 @@ def test_speed_calibration_and_cache(monkeypatch):
     E._cached_speed.cache_clear()
 
 
+def test_estimate_warmup_compiles_the_calibrations_own_xt_y(monkeypatch):
+    """The server calibrates once every kernel group is compiled: every signature the
+    calibration calls ``_kernels.defrag.xt_y`` with (the one kernel no fit uses) must be one
+    ``estimate.warmup`` compiles, or the first calibration JIT-compiles in the server."""
+    import numba
+    from featagg_core._kernels import defrag as kd
+    real, seen = kd.xt_y, {"warmup": set(), "calibration": set()}
+    phase = ["warmup"]
+
+    def recording(*args):
+        seen[phase[0]].add(tuple(numba.typeof(a) for a in args))
+        return real(*args)
+
+    monkeypatch.setattr(kd, "xt_y", recording)
+    E.warmup()
+    phase[0] = "calibration"
+    E.measure_speed(threads=1)
+    assert seen["warmup"] and seen["calibration"]
+    assert seen["calibration"] <= seen["warmup"]
+    # and the product it times is XᵀY (scipy) on the tiny warm-up input
+    from featagg_core._estimate_calibration import _rand_csr, _xt_y_args
+    X = _rand_csr(7, 5, 2, np.random.default_rng(3))
+    Y = _rand_csr(7, 4, 2, np.random.default_rng(4))
+    ptr, ind, dat = real(*_xt_y_args(X, Y, np.zeros(1, np.uint8)))
+    got = sp.csr_matrix((dat, ind, ptr), shape=(5, 4)).toarray()
+    np.testing.assert_allclose(got, (X.T @ Y).toarray(), rtol=1e-6)
+
+
 def test_job_threads(monkeypatch):
     import os
     cores = os.cpu_count() or 1
