@@ -601,9 +601,12 @@ def kernel_warmup_enabled() -> bool:
 
 @st.cache_resource(show_spinner=False)
 def _server_kernels():
-    from featagg_app.warmup import KernelWarmup, watch_compiles
+    from featagg_app import data_folder
+    from featagg_app.warmup import KernelWarmup, groups_in_order, watch_compiles
     watch_compiles()
-    return KernelWarmup().start()
+    # a data-folder server's first job is an open: its parser compiles first
+    first = ("readers",) if data_folder.configured() else ()
+    return KernelWarmup(groups=groups_in_order(first)).start()
 
 
 def kernels():

@@ -25,6 +25,15 @@ def test_every_warmed_module_is_in_a_group_and_groups_are_in_page_order():
     assert len(set(W.GROUP_NAMES)) == len(W.GROUP_NAMES)
 
 
+def test_groups_in_order_moves_the_named_groups_first():
+    names = [g.name for g in W.groups_in_order(("readers",))]
+    assert names == ["readers", "defrag", "xmlc", "rare_labels", "graph", "vocabulary", "rest"]
+    assert W.groups_in_order() == W.GROUPS
+    assert [g.name for g in W.groups_in_order(("rest", "unknown", "graph", "rest"))][:2] == \
+        ["rest", "graph"]
+    assert sorted(g.name for g in W.groups_in_order(("rest",))) == sorted(W.GROUP_NAMES)
+
+
 @pytest.mark.parametrize("spec, expected", [
     ({"defrag": {"d0": 8}}, ("defrag",)),
     ({"feature_clustering": {"kind": "kmeans"}}, ("defrag",)),
