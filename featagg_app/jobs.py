@@ -606,7 +606,7 @@ def _server_kernels():
     watch_compiles()
     # a data-folder server's first job is an open: its parser compiles first
     first = ("readers",) if data_folder.configured() else ()
-    return KernelWarmup(groups=groups_in_order(first)).start()
+    return KernelWarmup(groups=groups_in_order(first), freeze_gc=True).start()
 
 
 def kernels():
