@@ -604,9 +604,10 @@ def _server_kernels():
     from featagg_app import data_folder
     from featagg_app.warmup import KernelWarmup, groups_in_order, watch_compiles
     watch_compiles()
-    # a data-folder server's first job is an open: its parser compiles first
-    first = ("readers",) if data_folder.configured() else ()
-    return KernelWarmup(groups=groups_in_order(first), freeze_gc=True).start()
+    kw = {"freeze_gc": True}
+    if data_folder.configured():    # its first job is an open: the parser compiles first
+        kw["groups"] = groups_in_order(("readers",))
+    return KernelWarmup(**kw).start()
 
 
 def kernels():
