@@ -34,8 +34,9 @@ What it does, in one run:
 
 Goals (issue 11): Data page ≤ 10 s, DEFRAG ≤ 60 s, every chart ≤ 5,000 marks; the
 KTXMLC fast preset's time is reported. The goals are for a server whose kernels are
-compiled; a ``--cold-kernels`` run (``--out`` elsewhere) shows what the first server of a
-fresh install costs. The machine is shared: the load average is
+compiled (``benchmarks/results/bigdata.md``); a ``--cold-kernels`` run shows what the first
+server of a fresh install costs (``--out benchmarks/results/bigdata_cold.md``; default
+``/tmp/bigdata_cold.md``). The machine is shared: the load average is
 recorded at every step, and CPU seconds stand next to wall seconds.
 """
 from __future__ import annotations
