@@ -135,8 +135,12 @@ def open_in_job(relpath: str, options: Optional[dict] = None):
             return ("error", str(exc))
 
     try:
+        # parsing needs the readers' kernels: on a server still compiling them in the
+        # background the job waits for them (compiling in the server would stall every
+        # session); a cached open maps the npz and runs no kernel
         job = jobs.get_runner().submit(session.session_id(), f"Opening {relpath}", work,
-                                       estimate_s=estimate, kind="open")
+                                       estimate_s=estimate, kind="open",
+                                       needs=() if cached else ("readers",))
     except jobs.JobQueueFull as exc:
         st.warning(str(exc), icon=":material/hourglass_top:")
         return None

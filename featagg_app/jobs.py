@@ -601,9 +601,13 @@ def kernel_warmup_enabled() -> bool:
 
 @st.cache_resource(show_spinner=False)
 def _server_kernels():
-    from featagg_app.warmup import KernelWarmup, watch_compiles
+    from featagg_app import data_folder
+    from featagg_app.warmup import KernelWarmup, groups_in_order, watch_compiles
     watch_compiles()
-    return KernelWarmup(freeze_gc=True).start()
+    kw = {"freeze_gc": True}
+    if data_folder.configured():    # its first job is an open: the parser compiles first
+        kw["groups"] = groups_in_order(("readers",))
+    return KernelWarmup(**kw).start()
 
 
 def kernels():

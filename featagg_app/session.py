@@ -425,6 +425,29 @@ def _spec_text(spec) -> str:
     return json.dumps(spec, sort_keys=True, default=str)
 
 
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _shared_stats(fingerprint: str, split_id: str, _data, _split):
+    """``estimate.multilabel_stats`` of a dataset and split, once per server: every spec a
+    page estimates (the trade-off table's twenty, the baselines' sampling plans) and every
+    session on the same split read the same sizes (a pass over 10^6 rows and a sampled
+    XᵀY count each time otherwise). Holds no reference to the dataset's matrices."""
+    from featagg_core.estimate import multilabel_stats
+    return multilabel_stats(_data, _split)
+
+
+def _stats(data, split):
+    """The shared stats of a multi-label ``data`` and ``split``; None otherwise, or while
+    the DEFRAG kernels (which count XᵀY's non-zeros) are still compiling in the background:
+    the estimate then computes only the sizes its spec reads, as it would on its own."""
+    if getattr(data, "kind", None) != "multilabel":
+        return None
+    from featagg_app import jobs
+    k = jobs.kernels()
+    if k is not None and not k.ready(("defrag",)):
+        return None
+    return _shared_stats(data.fingerprint, split.split_id, data, split)
+
+
 def estimate(data, split, spec) -> Optional[float]:
     """``featagg_core.estimate.estimate_seconds`` for ``spec`` on ``split`` (None when the
     spec is not one it can estimate: the page then says "unknown"). Kept per session for
@@ -446,7 +469,8 @@ def estimate(data, split, spec) -> Optional[float]:
         try:
             # the server's calibration, measured in the background (never in a rerun)
             from featagg_app.jobs import machine_speed
-            cache[key] = float(estimate_seconds(data, split, spec, speed=machine_speed()))
+            cache[key] = float(estimate_seconds(data, split, spec, speed=machine_speed(),
+                                                stats=_stats(data, split)))
         except ValueError:
             cache[key] = None
     return cache[key]
@@ -460,7 +484,8 @@ def sampling_plan(data, split, spec, budget_s: float) -> dict:
     key = ("plan", data.fingerprint, split.split_id, _spec_text(spec), float(budget_s))
     if key not in cache:
         from featagg_app.jobs import machine_speed
-        cache[key] = plan(data, split, spec, speed=machine_speed(), budget_s=budget_s)
+        cache[key] = plan(data, split, spec, speed=machine_speed(), budget_s=budget_s,
+                          stats=_stats(data, split))
     return cache[key]
 
 

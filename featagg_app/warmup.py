@@ -13,6 +13,7 @@ compiles under a global lock, mostly holding the GIL: every session would stall)
         .close()
     GROUPS                           # kernel groups in the order pages need them
     groups_for_spec(spec) / groups_for_page(page) -> tuple of group names
+    groups_in_order(first) -> GROUPS with ``first`` compiled first (a data-folder server)
     warm_up(modules) -> WarmupReport # compile/load in this process (the old warm-up)
     watch_compiles(log)              # log every kernel compiled in this process
     python -m featagg_app.warmup [--worker STATUS_DIR]   # fill the cache (all groups)
@@ -146,6 +147,16 @@ def groups_for_spec(spec: dict) -> tuple:
     if not out:
         return GROUP_NAMES
     return tuple(dict.fromkeys(out))
+
+
+def groups_in_order(first: Sequence[str] = ()) -> tuple:
+    """:data:`GROUPS` with the groups named in ``first`` compiled first (in that order),
+    the others after them in their usual order. A server with a data folder
+    (``FEATAGG_DATA_DIR``) compiles the readers first: opening a folder file is the first
+    thing anyone does there, and its job waits for them."""
+    by_name = {g.name: g for g in GROUPS}
+    head = tuple(by_name[n] for n in dict.fromkeys(first) if n in by_name)
+    return head + tuple(g for g in GROUPS if g not in head)
 
 
 def groups_for_page(page: str) -> tuple:

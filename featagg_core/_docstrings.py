@@ -292,6 +292,9 @@ DOCS: dict = _fragments(
             A run spec of docs/RUN_MODEL.md (made canonical first).
         speed : dict, optional
             :func:`measure_speed`'s dict; default :func:`default_speed`.
+        stats : optional
+            :func:`multilabel_stats` of ``data`` and ``split`` (for a multi-label run),
+            computed once and passed to many estimates; None computes them here.
         """,
     cancel_tuning="""
         cancel : threading.Event-like, optional

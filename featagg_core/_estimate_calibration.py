@@ -39,6 +39,31 @@ def _rand_csr(n: int, m: int, per_row: int, rng, symmetric: bool = False) -> sp.
     return M
 
 
+def _xt_y_args(X: sp.csr_matrix, Y: sp.csr_matrix, stop: np.ndarray) -> tuple:
+    """The arguments of ``_kernels.defrag.xt_y`` as the calibration passes them (one
+    builder for :func:`_calibrate` and :func:`warmup_kernels`, so both compile the same
+    signature)."""
+    Xt = X.T.tocsr()
+    return (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32),
+            Xt.data.astype(np.float32, copy=False), Y.indptr.astype(np.int64),
+            Y.indices.astype(np.int32), Y.data.astype(np.float32), Y.shape[1], 1, stop)
+
+
+def warmup_kernels() -> None:
+    """Compile (or load from numba's cache) the kernels only the calibration calls.
+
+    The plain ``Xᵀ Y`` kernel ``_kernels.defrag.xt_y`` times the sparse product rate but no
+    fit uses it any more (DEFRAG builds its representation with the exact product), so no
+    fit's ``warmup()`` compiles it. Without this, the server's first calibration (run by
+    its kernel loader once every group is ready) compiled it in the server process: 9 s of
+    JIT under numba's lock on a loaded 2-core machine, stalling every session's rerun.
+    """
+    from ._kernels import defrag as kd
+    X = _rand_csr(6, 5, 2, np.random.default_rng(0))
+    Y = _rand_csr(6, 3, 1, np.random.default_rng(1))
+    kd.xt_y(*_xt_y_args(X, Y, np.zeros(1, np.uint8)))
+
+
 def _calibrate() -> Dict[str, float]:
     """The calibration proper (runs in the thread that measure_speed sets up)."""
     from sklearn.cluster import KMeans
@@ -61,10 +86,7 @@ def _calibrate() -> Dict[str, float]:
     walls, cpus = 0.0, 0.0
 
     # --- Xᵀ Y: units = sum_i nnz(x_i) nnz(y_i)
-    Xt = X.T.tocsr()
-    args = (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32), Xt.data,
-            Y.indptr.astype(np.int64), Y.indices.astype(np.int32), Y.data.astype(np.float32),
-            Y.shape[1], 1, stop)
+    args = _xt_y_args(X, Y, stop)
     cross = float(np.dot(np.diff(X.indptr), np.diff(Y.indptr)))
     kd.xt_y(*args)
 

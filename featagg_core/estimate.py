@@ -8,6 +8,7 @@ Signatures::
     job_threads() -> int                        # threads a job gets on the server's runner
     estimate_seconds(data, split, spec, speed=None) -> float     # wall seconds
     estimate_breakdown(data, split, spec, speed=None) -> dict    # seconds per part
+    multilabel_stats(data, split) -> stats      # the sizes, once for many estimates (stats=)
     format_seconds(seconds) -> str              # "under a second", "12 s", "4 min", "1.5 h"
 
 ``spec`` is any spec of docs/RUN_MODEL.md (it is made canonical first; a bad spec or one
@@ -50,7 +51,7 @@ from ._estimate_calibration import _calibrate, _rand_csr, _timed  # noqa: F401
 from ._docstrings import fill_doc
 
 __all__ = ["measure_speed", "default_speed", "job_threads", "estimate_seconds",
-           "estimate_breakdown", "format_seconds"]
+           "estimate_breakdown", "format_seconds", "multilabel_stats"]
 
 #: seconds a cached calibration stays valid (the machine's load changes)
 SPEED_MAX_AGE_S = 300.0
@@ -176,6 +177,17 @@ def default_speed(threads: Optional[int] = None) -> Dict[str, float]:
     return dict(_cached_speed(int(time.time() // SPEED_MAX_AGE_S), n_threads))
 
 
+def warmup() -> None:
+    """Compile (or load from numba's cache) the kernels only :func:`measure_speed` calls.
+
+    The dashboard's compile workers call it with the other groups' warm-ups, so the
+    server's first calibration loads every kernel it times instead of compiling one in
+    the server process (see ``_estimate_calibration.warmup_kernels``).
+    """
+    from ._estimate_calibration import warmup_kernels
+    warmup_kernels()
+
+
 # ============================================================================ data sizes
 def _row_nnz(M, idx) -> np.ndarray:
     M = M if sp.isspmatrix_csr(M) or isinstance(M, sp.csr_array) else sp.csr_matrix(M)
@@ -215,10 +227,14 @@ def _xty_nnz(X, Y, idx, exact_limit: float = 2e6) -> float:
 
 
 class _MLStats:
-    """What the multi-label cost models read: sizes of the training and held-out rows."""
+    """What the multi-label cost models read: sizes of the training and held-out rows.
+
+    Built by :func:`multilabel_stats`; read-only once built, so one object serves every
+    estimate on the same dataset and split (a page estimates twenty specs at once)."""
 
     def __init__(self, data, split):
         from ._split import row_indices
+        self.fingerprint, self.split_id = data.fingerprint, split.split_id
         self.X, self.Y = data.X.tocsr(), data.Y.tocsr()
         self.train, _ = row_indices(split, "train")
         self.n = int(self.train.size)
@@ -248,6 +264,48 @@ class _MLStats:
         if self._R is None:
             self._R = _xty_nnz(self.X, self.Y, self.train)
         return self._R
+
+    def freeze(self) -> "_MLStats":
+        """Compute everything now and drop the dataset's matrices (a cache of these stats
+        must not keep a dataset alive after the server's store has let it go)."""
+        _ = self.nnz_R
+        self.X = self.Y = None
+        return self
+
+
+def multilabel_stats(data, split):
+    """The sizes the multi-label cost models read, for many estimates on one split.
+
+    Row non-zeros of the training and held-out rows, their cross products and the
+    non-zeros of XᵀY over the training rows: a pass over the rows and a sampled
+    count of XᵀY (about 0.2 s at 10^6 rows), which every estimate on ``split`` would
+    otherwise repeat. The result holds no reference to ``data``'s matrices, is read-only,
+    and may be shared (the dashboard keeps one per dataset and split).
+
+    Parameters
+    ----------
+    data : MultiLabelData
+        The dataset.
+    split : Split
+        Its split.
+
+    Returns
+    -------
+    object
+        Pass it as ``stats=`` to :func:`estimate_seconds`, :func:`estimate_breakdown`
+        and ``feature_clustering.sampling_plan`` with the same ``data`` and ``split``.
+    """
+    return _MLStats(data, split).freeze()
+
+
+def _stats_for(data, split, stats):
+    """``stats`` when given (checked to be of ``data`` and ``split``), else new ones."""
+    if stats is None:
+        return _MLStats(data, split)
+    if (stats.fingerprint, stats.split_id) != (data.fingerprint, split.split_id):
+        raise ValueError("stats must be multilabel_stats of this dataset and split, got "
+                         f"those of split {stats.split_id!r}")
+    return stats
 
 
 # ============================================================================ cost models
@@ -613,7 +671,8 @@ def _vocabulary_parts(data, split, voc: dict, speed, C) -> Dict[str, float]:
 
 # ============================================================================ entry points
 @fill_doc
-def estimate_breakdown(data, split, spec, speed: Optional[dict] = None) -> Dict[str, float]:
+def estimate_breakdown(data, split, spec, speed: Optional[dict] = None,
+                       stats=None) -> Dict[str, float]:
     """Estimated wall seconds of each part of the run ``spec`` on ``split``.
 
     Parameters
@@ -637,15 +696,15 @@ def estimate_breakdown(data, split, spec, speed: Optional[dict] = None) -> Dict[
     C = _MODEL
     kind = spec_kind(spec)
     if kind == "classifier":
-        st = _MLStats(data, split)
+        st = _stats_for(data, split, stats)
         parts = _classifier_spec_parts(st, spec, speed, C)
         copy = st.nnz + st.nnz_ho
     elif kind == "agglomeration":
-        st = _MLStats(data, split)
+        st = _stats_for(data, split, stats)
         parts = _defrag_parts(st, spec["defrag"], speed, C)
         copy = st.nnz + st.nnz_ho
     elif kind == "feature_clustering":
-        st = _MLStats(data, split)
+        st = _stats_for(data, split, stats)
         parts = _feature_clustering_parts(st, spec["feature_clustering"], speed, C)
         copy = st.nnz + st.nnz_ho
     elif kind == "feature_selection":
@@ -663,7 +722,8 @@ def estimate_breakdown(data, split, spec, speed: Optional[dict] = None) -> Dict[
 
 
 @fill_doc
-def estimate_seconds(data, split, spec, speed: Optional[dict] = None) -> float:
+def estimate_seconds(data, split, spec, speed: Optional[dict] = None,
+                     stats=None) -> float:
     """Estimated wall seconds of ``run_pipeline(data, split, spec)`` as a job.
 
     As a job on the dashboard's runner (fit on the training rows + scoring the held-out
@@ -682,4 +742,4 @@ def estimate_seconds(data, split, spec, speed: Optional[dict] = None) -> float:
     ------
     {bad_run_spec}
     """
-    return estimate_breakdown(data, split, spec, speed)["total"]
+    return estimate_breakdown(data, split, spec, speed, stats=stats)["total"]

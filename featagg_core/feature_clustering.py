@@ -502,7 +502,8 @@ def ward_feature_labels(R, n_clusters, max_features=None, progress=None, *, rand
 
 
 # ----------------------------------------------------------------------------- planning
-def sampling_plan(data, split, spec, speed=None, budget_s: float = 60.0) -> dict:
+def sampling_plan(data, split, spec, speed=None, budget_s: float = 60.0,
+                  stats=None) -> dict:
     """What a baseline would cost on ``data``'s training rows, for a page to show first.
 
     Estimates come from :mod:`featagg_core.estimate`.
@@ -519,6 +520,9 @@ def sampling_plan(data, split, spec, speed=None, budget_s: float = 60.0) -> dict
         The machine's speed model (default :func:`featagg_core.estimate.default_speed`).
     budget_s : float, default 60.0
         Seconds a fit may take before sampling is suggested.
+    stats : optional
+        ``featagg_core.estimate.multilabel_stats(data, split)``, computed once for many
+        plans; None computes them here.
 
     Returns
     -------
@@ -538,7 +542,7 @@ def sampling_plan(data, split, spec, speed=None, budget_s: float = 60.0) -> dict
         largest sample.
     """
     from ._spec import canonical_spec, check_spec_fits
-    from .estimate import _feature_clustering_total, _MLStats, default_speed
+    from .estimate import _feature_clustering_total, _stats_for, default_speed
     from .estimate import format_seconds as _fmt_s
     inner = dict(spec.get("feature_clustering", spec))
     full_spec = canonical_spec({"feature_clustering": inner})
@@ -546,7 +550,7 @@ def sampling_plan(data, split, spec, speed=None, budget_s: float = 60.0) -> dict
     inner = full_spec["feature_clustering"]
     kind = inner["kind"]
     speed = default_speed() if speed is None else speed
-    st = _MLStats(data, split)
+    st = _stats_for(data, split, stats)
     d = st.d
     K = int(inner["n_clusters"])
     mf = inner.get("max_features")

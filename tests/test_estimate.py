@@ -49,6 +49,34 @@ def test_stats_are_the_training_and_held_out_rows(ml):
     assert st.nnz_R == (Xtr.T @ Ytr).nnz
 
 
+def test_shared_stats_are_the_rows_sizes_and_give_the_same_estimates(ml):
+    """multilabel_stats (computed once, shared by a page's many estimates) holds the same
+    sizes as a direct count, no reference to the matrices, and every estimate and sampling
+    plan made with it equals the one made without."""
+    from featagg_core.feature_clustering import sampling_plan
+    data, split = ml
+    st = E.multilabel_stats(data, split)
+    Xtr, Ytr = data.X[split.train], data.Y[split.train]
+    assert st.X is None and st.Y is None
+    assert st.nnz == Xtr.nnz and st.nnz_ho == data.X_test[split.test].nnz
+    assert st.nnz_R == (Xtr.T @ Ytr).nnz
+    s = _speed()
+    specs = [{"defrag": {"d0": 8}}, {"defrag": {"d0": 4, "representation": "X"}},
+             {"classifier": {"kind": "ktxmlc"}}, {"classifier": {"kind": "ova"}},
+             {"defrag": {"d0": 8}, "classifier": {"kind": "ktxmlc"}},
+             {"feature_clustering": {"kind": "kmeans", "n_clusters": 40}}]
+    for spec in specs:
+        assert E.estimate_breakdown(data, split, spec, s, stats=st) == \
+            E.estimate_breakdown(data, split, spec, s), spec
+    for kind in ("random_balanced", "kmeans", "ward"):
+        spec = {"feature_clustering": {"kind": kind, "n_clusters": 40}}
+        assert sampling_plan(data, split, spec, s, budget_s=0.01, stats=st) == \
+            sampling_plan(data, split, spec, s, budget_s=0.01)
+    other = make_split(data, how="random", test_size=0.3, random_state=1)
+    with pytest.raises(ValueError, match="stats must be"):
+        E.estimate_seconds(data, other, specs[0], s, stats=st)
+
+
 def test_one_vs_all_formula_by_hand(ml):
     data, split = ml
     st = E._MLStats(data, split)
@@ -151,6 +179,34 @@ def test_speed_calibration_and_cache(monkeypatch):
     b = E.default_speed(threads=1)
     assert a == b and calls == [1]
     E._cached_speed.cache_clear()
+
+
+def test_estimate_warmup_compiles_the_calibrations_own_xt_y(monkeypatch):
+    """The server calibrates once every kernel group is compiled: every signature the
+    calibration calls ``_kernels.defrag.xt_y`` with (the one kernel no fit uses) must be one
+    ``estimate.warmup`` compiles, or the first calibration JIT-compiles in the server."""
+    import numba
+    from featagg_core._kernels import defrag as kd
+    real, seen = kd.xt_y, {"warmup": set(), "calibration": set()}
+    phase = ["warmup"]
+
+    def recording(*args):
+        seen[phase[0]].add(tuple(numba.typeof(a) for a in args))
+        return real(*args)
+
+    monkeypatch.setattr(kd, "xt_y", recording)
+    E.warmup()
+    phase[0] = "calibration"
+    E.measure_speed(threads=1)
+    assert seen["warmup"] and seen["calibration"]
+    assert seen["calibration"] <= seen["warmup"]
+    # and the product it times is XᵀY (scipy) on the tiny warm-up input
+    from featagg_core._estimate_calibration import _rand_csr, _xt_y_args
+    X = _rand_csr(7, 5, 2, np.random.default_rng(3))
+    Y = _rand_csr(7, 4, 2, np.random.default_rng(4))
+    ptr, ind, dat = real(*_xt_y_args(X, Y, np.zeros(1, np.uint8)))
+    got = sp.csr_matrix((dat, ind, ptr), shape=(5, 4)).toarray()
+    np.testing.assert_allclose(got, (X.T @ Y).toarray(), rtol=1e-6)
 
 
 def test_job_threads(monkeypatch):

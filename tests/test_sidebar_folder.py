@@ -66,6 +66,28 @@ def test_folder_file_opens_as_the_sessions_dataset(folder, app_for):
     assert not any(str(root) in c.value for c in at.sidebar.caption)
 
 
+def test_an_open_that_parses_waits_for_the_readers_kernels(folder, monkeypatch, app_for):
+    """A first open parses (its job needs the readers' kernel group, so a server still
+    compiling them never compiles in-process); an open from the disk cache runs no kernel
+    and needs nothing."""
+    from featagg_app.jobs import JobRunner
+    needs, submit = [], JobRunner.submit
+
+    def recording(self, *args, **kw):
+        if kw.get("kind") == "open":
+            needs.append(tuple(kw.get("needs") or ()))
+        return submit(self, *args, **kw)
+
+    monkeypatch.setattr(JobRunner, "submit", recording)
+    for _ in range(2):           # the second session finds the disk cache of the first
+        at = _app(app_for)
+        at.radio(key="featagg_source").set_value("Data folder").run()
+        at.selectbox(key="featagg_folder_file").set_value("synth.txt")
+        _settle(at)
+        assert _dataset(at).name == "synth.txt"
+    assert needs[0] == ("readers",) and needs[-1] == ()
+
+
 def test_folder_arff_without_xml_asks_for_the_label_columns(folder, app_for):
     at = _app(app_for)
     at.radio(key="featagg_source").set_value("Data folder").run()

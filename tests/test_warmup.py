@@ -27,6 +27,43 @@ def test_every_warmed_module_is_in_a_group_and_groups_are_in_page_order():
     assert len(set(W.GROUP_NAMES)) == len(W.GROUP_NAMES)
 
 
+def test_groups_in_order_moves_the_named_groups_first():
+    names = [g.name for g in W.groups_in_order(("readers",))]
+    assert names == ["readers", "defrag", "products", "xmlc", "rare_labels", "graph",
+                     "vocabulary", "rest"]
+    assert W.groups_in_order() == W.GROUPS
+    assert [g.name for g in W.groups_in_order(("rest", "unknown", "graph", "rest"))][:2] == \
+        ["rest", "graph"]
+    assert sorted(g.name for g in W.groups_in_order(("rest",))) == sorted(W.GROUP_NAMES)
+
+
+def test_a_data_folder_server_compiles_the_readers_first(tmp_path, monkeypatch):
+    import streamlit as st
+    from featagg_app import jobs
+    made = []
+
+    class FakeWarmup:
+        def __init__(self, **kwargs):
+            made.append(kwargs)
+
+        def start(self):
+            return self
+
+    monkeypatch.setattr(W, "KernelWarmup", FakeWarmup)
+    monkeypatch.setattr(W, "watch_compiles", lambda log=None: (lambda: 0))
+    for folder in (None, str(tmp_path)):
+        if folder is None:
+            monkeypatch.delenv("FEATAGG_DATA_DIR", raising=False)
+        else:
+            monkeypatch.setenv("FEATAGG_DATA_DIR", folder)
+        st.cache_resource.clear()
+        jobs._server_kernels()
+    st.cache_resource.clear()
+    assert made[0] == {"freeze_gc": True}                     # the usual order
+    assert made[1]["freeze_gc"] is True
+    assert [g.name for g in made[1]["groups"]][:3] == ["readers", "defrag", "products"]
+
+
 @pytest.mark.parametrize("spec, expected", [
     ({"defrag": {"d0": 8}}, ("defrag",)),
     ({"feature_clustering": {"kind": "kmeans"}}, ("defrag",)),
