@@ -603,7 +603,7 @@ def kernel_warmup_enabled() -> bool:
 def _server_kernels():
     from featagg_app.warmup import KernelWarmup, watch_compiles
     watch_compiles()
-    return KernelWarmup().start()
+    return KernelWarmup(freeze_gc=True).start()
 
 
 def kernels():

@@ -608,15 +608,22 @@ class Defrag(TransformerMixin, BaseEstimator):
 
 
 def warmup() -> None:
-    """Compile (or load from cache) every DEFRAG kernel on a tiny input."""
+    """Compile (or load from cache) every DEFRAG kernel on a tiny input.
+
+    The X representation comes first and the XY one (whose exact XᵀY product,
+    :mod:`featagg_core._products`, is the slowest kernel to compile) last: the server's
+    second compile worker compiles the products group meanwhile
+    (:mod:`featagg_app.warmup`), so by the time this reaches the XY fit its kernels are
+    usually in numba's cache already and are only loaded."""
     rng = np.random.default_rng(0)
     X = sp.random(12, 20, density=0.3, format="csr", random_state=rng, dtype=np.float32)
     Y = sp.random(12, 4, density=0.5, format="csr", random_state=rng, dtype=np.float32)
     Y.data[:] = 1.0
-    m = Defrag(d0=4, representation="XY").fit(X, Y)
+    m = Defrag(d0=4, representation="X").fit(X, Y)
     m.transform(X)
     m.transform(X, aggregation="avg")
     clustering_error(feature_representation(X, representation="X")[0], m.labels_)
+    Defrag(d0=4, representation="XY").fit(X, Y)
     Xt = X.T.tocsr()
     _k.xt_y_nnz(Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32),
                 Y.indptr.astype(np.int64), Y.indices.astype(np.int32), Y.shape[1])

@@ -475,6 +475,9 @@ def test_app_starts_the_warm_up_and_the_reaper_once_per_process(monkeypatch):
     started, seen = [], []
 
     class FakeWarmup:
+        def __init__(self, **kwargs):
+            assert kwargs == {"freeze_gc": True}        # the server's collector is frozen
+
         def start(self):
             started.append(1)
             return self
@@ -525,9 +528,12 @@ def test_server_defaults_never_override_the_environment(monkeypatch):
     assert env["MALLOC_ARENA_MAX"] == "4" and "MALLOC_ARENA_MAX" not in set_now
     assert env["FEATAGG_PARALLEL_KERNELS"] == "0"          # one thread per job: serial
     assert env["NUMBA_CACHE_DIR"].endswith("numba-server")  # its own cache of that variant
-    env2 = {"FEATAGG_PARALLEL_KERNELS": "1"}
+    # no full garbage collection after every script run (job panels rerun once a second)
+    assert env["STREAMLIT_RUNNER_POST_SCRIPT_GC"] == "false"
+    env2 = {"FEATAGG_PARALLEL_KERNELS": "1", "STREAMLIT_RUNNER_POST_SCRIPT_GC": "true"}
     serve.server_defaults(env2)
     assert "NUMBA_CACHE_DIR" not in env2
+    assert env2["STREAMLIT_RUNNER_POST_SCRIPT_GC"] == "true"
 
 
 def test_upload_declaring_huge_dimensions_is_refused():
