@@ -366,8 +366,9 @@ class KTXMLC(_TreeModel):
       most the ensemble's (:func:`featagg_core._ktxmlc_support.flat_is_enough`), the fit
       keeps one flat tree: the exact one-vs-all model (DiSMEC's; PECOS's XR-Linear with a
       single layer). On Bibtex, Delicious and Corel16k (L <= 1,000, leaves of 100, beam
-      10) it trains in 0.4-0.6x the three trees' CPU, predicts 3-4x faster and gains
-      1.1 / 1.3 P@1 on Delicious / Corel16k (P@5 within -0.3..+0.0); sets with more
+      10) it trains in 0.46-0.60x the three trees' CPU, predicts 3.5-4.8x faster on
+      Bibtex/Delicious and gains 1.1 / 1.3 P@1 on Delicious / Corel16k (P@5 -0.3..-0.04,
+      Bibtex P@1 equal); sets with more
       labels than ``beam_width * max_leaf_labels`` (the synthetic 10^5 sets) always keep
       their trees. A label set that fits one leaf (L <= ``max_leaf_labels``) is one flat
       tree whatever this setting.
