@@ -32,7 +32,8 @@ Methods: ``ktxmlc`` (``KTXMLC()`` defaults, seed = random_state), ``ktxmlc_defra
 split of the training rows, then Defrag(d0) + KTXMLC refitted on all training rows, or
 raw KTXMLC when it chooses None; the choice's own cost is reported separately),
 ``ktxmlc_d8`` (Defrag(d0=8) + KTXMLC, the DEFRAG paper's setting, for reference),
-``onevsall`` (sets with <= 1000 labels), ``ktxmlc_t1`` (one tree instead of three),
+``onevsall`` (sets with <= 1000 labels), ``ktxmlc_trees`` (three trees even where
+``KTXMLC``'s ``one_vs_all="auto"`` trains one flat tree), ``ktxmlc_t1`` (one tree),
 the four peers, ``cancel_probe`` (how long ``KTXMLC.fit`` takes to stop once a cancel
 event is set at several points of a fit) and ``refrag_probe`` (the size of REFRAG's
 label prototypes, pruned or not).
@@ -68,9 +69,12 @@ PEER_VENV = os.path.join(ROOT, ".bench-venv-peers")
 PEER_PY = os.path.join(PEER_VENV, "bin", "python")
 PEER_PINS = ["numpy<2", "scipy<1.14", "scikit-learn", "omikuji==0.5.2", "napkinxc==0.7.2"]
 PEER_WORKER = os.path.join(ROOT, "benchmarks", "xmlc_peer_worker.py")
-OURS = ("ktxmlc", "ktxmlc_t1", "ktxmlc_defrag", "ktxmlc_d8", "onevsall")
-#: KTXMLC with other than default settings, for the record (not the defaults' verdict)
-VARIANTS = {"ktxmlc_t1": {"n_trees": 1}}
+OURS = ("ktxmlc", "ktxmlc_trees", "ktxmlc_t1", "ktxmlc_defrag", "ktxmlc_d8", "onevsall")
+#: KTXMLC with other than default settings, for the record (not the defaults' verdict):
+#: ``ktxmlc_trees`` always keeps its three trees (``one_vs_all="never"``, the defaults
+#: before the flat-tree rule), ``ktxmlc_t1`` one tree, never flat
+VARIANTS = {"ktxmlc_trees": {"one_vs_all": "never"},
+            "ktxmlc_t1": {"n_trees": 1, "one_vs_all": "never"}}
 PEERS = ("pecos_xrlinear", "omikuji_parabel", "omikuji_bonsai", "napkinxc_plt")
 REAL = ("bibtex", "delicious", "corel16k", "yeast", "scene")
 SYNTH = {"syn5e4": (50000, 50000, 5000), "syn1e5": (100000, 100000, 10000),

@@ -141,14 +141,18 @@ def ktxmlc_sweep(page: str, data, split, classifier: dict) -> None:
             "One KTXMLC run per value, everything else as set above (raw features). **K** "
             "goes from 2 to 64 on a fine grid, with the KTXMLC paper's 5, 6 and 10; the "
             "elbow of the root's clustering (training rows) is marked. **T** shows how much "
-            "each extra tree adds for its training time.")
+            "each extra tree adds for its training time. The sweep always grows the label "
+            "trees (as **Always grow the trees**), even where KTXMLC's default would keep "
+            "one flat tree.")
         c1, c2 = st.columns([1, 3])
         which = c1.radio("Vary", ["K", "trees T"], key=f"{page}_sw_param", horizontal=True)
         param = "n_clusters" if which == "K" else "n_trees"
         L = int(data.Y.shape[1])
         grid = [k for k in DEFAULT_KS if k < L] if param == "n_clusters" else list(DEFAULT_TREES)
         values = c2.multiselect("Values", grid, default=grid, key=f"{page}_sw_{param}")
-        base = {"classifier": {k: v for k, v in classifier.items() if k != param}}
+        # a sweep of the trees' K and T: never the flat tree of one_vs_all="auto"
+        base = {"classifier": {**{k: v for k, v in classifier.items() if k != param},
+                               "one_vs_all": "never"}}
         specs = [{"classifier": dict(base["classifier"], **{param: v})} for v in values]
         est = _estimate(data, split, specs) if values else None
         start = st.button(f"Run {len(specs)} fits (≈ {session.fmt_seconds(est)})",

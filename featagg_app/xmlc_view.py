@@ -140,6 +140,27 @@ def tree_sunburst(model, tree: int = 0, label_names: Optional[Sequence[str]] = N
     return fig
 
 
+def kept_flat_tree(model) -> bool:
+    """Whether a fitted KTXMLC kept one flat tree by its ``one_vs_all="auto"`` rule.
+
+    Parameters
+    ----------
+    model : object
+        A fitted classifier.
+
+    Returns
+    -------
+    bool
+        True for a KTXMLC whose one tree is a root with every label as its child although
+        its labels do not fit one leaf (``n_labels_ > max_leaf_labels``); False for
+        anything else (trees, a label set that fits one leaf, one-vs-all itself).
+    """
+    if type(model).__name__ != "KTXMLC" or len(getattr(model, "trees_", ())) != 1:
+        return False
+    return (int(model.trees_[0]["n_children"][0]) == model.n_labels_
+            and model.n_labels_ > int(model.max_leaf_labels))
+
+
 def tree_drill_options(nodes: dict, root: int, shown: Sequence[int]) -> list:
     """Inner nodes to re-root the label tree at: ``root``'s ancestors, ``root``, then the
     inner nodes drawn below it."""

@@ -286,7 +286,7 @@ def _train_spec(args) -> Dict[str, Any]:
         spec["classifier"] = {"kind": "ktxmlc", "n_clusters": args.n_clusters,
                               "n_trees": args.n_trees, "max_leaf_labels": args.max_leaf_labels,
                               "C": args.C, "beam_width": args.beam_width,
-                              "random_state": args.seed}
+                              "one_vs_all": args.one_vs_all, "random_state": args.seed}
         if args.max_depth is not None:
             spec["classifier"]["max_depth"] = args.max_depth
     if args.refrag:

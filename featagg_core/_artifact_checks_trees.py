@@ -55,6 +55,8 @@ def _ktxmlc(c: StateChecker) -> None:
     c.p_float("kmeans_tol", 0.0)
     if c.has_param("partition"):
         c.p_choice("partition", ("bisect", "kmeans"))
+    if c.has_param("one_vs_all"):
+        c.p_choice("one_vs_all", ("auto", "never"))
     _solver_params(c)
     _check_tree_model(c, ova=False, n_trees=n_trees, K=K)
 
@@ -76,7 +78,9 @@ def _check_tree_model(c: StateChecker, ova: bool, n_trees=None, K=None) -> None:
     shape = c.m_list("W_shape", 2)
     if ova and T != 1:
         c.fail(c._mname("n_trees_"), f"= {T}; a one-vs-all model has exactly one tree")
-    if n_trees is not None and T != n_trees:
+    if n_trees is not None and T != n_trees and T != 1:
+        # one tree whatever n_trees: a label set that fits one leaf, or the flat tree of
+        # one_vs_all="auto"; that single tree must then be flat (checked below)
         c.fail(c._mname("n_trees_"), f"= {T} but params n_trees = {n_trees}")
     if bias != float(c.params["bias"]):
         c.fail(c._mname("bias_value"), f"= {bias} but params bias = {c.params['bias']}")
@@ -107,7 +111,7 @@ def _check_tree_model(c: StateChecker, ova: bool, n_trees=None, K=None) -> None:
     for t in range(T):
         a, b = int(off[t]), int(off[t + 1])
         _check_label_tree(c, t, {k: v[a:b].astype(np.int64) for k, v in tr.items()},
-                          perm[t], L, ova, K)
+                          perm[t], L, ova or (n_trees is not None and T != n_trees), K)
         if Wp[a + 1] != Wp[a]:
             c.fail(c.aname("W_indptr"), f"tree {t}'s root has a classifier (it must not)")
 

@@ -132,6 +132,10 @@ def build(cli) -> argparse.ArgumentParser:
     s.add_argument("--max-leaf-labels", type=_int_in(1, 1_000_000), default=100, help="labels per leaf (default 100)")
     s.add_argument("--C", type=_float_in(0, 1e6, lo_open=True), default=1.0, help="SVM cost (default 1.0)")
     s.add_argument("--beam-width", type=_int_in(1, 100_000), default=10, help="beam width at prediction (default 10)")
+    s.add_argument("--one-vs-all", choices=["auto", "never"], default="auto",
+                   help="auto (KTXMLC's default): one flat one-vs-all tree instead of the "
+                        "trees when the beam reaches every leaf cluster and that costs no "
+                        "more training work; never: always the trees")
     s.add_argument("--defrag", type=_int_in(1, 1_000_000, zero_ok=True), metavar="D0", default=0,
                    help="agglomerate features with DEFRAG (leaf size D0) before training")
     s.add_argument("--representation", choices=["XY", "X"], default="XY",

@@ -135,15 +135,69 @@ class _Pool:
         return False
 
 
-def _fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progress, stop):
+def flat_is_enough(trees, label_nnz, n, beam) -> bool:
+    """Whether one flat tree (one-vs-all: the root's children are every label) replaces
+    the ensemble ``trees``.
+
+    True when (1) the beam reaches every leaf cluster of every tree -- a tree has at most
+    ``beam`` leaf clusters, so no level ever holds more than ``beam`` nodes and prediction
+    scores every label anyway: the trees prune nothing -- and (2) one-vs-all's planned
+    training work, ``n * L`` rows x classifiers, is at most the ensemble's, planned as
+    :func:`featagg_core._ktxmlc_core.training_tasks_for` does (each node's rows: every row
+    at the root, else the positives of its labels, capped at ``n``). Then the exact
+    one-vs-all model (DiSMEC's; PECOS's XR-Linear with a single layer when ``nr_splits``
+    >= L) costs no more to train than the trees, less to predict, and drops the trees'
+    approximation (measured on Bibtex, Delicious and Corel16k in
+    ``benchmarks/results/xmlc_notes.md``). Only label counts and the trees are read, so
+    the Dask twin decides the same.
+
+    Parameters
+    ----------
+    trees : sequence of dict
+        The grown trees (``build_trees``).
+    label_nnz : ndarray of int, shape (L,)
+        Positives per label.
+    n : int
+        Training rows.
+    beam : int
+        The beam width prediction will use.
+
+    Returns
+    -------
+    bool
+    """
+    label_nnz = np.asarray(label_nnz, np.int64)
+    L = label_nnz.shape[0]
+    work = 0.0
+    for tr in trees:
+        nch, fc = tr["n_children"], tr["first_child"]
+        has = nch > 0
+        leafc = np.zeros(nch.shape[0], bool)
+        leafc[has] = tr["label"][fc[has]] >= 0
+        if int(leafc.sum()) > beam:
+            return False
+        cum = np.r_[0, np.cumsum(label_nnz[tr["perm"]])]
+        reach = np.minimum(cum[tr["hi"]] - cum[tr["lo"]], n).astype(np.float64)
+        reach[0] = n
+        work += float(np.sum(reach[has] * nch[has]))
+    return float(n) * L <= work
+
+
+def _fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progress, stop,
+                         flat_beam=None):
     """The fit pipeline of :mod:`featagg_core._ktxmlc_core` on a thread pool: trees (or the
-    given ones), node classifiers, weights, calibration."""
+    given ones), node classifiers, weights, calibration. With ``flat_beam`` (the beam
+    width) the grown trees are replaced by one flat tree when :func:`flat_is_enough`."""
     Yc = core.CsrParts.of(sp.csc_matrix(Y))
+    label_nnz = np.diff(Yc.indptr)
     X, Y = core.CsrParts.of(X), core.CsrParts.of(Y)
     with _Pool(n_jobs) as pool:
         if isinstance(n_trees_or_trees, int):
             trees = core.build_trees(R, spec, n_trees_or_trees, pool, progress=progress,
                                      lo=0.02, hi=0.12, stop=stop)
+            if flat_beam is not None and flat_is_enough(trees, label_nnz, X.shape[0],
+                                                         flat_beam):
+                trees = [core.ova_tree(Y.shape[1])]
         else:
             trees = n_trees_or_trees
         tasks = core.training_tasks(trees, Y)

@@ -239,6 +239,7 @@ def _classifier(path: str, given: dict) -> dict:
         _positive(f"{path}.joint_weight", out["joint_weight"], strict=False)
         _choice(f"{path}.representation", out["representation"], ("input", "joint"))
         _choice(f"{path}.balanced", out["balanced"], (None, True, False))
+        _choice(f"{path}.one_vs_all", out["one_vs_all"], ("auto", "never"))
     return out
 
 

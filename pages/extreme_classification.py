@@ -70,7 +70,10 @@ with st.expander("How it works", expanded=False):
         "beam 10, raw features) are the settings measured against omikuji, napkinXC and "
         "PECOS in `benchmarks/results/xmlc.md`.\n"
         "- **One-vs-all** trains every label against all points: exact but slower for many "
-        "labels — what the tree trades away.\n"
+        "labels — what the tree trades away. When the beam would reach every leaf cluster "
+        "anyway (few labels: Bibtex, Delicious), the trees skip nothing at prediction, so "
+        "KTXMLC keeps one flat one-vs-all tree instead whenever that costs no more "
+        "training (**Always grow the trees** turns this off).\n"
         "- **Agglomerated features** put a DEFRAG step before the classifier: a DEFRAG run "
         "from the Feature agglomeration page **on the same split** is reused as it is (it "
         "saw the same training rows); without one, the pipeline fits DEFRAG-XY on the "
@@ -162,9 +165,15 @@ if is_tree:
     leaf = p2.number_input("Leaf size (max labels per leaf)", 1, max(1, L), key="xmlc_leaf")
     C = p3.number_input("C (SVM cost)", 0.01, 100.0, 1.0, key="xmlc_C", format="%.2f")
     beam = p3.number_input("Beam width", 1, 200, key="xmlc_beam")
+    keep_trees = p3.checkbox(
+        "Always grow the trees", key="xmlc_keep_trees",
+        help="Off (KTXMLC's default): when the beam reaches every leaf cluster anyway — the "
+             "trees would skip no label — and one-vs-all costs no more training, KTXMLC "
+             "keeps one flat tree (one-vs-all) instead. On: always the label trees.")
     classifier = dict(kind="ktxmlc", n_clusters=int(K), n_trees=int(n_trees),
                       max_depth=int(depth), max_leaf_labels=int(leaf), C=float(C),
-                      beam_width=int(beam), random_state=0)
+                      beam_width=int(beam), one_vs_all="never" if keep_trees else "auto",
+                      random_state=0)
     classifier.update(PRESET_EXTRAS.get(st.session_state.get("xmlc_preset"), {}))
 
     with st.expander("Elbow plot: which K?", expanded=False):
@@ -296,6 +305,11 @@ if hasattr(clf, "tree_nodes"):
                                           label_counts=lc, nodes=nodes))
     st.caption("Inner sectors are named by their most frequent labels (training rows); "
                "the outer ring holds the labels themselves. Click a sector to zoom in.")
+    if xv.kept_flat_tree(clf):
+        st.caption("KTXMLC kept **one flat tree** (one-vs-all): with these settings the beam "
+                   "reaches every leaf cluster, so the trees would skip no label at "
+                   "prediction, and one-vs-all costs no more to train. Tick **Always grow "
+                   "the trees** to train the label trees.")
 
 st.subheader("A few test points")
 pred = views["pred"]

@@ -26,16 +26,23 @@ def run_cli(capsys, *argv):
     return code, (json.loads(out) if code == 0 else None), err
 
 
-def test_train_matches_library_on_bibtex(capsys, tmp_path):
+@pytest.mark.parametrize("one_vs_all", [None, "never"])
+def test_train_matches_library_on_bibtex(capsys, tmp_path, one_vs_all):
     data = load_sample("bibtex")
-    params = dict(n_clusters=4, n_trees=1, max_leaf_labels=40, C=1.0, beam_width=10,
+    # 2 trees of 4 leaf clusters: the library's default (one_vs_all="auto") keeps one flat
+    # tree instead, --one-vs-all never the two trees
+    params = dict(n_clusters=4, n_trees=2, max_leaf_labels=40, C=1.0, beam_width=10,
                   random_state=7)
+    flag = [] if one_vs_all is None else ["--one-vs-all", one_vs_all]
     code, out, err = run_cli(capsys, "train", "sample:bibtex", "--n-clusters", 4,
-                             "--n-trees", 1, "--max-leaf-labels", 40, "--seed", 7,
-                             "--out", tmp_path / "m.fgb")
+                             "--n-trees", 2, "--max-leaf-labels", 40, "--seed", 7,
+                             *flag, "--out", tmp_path / "m.fgb")
     assert code == 0, err
     assert "training KTXMLC" in err  # progress goes to stderr
+    if one_vs_all is not None:
+        params["one_vs_all"] = one_vs_all
     model = KTXMLC(**params).fit(data.X, data.Y)
+    assert len(model.trees_) == (2 if one_vs_all == "never" else 1)
     scores = model.predict_scores(data.X_test, k=5)
     inv = metrics.inverse_propensity(data.Y)
     for k in (1, 3, 5):

@@ -232,6 +232,16 @@ def test_ktxmlc_twin_equals_single_machine(client, xmlc_data, params):
     assert seen[0] == 0.0 and seen[-1] == 1.0 and len(seen) > 5
 
 
+def test_ktxmlc_twin_makes_the_same_flat_tree_choice(client, xmlc_data):
+    """one_vs_all="auto": the twin decides from the same label counts and trees."""
+    X, Y = xmlc_data
+    params = dict(n_trees=3, max_leaf_labels=40)  # 4 leaf clusters per tree <= beam 10
+    single = KTXMLC(random_state=7, **params).fit(X, Y)
+    assert len(single.trees_) == 1 and single.trees_[0]["n_children"][0] == Y.shape[1]
+    dist = ktxmlc_distributed(client, X, Y, n_parts=3, random_state=7, **params)
+    assert_same_ktxmlc(single, dist, X[:400])
+
+
 def test_ktxmlc_serial_twin_and_dispatch(xmlc_data):
     X, Y = xmlc_data
     params = dict(n_trees=1, max_leaf_labels=30, random_state=1)

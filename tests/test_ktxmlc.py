@@ -72,8 +72,9 @@ def _check_tree(tr, L, K, max_depth, max_leaf, partition):
 def test_tree_respects_k_depth_leaf_size_and_covers_labels(small, K, max_depth, max_leaf,
                                                            partition):
     X, Y = small
+    # the trees themselves, even where one_vs_all="auto" would keep one flat tree instead
     m = KTXMLC(n_clusters=K, n_trees=2, max_depth=max_depth, max_leaf_labels=max_leaf,
-               partition=partition, random_state=1).fit(X, Y)
+               partition=partition, random_state=1, one_vs_all="never").fit(X, Y)
     assert len(m.trees_) == 2
     for tr in m.trees_:
         _check_tree(tr, Y.shape[1], K, max_depth, max_leaf, partition)
@@ -226,6 +227,53 @@ def test_single_leaf_label_sets_train_one_tree(small):
     assert len(m.trees_) == 1 and m.trees_[0]["n_children"][0] == Y.shape[1]
 
 
+def _flat_by_hand(trees, Yd, beam):
+    """The one_vs_all="auto" rule from dense labels: every tree has <= beam leaf clusters,
+    and n * L <= the trees' rows x classifiers (a node's rows: all at the root, else the
+    positives of its labels, at most n)."""
+    n, L = Yd.shape
+    work = 0
+    for tr in trees:
+        leaves = 0
+        for v in range(tr["parent"].shape[0]):
+            nc = tr["n_children"][v]
+            if nc == 0:
+                continue
+            leaves += tr["label"][tr["first_child"][v]] >= 0
+            labels = tr["perm"][tr["lo"][v]:tr["hi"][v]]
+            work += (n if v == 0 else min(n, int(Yd[:, labels].sum()))) * nc
+        if leaves > beam:
+            return False
+    return n * L <= work
+
+
+@pytest.mark.parametrize("n_trees,max_leaf,beam", [(3, 8, 10), (3, 8, 4), (1, 5, 100),
+                                                   (3, 20, 10)])
+def test_one_vs_all_auto_keeps_one_flat_tree_where_the_beam_prunes_nothing(small, n_trees,
+                                                                        max_leaf, beam):
+    X, Y = small
+    params = dict(n_clusters=4, n_trees=n_trees, max_leaf_labels=max_leaf, beam_width=beam,
+                  random_state=2)
+    trees = KTXMLC(one_vs_all="never", **params).fit(X, Y)
+    auto = KTXMLC(**params).fit(X, Y)  # one_vs_all="auto", the default
+    expect = _flat_by_hand(trees.trees_, Y.toarray(), beam)
+    assert expect == {(3, 8, 10): True, (3, 8, 4): False, (1, 5, 100): False,
+                      (3, 20, 10): True}[(n_trees, max_leaf, beam)]
+    S = auto.predict_scores(X, k=5)
+    if expect:
+        assert len(auto.trees_) == 1 and auto.trees_[0]["n_children"][0] == Y.shape[1]
+        # exactly the one-vs-all model (same solver, seeds and calibration)
+        So = OneVsAll(random_state=2).fit(X, Y).predict_scores(X, k=5)
+        assert (S != So).nnz == 0
+        # which is exhaustive: its top 5 are the 5 best sigmoid(a w'x + b) of every label
+        ref = _brute_force_scores(auto, X[:50], 0)
+        top = np.sort(np.argsort(-ref, axis=1, kind="stable")[:, :5], axis=1)
+        assert np.array_equal(top, S[:50].indices.reshape(50, 5))
+    else:
+        assert len(auto.trees_) == n_trees
+        assert (S != trees.predict_scores(X, k=5)).nnz == 0
+
+
 def test_results_do_not_depend_on_thread_count_or_progress_hook(small):
     X, Y = small
     a = KTXMLC(n_clusters=3, max_leaf_labels=5, n_jobs=1).fit(X, Y)
@@ -306,8 +354,14 @@ def test_artifact_round_trip_and_old_state_refused(tmp_path, small):
     from featagg_core.artifacts import ArtifactError, load_artifact, save_artifact
 
     X, Y = small
-    for m in (KTXMLC(n_clusters=3, max_leaf_labels=5).fit(X, Y), OneVsAll().fit(X, Y)):
-        path = tmp_path / f"{type(m).__name__}.zip"
+    # three trees; one flat tree of a 3-tree KTXMLC (one_vs_all="auto"; and a label set
+    # that fits one leaf), whose single tree the load check accepts; one-vs-all
+    models = (KTXMLC(n_clusters=3, max_leaf_labels=5).fit(X, Y),
+              KTXMLC(n_clusters=3, max_leaf_labels=20).fit(X, Y),
+              KTXMLC(max_leaf_labels=100).fit(X, Y), OneVsAll().fit(X, Y))
+    assert [len(m.trees_) for m in models] == [3, 1, 1, 1]
+    for i, m in enumerate(models):
+        path = tmp_path / f"{type(m).__name__}{i}.zip"
         save_artifact(m, path)
         m2 = load_artifact(path)
         assert type(m2) is type(m) and m2.get_params() == m.get_params()

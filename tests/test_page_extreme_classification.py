@@ -15,9 +15,21 @@ from featagg_core.synthetic import make_powerlaw_multilabel
 @pytest.fixture(scope="module")
 def trained():
     d = make_powerlaw_multilabel(400, 150, 40, random_state=1, test_size=0.25)
-    m = KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2).fit(d.X, d.Y)
+    # the trees (9 leaf clusters fit the beam of 10: the default would keep a flat tree)
+    m = KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2, one_vs_all="never").fit(d.X, d.Y)
     S = m.predict_scores(d.X_test, k=5)
     return d, m, S
+
+
+def test_kept_flat_tree_only_for_the_one_vs_all_auto_choice(trained):
+    from featagg_core.ktxmlc import OneVsAll
+    d, m, _ = trained
+    flat = KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2).fit(d.X, d.Y)
+    assert len(flat.trees_) == 1 and flat.trees_[0]["n_children"][0] == d.Y.shape[1]
+    assert xv.kept_flat_tree(flat)
+    assert not xv.kept_flat_tree(m)                               # the trees
+    assert not xv.kept_flat_tree(KTXMLC(max_leaf_labels=100).fit(d.X, d.Y))  # one leaf
+    assert not xv.kept_flat_tree(OneVsAll().fit(d.X, d.Y))
 
 
 # ------------------------------------------------------------------ builders
@@ -112,6 +124,17 @@ def test_page_trains_on_bibtex_and_records_the_run(app_for):
     assert done[0].model_sizes["total"] > 0
     assert isinstance(done[0].pipeline.classifier, KTXMLC)
     assert len(at.dataframe) == 2          # metrics table + example points
+    # Bibtex's 159 labels make 2 leaf clusters, inside the beam of 10: one flat tree
+    # (one_vs_all="auto"), and the page says so; ticking the box grows the tree
+    flat = done[0].pipeline.classifier
+    assert len(flat.trees_) == 1 and flat.trees_[0]["n_children"][0] == 159
+    assert any("one flat tree" in c.value for c in at.caption)
+    at.checkbox(key="xmlc_keep_trees").check().run()
+    click(at, "xmlc_train", 240)
+    ok(at)
+    grown = runs(at)[-1].pipeline.classifier
+    assert grown.one_vs_all == "never" and grown.trees_[0]["depth"].max() == 2
+    assert not any("one flat tree" in c.value for c in at.caption)
 
 
 def test_page_random_split_defrag_features_and_one_vs_all(app_for):

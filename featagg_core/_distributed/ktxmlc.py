@@ -39,6 +39,7 @@ import numpy as np
 
 from .. import _ktxmlc_core as core
 from .. import _products
+from .._ktxmlc_support import flat_is_enough
 from .blocks import (add_counts, label_counts, local_groups, reduce_scatter, row_blocks,
                      tree_reduce)
 from .blocks import ShardedMultiLabel  # noqa: E402 (kept apart: the input type)
@@ -368,6 +369,9 @@ def _fit_once(client, X, Y, est, progress, n_parts, attempt):
                                  hi=0.12, partition=levels, n_labels=L)
         n_groups = groups.n_groups()
         del groups
+        if est.one_vs_all == "auto" and flat_is_enough(trees, label_nnz, n,
+                                                       int(est.beam_width)):
+            trees = [core.ova_tree(L)]  # as KTXMLC.fit decides (same label counts, trees)
         times["trees_s"] = time.perf_counter() - t2
         e3 = time.time()
         phases += [(f"level {i + 1}", a, b) for i, (a, b) in enumerate(levels.level_epochs)]
