@@ -135,9 +135,30 @@ def tree_sunburst(model, tree: int = 0, label_names: Optional[Sequence[str]] = N
                                 hovertext=hover, hoverinfo="text"))
     what = "" if root == 0 else f" under node {root}"
     more = "" if complete else " (top levels; drill down for the rest)"
-    fig.update_layout(title=f"Label tree {tree + 1}{what} (K-way clusters → labels){more}",
-                      height=560, margin=dict(l=10, r=10, t=50, b=10))
+    if is_flat(nodes):
+        title = (f"One flat tree: all {int(nodes['n_labels'][0]):,} labels under the root "
+                 f"(one-vs-all){more}")
+    else:
+        title = f"Label tree {tree + 1}{what} (K-way clusters → labels){more}"
+    fig.update_layout(title=title, height=560, margin=dict(l=10, r=10, t=50, b=10))
     return fig
+
+
+def is_flat(nodes: dict) -> bool:
+    """Whether a tree (``model.tree_nodes(t)``) is one level: every child of the root is
+    a label (one-vs-all, or a label set that fits one leaf), so it has no clusters.
+
+    Parameters
+    ----------
+    nodes : dict
+        ``model.tree_nodes(t)``: ``parent`` and ``label`` per node (node 0 the root).
+
+    Returns
+    -------
+    bool
+    """
+    parent, label = np.asarray(nodes["parent"]), np.asarray(nodes["label"])
+    return bool(parent.shape[0] > 1 and np.all(label[1:] >= 0) and np.all(parent[1:] == 0))
 
 
 def kept_flat_tree(model) -> bool:

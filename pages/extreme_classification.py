@@ -303,8 +303,10 @@ if hasattr(clf, "tree_nodes"):
             st.rerun()
     display.plotly_chart(xv.tree_sunburst(clf, t, data.label_names, root=tree_root,
                                           label_counts=lc, nodes=nodes))
-    st.caption("Inner sectors are named by their most frequent labels (training rows); "
-               "the outer ring holds the labels themselves. Click a sector to zoom in.")
+    if not xv.is_flat(nodes):
+        st.caption("Inner sectors are named by their most frequent labels (training "
+                   "rows); the outer ring holds the labels themselves. Click a sector to "
+                   "zoom in.")
     if xv.kept_flat_tree(clf):
         st.caption("KTXMLC kept **one flat tree** (one-vs-all): with these settings the beam "
                    "reaches every leaf cluster, so the trees would skip no label at "

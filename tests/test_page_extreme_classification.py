@@ -83,6 +83,21 @@ def test_sunburst_has_every_node_and_label_name(trained):
     assert vals["n0"] == d.Y.shape[1]
 
 
+def test_sunburst_of_a_flat_tree_says_it_is_flat(trained):
+    """A flat KTXMLC (one-vs-all kept by ``one_vs_all="auto"``) is drawn as what it is:
+    every label under the root, no K-way clusters in the title; a grown tree is not."""
+    d, m, _ = trained
+    names = [f"tag{j}" for j in range(d.Y.shape[1])]
+    flat = KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2).fit(d.X, d.Y)
+    assert xv.kept_flat_tree(flat)
+    nodes = flat.tree_nodes(0)
+    assert xv.is_flat(nodes) and not xv.is_flat(m.tree_nodes(1))
+    fig = xv.tree_sunburst(flat, 0, names, nodes=nodes)
+    assert fig.layout.title.text.startswith(f"One flat tree: all {d.Y.shape[1]} labels")
+    assert list(fig.data[0].parents).count("n0") == d.Y.shape[1]
+    assert "K-way" in xv.tree_sunburst(m, 1, names).layout.title.text
+
+
 def test_elbow_figure_marks_the_elbow(trained):
     d, _, _ = trained
     el = elbow_curve(d.X, d.Y, ks=[2, 4, 8, 16])
