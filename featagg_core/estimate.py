@@ -460,11 +460,28 @@ def _classifier_parts(st: _MLStats, clf: dict, xr, xr_ho, speed, C, solver=1.0,
     trees = (C["tree_kmeans"] * T * D * st.nnz_R * K / speed["defrag"]
              + C["tree_fixed"] * T / speed["py"]
              + C["label_rep"] * st.cross / speed["sparse"])
+    nm = name or f"KTXMLC K={K}"
+    if D > 0 and clf.get("one_vs_all", "auto") == "auto":
+        # the fit's one_vs_all="auto" rule (featagg_core._ktxmlc_support.flat_is_enough):
+        # the trees are grown, then replaced by one flat tree when the beam reaches every
+        # leaf cluster and one-vs-all's training work is no more than the ensemble's.
+        # "bisect" splits a node into min(K, ceil(labels / max_leaf)) groups.
+        if clf.get("partition", "bisect") == "bisect" and st.L <= K * max_leaf:
+            # one level of c leaf clusters: the root trains c classifiers on every row, a
+            # cluster's L / c labels the rows with one of them
+            c = float(min(K, math.ceil(st.L / max_leaf)))
+            tree_units = (c * float(units_row.sum())
+                          + st.L / c * float(np.dot(units_row, _hits(st.yr, c, rho))))
+        else:
+            c, tree_units = nodes[D], train_units
+        if c <= beam and st.L * float(units_row.sum()) <= T * tree_units:
+            flat = _classifier_parts(st, {"kind": "ova"}, xr, xr_ho, speed, C, solver,
+                                     name=f"{nm} (one flat tree)")
+            return {f"{nm}: label trees": trees, **flat}
     expanded = sum(min(beam, nodes[lv]) for lv in range(D + 1))
     scored = sum(min(beam, nodes[lv]) * K for lv in range(D)) + min(beam, nodes[D]) * leaf
     pred = T * (C["beam_node"] * expanded * float((xr_ho + 1.0).sum())
                 + C["beam_child"] * scored * float(xr_ho.size)) / speed["linear"]
-    nm = name or f"KTXMLC K={K}"
     return {f"{nm}: label trees": trees, f"{nm}: training": train, f"{nm}: scoring": pred}
 
 

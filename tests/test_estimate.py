@@ -225,3 +225,29 @@ def test_sparse_pattern_helper():
     M = E._rand_csr(50, 50, 3, rng, symmetric=True)
     assert (M != M.T).nnz == 0 and M.shape == (50, 50)
     assert sp.isspmatrix_csr(M)
+
+
+@pytest.mark.parametrize("params", [
+    {"n_clusters": 3, "max_leaf_labels": 6, "n_trees": 2},       # flat: 3 leaf clusters
+    {"n_clusters": 16, "max_leaf_labels": 2, "n_trees": 3},      # flat: 9 leaf clusters
+    {"n_clusters": 16, "max_leaf_labels": 1, "n_trees": 3},      # trees: 16 > the beam
+    {"n_clusters": 3, "max_leaf_labels": 6, "one_vs_all": "never"},
+])
+def test_ktxmlc_estimate_follows_the_fits_flat_choice(params):
+    """The estimate prices the model the fit trains: when ``KTXMLC(one_vs_all="auto")``
+    keeps one flat tree, the estimate's parts are the label trees (still grown) plus
+    one-vs-all's training and scoring; otherwise the trees'."""
+    from featagg_app.xmlc_view import kept_flat_tree
+    from featagg_core.ktxmlc import KTXMLC
+    data = make_powerlaw_multilabel(400, 300, 18, avg_labels=3, random_state=2,
+                                    test_size=0.25)
+    split = make_split(data)
+    flat = kept_flat_tree(KTXMLC(**params).fit(data.X, data.Y))
+    parts = E.estimate_breakdown(data, split, {"classifier": params}, _speed())
+    K = params["n_clusters"]
+    assert any(k.endswith("label trees") for k in parts)
+    assert any("(one flat tree)" in k for k in parts) == flat
+    if flat:
+        ova = E.estimate_breakdown(data, split, {"classifier": {"kind": "ova"}}, _speed())
+        assert parts[f"KTXMLC K={K} (one flat tree): training"] == pytest.approx(
+            ova["one-vs-all: training"])
