@@ -220,3 +220,43 @@ def process_cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return float("nan")
+
+
+def parent_pids() -> dict:
+    """Every process on the machine, from /proc: pid -> parent pid.
+
+    Returns
+    -------
+    dict of int to int
+    """
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    out[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def descendants(pid: int, parents: dict = None) -> set:
+    """The processes below ``pid`` (children, their children, ...), ``pid`` not included.
+
+    Parameters
+    ----------
+    pid : int
+        The root of the process tree.
+    parents : dict or None
+        :func:`parent_pids`'s map, when already read (None: read it now).
+
+    Returns
+    -------
+    set of int
+    """
+    parents = parent_pids() if parents is None else parents
+    out, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, pp in parents.items() if pp in frontier and p not in out}
+        out |= frontier
+    return out

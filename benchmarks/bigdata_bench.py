@@ -52,7 +52,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
-from _common import copy_without_first_line, process_cpu_seconds  # noqa: E402
+from _common import (copy_without_first_line, descendants, parent_pids,  # noqa: E402
+                     process_cpu_seconds)
 
 RESULTS = ROOT / "benchmarks" / "results" / "bigdata.md"
 GOALS = {"Data page": 10.0, "DEFRAG": 60.0}
@@ -86,34 +87,12 @@ def load_avg() -> float:
 proc_cpu = process_cpu_seconds
 
 
-def _children() -> dict:
-    """pid -> parent pid of every process on the machine."""
-    out = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                out[int(d)] = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1]
-                                  .split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    return out
-
-
 def browser_cpu(exclude: int) -> float:
     """CPU seconds of this process's descendants (playwright's driver and chromium), the
     server's process tree ``exclude`` left out."""
-    parents = _children()
-    mine, frontier = set(), {os.getpid()}
-    while frontier:
-        nxt = {p for p, pp in parents.items() if pp in frontier and p not in mine}
-        mine |= nxt
-        frontier = nxt
-    skip, frontier = {exclude}, {exclude}
-    while frontier:
-        nxt = {p for p, pp in parents.items() if pp in frontier}
-        skip |= nxt
-        frontier = nxt
-    return float(sum(proc_cpu(p) for p in mine - skip))
+    parents = parent_pids()
+    mine = descendants(os.getpid(), parents) - descendants(exclude, parents) - {exclude}
+    return float(sum(proc_cpu(p) for p in mine))
 
 
 # ----------------------------------------------------------------------------- data

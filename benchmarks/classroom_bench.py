@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 sys.path.insert(0, str(ROOT))
 
-from _common import process_cpu_seconds  # noqa: E402
+from _common import descendants, process_cpu_seconds  # noqa: E402
 
 D0S = (8, 4, 16, 32)
 TIMEOUT_MS = 900_000        # per action (bounded: a session never waits forever)
@@ -97,35 +97,18 @@ class BrowserCPU:
         self._seen = {}
         self._stop = threading.Event()
         self._thread = None
-        self._tick = os.sysconf("SC_CLK_TCK")
-
-    def _ours(self, pid: int) -> bool:
-        me = os.getpid()
-        for _ in range(10):
-            try:
-                pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                return False
-            if pid == me:
-                return True
-            if pid <= 1:
-                return False
-        return False
 
     def _sample(self) -> None:
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
+        # a process once seen stays counted if it is reparented (its parent ended first)
+        for pid in descendants(os.getpid()) | set(self._seen):
             try:
-                if b"chromium" not in Path(f"/proc/{name}/cmdline").read_bytes()[:300]:
+                if b"chromium" not in Path(f"/proc/{pid}/cmdline").read_bytes()[:300]:
                     continue
-                if name not in self._seen and not self._ours(int(name)):
-                    continue
-                f = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
-                cpu = (int(f[11]) + int(f[12])) / self._tick
-            except (OSError, ValueError, IndexError):
+            except OSError:
                 continue
-            self._seen[name] = max(self._seen.get(name, 0.0), cpu)
+            cpu = _cpu(pid)
+            if cpu == cpu:                       # NaN: it ended since the listing
+                self._seen[pid] = max(self._seen.get(pid, 0.0), cpu)
 
     def __enter__(self) -> "BrowserCPU":
         def loop():
