@@ -469,14 +469,17 @@ def _run_async(coro, nice: int = 0):
 def single_session_times(folder: Path, log: Path, upload_path: Path,
                          browser_nice: int = 0) -> dict:
     """Click → result of every action of the load model, one session at a time, on a
-    server of its own (no fit shared with the class)."""
+    server of its own (no fit shared with the class): ``{"actions": {action: seconds},
+    "browser_cpu_s": ..., "server_cpu_s": ...}``, the CPU one student costs in chromium
+    and in the server (the mean over the load model's five kinds of student; the first
+    sessions compute their fits)."""
     srv = Server(log)
     try:
         srv.wait_up()
         srv.wait_kernels()
         plan = [{"i": i, "upload": None, "name": "bibtex"} for i in range(len(D0S))]
         plan.append({"i": 4, "upload": upload_path, "name": upload_path.name})
-        out = {}
+        actions = {}
         browser_cpu, server_cpu = [], []
         for p in plan:        # one after the other: a single session each time
             s0 = _cpu(srv.pid)
@@ -489,12 +492,9 @@ def single_session_times(folder: Path, log: Path, upload_path: Path,
             for action, secs in rec["actions"].items():
                 # the first time is the computation; a later session of the same action
                 # gets the shared fit (KTXMLC's defaults do not depend on d0)
-                out.setdefault(action, secs)
-        # CPU one student costs, in the browser and in the server (the first sessions
-        # compute their fits; the mean is over the load model's five kinds of student)
-        out["_browser_cpu_s"] = float(np.mean(browser_cpu))
-        out["_server_cpu_s"] = float(np.mean(server_cpu))
-        return out
+                actions.setdefault(action, secs)
+        return {"actions": actions, "browser_cpu_s": float(np.mean(browser_cpu)),
+                "server_cpu_s": float(np.mean(server_cpu))}
     finally:
         srv.stop()
 
@@ -562,7 +562,7 @@ def run_classroom(n: int, arrival_s: float = 60.0, baseline: bool = True,
         ratios = []
         for r in recs:
             for action, secs in r.get("actions", {}).items():
-                base = res["single"].get(action) if not action.startswith("_") else None
+                base = res["single"]["actions"].get(action)
                 if base:
                     ratios.append(secs / base)
         res["ratios"] = ratios
@@ -585,11 +585,11 @@ def _cpu_budget(r: dict) -> list:
     """Where the class's CPU went: the browsers run on the server's cores here (load tests
     stay on localhost), so what they need is time the server cannot have."""
     one = r.get("single", {})
-    b1, v1, cls = one.get("_browser_cpu_s"), one.get("_server_cpu_s"), r.get("browser_cpu_s")
+    b1, v1, cls = one.get("browser_cpu_s"), one.get("server_cpu_s"), r.get("browser_cpu_s")
     if b1 is None or cls is None:
         return []
     cores = r.get("cores") or os.cpu_count() or 1
-    flow = sum(v for k, v in one.items() if not k.startswith("_"))
+    flow = sum(one["actions"].values())
     need = (cls + r["server_cpu_s"]) / cores
     return [f"CPU: one student alone cost {b1:.1f} s in chromium and {v1:.1f} s in the "
             f"server (its fits computed, not shared) over {flow:.0f} s of click → result. "
@@ -630,8 +630,8 @@ def render(results: list) -> str:
     for r in results:
         lines += ["", f"## N = {r['n']}{_nice_note(r)}", "",
                   "Single-session click → result (s): " + ", ".join(
-                      f"{k} {v:.1f}" for k, v in r.get("single", {}).items()
-                      if not k.startswith("_")), ""]
+                      f"{k} {v:.1f}" for k, v in
+                      r.get("single", {}).get("actions", {}).items()), ""]
         lines += _cpu_budget(r)
         per = {}
         for rec in r["recs"]:
