@@ -64,10 +64,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: modules warmed by ``python -m featagg_app.warmup`` and :func:`warm_up`, in order
 MODULES = ("featagg_core.data", "featagg_core.metrics", "featagg_core.samples",
-           "featagg_core.synthetic", "featagg_core._products", "featagg_core.defrag", "featagg_core.fiat",
-           "featagg_core.refrag", "featagg_core.ktxmlc", "featagg_core.bmgufs",
-           "featagg_core.vocab", "featagg_core.artifacts", "featagg_core.experiment",
-           "featagg_core.feature_clustering", "featagg_core.estimate")
+           "featagg_core.synthetic", "featagg_core._products", "featagg_core.defrag",
+           "featagg_core.fiat", "featagg_core.refrag", "featagg_core.ktxmlc",
+           "featagg_core.bmgufs", "featagg_core.vocab", "featagg_core.artifacts",
+           "featagg_core.experiment", "featagg_core.feature_clustering",
+           "featagg_core.estimate")
 
 #: seconds between two speed calibrations of the server (the load changes)
 SPEED_MAX_AGE_S = 300.0
