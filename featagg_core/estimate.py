@@ -303,8 +303,9 @@ def _stats_for(data, split, stats):
     if stats is None:
         return _MLStats(data, split)
     if (stats.fingerprint, stats.split_id) != (data.fingerprint, split.split_id):
+        which = "split" if stats.fingerprint == data.fingerprint else "dataset"
         raise ValueError("stats must be multilabel_stats of this dataset and split, got "
-                         f"those of split {stats.split_id!r}")
+                         f"those of another {which} (split {stats.split_id!r})")
     return stats
 
 
