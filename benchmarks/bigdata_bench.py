@@ -176,16 +176,12 @@ def kernel_cache(cold: bool, extra_env: dict) -> dict:
 def wait_kernels_ready(log: Path, timeout_s: float = 600.0) -> float:
     """Seconds until the server's log says every kernel group is ready (its loader has
     loaded the cache its compile workers filled)."""
-    t = time.time()
-    while time.time() - t < timeout_s:
-        try:
-            if "[featagg] kernels: all " in log.read_text(errors="replace"):
-                return time.time() - t
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"the server's kernels were not ready within {timeout_s:.0f} s "
-                       f"(see {log})")
+    from e2e_util import wait_for_kernels
+    waited = wait_for_kernels(log, timeout_s)
+    if waited is None:
+        raise RuntimeError(f"the server's kernels were not ready within {timeout_s:.0f} s "
+                           f"(see {log})")
+    return waited
 
 
 # ----------------------------------------------------------------------------- browser

@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 sys.path.insert(0, str(ROOT))
 
 from _common import descendants, process_cpu_seconds  # noqa: E402
+from e2e_util import wait_for_kernels  # noqa: E402
 
 D0S = (8, 4, 16, 32)
 TIMEOUT_MS = 900_000        # per action (bounded: a session never waits forever)
@@ -165,12 +166,7 @@ class Server:
         raise RuntimeError("the server did not come up")
 
     def wait_kernels(self, timeout_s: float = 900.0) -> bool:
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < timeout_s:
-            if "groups ready after" in self.text():
-                return True
-            time.sleep(0.5)
-        return False
+        return wait_for_kernels(self.log, timeout_s) is not None
 
     def rss(self) -> int:
         return _status(self.pid, "VmRSS")

@@ -63,7 +63,7 @@ def make_clone(dest: Path) -> Path:
 
 
 def one_start(clone: Path, browser, log_path: Path) -> dict:
-    from e2e_util import goto_page, metric_cards, wait_for_app, wait_for_jobs
+    from e2e_util import goto_page, metric_cards, wait_for_app, wait_for_jobs, wait_for_kernels
     port = _free_port()
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("NUMBA_", "FEATAGG_", "MALLOC_"))}
@@ -107,11 +107,7 @@ def one_start(clone: Path, browser, log_path: Path) -> dict:
         assert cards.get("Clusters K") == "256", cards
         out["click_at_s"] = t_click - t0
         out["first_click_s"] = time.monotonic() - t_click
-        deadline = time.monotonic() + 900
-        while "groups ready after" not in log_path.read_text(errors="replace"):
-            if time.monotonic() > deadline or proc.poll() is not None:
-                break
-            time.sleep(0.5)
+        wait_for_kernels(log_path, 900, alive=lambda: proc.poll() is None)
         out["server_cpu_s"] = _cpu(proc.pid)
         out["load_end"] = os.getloadavg()[0]
     finally:

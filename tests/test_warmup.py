@@ -149,7 +149,7 @@ def test_a_failing_warmup_is_marked_failed(tmp_path, fake_kernels):
     assert "no compiler today" in info["errors"]["fk_bad"]
 
 
-def test_the_server_loads_what_the_children_compiled(fake_kernels):
+def test_the_server_loads_what_the_children_compiled(fake_kernels, tmp_path):
     groups = (W.KernelGroup("a", "group A", ("fk_a",)), W.KernelGroup("b", "group B", ("fk_b",)),
               W.KernelGroup("bad", "group bad", ("fk_bad",)),
               W.KernelGroup("crash", "group crash", ("fk_crash",)))
@@ -179,6 +179,30 @@ def test_the_server_loads_what_the_children_compiled(fake_kernels):
     finally:
         k.close()
     assert all(p.poll() is not None for p in k._procs)
+    # the benchmarks and e2e tests wait for exactly this line in a server's log
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(x for x in lines if "groups ready" not in x) + "\n")
+    assert _e2e_util().wait_for_kernels(log, timeout_s=0.0) is None
+    log.write_text("\n".join(lines) + "\n")
+    assert _e2e_util().wait_for_kernels(log, timeout_s=0.0) is not None
+
+
+def _e2e_util():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "e2e"))
+    try:
+        import e2e_util
+    finally:
+        sys.path.pop(0)
+    return e2e_util
+
+
+def test_waiting_for_the_kernels_line_gives_up_when_the_server_is_gone(tmp_path):
+    log = tmp_path / "server.log"           # not even written yet
+    t0 = time.monotonic()
+    assert _e2e_util().wait_for_kernels(log, timeout_s=30.0, alive=lambda: False) is None
+    assert time.monotonic() - t0 < 5.0      # at once, not after the timeout
+    log.write_text("[featagg] kernels: defrag ready after 3.1 s\n")
+    assert _e2e_util().wait_for_kernels(log, timeout_s=0.2, poll_s=0.05) is None
 
 
 def test_the_server_freezes_what_it_loaded_once_every_group_is_ready(fake_kernels):

@@ -1,9 +1,14 @@
 """Helpers for the end-to-end tests (see tests/e2e/conftest.py for the fixtures)."""
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
 RUN_TIMEOUT_MS = 90_000
+
+#: the line featagg_app.warmup.KernelWarmup prints once every kernel group is loaded
+_KERNELS_READY = re.compile(r"kernels: all \d+ groups ready after")
 
 
 def server_log_tail(server, n: int = 60) -> str:
@@ -14,6 +19,21 @@ def server_log_tail(server, n: int = 60) -> str:
         return "(no server log)"
 
 
+def wait_for_kernels(log_path, timeout_s: float = 900.0, alive=None, poll_s: float = 0.5):
+    """Seconds until a server's log says every kernel group is ready ("[featagg] kernels:
+    all N groups ready after …": on a cold numba cache background processes compile them
+    for minutes), or None when ``timeout_s`` passes first or ``alive()`` turns false (the
+    server exited). Each caller decides what a None means (fail, raise, carry on)."""
+    t0 = time.monotonic()
+    while True:
+        try:
+            if _KERNELS_READY.search(Path(log_path).read_text(errors="replace")):
+                return time.monotonic() - t0
+        except OSError:
+            pass  # the log is not there yet
+        if time.monotonic() - t0 > timeout_s or (alive is not None and not alive()):
+            return None
+        time.sleep(poll_s)
 
 
 def wait_for_app(page, timeout_ms: int = RUN_TIMEOUT_MS, start_ms: int = 1_500) -> None:

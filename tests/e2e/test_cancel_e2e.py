@@ -14,7 +14,7 @@ import time
 import pytest
 
 from e2e_util import (goto_page, metric_cards, page_text, server_log_tail, upload_file,
-                      wait_for_app, wait_for_jobs)
+                      wait_for_app, wait_for_jobs, wait_for_kernels)
 from featagg_core.data import save_xc
 from featagg_core.synthetic import make_powerlaw_multilabel
 
@@ -45,11 +45,9 @@ def _wait_until_idle(server, timeout_s: float = 900.0) -> float:
     Returns the seconds waited; fails if that never happens."""
     t0 = time.monotonic()
     pid = server.proc.pid
-    while "kernels: all" not in server.log.read_text(errors="replace"):
-        if time.monotonic() - t0 > timeout_s:
-            pytest.fail(f"the server's kernels were not ready within {timeout_s:.0f} s:\n"
-                        + server_log_tail(server))
-        time.sleep(1.0)
+    if wait_for_kernels(server.log, timeout_s, poll_s=1.0) is None:
+        pytest.fail(f"the server's kernels were not ready within {timeout_s:.0f} s:\n"
+                    + server_log_tail(server))
     quiet = 0
     while time.monotonic() - t0 < timeout_s:
         quiet = quiet + 1 if _cpu_use(pid, 1.0) < IDLE_CORES else 0
