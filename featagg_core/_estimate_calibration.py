@@ -130,7 +130,7 @@ def _calibrate() -> Dict[str, float]:
     # the arguments KTXMLC's fit passes (_ktxmlc_core.train_task): squared hinge, C = 1,
     # calibration histograms of 64 rows per classifier, a stop flag nobody sets
     targs = (Xn.indptr.astype(np.int64), Xn.indices, Xn.data, d, Y.indptr.astype(np.int64),
-             Y.indices, pos, rows, lo, hi, seeds, 1.0, 0.1, 20, 0.1, 1.0,
+             Y.indices, pos, rows, lo, hi, seeds, 7, 1.0, 0.1, 20, 0.1, 1.0,
              CALIB_BINS, CALIB_Z, 64, 0, np.zeros(1, np.uint8))
     train_children(*targs)
 

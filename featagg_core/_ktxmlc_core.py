@@ -556,10 +556,12 @@ def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict
 
 class BatchProblem(NamedTuple):
     """What a training job needs of its tree: the children's label position ranges
-    ``[lo[j], hi[j])``, their solver seeds, the loss and its C."""
+    ``[lo[j], hi[j])``, their seeds, the node's seed (the squared-hinge block solver's
+    visiting order, shared by all the node's children), the loss and its C."""
     lo: np.ndarray
     hi: np.ndarray
     seeds: np.ndarray
+    node_seed: int
     loss: int
     C: float
 
@@ -587,8 +589,13 @@ def batch_problem(tree: dict, task: TrainTask, solver: SolverSpec) -> BatchProbl
     # child size): identical problems get identical permutations in any model.
     minlab = np.minimum.reduceat(tree["perm"][:hi[-1]], lo)
     seeds = mix_seeds(solver.random_state, task.tree, tree["depth"][task.node], minlab, hi - lo)
-    return BatchProblem(lo.astype(np.int64), hi.astype(np.int64), seeds, int(loss),
-                        float(solver.C_log if loss == 1 else solver.C))
+    # the node's seed from the node alone (not from the batch): any batching of its
+    # children gives the same classifiers
+    v_lo, v_hi = int(tree["lo"][task.node]), int(tree["hi"][task.node])
+    node_seed = mix_seeds(solver.random_state, task.tree, tree["depth"][task.node],
+                          int(tree["perm"][v_lo:v_hi].min()), v_hi - v_lo, 0x6E6F6465)
+    return BatchProblem(lo.astype(np.int64), hi.astype(np.int64), seeds, int(node_seed),
+                        int(loss), float(solver.C_log if loss == 1 else solver.C))
 
 
 @fill_doc
@@ -622,7 +629,8 @@ def train_rows(X, Y, rows: np.ndarray, pos: np.ndarray, problem: BatchProblem,
     Xp = np.asarray(X.indptr, np.int64)
     res = _k.train_children(Xp, X.indices, X.data, X.shape[1],
                             np.asarray(Y.indptr, np.int64), Y.indices, pos, rows,
-                            problem.lo, problem.hi, problem.seeds, problem.C,
+                            problem.lo, problem.hi, problem.seeds, problem.node_seed,
+                            problem.C,
                             solver.eps, solver.max_iter, solver.threshold, solver.bias,
                             CALIB_BINS, CALIB_Z, solver.calib_rows, problem.loss, stop)
     work = int((Xp[rows + 1] - Xp[rows]).sum()) * problem.lo.shape[0]

@@ -148,3 +148,75 @@ def test_logistic_dual_matches_liblinear_via_sklearn(C):
     f, f_ref = (lr_primal_objective(*parts, y, v, C, 1.0) for v in (w, w_ref))
     assert f == pytest.approx(f_ref, rel=1e-8)
     np.testing.assert_allclose(w, w_ref, atol=1e-5 * max(1.0, np.abs(w_ref).max()))
+
+
+def _block_problem(n, d, k, seed):
+    """k label vectors of the same rows: a few frequent, most rare (as a tree node's)."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.15, format="csr", random_state=seed,
+                  data_rvs=lambda m: rng.normal(size=m))
+    Wtrue = rng.normal(size=(d, k))
+    S = X @ Wtrue + 0.5 * rng.normal(size=(n, k))
+    cut = np.quantile(S, 1 - np.geomspace(0.4, 0.01, k), axis=0).diagonal()
+    Y = np.where(S > cut, 1, -1).T.astype(np.int8)
+    return sp.csr_matrix(X, dtype=np.float64), np.ascontiguousarray(Y)
+
+
+@pytest.mark.parametrize("C", [0.3, 1.0, 10.0])
+def test_block_solver_solves_each_label_to_the_single_solvers_optimum(C):
+    from featagg_core._kernels.linear import l2svc_dual_cd_block
+
+    X, Y = _block_problem(300, 40, 9, 11)
+    parts = (X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data)
+    Wt, n_iter = l2svc_dual_cd_block(*parts, Y, 40, C, 1e-10, 20000, 1.0, 5,
+                                     np.zeros(1, np.uint8))
+    assert Wt.shape == (41, 9) and n_iter.shape == (9,)
+    for j in range(9):
+        w_ref, it_ref = _solve(X, Y[j], C, eps=1e-10, max_iter=20000)
+        np.testing.assert_allclose(Wt[:, j], w_ref, atol=1e-6 * max(1.0, np.abs(w_ref).max()))
+        assert _objective(X, Y[j], Wt[:, j], C) == pytest.approx(
+            _objective_numpy(X, Y[j], w_ref, C), rel=1e-9)
+    # labels converge after different numbers of passes: each one stops on its own
+    assert len(set(n_iter.tolist())) > 1 and n_iter.max() < 20000
+    # and the same problems in another order give the same optima
+    Wt2, _ = l2svc_dual_cd_block(*parts, np.ascontiguousarray(Y[::-1]), 40, C, 1e-10, 20000,
+                                 1.0, 5, np.zeros(1, np.uint8))
+    np.testing.assert_allclose(Wt2[:, ::-1], Wt, atol=1e-6 * max(1.0, np.abs(Wt).max()))
+
+
+def test_block_solver_gives_each_label_the_same_weights_in_any_grouping():
+    # at the usual loose tolerance, where the iterates (not only the optimum) decide the
+    # weights: all labels in one block, two blocks, or each alone -> identical bits (what
+    # lets the Dask twin cut a node's batches differently from one machine)
+    from featagg_core._kernels.linear import l2svc_dual_cd_block
+
+    X, Y = _block_problem(400, 50, 7, 12)
+    X = sp.csr_matrix(X, dtype=np.float32)
+    parts = (X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data)
+
+    def solve(rows):
+        return l2svc_dual_cd_block(*parts, np.ascontiguousarray(Y[rows]), 50, 1.0, 0.1, 20,
+                                   1.0, 9, np.zeros(1, np.uint8))
+
+    W_all, it_all = solve(list(range(7)))
+    W_a, it_a = solve([0, 1, 2])
+    W_b, it_b = solve([3, 4, 5, 6])
+    assert np.array_equal(np.c_[W_a, W_b], W_all) and np.array_equal(np.r_[it_a, it_b], it_all)
+    for j in range(7):
+        W_j, it_j = solve([j])
+        assert np.array_equal(W_j[:, 0], W_all[:, j]) and it_j[0] == it_all[j]
+
+
+def test_block_solver_stops_on_the_flag_and_takes_empty_problems():
+    from featagg_core._kernels.linear import l2svc_dual_cd_block
+
+    X, Y = _block_problem(100, 20, 4, 13)
+    parts = (X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data)
+    Wt, n_iter = l2svc_dual_cd_block(*parts, Y, 20, 1.0, 0.1, 20, 1.0, 5,
+                                     np.ones(1, np.uint8))
+    assert not Wt.any() and not n_iter.any()
+    e = sp.csr_matrix((0, 20))
+    Wt, n_iter = l2svc_dual_cd_block(e.indptr.astype(np.int64), e.indices.astype(np.int64),
+                                     e.data, np.zeros((4, 0), np.int8), 20, 1.0, 0.1, 20, 1.0,
+                                     5, np.zeros(1, np.uint8))
+    assert Wt.shape == (21, 4) and not Wt.any() and not n_iter.any()

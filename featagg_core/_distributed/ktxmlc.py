@@ -196,9 +196,11 @@ def _split_root_batches(tasks, pieces):
     """The tasks with every root batch cut into up to ``pieces`` batches of consecutive
     children (order kept). A root's classifiers see every point, so one root batch is the
     longest task of a fit (16 classifiers over all rows with K = 16); cut, they run on
-    different workers. The model does not change: each classifier is trained alone on
-    the same rows with its own seed (``core.batch_problem``), and the calibration
-    histograms are sums of integer weights, exact in any grouping."""
+    different workers. The model does not change: each classifier is trained on the same
+    rows with the same seeds (``core.batch_problem``: the squared-hinge block solver's
+    visiting order comes from the node, not the batch, and gives every label the same
+    iterates in any grouping), and the calibration histograms are sums of integer weights,
+    exact in any grouping."""
     out = []
     for task in tasks:
         m = task.c1 - task.c0

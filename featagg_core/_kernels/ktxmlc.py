@@ -15,7 +15,7 @@ from numba import njit, prange
 
 from . import PARALLEL
 from ._common import lower_bound
-from .linear import l2svc_dual_cd_stoppable, lr_dual_cd
+from .linear import l2svc_dual_cd_block, lr_dual_cd
 from .stopflag import stop_requested
 
 
@@ -116,14 +116,18 @@ def calibration_bin(z, n_bins, z_max):
 
 @njit(cache=True, nogil=True)
 def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi,
-                   child_seed, C, eps, max_iter, threshold, bias, n_bins, z_max,
+                   child_seed, node_seed, C, eps, max_iter, threshold, bias, n_bins, z_max,
                    calib_rows, loss, stop):
     """Train the classifiers of consecutive children of one tree node.
 
     Child ``j`` owns tree-ordered label positions ``[child_lo[j], child_hi[j])`` (``pos``
     maps a label to its position); its positives are the ``rows`` having one of them.
     Every classifier is trained on exactly ``rows`` (the points reaching the parent), by
-    the squared-hinge SVM (``loss`` 0) or logistic regression (``loss`` 1) dual solver.
+    the squared-hinge SVM (``loss`` 0: all the children in one
+    :func:`~featagg_core._kernels.linear.l2svc_dual_cd_block` solve whose visiting order
+    comes from ``node_seed``, so a child's weights do not depend on which children share
+    its batch) or logistic regression (``loss`` 1: one dual solve per child, seeded by
+    ``child_seed``; ``child_seed`` also places each child's calibration sample).
 
     Calibration data: for each classifier, the decision values ``z_i = w^T x_i`` (+ bias,
     pruned weights, as at prediction)
@@ -132,8 +136,8 @@ def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi
     (2 x n_bins: row 0 negatives, row 1 positives) of ``n_bins`` bins over
     [-z_max, z_max]; the caller fits a sigmoid to it (Platt scaling).
 
-    ``stop`` (one-element uint8) is polled between classifiers and inside the solver: once
-    it is 1 the kernel returns what it has (the caller discards it).
+    ``stop`` (one-element uint8) is polled between classifiers and in every solver pass:
+    once it is 1 the kernel returns what it has (the caller discards it).
 
     Returns (counts, feats, vals, bias_w, n_iter, hist): weight entries of child ``j`` are
     the ``counts[j]`` next ones of ``feats``/``vals`` (global feature ids, ascending),
@@ -163,7 +167,24 @@ def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi
     counts = np.zeros(nc, np.int64)
     bias_w = np.zeros(nc, np.float32)
     iters = np.zeros(nc, np.int64)
-    alpha = np.zeros(m, ld.dtype)
+    # squared hinge: every trainable child at once (they share the rows; see
+    # l2svc_dual_cd_block), column a of Wt for child block_of[j] = a
+    block_of = np.full(nc, -1, np.int64)
+    nb = 0
+    for j in range(nc):
+        if npos[j] < m:
+            block_of[j] = nb
+            nb += 1
+    if loss != 1 and nb > 0:
+        Yb = np.empty((nb, m), np.int8)
+        for j in range(nc):
+            if block_of[j] >= 0:
+                Yb[block_of[j]] = ymat[j]
+        Wt, block_iters = l2svc_dual_cd_block(lp, li, ld, Yb, dl, C, eps, max_iter, bias,
+                                              node_seed, stop)
+    else:
+        Wt = np.zeros((dl + 1, 0), ld.dtype)
+        block_iters = np.zeros(0, np.int64)
     tot = 0
     for j in range(nc):
         if stop_requested(stop):
@@ -174,13 +195,12 @@ def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi
             bias_w[j] = 1.0 / bias if bias != 0 else 0.0
             continue
         y = ymat[j].copy()
-        alpha[:] = 0.0
         if loss == 1:
             w, it = lr_dual_cd(lp, li, ld, y, dl, C, eps, max_iter, bias, child_seed[j],
                                stop)
         else:
-            w, it = l2svc_dual_cd_stoppable(lp, li, ld, y, dl, C, eps, max_iter, bias,
-                                            child_seed[j], alpha, stop)
+            w = Wt[:, block_of[j]].copy()
+            it = block_iters[block_of[j]]
         iters[j] = it
         bias_w[j] = w[dl]
         for f in range(dl):

@@ -285,3 +285,159 @@ def lr_primal_objective(indptr, indices, data, y, w, C, bias):
         m = -y[i] * wx
         obj += C * (math.log1p(math.exp(m)) if m < 30 else m)
     return obj
+
+
+@njit(cache=True, nogil=True)
+def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias, seed,
+                        stop):
+    """:func:`l2svc_dual_cd_stoppable` for ``k`` labels of the same rows at once.
+
+    The k problems share their training matrix (the rows reaching one tree node), so each
+    visit of a row serves all of them: its k decision values come from one pass over the
+    row's non-zeros against a feature-major weight block ``Wt[f, 0:k]`` (k contiguous
+    floats per feature, which the compiler vectorises), and one more pass adds the k dual
+    steps. Per-row work is O(nnz_i * k) in vector operations instead of k scalar
+    gather/scatter passes (2-3x less CPU for 16-64 labels on Bibtex and Delicious).
+
+    Each label is solved as Algorithm 1 of Hsieh et al. with liblinear's shrinking and
+    stopping rule, on its own: its own dual variables, projected-gradient spread, shrunk
+    set and convergence (a converged label takes no more steps). Unlike liblinear, which
+    reorders its active prefix, every pass visits all rows in a fresh random order (one
+    xorshift64* stream from ``seed``, the same for every label) and skips the rows a label
+    has shrunk. So a label's iterates depend on its own problem and ``seed`` only, never on
+    which other labels share the block: any grouping of a node's labels into blocks (one
+    machine's batches, the Dask twin's smaller pieces) gives bit-identical weights.
+
+    Parameters
+    ----------
+    indptr, indices, data : csr parts of the l x n_cols training matrix.
+    Y : int8 array (k, l) of +1 / -1.
+    C, eps, max_iter, bias : as :func:`l2svc_dual_cd`; ``max_iter`` caps the passes.
+    seed : integer seed of the visiting order (the node's: shared by its labels).
+    stop : one-element uint8 array, polled once per pass (as the single solver).
+
+    Returns
+    -------
+    Wt : array (n_cols + 1, k) in the dtype of ``data``; row ``n_cols`` is the bias weight.
+    n_iter : int64 array (k,): passes in which each label was still being solved.
+    """
+    k = Y.shape[0]
+    l = indptr.shape[0] - 1
+    dt = data.dtype
+    Wt = np.zeros((n_cols + 1, k), dt)
+    n_iter = np.zeros(k, np.int64)
+    if l == 0 or k == 0:
+        return Wt, n_iter
+    diag = 0.5 / C
+    qd = np.empty(l, dt)
+    for i in range(l):
+        s = bias * bias
+        for p in range(indptr[i], indptr[i + 1]):
+            s += data[p] * data[p]
+        qd[i] = s + diag
+    yt = np.empty((l, k), np.int8)        # row-major: a visit reads its row's k labels
+    for j in range(k):
+        for i in range(l):
+            yt[i, j] = Y[j, i]
+    alpha = np.zeros((l, k), dt)
+    act = np.ones((l, k), np.uint8)       # row i is in label j's active (unshrunk) set
+    n_act_row = np.full(l, k, np.int64)   # labels active on row i (0: skip the row)
+    n_act_lab = np.full(k, l, np.int64)   # active rows of label j
+    pgmax_old = np.full(k, np.inf)
+    pgmin_old = np.full(k, -np.inf)
+    pgmax_new = np.empty(k)
+    pgmin_new = np.empty(k)
+    # decision values and steps in float64, as the single solver's scalars (the weights
+    # stay in the data's precision)
+    wx = np.empty(k, np.float64)
+    dvec = np.empty(k, np.float64)
+    index = np.arange(l).astype(np.uint32)
+    n_done = 0
+    state = xorshift64s_seed(seed)
+    it = 0
+    while it < max_iter and n_done < k:
+        if stop_requested(stop):
+            break
+        for j in range(k):
+            pgmax_new[j] = -np.inf
+            pgmin_new[j] = np.inf
+        state = shuffle_prefix(index, l, state)
+        for s in range(l):
+            i = index[s]
+            if n_act_row[i] == 0:
+                continue
+            for j in range(k):
+                wx[j] = Wt[n_cols, j] * bias
+            for p in range(indptr[i], indptr[i + 1]):
+                f = indices[p]
+                x = data[p]
+                for j in range(k):
+                    wx[j] += Wt[f, j] * x
+            moved = False
+            for j in range(k):
+                dvec[j] = 0.0
+                if not act[i, j]:
+                    continue
+                yi = float(yt[i, j])
+                g = yi * wx[j] - 1.0 + alpha[i, j] * diag
+                pg = 0.0
+                if alpha[i, j] == 0.0:
+                    if g > pgmax_old[j]:
+                        act[i, j] = 0     # shrunk for label j until it re-checks all rows
+                        n_act_row[i] -= 1
+                        n_act_lab[j] -= 1
+                        continue
+                    elif g < 0.0:
+                        pg = g
+                else:
+                    pg = g
+                if pg > pgmax_new[j]:
+                    pgmax_new[j] = pg
+                if pg < pgmin_new[j]:
+                    pgmin_new[j] = pg
+                if abs(pg) > 1e-12:
+                    a_old = alpha[i, j]
+                    a_new = a_old - g / qd[i]
+                    if a_new < 0.0:
+                        a_new = 0.0
+                    alpha[i, j] = a_new
+                    dvec[j] = (a_new - a_old) * yi
+                    moved = True
+            if moved:
+                for p in range(indptr[i], indptr[i + 1]):
+                    f = indices[p]
+                    x = data[p]
+                    for j in range(k):
+                        Wt[f, j] += dvec[j] * x
+                for j in range(k):
+                    Wt[n_cols, j] += dvec[j] * bias
+        it += 1
+        for j in range(k):
+            if n_act_lab[j] < 0:
+                continue                  # solved earlier
+            n_iter[j] += 1
+            if pgmax_new[j] - pgmin_new[j] <= eps:
+                if n_act_lab[j] == l:
+                    # solved: it leaves every row (its weights stay as they are)
+                    n_done += 1
+                    n_act_lab[j] = -1
+                    for i in range(l):
+                        act[i, j] = 0
+                        n_act_row[i] -= 1
+                    continue
+                # converged on its shrunk set: re-check every row (liblinear's rule)
+                for i in range(l):
+                    if not act[i, j]:
+                        act[i, j] = 1
+                        n_act_row[i] += 1
+                n_act_lab[j] = l
+                pgmax_old[j] = np.inf
+                pgmin_old[j] = -np.inf
+                continue
+            pgmax_old[j] = pgmax_new[j]
+            pgmin_old[j] = pgmin_new[j]
+            if pgmax_old[j] <= 0.0:
+                pgmax_old[j] = np.inf
+            if pgmin_old[j] >= 0.0:
+                pgmin_old[j] = -np.inf
+    return Wt, n_iter
