@@ -107,30 +107,6 @@ def test_single_class_and_empty():
     assert it == 0 and not w0.any()
 
 
-def test_stoppable_solver_returns_the_dual_and_stops_on_the_flag():
-    from featagg_core._kernels.linear import l2svc_dual_cd_stoppable
-
-    X, y = _problem(200, 30, 0.2, 4)
-    X = sp.csr_matrix(X, dtype=np.float64)
-    parts = (X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data)
-    alpha = np.zeros(200)
-    w, it = l2svc_dual_cd_stoppable(*parts, y, 30, 1.0, 1e-10, 5000, 1.0, 3, alpha,
-                                    np.zeros(1, np.uint8))
-    w_ref, _ = _solve(X, y, 1.0, eps=1e-10, max_iter=5000)
-    np.testing.assert_allclose(w, w_ref, atol=1e-8)
-    # primal-dual relation w = sum_i alpha_i y_i [x_i, bias] and the KKT conditions of
-    # the squared hinge: alpha_i = 2C max(0, 1 - y_i f_i)
-    Xb = np.c_[X.toarray(), np.ones(200)]
-    np.testing.assert_allclose(Xb.T @ (alpha * y), w, atol=1e-7)
-    f = Xb @ w
-    np.testing.assert_allclose(alpha, 2 * np.maximum(0, 1 - y * f), atol=1e-5)
-    # a raised flag stops before the first pass: nothing learned
-    alpha[:] = 0
-    w0, it0 = l2svc_dual_cd_stoppable(*parts, y, 30, 1.0, 1e-10, 5000, 1.0, 3, alpha,
-                                      np.ones(1, np.uint8))
-    assert it0 == 0 and not w0.any() and not alpha.any()
-
-
 @pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
 def test_logistic_dual_matches_liblinear_via_sklearn(C):
     from sklearn.linear_model import LogisticRegression

@@ -9,9 +9,11 @@ as liblinear's ``solve_l2r_l1l2_svc`` does it for ``L2R_L2LOSS_SVC_DUAL``:
 whose primal is ``0.5 ||w||^2 + C sum_i max(0, 1 - y_i w^T x_i)^2`` with ``w = sum a_i y_i x_i``.
 The bias is an extra feature of constant value ``bias`` (regularised, as in liblinear).
 
-Random permutations come from a tiny xorshift64* generator seeded per problem
-(:mod:`featagg_core._kernels._common`), so a problem's result never depends on which thread
-solved it or in what order.
+The squared-hinge solver trains k labels of the same rows at once
+(:func:`l2svc_dual_cd_block`, what a tree node's children need); :func:`l2svc_dual_cd` is
+its one-label form. Random permutations come from a tiny xorshift64* generator seeded per
+problem (:mod:`featagg_core._kernels._common`), so a problem's result never depends on
+which thread solved it or in what order.
 """
 import math
 
@@ -57,240 +59,9 @@ def shuffle_prefix(index, n, state):
 
 
 @njit(cache=True, nogil=True)
-def l2svc_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed):
-    """Train one squared-hinge linear SVM on a csr matrix (rows = training points).
-
-    Parameters
-    ----------
-    indptr, indices, data : csr parts of the l x n_cols training matrix.
-    y : int8 array of +1 / -1 (length l).
-    C, eps, max_iter : liblinear's C, stopping tolerance on the projected-gradient
-        spread, and outer-iteration cap.
-    bias : value of the constant bias feature (0 disables it).
-    seed : integer seed of the permutation generator.
-
-    Returns
-    -------
-    w : array of n_cols + 1 entries in the dtype of ``data`` (the last one is the bias
-        weight).
-    n_iter : outer iterations run.
-    """
-    alpha = np.zeros(indptr.shape[0] - 1, data.dtype)
-    w, it = l2svc_dual_cd_stoppable(indptr, indices, data, y, n_cols, C, eps, max_iter,
-                                    bias, seed, alpha, np.zeros(1, np.uint8))
-    return w, it
-
-
-@njit(cache=True, nogil=True)
-def l2svc_dual_cd_stoppable(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed,
-                            alpha, stop):
-    """:func:`l2svc_dual_cd` that also returns the dual variables and can be stopped.
-
-    ``alpha`` (length l, the data's dtype, zero on entry) receives the dual solution (used
-    for leave-one-out margins: removing point i moves its margin by at most
-    ``alpha_i * (||x_i||^2 + bias^2)``). ``stop`` is a one-element uint8 array looked at once
-    per outer iteration: when another thread sets it to 1 the solver returns at once
-    (the weights are then those of the last finished pass). Returns ``(w, n_iter)``.
-    """
-    l = indptr.shape[0] - 1
-    # working precision = the data's (float32 in training: half the memory traffic;
-    # float64 when a caller wants a tight optimum)
-    w = np.zeros(n_cols + 1, data.dtype)
-    if l == 0:
-        return w, 0
-    diag = 0.5 / C
-    qd = np.empty(l, data.dtype)
-    yf = np.empty(l, data.dtype)
-    for i in range(l):
-        s = bias * bias
-        for p in range(indptr[i], indptr[i + 1]):
-            s += data[p] * data[p]
-        qd[i] = s + diag
-        yf[i] = y[i]
-    index = np.arange(l).astype(np.uint32)
-    active = l
-    pgmax_old = np.inf
-    pgmin_old = -np.inf
-    state = xorshift64s_seed(seed)
-    it = 0
-    while it < max_iter:
-        if stop_requested(stop):
-            break
-        pgmax_new = -np.inf
-        pgmin_new = np.inf
-        state = shuffle_prefix(index, active, state)
-        s = 0
-        while s < active:
-            i = index[s]
-            yi = yf[i]
-            wx = _decision(indptr, indices, data, i, w, n_cols, bias)
-            g = yi * wx - 1.0 + alpha[i] * diag
-            pg = 0.0
-            if alpha[i] == 0.0:
-                if g > pgmax_old:
-                    active -= 1
-                    t = index[s]
-                    index[s] = index[active]
-                    index[active] = t
-                    continue
-                elif g < 0.0:
-                    pg = g
-            else:
-                pg = g
-            if pg > pgmax_new:
-                pgmax_new = pg
-            if pg < pgmin_new:
-                pgmin_new = pg
-            if abs(pg) > 1e-12:
-                a_old = alpha[i]
-                a_new = a_old - g / qd[i]
-                if a_new < 0.0:
-                    a_new = 0.0
-                alpha[i] = a_new
-                d = (a_new - a_old) * yi
-                for p in range(indptr[i], indptr[i + 1]):
-                    w[indices[p]] += d * data[p]
-                w[n_cols] += d * bias
-            s += 1
-        it += 1
-        if pgmax_new - pgmin_new <= eps:
-            if active == l:
-                break
-            active = l
-            pgmax_old = np.inf
-            pgmin_old = -np.inf
-            continue
-        pgmax_old = pgmax_new
-        pgmin_old = pgmin_new
-        if pgmax_old <= 0.0:
-            pgmax_old = np.inf
-        if pgmin_old >= 0.0:
-            pgmin_old = -np.inf
-    return w, it
-
-
-@njit(cache=True)
-def l2svc_primal_objective(indptr, indices, data, y, w, C, bias):
-    """``0.5 ||w||^2 + C sum max(0, 1 - y_i (w^T x_i + w_b * bias))^2`` (w includes the bias)."""
-    l = indptr.shape[0] - 1
-    n_cols = w.shape[0] - 1
-    obj = _half_sq_norm(w)
-    for i in range(l):
-        wx = _decision(indptr, indices, data, i, w, n_cols, bias)
-        m = 1.0 - y[i] * wx
-        if m > 0.0:
-            obj += C * m * m
-    return obj
-
-
-@njit(cache=True, nogil=True)
-def lr_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed, stop):
-    """L2-regularised logistic regression by dual coordinate descent (Yu, Huang & Lin,
-    "Dual coordinate descent methods for logistic regression and maximum entropy models",
-    MLJ 2011; liblinear's ``solve_l2r_lr_dual``, L2R_LR_DUAL, as napkinXC trains its nodes):
-
-        min_a  0.5 a^T Q a + sum_i a_i log a_i + (C - a_i) log(C - a_i),  0 < a_i < C
-
-    whose primal is ``0.5 ||w||^2 + C sum_i log(1 + exp(-y_i w^T x_i))``; each coordinate
-    is a 1-D Newton problem solved to a tolerance that tightens as the outer passes
-    converge. The bias is an extra feature of value ``bias``. ``stop`` as in
-    :func:`l2svc_dual_cd_stoppable`. Returns ``(w, n_iter)``.
-    """
-    l = indptr.shape[0] - 1
-    w = np.zeros(n_cols + 1, data.dtype)
-    if l == 0:
-        return w, 0
-    xtx = np.empty(l, np.float64)
-    alpha = np.empty(2 * l, np.float64)
-    a0 = min(0.001 * C, 1e-8)
-    for i in range(l):
-        s = bias * bias
-        for p in range(indptr[i], indptr[i + 1]):
-            s += data[p] * data[p]
-        xtx[i] = s
-        alpha[2 * i] = a0
-        alpha[2 * i + 1] = C - a0
-        d = y[i] * a0
-        for p in range(indptr[i], indptr[i + 1]):
-            w[indices[p]] += d * data[p]
-        w[n_cols] += d * bias
-    index = np.arange(l).astype(np.uint32)
-    state = xorshift64s_seed(seed)
-    innereps = 1e-2
-    innereps_min = min(1e-8, eps)
-    max_inner = 100
-    it = 0
-    while it < max_iter:
-        if stop_requested(stop):
-            break
-        state = shuffle_prefix(index, l, state)
-        newton_iter = 0
-        gmax = 0.0
-        for s_ in range(l):
-            i = index[s_]
-            yi = float(y[i])
-            wx = _decision(indptr, indices, data, i, w, n_cols, bias)
-            b = yi * wx
-            a = xtx[i]
-            ind1 = 2 * i
-            ind2 = 2 * i + 1
-            sign = 1.0
-            if 0.5 * a * (alpha[ind2] - alpha[ind1]) + b < 0:
-                ind1 = 2 * i + 1
-                ind2 = 2 * i
-                sign = -1.0
-            alpha_old = alpha[ind1]
-            z = alpha_old
-            if C - z < 0.5 * C:
-                z = 0.1 * z
-            gp = a * (z - alpha_old) + sign * b + math.log(z / (C - z))
-            if abs(gp) > gmax:
-                gmax = abs(gp)
-            inner = 0
-            while inner <= max_inner:
-                if abs(gp) < innereps:
-                    break
-                gpp = a + C / (C - z) / z
-                tmpz = z - gp / gpp
-                if tmpz <= 0:
-                    z *= 0.1
-                else:
-                    z = tmpz
-                gp = a * (z - alpha_old) + sign * b + math.log(z / (C - z))
-                newton_iter += 1
-                inner += 1
-            if inner > 0:
-                alpha[ind1] = z
-                alpha[ind2] = C - z
-                d = sign * (z - alpha_old) * yi
-                for p in range(indptr[i], indptr[i + 1]):
-                    w[indices[p]] += d * data[p]
-                w[n_cols] += d * bias
-        it += 1
-        if gmax < eps:
-            break
-        if newton_iter <= l / 10:
-            innereps = max(innereps_min, 0.1 * innereps)
-    return w, it
-
-
-@njit(cache=True)
-def lr_primal_objective(indptr, indices, data, y, w, C, bias):
-    """``0.5 ||w||^2 + C sum log(1 + exp(-y_i (w^T x_i + w_b * bias)))``."""
-    l = indptr.shape[0] - 1
-    n_cols = w.shape[0] - 1
-    obj = _half_sq_norm(w)
-    for i in range(l):
-        wx = _decision(indptr, indices, data, i, w, n_cols, bias)
-        m = -y[i] * wx
-        obj += C * (math.log1p(math.exp(m)) if m < 30 else m)
-    return obj
-
-
-@njit(cache=True, nogil=True)
 def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias, seed,
                         stop):
-    """:func:`l2svc_dual_cd_stoppable` for ``k`` labels of the same rows at once.
+    """Train ``k`` squared-hinge linear SVMs on the same csr matrix (rows = training points).
 
     The k problems share their training matrix (the rows reaching one tree node), so each
     visit of a row serves all of them: its k decision values come from one pass over the
@@ -314,7 +85,8 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
     Y : int8 array (k, l) of +1 / -1.
     C, eps, max_iter, bias : as :func:`l2svc_dual_cd`; ``max_iter`` caps the passes.
     seed : integer seed of the visiting order (the node's: shared by its labels).
-    stop : one-element uint8 array, polled once per pass (as the single solver).
+    stop : one-element uint8 array polled once per pass: when another thread sets it to 1
+        the solver returns at once (the weights of the last finished pass).
 
     Returns
     -------
@@ -441,3 +213,150 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
             if pgmin_old[j] >= 0.0:
                 pgmin_old[j] = -np.inf
     return Wt, n_iter
+
+
+@njit(cache=True, nogil=True)
+def l2svc_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed):
+    """Train one squared-hinge linear SVM on a csr matrix (rows = training points):
+    :func:`l2svc_dual_cd_block` with one label.
+
+    Parameters
+    ----------
+    indptr, indices, data : csr parts of the l x n_cols training matrix.
+    y : int8 array of +1 / -1 (length l).
+    C, eps, max_iter : liblinear's C, stopping tolerance on the projected-gradient
+        spread, and outer-iteration cap.
+    bias : value of the constant bias feature (0 disables it).
+    seed : integer seed of the permutation generator.
+
+    Returns
+    -------
+    w : array of n_cols + 1 entries in the dtype of ``data`` (the last one is the bias
+        weight).
+    n_iter : outer iterations run.
+    """
+    Y = np.empty((1, y.shape[0]), np.int8)
+    for i in range(y.shape[0]):
+        Y[0, i] = y[i]
+    Wt, n_iter = l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter,
+                                     bias, seed, np.zeros(1, np.uint8))
+    return Wt[:, 0].copy(), n_iter[0]
+
+
+@njit(cache=True)
+def l2svc_primal_objective(indptr, indices, data, y, w, C, bias):
+    """``0.5 ||w||^2 + C sum max(0, 1 - y_i (w^T x_i + w_b * bias))^2`` (w includes the bias)."""
+    l = indptr.shape[0] - 1
+    n_cols = w.shape[0] - 1
+    obj = _half_sq_norm(w)
+    for i in range(l):
+        wx = _decision(indptr, indices, data, i, w, n_cols, bias)
+        m = 1.0 - y[i] * wx
+        if m > 0.0:
+            obj += C * m * m
+    return obj
+
+
+@njit(cache=True, nogil=True)
+def lr_dual_cd(indptr, indices, data, y, n_cols, C, eps, max_iter, bias, seed, stop):
+    """L2-regularised logistic regression by dual coordinate descent (Yu, Huang & Lin,
+    "Dual coordinate descent methods for logistic regression and maximum entropy models",
+    MLJ 2011; liblinear's ``solve_l2r_lr_dual``, L2R_LR_DUAL, as napkinXC trains its nodes):
+
+        min_a  0.5 a^T Q a + sum_i a_i log a_i + (C - a_i) log(C - a_i),  0 < a_i < C
+
+    whose primal is ``0.5 ||w||^2 + C sum_i log(1 + exp(-y_i w^T x_i))``; each coordinate
+    is a 1-D Newton problem solved to a tolerance that tightens as the outer passes
+    converge. The bias is an extra feature of value ``bias``. ``stop``: a one-element
+    uint8 array polled once per pass (1: return the weights of the last pass). Returns
+    ``(w, n_iter)``.
+    """
+    l = indptr.shape[0] - 1
+    w = np.zeros(n_cols + 1, data.dtype)
+    if l == 0:
+        return w, 0
+    xtx = np.empty(l, np.float64)
+    alpha = np.empty(2 * l, np.float64)
+    a0 = min(0.001 * C, 1e-8)
+    for i in range(l):
+        s = bias * bias
+        for p in range(indptr[i], indptr[i + 1]):
+            s += data[p] * data[p]
+        xtx[i] = s
+        alpha[2 * i] = a0
+        alpha[2 * i + 1] = C - a0
+        d = y[i] * a0
+        for p in range(indptr[i], indptr[i + 1]):
+            w[indices[p]] += d * data[p]
+        w[n_cols] += d * bias
+    index = np.arange(l).astype(np.uint32)
+    state = xorshift64s_seed(seed)
+    innereps = 1e-2
+    innereps_min = min(1e-8, eps)
+    max_inner = 100
+    it = 0
+    while it < max_iter:
+        if stop_requested(stop):
+            break
+        state = shuffle_prefix(index, l, state)
+        newton_iter = 0
+        gmax = 0.0
+        for s_ in range(l):
+            i = index[s_]
+            yi = float(y[i])
+            wx = _decision(indptr, indices, data, i, w, n_cols, bias)
+            b = yi * wx
+            a = xtx[i]
+            ind1 = 2 * i
+            ind2 = 2 * i + 1
+            sign = 1.0
+            if 0.5 * a * (alpha[ind2] - alpha[ind1]) + b < 0:
+                ind1 = 2 * i + 1
+                ind2 = 2 * i
+                sign = -1.0
+            alpha_old = alpha[ind1]
+            z = alpha_old
+            if C - z < 0.5 * C:
+                z = 0.1 * z
+            gp = a * (z - alpha_old) + sign * b + math.log(z / (C - z))
+            if abs(gp) > gmax:
+                gmax = abs(gp)
+            inner = 0
+            while inner <= max_inner:
+                if abs(gp) < innereps:
+                    break
+                gpp = a + C / (C - z) / z
+                tmpz = z - gp / gpp
+                if tmpz <= 0:
+                    z *= 0.1
+                else:
+                    z = tmpz
+                gp = a * (z - alpha_old) + sign * b + math.log(z / (C - z))
+                newton_iter += 1
+                inner += 1
+            if inner > 0:
+                alpha[ind1] = z
+                alpha[ind2] = C - z
+                d = sign * (z - alpha_old) * yi
+                for p in range(indptr[i], indptr[i + 1]):
+                    w[indices[p]] += d * data[p]
+                w[n_cols] += d * bias
+        it += 1
+        if gmax < eps:
+            break
+        if newton_iter <= l / 10:
+            innereps = max(innereps_min, 0.1 * innereps)
+    return w, it
+
+
+@njit(cache=True)
+def lr_primal_objective(indptr, indices, data, y, w, C, bias):
+    """``0.5 ||w||^2 + C sum log(1 + exp(-y_i (w^T x_i + w_b * bias)))``."""
+    l = indptr.shape[0] - 1
+    n_cols = w.shape[0] - 1
+    obj = _half_sq_norm(w)
+    for i in range(l):
+        wx = _decision(indptr, indices, data, i, w, n_cols, bias)
+        m = -y[i] * wx
+        obj += C * (math.log1p(math.exp(m)) if m < 30 else m)
+    return obj
