@@ -130,7 +130,7 @@ def build(cli) -> argparse.ArgumentParser:
     s.add_argument("--n-trees", type=_int_in(1, 1_000), default=3, help="trees in the ensemble (default 3)")
     s.add_argument("--max-depth", type=_int_in(1, 1_000), default=None, help="tree depth cap (default: library's)")
     s.add_argument("--max-leaf-labels", type=_int_in(1, 1_000_000), default=100, help="labels per leaf (default 100)")
-    s.add_argument("--C", type=_float_in(0, 1e6, lo_open=True), default=1.0, help="SVM cost (default 1.0)")
+    s.add_argument("--C", type=_float_in(0, 1e6, lo_open=True), default=0.5, help="SVM cost (default 0.5)")
     s.add_argument("--beam-width", type=_int_in(1, 100_000), default=10, help="beam width at prediction (default 10)")
     s.add_argument("--one-vs-all", choices=["auto", "never"], default="auto",
                    help="auto (KTXMLC's default): one flat one-vs-all tree instead of the "

@@ -186,7 +186,7 @@ def test_spec_that_does_not_fit_the_data_fails_before_any_work(ml, graph, table)
 def test_run_names():
     assert run_name(canonical_spec({"classifier": {"n_trees": 3}, "defrag": {"d0": 8}})) == \
         "KTXMLC K=16 T=3 · DEFRAG d0=8"
-    assert run_name(canonical_spec({"classifier": {"kind": "ova"}})) == "One-vs-all C=1"
+    assert run_name(canonical_spec({"classifier": {"kind": "ova"}})) == "One-vs-all C=0.5"
     assert run_name(canonical_spec({"defrag": {}})) == "DEFRAG-XY d0=8"
     assert run_name(canonical_spec({"feature_clustering": {"n_clusters": 256}})) == \
         "k-means K=256 (XY)"

@@ -165,7 +165,7 @@ def test_page_random_split_defrag_features_and_one_vs_all(app_for):
     click(at, "xmlc_train")
     ok(at)
     run = runs(at)[-1]
-    assert run.name == "One-vs-all C=1 · DEFRAG d0=8"
+    assert run.name == "One-vs-all C=0.5 · DEFRAG d0=8"
     assert run.pipeline.n_features_in_ == 120                      # raw features in
     assert run.pipeline.classifier.n_features_in_ < 120           # DEFRAG features
     assert run.metrics["test"]["n_rows"] == 60                    # 20 % of 300
