@@ -85,8 +85,9 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
     Y : int8 array (k, l) of +1 / -1.
     C, eps, max_iter, bias : as :func:`l2svc_dual_cd`; ``max_iter`` caps the passes.
     seed : integer seed of the visiting order (the node's: shared by its labels).
-    stop : one-element uint8 array polled once per pass: when another thread sets it to 1
-        the solver returns at once (the weights of the last finished pass).
+    stop : one-element uint8 array polled before each pass and every 8,192 rows within
+        one (a cancel does not wait for a whole pass over a large node): once another
+        thread sets it to 1 the solver returns at once, with weights to be discarded.
 
     Returns
     -------
@@ -135,6 +136,8 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
             pgmin_new[j] = np.inf
         state = shuffle_prefix(index, l, state)
         for s in range(l):
+            if (s & 8191) == 8191 and stop_requested(stop):
+                return Wt, n_iter         # mid-pass: the caller discards a stopped solve
             i = index[s]
             if n_act_row[i] == 0:
                 continue
