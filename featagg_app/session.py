@@ -406,6 +406,16 @@ def _outcomes_of(page: str) -> dict:
     return page_state(page).setdefault("_outcomes", {})
 
 
+def approx_seconds(seconds: Optional[float]) -> str:
+    """"about 12 s" ("under a second"), or "not known yet" when there is no estimate (the
+    server is still compiling the kernels it needs, or the spec is not one it can
+    estimate)."""
+    if seconds is None:
+        return "not known yet"
+    text = fmt_seconds(seconds)
+    return text if text == "under a second" else f"about {text}"
+
+
 def fmt_seconds(seconds: Optional[float]) -> str:
     """"under a second", "12 s", "4 min", "1.5 h" (estimates and elapsed times)."""
     if seconds is None:

@@ -231,7 +231,7 @@ if is_tree:
 b1, b2 = st.columns([1, 4])
 train_clicked = b1.button("Train", type="primary", key="xmlc_train",
                           disabled=session.running_job(PAGE, "train") is not None)
-b2.caption(f"Estimated time: about {session.fmt_seconds(session.estimate(data, split, spec))} "
+b2.caption(f"Estimated time: {session.approx_seconds(session.estimate(data, split, spec))} "
            f"on this server ({split.train.size:,} training rows"
            + (", reusing the picked DEFRAG run" if defrag_run is not None else "") + ").")
 if train_clicked:

@@ -102,7 +102,7 @@ except ValueError as exc:
 r1, r2 = st.columns([1, 4])
 run_clicked = r1.button("Run", type="primary", key="fa_run",
                         disabled=session.running_job(PAGE, "defrag") is not None)
-r2.caption(f"Estimated time: about {session.fmt_seconds(session.estimate(data, split, spec))} "
+r2.caption(f"Estimated time: {session.approx_seconds(session.estimate(data, split, spec))} "
            "on this server (DEFRAG on the training rows, then scoring the test rows).")
 if run_clicked:
     try:

@@ -116,7 +116,7 @@ if r1.button("Run BMGUFS", type="primary", key="gf_run",
         session.submit_run(PAGE, data, split, spec, slot="bmgufs")
     except ValueError as exc:
         session.show_error(exc, context="BMGUFS cannot run")
-r2.caption(f"Estimated time: about {session.fmt_seconds(session.estimate(data, split, spec))} "
+r2.caption(f"Estimated time: {session.approx_seconds(session.estimate(data, split, spec))} "
            f"({n_train:,} training nodes, {f:,} features).")
 session.follow_run(PAGE, "bmgufs")
 

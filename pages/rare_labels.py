@@ -81,8 +81,8 @@ if base is None:
         st.info("No classifier run on this split yet: REFRAG and FIAT work on top of one. "
                 "Train one on the **Extreme classification** page (your own settings, raw "
                 "or DEFRAG features), or train a small default here.")
-        if st.button(f"Train {run_name(default)} on raw features (≈ "
-                     f"{session.fmt_seconds(session.estimate(data, split, default))})",
+        if st.button(f"Train {run_name(default)} on raw features ("
+                     f"{session.approx_seconds(session.estimate(data, split, default))})",
                      key="rl_train_default", type="primary"):
             session.submit_run(PAGE, data, split, default, slot="base")
             st.rerun()
@@ -151,8 +151,8 @@ with tab_r:
     if b1.button("Re-rank with REFRAG", type="primary", key="rl_refrag_run",
                  disabled=session.running_job(PAGE, "refrag") is not None):
         session.submit_run(PAGE, data, split, r_spec, slot="refrag", base=base)
-    b2.caption(f"Estimated time: about "
-               f"{session.fmt_seconds(session.estimate(data, split, r_spec))} (the classifier "
+    b2.caption(f"Estimated time: "
+               f"{session.approx_seconds(session.estimate(data, split, r_spec))} (the classifier "
                "is reused; REFRAG's prototypes are built from the training rows).")
     session.follow_run(PAGE, "refrag")
     ref = session.run_picker("REFRAG run", "classifier", split, key="rl_refrag_show",
@@ -269,8 +269,8 @@ with tab_f:
     if g1.button("Impute with FIAT", type="primary", key="rl_fiat_run",
                  disabled=session.running_job(PAGE, "fiat") is not None):
         session.submit_run(PAGE, data, split, f_spec, slot="fiat", base=base)
-    g2.caption(f"Estimated time: about "
-               f"{session.fmt_seconds(session.estimate(data, split, f_spec))} (FIAT's "
+    g2.caption(f"Estimated time: "
+               f"{session.approx_seconds(session.estimate(data, split, f_spec))} (FIAT's "
                "operator from the training rows; the classifier is reused).")
     session.follow_run(PAGE, "fiat")
     fr = session.run_picker("FIAT run", "classifier", split, key="rl_fiat_show",

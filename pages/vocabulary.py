@@ -203,7 +203,7 @@ if b1.button("Compress", type="primary", key="vc_run",
             return out
         session.submit_job(PAGE, "curves", f"MI loss vs budget, {len(asked)} method(s)",
                            curves_job)
-b2.caption(f"Estimated time: about {session.fmt_seconds(total_est)} for the "
+b2.caption(f"Estimated time: {session.approx_seconds(total_est)} for the "
            f"{len(methods)} method(s) on {split.train.size:,} training rows"
            + (", then the budget curves" if curves_on else "") + ".")
 

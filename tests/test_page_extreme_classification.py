@@ -210,3 +210,19 @@ def test_page_elbow_plot(app_for):
     settle(at)
     ok(at)
     assert any("Elbow at" in m.value for m in at.markdown)
+
+
+def test_page_says_when_its_estimate_is_not_known_yet(app_for, monkeypatch):
+    # a server still compiling the kernels an estimate needs has no estimate yet: the
+    # caption says so in words, not "about unknown"
+    from featagg_app import session
+
+    assert session.approx_seconds(None) == "not known yet"
+    assert session.approx_seconds(12.3) == "about 12 s"
+    assert session.approx_seconds(0.2) == "under a second"
+    monkeypatch.setattr(session, "estimate", lambda data, split, spec: None)
+    at = app_for("extreme_classification").run()
+    ok(at)
+    shown = [c.value for c in at.caption if c.value.startswith("Estimated time")]
+    assert shown and shown[0].startswith("Estimated time: not known yet on this server")
+    assert not any("unknown" in c.value for c in at.caption)
