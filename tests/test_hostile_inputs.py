@@ -235,15 +235,22 @@ def test_fingerprints_cover_names():
                                                one.__dataclass_fields__ if k != "kind"}).fingerprint
 
 
-def test_twin_uploads_in_concurrent_sessions_keep_their_own_names(app_for):
-    """Two sessions upload the same numbers with different label names at the same time:
-    each Data page shows its own names (the page's cache is keyed on the fingerprint)."""
-    import threading
+def test_twin_uploads_in_two_sessions_keep_their_own_names(app_for, monkeypatch):
+    """Two sessions upload the same numbers with different label names: each Data page
+    shows its own names (the page's cache is keyed on the fingerprint, names included).
 
+    The sessions run one after the other against one cache store, as two visitors of one
+    server share it. (Two AppTests in threads are not a test of that: each run swaps the
+    process-wide ``Runtime._instance`` in and out, so one run can end the other's.)"""
+    from streamlit.runtime.caching.storage.dummy_cache_storage import \
+        MemoryCacheStorageManager
+    from streamlit.testing.v1 import app_test
+
+    shared = MemoryCacheStorageManager()
+    monkeypatch.setattr(app_test, "MemoryCacheStorageManager", lambda: shared)
     (a, b), _, _ = _twins()
-    results = {}
 
-    def session(data):
+    def names_shown(data):
         at = app_for("data", data, timeout=120)
         at.run()
         shown = set()
@@ -251,15 +258,11 @@ def test_twin_uploads_in_concurrent_sessions_keep_their_own_names(app_for):
             v = df.value
             if "label" in v.columns:
                 shown |= set(map(str, v["label"]))
-        results[data.name] = shown
+        return shown
 
-    threads = [threading.Thread(target=session, args=(d,)) for d in (a, b)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert results["a"] and all(s.startswith("alpha") for s in results["a"]), results
-    assert results["b"] and all(s.startswith("beta") for s in results["b"]), results
+    for data, prefix in ((a, "alpha"), (b, "beta"), (a, "alpha")):
+        shown = names_shown(data)
+        assert shown and all(s.startswith(prefix) for s in shown), (data.name, shown)
 
 
 # ---------------------------------------------------------------------------- server, CLI
