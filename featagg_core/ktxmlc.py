@@ -351,7 +351,7 @@ class KTXMLC(_TreeModel):
       seeds, C in 0.25-1) 0.5 beat 1 on four of the five in P@1 and P@5 (Corel16k +2.0 /
       +1.5, Bibtex +0.3 / +0.6; Scene, 6 frequent labels, -1.7 P@1), as a stronger
       regulariser helps the many labels with few positives; on the synthetic 10^5 set it
-      costs 0.02 P@1 and 0.2 P@5. A node's
+      costs 0.05 P@1 and 0.2 P@5 (3 seeds). A node's
       children share their training rows, so their problems are solved together
       (:func:`featagg_core._kernels.linear.l2svc_dual_cd_block`: each row visit serves
       every child, vectorised over labels; each child keeps its own duals, shrinking and
