@@ -81,7 +81,7 @@ if base is None:
         st.info("No classifier run on this split yet: REFRAG and FIAT work on top of one. "
                 "Train one on the **Extreme classification** page (your own settings, raw "
                 "or DEFRAG features), or train a small default here.")
-        if st.button(f"Train {run_name(default)} on raw features ("
+        if st.button(f"Train {run_name(default)} on raw features (estimated time: "
                      f"{session.approx_seconds(session.estimate(data, split, default))})",
                      key="rl_train_default", type="primary"):
             session.submit_run(PAGE, data, split, default, slot="base")
