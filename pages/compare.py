@@ -113,4 +113,4 @@ with st.expander("Trade-off of two numbers", expanded=False):
 with st.expander("Every run of this session (table)", expanded=False):
     st.dataframe(df.drop(columns=["group"]), hide_index=True, width="stretch")
     st.download_button("Download the table (CSV)", cv.to_csv(df), file_name="featagg_runs.csv",
-                       mime="text/csv", key="runs_csv")
+                       mime="text/csv", key="runs_csv", on_click="ignore")

@@ -67,7 +67,8 @@ else:
                        file_name="featagg_bundle.fgb", mime="application/zip",
                        key="dl_bundle", type="primary", on_click="ignore")
     st.download_button("Run registry (JSON)", json.dumps(records, indent=1).encode(),
-                       file_name="featagg_runs.json", mime="application/json", key="dl_runs")
+                       file_name="featagg_runs.json", mime="application/json", key="dl_runs",
+                       on_click="ignore")
     by_ds = {}
     for run, title, key in zip(all_runs, titles, objects):
         by_ds.setdefault(run.dataset_name or "dataset", []).append((run, title, key))
@@ -92,7 +93,8 @@ else:
                 for i, (fname, payload, mime) in enumerate(ev.pipeline_exports(key, run.pipeline,
                                                                                names)):
                     cols[1 + i % 3].download_button(fname, payload, file_name=fname, mime=mime,
-                                                    key=f"dl_{run.run_id}_{i}")
+                                                    key=f"dl_{run.run_id}_{i}",
+                                                    on_click="ignore")
 
 # ---------------------------------------------------------------------------
 # import

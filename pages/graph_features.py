@@ -267,4 +267,4 @@ dl1.download_button("Download the fitted pipeline (.fgz artifact)",
 dl2.download_button("Download the selected features (.csv)",
                     data=table.to_csv(index=False).encode(),
                     file_name=f"bmgufs_features_{data.name or 'graph'}.csv",
-                    mime="text/csv", key="gf_download_csv")
+                    mime="text/csv", key="gf_download_csv", on_click="ignore")

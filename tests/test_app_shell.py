@@ -364,6 +364,22 @@ def test_navigation_lists_every_page_in_order():
         assert (ROOT / f).resolve() in registered, f
 
 
+def test_no_download_button_reruns_its_page():
+    """A download button reruns its page by default. A rerun is useless after a download
+    and harmful: while it runs, the page's other download buttons are rebuilt, and a click
+    on one of them can start no download (CI saw the Export page drop an artifact download
+    right after a CSV one). Every download button in the pages passes on_click="ignore"."""
+    import ast
+    missing = []
+    for path in sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "download_button":
+                on_click = next((k.value for k in node.keywords if k.arg == "on_click"), None)
+                if not (isinstance(on_click, ast.Constant) and on_click.value == "ignore"):
+                    missing.append(f"{path.name}:{node.lineno}")
+    assert not missing, missing
+
+
 # ---------------------------------------------------------------------------
 # every upload format the picker offers, through the same handler
 # ---------------------------------------------------------------------------
