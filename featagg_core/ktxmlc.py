@@ -356,10 +356,7 @@ class KTXMLC(_TreeModel):
       (:func:`featagg_core._kernels.linear.l2svc_dual_cd_block`: each row visit serves
       every child, vectorised over labels; each child keeps its own duals, shrinking and
       stopping): 0.4-0.5x the training CPU of one solve per child on Bibtex and
-      Delicious, the same accuracy. Its decision values and steps accumulate in the
-      data's precision (float32, like the weights; twice the labels per vector op):
-      19 % less solver CPU on syn1e5's nodes than float64 accumulators, weights within
-      3e-6, the same P@k on the real sets.
+      Delicious, the same accuracy.
     * ``score="calibrated"`` (default): each classifier's decision value z enters the path
       as log sigmoid(a z + b), with (a, b) fitted once per level (label classifiers; the
       internal nodes of each depth) by Platt scaling on a histogram of the decision
