@@ -123,12 +123,10 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
     pgmin_old = np.full(k, -np.inf)
     pgmax_new = np.empty(k)
     pgmin_new = np.empty(k)
-    # decision values and steps in the data's precision, like the weights: in float32 the
-    # k-wide loops over a row's non-zeros run on twice as many labels per vector op
-    # (measured on syn1e5's nodes: the solve takes 19 % less CPU than with float64
-    # accumulators, weights within 3e-6; the gradient, step and stopping tests stay float64)
-    wx = np.empty(k, dt)
-    dvec = np.empty(k, dt)
+    # decision values and steps in float64, as the single solver's scalars (the weights
+    # stay in the data's precision)
+    wx = np.empty(k, np.float64)
+    dvec = np.empty(k, np.float64)
     index = np.arange(l).astype(np.uint32)
     n_done = 0
     state = xorshift64s_seed(seed)
