@@ -368,10 +368,13 @@ def test_no_download_button_reruns_its_page():
     """A download button reruns its page by default. A rerun is useless after a download
     and harmful: while it runs, the page's other download buttons are rebuilt, and a click
     on one of them can start no download (CI saw the Export page drop an artifact download
-    right after a CSV one). Every download button in the pages passes on_click="ignore"."""
+    right after a CSV one). Every download button of the app (its pages and the view
+    modules they call) passes on_click="ignore"."""
     import ast
     missing = []
-    for path in sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]:
+    sources = (sorted((ROOT / "pages").glob("*.py")) + sorted((ROOT / "featagg_app").glob("*.py"))
+               + [ROOT / "app.py"])
+    for path in sources:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "download_button":
                 on_click = next((k.value for k in node.keywords if k.arg == "on_click"), None)
