@@ -33,6 +33,12 @@ Where it listens: ``127.0.0.1`` (this machine only) unless ``--server.address`` 
 otherwise (``dashboard.sh --public`` passes ``0.0.0.0``: every interface, for a
 classroom); :func:`listen_banner` says which at start. The load budget of uploads and
 artifact imports defaults to 256 MiB in the server (``FEATAGG_MAX_LOAD_MB``).
+
+Upload sizes: Streamlit's server refuses any upload over ``server.maxUploadSize``, whatever
+a widget's own ``max_upload_size`` says, so :func:`main` passes the largest of the
+uploaders' caps (:func:`featagg_app.uploads.server_upload_cap_mb`: 200 MB for an artifact
+import, ``FEATAGG_MAX_UPLOAD_MB`` or 50 MB for a data file) unless the command line gives
+one; each uploader then keeps its own cap in the browser and the page checks it again.
 """
 from __future__ import annotations
 
@@ -163,8 +169,19 @@ def main(argv=None) -> None:
     if jobs.kernel_warmup_enabled():
         jobs.kernels()              # background compilation starts now, not at the 1st visit
     use_st_navigation_only()
+    argv = with_upload_cap(argv)
     from streamlit.web import cli
     cli.main(["run", str(APP), *argv], prog_name="streamlit")
+
+
+def with_upload_cap(argv: list) -> list:
+    """``argv`` with ``--server.maxUploadSize`` set to the uploaders' largest cap when it
+    does not give one (see the module docstring); an explicit option is left as it is."""
+    if any(a == "--server.maxUploadSize" or a.startswith("--server.maxUploadSize=")
+           for a in argv):
+        return list(argv)
+    from featagg_app.uploads import server_upload_cap_mb
+    return [*argv, "--server.maxUploadSize", str(server_upload_cap_mb())]
 
 
 # ------------------------------------------------------------ the featagg-dashboard command
@@ -173,7 +190,7 @@ def main(argv=None) -> None:
 #: folder, so an installed dashboard started elsewhere gets it here)
 DASHBOARD_OPTIONS = ("--server.headless", "true", "--browser.gatherUsageStats", "false",
                      "--server.fileWatcherType", "none", "--client.showErrorDetails", "none",
-                     "--server.maxUploadSize", "50", "--client.toolbarMode", "viewer")
+                     "--client.toolbarMode", "viewer")
 
 
 def _port(text: str) -> int:

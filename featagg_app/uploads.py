@@ -20,10 +20,10 @@ from typing import Optional
 from featagg_core.data import DatasetError
 
 def _upload_mb() -> int:
-    """The per-file upload cap in MB: ``FEATAGG_MAX_UPLOAD_MB`` when set to a positive
-    whole number, else 50 (the dashboard's file uploaders pass it to Streamlit, which
-    then overrides ``server.maxUploadSize``). Larger data belongs in the server's data
-    folder (``FEATAGG_DATA_DIR``), which has no cap."""
+    """The per-file cap of a data upload in MB: ``FEATAGG_MAX_UPLOAD_MB`` when set to a
+    positive whole number, else 50. The sidebar's uploaders pass it to Streamlit as their
+    ``max_upload_size``, and :func:`check_file` checks it again before parsing. Larger data
+    belongs in the server's data folder (``FEATAGG_DATA_DIR``), which has no cap."""
     try:
         mb = int(os.environ.get("FEATAGG_MAX_UPLOAD_MB", "").strip() or 50)
     except ValueError:
@@ -33,6 +33,18 @@ def _upload_mb() -> int:
 
 MAX_UPLOAD_MB = _upload_mb()
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
+#: Per-file cap of an artifact or bundle import on the Export page (MB). A pipeline fitted
+#: on a large dataset is bigger than the data uploads a class needs, hence its own cap.
+MAX_IMPORT_MB = 200
+
+
+def server_upload_cap_mb() -> int:
+    """The ``server.maxUploadSize`` the dashboard must run with: the largest of its
+    uploaders' caps. Streamlit's server refuses any upload over that option whatever the
+    widget says (a widget's ``max_upload_size`` can only lower it), so with a smaller
+    server cap an uploader would promise sizes the server then refuses. Every uploader
+    passes its own, smaller or equal, ``max_upload_size``."""
+    return max(MAX_UPLOAD_MB, MAX_IMPORT_MB)
 #: Largest number of points, features, labels or nodes an upload may declare. The pages keep
 #: a few dense arrays per feature/label (counts, weights), so a header claiming billions of
 #: columns in a tiny file would cost gigabytes on a server shared by a class.

@@ -9,12 +9,12 @@ import streamlit as st
 
 from featagg_app import export_view as ev
 from featagg_app import session
+from featagg_app.uploads import MAX_IMPORT_MB
 from featagg_core.artifacts import (ArtifactError, artifact_bytes, bundle_bytes, is_bundle,
                                     load_artifact, load_bundle)
 from featagg_core.experiment import Run, as_pipeline, evaluate
 
 PAGE = "Export"
-MAX_IMPORT_MB = 200
 
 st.title("Export and import")
 
@@ -104,7 +104,8 @@ st.caption(f"A pipeline artifact (.fgz) or bundle (.fgb) saved by featagg, at mo
            f"{MAX_IMPORT_MB} MB. It is evaluated on the dataset chosen in the sidebar"
            + (f", on the test rows of {session.md_escape(split.describe())}."
               if split is not None else "."))
-upload = st.file_uploader("Artifact file", type=["fgz", "fgb", "zip"], key="artifact_upload")
+upload = st.file_uploader("Artifact file", type=["fgz", "fgb", "zip"], key="artifact_upload",
+                          max_upload_size=MAX_IMPORT_MB)
 if upload is None:
     st.stop()
 size_mb = upload.size / 2**20

@@ -35,5 +35,5 @@ export FEATAGG_MAX_LOAD_MB="${FEATAGG_MAX_LOAD_MB:-256}"
 exec .venv/bin/python -m featagg_app.serve \
   --server.port "$PORT" --server.address "$ADDRESS" --server.headless true \
   --browser.gatherUsageStats false --server.fileWatcherType none \
-  --client.showErrorDetails none --server.maxUploadSize 50 \
+  --client.showErrorDetails none \
   --server.disconnectedSessionTTL "${FEATAGG_SESSION_TTL_S:-60}"

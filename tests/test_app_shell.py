@@ -383,6 +383,56 @@ def test_no_download_button_reruns_its_page():
     assert not missing, missing
 
 
+def test_every_uploader_has_its_own_cap_under_the_servers():
+    """Streamlit's server refuses any upload over ``server.maxUploadSize`` whatever a
+    widget says, and a widget without ``max_upload_size`` shows (and allows) the server's
+    cap. So every uploader of the app passes its own cap, one of the uploads module's, and
+    the server runs with the largest of them: from featagg_app.serve (when the command
+    line does not say) and from .streamlit/config.toml (``streamlit run``). Before, the
+    server ran at 50 MB while the Export page promised 200 MB imports."""
+    import ast
+    import tomllib
+    from featagg_app import serve, uploads
+    caps = {"MAX_UPLOAD_MB": uploads.MAX_UPLOAD_MB, "MAX_IMPORT_MB": uploads.MAX_IMPORT_MB}
+    found, wrong = [], []
+    sources = (sorted((ROOT / "pages").glob("*.py")) + sorted((ROOT / "featagg_app").glob("*.py"))
+               + [ROOT / "app.py"])
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "file_uploader":
+                cap = next((k.value for k in node.keywords if k.arg == "max_upload_size"), None)
+                name = getattr(cap, "id", None)
+                (found if name in caps else wrong).append(f"{path.name}:{node.lineno}:{name}")
+    assert not wrong, wrong
+    assert any(f.startswith("export.py") and f.endswith("MAX_IMPORT_MB") for f in found), found
+    assert any(f.startswith("sidebar.py") for f in found), found
+    cap = uploads.server_upload_cap_mb()
+    assert cap == max(caps.values()) == 200 and uploads.MAX_UPLOAD_MB == 50
+    argv = serve.with_upload_cap(["--server.port", "8501"])
+    assert argv == ["--server.port", "8501", "--server.maxUploadSize", "200"]
+    # an operator's explicit value is kept, in either spelling
+    assert serve.with_upload_cap(["--server.maxUploadSize", "10"]) == ["--server.maxUploadSize", "10"]
+    assert serve.with_upload_cap(["--server.maxUploadSize=10"]) == ["--server.maxUploadSize=10"]
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == cap
+    # and none of the launchers pins the old, smaller cap any more
+    for launcher in ("scripts/dashboard.sh", "tests/e2e/conftest.py"):
+        assert "maxUploadSize" not in (ROOT / launcher).read_text(), launcher
+    assert "--server.maxUploadSize" not in serve.DASHBOARD_OPTIONS
+
+
+def test_a_larger_data_cap_raises_the_servers(monkeypatch):
+    """FEATAGG_MAX_UPLOAD_MB above the import cap must raise the server's cap with it,
+    or the sidebar would promise a size the server refuses."""
+    from featagg_app import serve, uploads
+    monkeypatch.setattr(uploads, "MAX_UPLOAD_MB", 500)
+    assert serve.with_upload_cap([]) == ["--server.maxUploadSize", "500"]
+    monkeypatch.setenv("FEATAGG_MAX_UPLOAD_MB", "500")
+    assert uploads._upload_mb() == 500
+    monkeypatch.setenv("FEATAGG_MAX_UPLOAD_MB", "lots")
+    assert uploads._upload_mb() == 50
+
+
 # ---------------------------------------------------------------------------
 # every upload format the picker offers, through the same handler
 # ---------------------------------------------------------------------------

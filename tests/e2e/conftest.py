@@ -51,10 +51,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 START_TIMEOUT_S = 120
 RUN_TIMEOUT_MS = 90_000  # per action
 
-#: streamlit options for test servers (same as scripts/dashboard.sh and .streamlit/config.toml)
+#: streamlit options for test servers (same as scripts/dashboard.sh and .streamlit/config.toml;
+#: the upload cap is left to featagg_app.serve, or to config.toml under ``streamlit run``)
 SERVER_FLAGS = ["--server.headless", "true", "--browser.gatherUsageStats", "false",
                 "--server.fileWatcherType", "none", "--client.showErrorDetails", "none",
-                "--server.maxUploadSize", "50", "--server.address", "127.0.0.1"]
+                "--server.address", "127.0.0.1"]
 
 
 def _in_ci() -> bool:

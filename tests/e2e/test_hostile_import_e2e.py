@@ -85,3 +85,25 @@ def test_crafted_artifacts_are_refused_and_the_server_stays_up(app_server, page,
         other.close()
     assert app_server.proc.poll() is None, server_log_tail(app_server)
     assert "free(): invalid" not in Path(app_server.log).read_text(errors="replace")
+
+
+@pytest.mark.e2e
+def test_an_artifact_over_the_data_upload_cap_reaches_the_import(app_server, page, tmp_path):
+    """The Export page promises imports up to 200 MB, above the 50 MB cap of data files.
+    Streamlit's server refuses any upload over its ``server.maxUploadSize`` whatever the
+    widget says, so with the old server cap of 50 MB a 60 MB artifact never reached the
+    page (the widget itself said "50MB per file"). A 60 MB file that is not an artifact
+    must now arrive and be refused by featagg's own check, in the page's words."""
+    big = tmp_path / "big.fgz"
+    big.write_bytes(b"\0" * (60 << 20))
+    page.goto(app_server)
+    wait_for_app(page)
+    select_sample(page, "Bibtex")
+    goto_page(page, "Export")
+    main = page.locator('[data-testid="stMain"]')
+    uploader = main.locator('[data-testid="stFileUploader"]').first
+    assert "200MB per file" in uploader.inner_text().replace(" MB", "MB"), uploader.inner_text()
+    _upload(page, big)
+    main.get_by_text("big.fgz was refused").first.wait_for(timeout=90_000)
+    assert "Traceback" not in page.content()
+    assert app_server.proc.poll() is None, server_log_tail(app_server)
