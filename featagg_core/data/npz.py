@@ -155,7 +155,8 @@ def _open_npz(raw: bytes, name: str) -> _NpzMembers:
         raise DatasetError("empty file", path=name)
     if raw[:6] == b"\x93NUMPY":
         raise DatasetError("a single .npy array, not an npz archive", path=name)
-    zf = open_zip(raw, _fail_for(name), what="npz archive")
+    fail = _fail_for(name)
+    zf = open_zip(raw, lambda m: fail(f"not a readable npz archive: {m}"), what="npz archive")
     return _NpzMembers(zf, name)
 
 

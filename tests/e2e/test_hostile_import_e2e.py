@@ -106,4 +106,20 @@ def test_an_artifact_over_the_data_upload_cap_reaches_the_import(app_server, pag
     _upload(page, big)
     main.get_by_text("big.fgz was refused").first.wait_for(timeout=90_000)
     assert "Traceback" not in page.content()
+    page.screenshot(path="/tmp/featagg_big_import.png", full_page=True)
+
+    # the data uploader keeps its own, smaller cap: the browser refuses a 60 MB data file
+    side = page.locator('[data-testid="stSidebar"]')
+    side.get_by_text("Upload a file", exact=True).click()
+    wait_for_app(page)
+    data = side.locator('[data-testid="stFileUploader"]').filter(has_text="Data file").first
+    data.wait_for(state="visible", timeout=90_000)
+    assert "50MB per file" in data.inner_text().replace(" MB", "MB"), data.inner_text()
+    big_data = tmp_path / "big.npz"
+    big_data.write_bytes(b"\0" * (60 << 20))
+    data.locator('input[type="file"]').first.set_input_files(str(big_data))
+    # Streamlit's own message on the file's chip; the file never leaves the browser
+    data.get_by_text("File must be 50.0MB or smaller").wait_for(timeout=30_000)
+    page.screenshot(path="/tmp/featagg_big_data.png", full_page=True)
+    assert "Traceback" not in page.content()
     assert app_server.proc.poll() is None, server_log_tail(app_server)
