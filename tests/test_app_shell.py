@@ -585,8 +585,10 @@ def test_serve_starts_the_background_compilation_then_hands_over(monkeypatch):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(serve, "server_defaults", lambda: order.append("defaults") or {})
     serve.main(["--server.port", "9999"])
+    # and the server gets the uploaders' largest cap (test_every_uploader_has_its_own_cap…)
     assert order == ["defaults", "kernels",
-                     ("run", ["run", str(ROOT / "app.py"), "--server.port", "9999"])]
+                     ("run", ["run", str(ROOT / "app.py"), "--server.port", "9999",
+                              "--server.maxUploadSize", "200"])]
 
 
 def test_server_defaults_never_override_the_environment(monkeypatch):
