@@ -46,6 +46,25 @@ def _apply_preset():
     for key, value in PRESETS[st.session_state.get("xmlc_preset", "paper")].items():
         st.session_state[key] = _fit_to_labels(key, value, L_now)
 
+
+def _refit_knobs_to_labels(L_now):
+    """The dataset changed under the page (the sidebar): a preset's numbers are fitted to
+    the new label count again (back to leaves of 100 on a larger set), and custom numbers
+    are clipped into the new ranges. Left alone, Streamlit would reset an out-of-range
+    number to its minimum: a leaf size of 1 and K = 2 after Bibtex → Yeast."""
+    if st.session_state.get("xmlc_preset", "custom") != "custom":
+        _apply_preset()
+        return
+    for key in ("xmlc_K", "xmlc_leaf"):
+        if key in st.session_state:
+            st.session_state[key] = _fit_to_labels(key, int(st.session_state[key]), L_now)
+
+
+def _preset_matches(L_now) -> bool:
+    """Whether the numbers on the page are still the chosen preset's."""
+    preset = PRESETS[st.session_state["xmlc_preset"]]
+    return all(st.session_state.get(k) == _fit_to_labels(k, v, L_now) for k, v in preset.items())
+
 st.title(PAGE)
 
 with st.expander("How it works", expanded=False):
@@ -131,8 +150,11 @@ if features == FEATURES[1]:
 
 # ------------------------------------------------------------------ parameters
 L = data.Y.shape[1]
+fitted_to_L = st.session_state.get("_xmlc_L")
 st.session_state["_xmlc_L"] = int(L)
 if is_tree:
+    if "xmlc_preset" in st.session_state and fitted_to_L not in (None, int(L)):
+        _refit_knobs_to_labels(int(L))
     if "xmlc_preset" not in st.session_state:
         # a training set on which the paper's settings would take minutes starts on the
         # fast preset; either way the person can switch
@@ -143,6 +165,17 @@ if is_tree:
         st.session_state["xmlc_preset"] = ("fast" if est is not None and est > FAST_FROM_S
                                            else "paper")
         _apply_preset()
+    if state.get("elbow_K_pending") is not None:    # the elbow's K, once computed
+        st.session_state["xmlc_K"] = int(state.pop("elbow_K_pending"))
+    # widgets not drawn on a run (One-vs-all picked) lose their state: refill from the
+    # preset (the paper's values for "custom")
+    for _k, _v in (PRESETS[st.session_state["xmlc_preset"]] or PRESETS["paper"]).items():
+        if _k not in st.session_state:
+            st.session_state[_k] = _fit_to_labels(_k, _v, L)
+    # a number changed by hand (or by the elbow) is no longer the preset: say so, rather
+    # than keep "Default (K=16, 3 trees)" above a page that trains one tree
+    if st.session_state["xmlc_preset"] != "custom" and not _preset_matches(int(L)):
+        st.session_state["xmlc_preset"] = "custom"
     st.radio("Preset", list(PRESETS), key="xmlc_preset", horizontal=True,
              format_func=PRESET_TITLES.__getitem__, on_change=_apply_preset,
              help="**Default**: KTXMLC's defaults, K = 16, 3 trees, leaves of 100 labels, "
@@ -151,15 +184,10 @@ if is_tree:
                   "10 labels, a beam of 5, and 5 instead of 20 passes of k-means and of "
                   "the SVM solver: about a sixth of the default settings' work, a point or "
                   "two of precision lower — a first look at a million points. The "
-                  "numbers below stay editable.")
-    # widgets not drawn on a run (One-vs-all picked) lose their state: refill from the
-    # preset (the paper's values for "custom")
-    for _k, _v in (PRESETS[st.session_state["xmlc_preset"]] or PRESETS["paper"]).items():
-        if _k not in st.session_state:
-            st.session_state[_k] = _fit_to_labels(_k, _v, L)
+                  "numbers below stay editable: changing one switches to **Custom**, "
+                  "which trains with KTXMLC's own values for everything the page does "
+                  "not show.")
     p1, p2, p3 = st.columns(3)
-    if state.get("elbow_K_pending") is not None:    # the elbow's K, once computed
-        st.session_state["xmlc_K"] = int(state.pop("elbow_K_pending"))
     K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), key="xmlc_K")
     if state.get("elbow_applied") is not None:
         p1.caption(f"K preselected from the elbow (K = {state['elbow_applied'][1]}).")

@@ -152,6 +152,66 @@ def test_page_trains_on_bibtex_and_records_the_run(app_for):
     assert not any("one flat tree" in c.value for c in at.caption)
 
 
+def _whole_state(at) -> dict:
+    """Every key of the session, widget values included: what the page sees when the
+    dataset is changed in the sidebar while the person stays on it."""
+    return {k: at.session_state[k] for k in at.session_state}
+
+
+def _knobs(at) -> dict:
+    return {k: at.number_input(key=f"xmlc_{k}").value
+            for k in ("K", "trees", "depth", "leaf", "beam")}
+
+
+def test_page_preset_follows_the_numbers(app_for):
+    """The preset radio says which settings the page will train: a number changed by hand
+    switches it to Custom; picking a preset sets its numbers (the page's PRESETS)."""
+    at = app_for("extreme_classification", timeout=240).run()
+    ok(at)
+    assert at.radio(key="xmlc_preset").value == "paper"
+    assert _knobs(at) == {"K": 16, "trees": 3, "depth": 20, "leaf": 100, "beam": 10}
+    at.number_input(key="xmlc_trees").set_value(1).run()
+    ok(at)
+    assert at.radio(key="xmlc_preset").value == "custom"
+    assert _knobs(at)["trees"] == 1                  # the person's number is kept
+    at.radio(key="xmlc_preset").set_value("fast").run()
+    ok(at)
+    assert _knobs(at) == {"K": 16, "trees": 1, "depth": 4, "leaf": 10, "beam": 5}
+    at.run()                                         # and it stays the fast preset
+    assert at.radio(key="xmlc_preset").value == "fast"
+    at.radio(key="xmlc_preset").set_value("paper").run()
+    assert _knobs(at)["trees"] == 3 and at.radio(key="xmlc_preset").value == "paper"
+    at.number_input(key="xmlc_trees").set_value(3).run()   # the preset's own value: no change
+    assert at.radio(key="xmlc_preset").value == "paper"
+
+
+def test_page_numbers_follow_a_dataset_change_in_the_sidebar(app_for):
+    """Bibtex (159 labels) → a 14-label set while staying on the page. Streamlit resets a
+    number outside its new range to the minimum, which used to leave leaves of 1 label
+    and K = 2. A preset's numbers are fitted to the new label count, and fitted back on
+    the way to Bibtex; custom numbers are clipped into the new range."""
+    small = make_powerlaw_multilabel(300, 50, 14, random_state=0, test_size=0.25)
+    at = app_for("extreme_classification", timeout=240).run()
+    ok(at)
+    at2 = app_for("extreme_classification", small, state=_whole_state(at)).run()
+    ok(at2)
+    assert _knobs(at2) == {"K": 14, "trees": 3, "depth": 20, "leaf": 14, "beam": 10}
+    assert at2.radio(key="xmlc_preset").value == "paper"
+    from featagg_core.samples import load_sample
+    at3 = app_for("extreme_classification", load_sample("bibtex"), origin="sample",
+                  source_id="bibtex", state=_whole_state(at2)).run()
+    ok(at3)
+    assert _knobs(at3) == {"K": 16, "trees": 3, "depth": 20, "leaf": 100, "beam": 10}
+    # custom numbers: leaf 50 and K 20 on Bibtex, clipped to 14 on the small set
+    at3.number_input(key="xmlc_leaf").set_value(50).run()
+    at3.number_input(key="xmlc_K").set_value(20).run()
+    assert at3.radio(key="xmlc_preset").value == "custom"
+    at4 = app_for("extreme_classification", small, state=_whole_state(at3)).run()
+    ok(at4)
+    assert _knobs(at4) == {"K": 14, "trees": 3, "depth": 20, "leaf": 14, "beam": 10}
+    assert at4.radio(key="xmlc_preset").value == "custom"
+
+
 def test_page_random_split_defrag_features_and_one_vs_all(app_for):
     data = _small_upload()
     at = app_for("extreme_classification", data).run()
