@@ -26,6 +26,9 @@ PRESETS = {
 #: coordinate descent epochs instead of 20 (measured on 10^5 synthetic points: a third of
 #: the paper settings' time per tree, P@5 0.466 vs 0.470)
 PRESET_EXTRAS = {"fast": {"balanced": True, "kmeans_max_iter": 5, "max_iter": 5}}
+#: the same in words, for the page
+PRESET_EXTRAS_TEXT = {"fast": "balanced clusters and 5 instead of 20 passes of k-means and of "
+                              "the solver"}
 PRESET_TITLES = {"paper": "Default (K=16, 3 trees)", "fast": "Fast (1 tree, K=16)",
                  "custom": "Custom"}
 #: estimated seconds of the paper settings from which the page starts on the fast preset
@@ -172,6 +175,10 @@ if is_tree:
     for _k, _v in (PRESETS[st.session_state["xmlc_preset"]] or PRESETS["paper"]).items():
         if _k not in st.session_state:
             st.session_state[_k] = _fit_to_labels(_k, _v, L)
+    # the preset Custom started from: it keeps that preset's settings without a widget
+    # (Fast's 5 passes), so changing the beam does not also make the solver 4x slower
+    if st.session_state["xmlc_preset"] != "custom":
+        st.session_state["_xmlc_preset_base"] = st.session_state["xmlc_preset"]
     # a number changed by hand (or by the elbow) is no longer the preset: say so, rather
     # than keep "Default (K=16, 3 trees)" above a page that trains one tree
     if st.session_state["xmlc_preset"] != "custom" and not _preset_matches(int(L)):
@@ -185,8 +192,16 @@ if is_tree:
                   "the SVM solver: about a sixth of the default settings' work, a point or "
                   "two of precision lower — a first look at a million points. The "
                   "numbers below stay editable: changing one switches to **Custom**, "
-                  "which trains with KTXMLC's own values for everything the page does "
-                  "not show.")
+                  "which keeps the settings the page does not show of the preset it "
+                  "started from.")
+    preset_base = st.session_state.get("_xmlc_preset_base", "paper")
+    hidden = PRESET_EXTRAS.get(st.session_state["xmlc_preset"]
+                               if st.session_state["xmlc_preset"] != "custom" else preset_base,
+                               {})
+    if st.session_state["xmlc_preset"] == "custom" and hidden:
+        st.caption(f"Custom, started from **{PRESET_TITLES[preset_base]}**: it keeps that "
+                   f"preset's {PRESET_EXTRAS_TEXT[preset_base]}. Pick *Default* for KTXMLC's "
+                   "own values.")
     p1, p2, p3 = st.columns(3)
     K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), key="xmlc_K")
     if state.get("elbow_applied") is not None:
@@ -205,7 +220,7 @@ if is_tree:
                       max_depth=int(depth), max_leaf_labels=int(leaf), C=float(C),
                       beam_width=int(beam), one_vs_all="never" if keep_trees else "auto",
                       random_state=0)
-    classifier.update(PRESET_EXTRAS.get(st.session_state.get("xmlc_preset"), {}))
+    classifier.update(hidden)
 
     with st.expander("Elbow plot: which K?", expanded=False):
         st.caption("Within-cluster sum of squares of the label vectors of the training rows "

@@ -185,6 +185,37 @@ def test_page_preset_follows_the_numbers(app_for):
     assert at.radio(key="xmlc_preset").value == "paper"
 
 
+def test_page_custom_keeps_the_hidden_settings_of_its_preset(app_for):
+    """Custom started from Fast trains with Fast's settings that have no widget (balanced
+    clusters, 5 k-means and solver passes: the page's PRESET_EXTRAS), and says so; Custom
+    started from Default trains with KTXMLC's own values. Changing the beam must not also
+    make the solver run 20 passes instead of 5."""
+    data = _small_upload()
+    at = app_for("extreme_classification", data).run()
+    ok(at)
+    at.radio(key="xmlc_preset").set_value("fast").run()
+    at.number_input(key="xmlc_beam").set_value(6).run()
+    ok(at)
+    assert at.radio(key="xmlc_preset").value == "custom"
+    assert any("started from **Fast" in c.value for c in at.caption)
+    click(at, "xmlc_train", 240)
+    ok(at)
+    fast_custom = runs(at)[-1].spec["classifier"]
+    assert (fast_custom["beam_width"], fast_custom["max_iter"], fast_custom["kmeans_max_iter"],
+            fast_custom["balanced"]) == (6, 5, 5, True)
+    at.radio(key="xmlc_preset").set_value("paper").run()
+    at.number_input(key="xmlc_beam").set_value(6).run()
+    assert at.radio(key="xmlc_preset").value == "custom"
+    assert not any("started from" in c.value for c in at.caption)
+    click(at, "xmlc_train", 240)
+    ok(at)
+    paper_custom = runs(at)[-1].spec["classifier"]
+    defaults = KTXMLC().get_params()
+    assert paper_custom["beam_width"] == 6
+    assert paper_custom.get("max_iter", defaults["max_iter"]) == defaults["max_iter"] == 20
+    assert paper_custom.get("balanced", defaults["balanced"]) == defaults["balanced"]
+
+
 def test_page_numbers_follow_a_dataset_change_in_the_sidebar(app_for):
     """Bibtex (159 labels) → a 14-label set while staying on the page. Streamlit resets a
     number outside its new range to the minimum, which used to leave leaves of 1 label
