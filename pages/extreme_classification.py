@@ -194,10 +194,9 @@ if is_tree:
                   "numbers below stay editable: changing one switches to **Custom**, "
                   "which keeps the settings the page does not show of the preset it "
                   "started from.")
+    # the preset itself, or the one Custom started from (set above on every preset run)
     preset_base = st.session_state.get("_xmlc_preset_base", "paper")
-    hidden = PRESET_EXTRAS.get(st.session_state["xmlc_preset"]
-                               if st.session_state["xmlc_preset"] != "custom" else preset_base,
-                               {})
+    hidden = PRESET_EXTRAS.get(preset_base, {})
     if st.session_state["xmlc_preset"] == "custom" and hidden:
         st.caption(f"Custom, started from **{PRESET_TITLES[preset_base]}**: it keeps that "
                    f"preset's {PRESET_EXTRAS_TEXT[preset_base]}. Pick *Default* for KTXMLC's "
