@@ -364,6 +364,18 @@ def test_navigation_lists_every_page_in_order():
         assert (ROOT / f).resolve() in registered, f
 
 
+def _app_calls(attr: str):
+    """``(path, call)`` for every call of ``<something>.attr(...)`` in the app's sources:
+    its pages, the view modules they call (featagg_app) and app.py."""
+    import ast
+    sources = (sorted((ROOT / "pages").glob("*.py")) + sorted((ROOT / "featagg_app").glob("*.py"))
+               + [ROOT / "app.py"])
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == attr:
+                yield path, node
+
+
 def test_no_download_button_reruns_its_page():
     """A download button reruns its page by default. A rerun is useless after a download
     and harmful: while it runs, the page's other download buttons are rebuilt, and a click
@@ -372,14 +384,10 @@ def test_no_download_button_reruns_its_page():
     modules they call) passes on_click="ignore"."""
     import ast
     missing = []
-    sources = (sorted((ROOT / "pages").glob("*.py")) + sorted((ROOT / "featagg_app").glob("*.py"))
-               + [ROOT / "app.py"])
-    for path in sources:
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "download_button":
-                on_click = next((k.value for k in node.keywords if k.arg == "on_click"), None)
-                if not (isinstance(on_click, ast.Constant) and on_click.value == "ignore"):
-                    missing.append(f"{path.name}:{node.lineno}")
+    for path, node in _app_calls("download_button"):
+        on_click = next((k.value for k in node.keywords if k.arg == "on_click"), None)
+        if not (isinstance(on_click, ast.Constant) and on_click.value == "ignore"):
+            missing.append(f"{path.name}:{node.lineno}")
     assert not missing, missing
 
 
@@ -390,19 +398,14 @@ def test_every_uploader_has_its_own_cap_under_the_servers():
     the server runs with the largest of them: from featagg_app.serve (when the command
     line does not say) and from .streamlit/config.toml (``streamlit run``). Before, the
     server ran at 50 MB while the Export page promised 200 MB imports."""
-    import ast
     import tomllib
     from featagg_app import serve, uploads
     caps = {"MAX_UPLOAD_MB": uploads.MAX_UPLOAD_MB, "MAX_IMPORT_MB": uploads.MAX_IMPORT_MB}
     found, wrong = [], []
-    sources = (sorted((ROOT / "pages").glob("*.py")) + sorted((ROOT / "featagg_app").glob("*.py"))
-               + [ROOT / "app.py"])
-    for path in sources:
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "file_uploader":
-                cap = next((k.value for k in node.keywords if k.arg == "max_upload_size"), None)
-                name = getattr(cap, "id", None)
-                (found if name in caps else wrong).append(f"{path.name}:{node.lineno}:{name}")
+    for path, node in _app_calls("file_uploader"):
+        cap = next((k.value for k in node.keywords if k.arg == "max_upload_size"), None)
+        name = getattr(cap, "id", None)
+        (found if name in caps else wrong).append(f"{path.name}:{node.lineno}:{name}")
     assert not wrong, wrong
     assert any(f.startswith("export.py") and f.endswith("MAX_IMPORT_MB") for f in found), found
     assert any(f.startswith("sidebar.py") for f in found), found
