@@ -167,8 +167,9 @@ def parse_upload(kind: str, name: str, raw: bytes, *, extras: Optional[dict] = N
         raise DatasetError("not enough memory to load this file", path=name) from exc
     except Exception as exc:  # noqa: BLE001 - a bug in a reader must not reach the browser
         _log.error("featagg: reader failed on upload %r", name, exc_info=exc)
-        raise DatasetError(f"could not read the file ({type(exc).__name__}: {exc})",
-                           path=name) from exc
+        # a reader's own failure, not the file's: the person is told so, the log has the rest
+        raise DatasetError("could not read the file: the reader stopped unexpectedly (the "
+                           "server's log has the details)", path=name) from exc
     _check_dimensions(data, name)
     if not getattr(data, "name", ""):
         try:

@@ -52,6 +52,29 @@ _NPY_MAX_HEADER = 10_000
 
 Fail = Callable[[str], NoReturn]
 
+#: the longest library message a refusal quotes (a parser can put a whole line in it)
+_MAX_REASON_CHARS = 300
+
+
+def reason(exc: BaseException) -> str:
+    """What a library's exception says about a file, in words a person can act on.
+
+    Readers quote it in their refusals ("not a readable parquet file (Parquet magic bytes
+    not found ...)"). The exception's class name is left out: "ArrowInvalid" or
+    "ParseError" means nothing to someone who uploaded a file. Whitespace is collapsed and
+    the text is cut at ``_MAX_REASON_CHARS``. A ``KeyError``'s text is only the missing
+    key's repr, and some exceptions (``EOFError``, ``zlib.error``) can have none; both
+    give a plain phrase instead.
+    """
+    text = "" if isinstance(exc, KeyError) else " ".join(str(exc).split())
+    if len(text) > _MAX_REASON_CHARS:
+        text = text[:_MAX_REASON_CHARS - 3] + "..."
+    if text:
+        return text
+    if isinstance(exc, EOFError):
+        return "it ends too early"
+    return "its content does not follow the format"
+
 
 def default_max_bytes() -> int:
     """The byte budget of one load.
@@ -303,7 +326,7 @@ def read_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
             if pos == info.file_size:
                 fh.read(1)                 # reach the end: the CRC is checked there
     except Exception as exc:  # noqa: BLE001 - zlib.error, BadZipFile (CRC), EOFError, ...
-        fail(f"member {name!r} is damaged ({type(exc).__name__}: {exc})")
+        fail(f"member {name!r} is damaged ({reason(exc)})")
     if pos != info.file_size:
         fail(f"member {name!r} is truncated")
     return bytes(out)
@@ -337,7 +360,7 @@ def read_npy_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
         with zf.open(info) as fh:
             head = fh.read(min(info.file_size, _NPY_MAX_HEADER + 16))
     except Exception as exc:  # noqa: BLE001
-        fail(f"member {name!r} is damaged ({type(exc).__name__}: {exc})")
+        fail(f"member {name!r} is damaged ({reason(exc)})")
     shape, fortran, dtype, offset = _npy_header(head, name, fail)
     count = _npy_count(shape, dtype, kinds, info.file_size - offset, f"member {name!r}", fail)
     raw = read_member(zf, name, budget, fail)
@@ -347,7 +370,7 @@ def read_npy_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
         arr = np.frombuffer(buf, dtype=dtype, count=count)
         return arr.reshape(shape, order="F" if fortran else "C")
     except Exception as exc:  # noqa: BLE001
-        fail(f"member {name!r} is unreadable ({type(exc).__name__}: {exc})")
+        fail(f"member {name!r} is unreadable ({reason(exc)})")
 
 
 @fill_doc
@@ -403,13 +426,13 @@ def _npy_header(head: bytes, name: str, fail: Fail):
     try:
         version = fmt.read_magic(bio)
     except Exception as exc:  # noqa: BLE001
-        fail(f"member {name!r} is not a .npy array ({type(exc).__name__})")
+        fail(f"member {name!r} is not a .npy array")
     if version not in readers:
         fail(f"member {name!r}: unsupported .npy format version {version}")
     try:
         shape, fortran, dtype = readers[version](bio, max_header_size=_NPY_MAX_HEADER)
     except Exception as exc:  # noqa: BLE001 - ValueError, SyntaxError, RecursionError, ...
-        fail(f"member {name!r} has an unreadable .npy header ({type(exc).__name__})")
+        fail(f"member {name!r} has an unreadable .npy header")
     if any(int(s) < 0 for s in shape):
         fail(f"member {name!r}: negative dimension in shape {shape}")
     return tuple(int(s) for s in shape), bool(fortran), dtype, bio.tell()
@@ -467,7 +490,7 @@ def loads_json(text: bytes, what: str, fail: Fail, max_depth: int = 64):
     try:
         return json.loads(text.decode("utf-8"))
     except Exception as exc:  # noqa: BLE001 - JSONDecodeError, UnicodeDecodeError, Recursion
-        fail(f"{what} is not valid JSON ({type(exc).__name__}: {exc})")
+        fail(f"{what} is not valid JSON ({reason(exc)})")
 
 
 # ------------------------------------------------------------------------------ XML

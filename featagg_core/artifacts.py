@@ -40,7 +40,7 @@ import numpy as np
 from . import _EXPORTS
 from ._artifact_checks import validate_state
 from ._bounded import (Budget, iter_names, loads_json, member_info, open_zip, read_member,
-                       read_npy_member)
+                       read_npy_member, reason)
 from ._docstrings import fill_doc
 
 FORMAT = "featagg-artifact"
@@ -407,7 +407,7 @@ def load_artifact(path_or_file, *, max_bytes: Optional[int] = None, _budget=None
                             "rebuild it") from exc
     except Exception as exc:  # noqa: BLE001 - the contract: only ArtifactError escapes
         raise ArtifactError(f"artifact of class {cls_name} is inconsistent: "
-                            f"{type(exc).__name__}: {exc}") from exc
+                            f"{reason(exc)}") from exc
     obj.artifact_manifest_ = manifest
     return obj
 

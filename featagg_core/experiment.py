@@ -424,8 +424,12 @@ def run_pipeline(data, split: Split, spec: dict, progress: Optional[Callable] = 
     except Exception as exc:  # noqa: BLE001 - a failed fit is a run outcome, not a crash
         _log.exception("run %s (%s) failed", run.run_id, run.name)
         run.status, run.metrics = "failed", {}
-        run.message = str(exc) if isinstance(exc, ValueError) else \
-            f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, MemoryError):   # a setting too large for the machine, not a bug
+            run.message = ("not enough memory for this run; try a smaller setting or a "
+                           "sample of the data")
+        else:
+            run.message = str(exc) if isinstance(exc, ValueError) else \
+                f"{type(exc).__name__}: {exc}"
     run.timings["total_s"] = time.perf_counter() - t_start
     if run.status == "done" and progress is not None:
         progress(1.0, "done")

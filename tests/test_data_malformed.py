@@ -1,10 +1,14 @@
 """A table of malformed inputs: each must raise DatasetError naming the file and the line
 (or field) and the problem."""
 import io
+import re
+import zipfile
 
 import pytest
 
-from featagg_core.data import DatasetError, load_dataset, load_graph, load_xc
+from featagg_core._bounded import reason
+from featagg_core.data import DatasetError, load_categorical, load_dataset, load_graph, load_xc
+from featagg_core.samples import sample_path
 
 ARFF_HEAD = b"@relation r\n@attribute a numeric\n@attribute b numeric\n@attribute L {0,1}\n@data\n"
 
@@ -112,3 +116,46 @@ def test_binary_edge_list_message():
     f.name = "g.txt"
     with pytest.raises(DatasetError, match=r"g.txt, line 2: control character in a node name"):
         load_graph(f)
+
+
+# A refusal built on a library's exception quotes what the library said about the file, not
+# the exception's class: "ArrowInvalid" or "BadZipFile" tells an uploader nothing.
+_CLASS_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception|Invalid|ZipFile)\b")
+
+
+def _damaged_bibtex_npz() -> bytes:
+    """The bundled Bibtex npz with 30 bytes inside X_data's deflated stream overwritten: the
+    zip directory is intact, so the refusal comes from inflating the member (a CRC check)."""
+    raw = bytearray(open(sample_path("bibtex"), "rb").read())
+    info = zipfile.ZipFile(io.BytesIO(bytes(raw))).getinfo("X_data.npy")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra) + 300
+    raw[start:start + 30] = b"\xa5" * 30
+    return bytes(raw)
+
+
+LIBRARY_REFUSALS = [
+    # (id, loader, file name, content, what the library's own text says)
+    ("graphml", load_graph, "g.graphml", b"<graphml><graph>", r"no element found"),
+    ("gml", load_graph, "g.gml", b"graph [ node [ id 0 ", r"expected '\]'"),
+    ("parquet", load_categorical, "t.parquet", b"PAR1garbagegarbagePAR1", r"footer"),
+    ("npz member", load_dataset, "b.npz", None, r"Bad CRC-32 for file 'X_data.npy'"),
+]
+
+
+@pytest.mark.parametrize("case", LIBRARY_REFUSALS, ids=[c[0] for c in LIBRARY_REFUSALS])
+def test_a_library_refusal_quotes_its_text_without_the_class_name(case):
+    _, loader, fname, raw, library_text = case
+    f = io.BytesIO(_damaged_bibtex_npz() if raw is None else raw)
+    f.name = fname
+    with pytest.raises(DatasetError, match=library_text) as ei:
+        loader(f)
+    assert str(ei.value).startswith(fname)
+    assert not _CLASS_NAME.search(str(ei.value)), str(ei.value)
+
+
+def test_reason_keeps_a_message_and_words_the_ones_without_one():
+    assert reason(ValueError("  bad\n   footer  ")) == "bad footer"
+    assert reason(KeyError("network")) == "its content does not follow the format"
+    assert reason(EOFError()) == "it ends too early"
+    long_text = reason(ValueError("x" * 1000))
+    assert len(long_text) == 300 and long_text.endswith("...")

@@ -11,7 +11,7 @@ import os
 import re
 import tempfile
 
-from .._bounded import Budget
+from .._bounded import Budget, reason
 from ._containers import DatasetError
 
 
@@ -52,7 +52,7 @@ def _read_bytes(path_or_file) -> tuple[bytes, str]:
     except DatasetError:
         raise
     except Exception as exc:  # noqa: BLE001 - a reader lets nothing else escape
-        raise DatasetError(f"cannot read input ({type(exc).__name__}: {exc})", path=name) from exc
+        raise DatasetError(f"cannot read input ({reason(exc)})", path=name) from exc
     if raw[:3] == b"\xef\xbb\xbf":      # a UTF-8 byte-order mark (Windows editors)
         raw = raw[3:]
     _budget().add_input(len(raw))
@@ -117,7 +117,7 @@ def _guard(reader):
             raise DatasetError("the file nests too deeply to be read",
                                path=_source_name(path_or_file)) from exc
         except Exception as exc:  # noqa: BLE001 - the contract: only DatasetError escapes
-            raise DatasetError(f"cannot read ({type(exc).__name__}: {exc})",
+            raise DatasetError(f"cannot read ({reason(exc)})",
                                path=_source_name(path_or_file)) from exc
         finally:
             if token is not None:

@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._containers import DatasetError, GraphData
+from .._bounded import reason
 from ._input import (_blank, _budget, _fail_for, _guard, _NamedBytes, _read_bytes, _stem,
                      _suffix)
 from ._checks import _check_declared, _MAX_DIM, _reject_dtd
@@ -181,7 +182,7 @@ def _load_graphml(raw: bytes, name: str, self_loops: bool, class_attr):
     except DatasetError:
         raise
     except Exception as exc:  # noqa: BLE001 - networkx/ElementTree raise many kinds
-        raise DatasetError(f"malformed GraphML ({type(exc).__name__}: {exc})",
+        raise DatasetError(f"malformed GraphML ({reason(exc)})",
                            path=name) from None
     return _graph_from_networkx(G, name, self_loops, class_attr)
 
@@ -196,7 +197,7 @@ def _load_gml(raw: bytes, name: str, self_loops: bool, class_attr):
     try:
         G = nx.parse_gml(text.splitlines(), label=None)
     except Exception as exc:  # noqa: BLE001
-        raise DatasetError(f"malformed GML ({type(exc).__name__}: {exc})",
+        raise DatasetError(f"malformed GML ({reason(exc)})",
                            path=name) from None
     return _graph_from_networkx(G, name, self_loops, class_attr)
 

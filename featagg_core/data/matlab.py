@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._containers import DatasetError
+from .._bounded import reason
 from ._input import _budget, _fail_for
 from ._checks import _check_declared, _MAX_DIM
 from ._graph_parts import _classes_from_values, _matrix_from_any, _undirected
@@ -262,7 +263,7 @@ def _load_mat(raw: bytes, name: str, self_loops: bool):
     try:
         m = scipy.io.loadmat(io.BytesIO(clean), squeeze_me=False, struct_as_record=True)
     except Exception as exc:  # noqa: BLE001 - scipy raises many kinds on bad input
-        raise DatasetError(f"not a readable MATLAB file ({type(exc).__name__}: {exc})",
+        raise DatasetError(f"not a readable MATLAB file ({reason(exc)})",
                            path=name) from None
     del clean
     missing = [k for k in chosen if k not in m]

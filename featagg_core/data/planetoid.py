@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._containers import DatasetError, GraphData
+from .._bounded import reason
 from .npz import save_npz
 from ._graph_parts import _undirected
 
@@ -92,7 +93,7 @@ def planetoid_to_npz(prefix, out_path=None, *, name=None) -> GraphData:
         try:
             parts[key] = _restricted_unpickle(path)
         except Exception as exc:  # noqa: BLE001
-            raise DatasetError(f"cannot read planetoid part ({type(exc).__name__}: {exc})",
+            raise DatasetError(f"cannot read planetoid part ({reason(exc)})",
                                path=path) from exc
     idx_path = f"{prefix}.test.index"
     try:

@@ -8,6 +8,7 @@ import io
 import numpy as np
 
 from ._containers import CategoricalData, DatasetError
+from .._bounded import reason
 from ._input import (_blank, _budget, _fail_for, _guard, _NamedBytes, _read_bytes, _stem,
                      _suffix)
 from ._checks import _check_declared
@@ -142,7 +143,7 @@ def _check_parquet_size(raw: bytes, src: str) -> None:
         rows, cols = int(meta.num_rows), int(meta.num_columns)
         declared = sum(int(meta.row_group(i).total_byte_size) for i in range(meta.num_row_groups))
     except Exception as exc:  # noqa: BLE001 - pyarrow raises many kinds on bad input
-        raise DatasetError(f"not a readable parquet file ({type(exc).__name__}: {exc})",
+        raise DatasetError(f"not a readable parquet file ({reason(exc)})",
                            path=src) from None
     _check_declared({"rows": rows, "columns": cols}, name=src)
     _budget().charge(max(declared, 0) + 64 * rows * max(cols, 1), "the parquet table",
@@ -238,8 +239,7 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
         try:
             df = pd.read_parquet(io.BytesIO(raw))
         except Exception as exc:  # noqa: BLE001
-            raise DatasetError(f"not a readable parquet file ({type(exc).__name__}: "
-                               f"{exc})", path=src) from None
+            raise DatasetError(f"not a readable parquet file ({reason(exc)})", path=src) from None
         if not header:
             df.columns = [f"c{i}" for i in range(df.shape[1])]
     else:
