@@ -221,3 +221,22 @@ def test_skipped_steps_are_taken_when_the_first_ones_ran_faster(data, speed, mon
     assert all(s["status"] == "done" for s in added)
     # the plan alone (70 % of 150 s at 40 s a step) had room for two steps
     assert sum(s["status"] == "done" for s in steps) > 2
+
+
+def test_the_block_model_chart_spans_the_candidates_rre():
+    """Candidate block models on a sparse graph differ in the third decimal of their RRE
+    (Cora: 0.9953-0.9960): an axis from 0 to 1 draws ten equal bars. The report's chart
+    spans the values instead, every bar inside it and labelled with its value."""
+    from featagg_core.report import experiment_figures
+    rre = [0.9955, 0.9953, 0.9960, 0.9954]
+    exp = {"kind": "bmgufs_protocol",
+           "tables": {"selection": [], "block_models": [
+               {"candidate": c, "RRE": v, "chosen": c == 1} for c, v in enumerate(rre)]}}
+    (fid, _, fig), = experiment_figures(exp)
+    assert fid == "rre"
+    lo, hi = fig["layout"]["yaxis"]["range"]
+    assert lo < min(rre) and hi > max(rre)
+    # the spread of the values fills at least half of the axis (an axis from 0: 0.07 %)
+    assert (max(rre) - min(rre)) / (hi - lo) >= 0.5
+    assert fig["data"][0]["text"] == ["0.9955", "0.9953", "0.9960", "0.9954"]
+    assert fig["data"][0]["marker"]["color"][1] != fig["data"][0]["marker"]["color"][0]
