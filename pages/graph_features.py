@@ -195,8 +195,12 @@ display.plotly_chart(bv.convergence_figure(model.history_))
 # ------------------------------------------------------------------ selected features
 idx = np.asarray(run.pipeline.selected_, np.int64)
 st.subheader(f"Top {len(idx)} features")
-if run.message:
-    st.warning(run.message)
+# the run's note repeats the block-fit warning shown above the block models: say the rest
+notes = run.message or ""
+if model.fit_warning_:
+    notes = notes.replace("BMGUFS: " + model.fit_warning_, "").strip("; ")
+if notes:
+    st.warning(notes)
 t1, t2 = st.columns([3, 2])
 table = bv.top_features_table(model, idx, data.feature_names, train.X)
 t1.dataframe(table, hide_index=True, width="stretch", height=360)

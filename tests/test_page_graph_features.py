@@ -140,6 +140,10 @@ def test_page_runs_on_the_default_sample_and_switches_candidate(app_for):
     assert run.name.startswith("BMGUFS") and "ACC" in run.metrics["test"]
     model = run.pipeline.selector
     assert len(model.candidates_) == 2
+    # Cora is sparse: every block model fits poorly, and the page says so once (the run's
+    # note repeats the warning; the section of the selected features leaves it out)
+    assert model.fit_warning_ and model.fit_warning_ in run.message
+    assert sum("fits poorly" in w.value for w in at.warning) == 1
     # fitted on the training nodes' subgraph only
     assert model.block_model_.labels_.shape == (run.split.train.size,)
     other = 1 - model.candidate_index_
