@@ -197,13 +197,36 @@ def groups(df: pd.DataFrame) -> List[str]:
     return list(dict.fromkeys(df["group"].tolist())) if len(df) else []
 
 
+def _is_plain(spec_text) -> bool:
+    """Whether a run's spec (JSON text) has no agglomeration, re-ranking or imputation step:
+    a classifier on the raw features."""
+    try:
+        spec = json.loads(spec_text)
+    except (TypeError, ValueError):
+        spec = {}
+    return not any(k in spec for k in ("defrag", "rerank", "impute"))
+
+
 def latest_runs(df: pd.DataFrame, kind: str, group: Optional[str] = None,
                 n: int = 6) -> List[str]:
-    """run_ids of the ``n`` latest runs of ``kind`` (in ``group`` when given), oldest first."""
+    """run_ids of the ``n`` latest runs of ``kind`` (in ``group`` when given), oldest first.
+
+    When none of them is a plain classifier on raw features but an older run of the group
+    is, the latest such run takes the oldest one's place: a Triage or a d0 sweep adds many
+    DEFRAG runs at once, and the deltas should still start from the raw classifier (see
+    :func:`default_baseline`) rather than from one of the sweep's points.
+    """
     sel = df[df["kind"] == kind]
     if group is not None:
         sel = sel[sel["group"] == group]
-    return sel["run_id"].tolist()[-n:]
+    ids = sel["run_id"].tolist()
+    latest = ids[-n:]
+    if kind != "classifier" or len(ids) <= n:
+        return latest
+    plain = [rid for rid, spec in zip(ids, sel["spec"]) if _is_plain(spec)]
+    if not plain or any(rid in latest for rid in plain):
+        return latest
+    return [plain[-1]] + latest[1:]
 
 
 def default_baseline(df: pd.DataFrame, run_ids: Sequence[str]) -> Optional[str]:
@@ -213,11 +236,7 @@ def default_baseline(df: pd.DataFrame, run_ids: Sequence[str]) -> Optional[str]:
     if sel.empty:
         return None
     for rid, row in sel.iterrows():
-        try:
-            spec = json.loads(row["spec"])
-        except (TypeError, ValueError):
-            spec = {}
-        if not any(k in spec for k in ("defrag", "rerank", "impute")):
+        if _is_plain(row["spec"]):
             return rid
     return sel.index[0]
 

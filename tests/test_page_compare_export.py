@@ -90,6 +90,27 @@ def test_latest_runs_baseline_and_deltas():
     assert D.loc["#2 KTXMLC K=2 T=3 · DEFRAG d0=8", f"Δ {cv.TRAIN_TIME}"] == "-2.00 s"
 
 
+def test_a_sweep_of_defrag_runs_keeps_the_raw_classifier_in_the_default_selection():
+    # a raw classifier, then a Triage-like sweep of seven DEFRAG runs on the same split
+    sweep = [_rec(str(i), f"One-vs-all · DEFRAG d0={2 ** i}", "classifier", "bibtex", "s1",
+                  OWN, {"P@1": 0.5 + i / 100}, {"classifier_s": 1.0},
+                  {"defrag": {"d0": 2 ** i}, "classifier": {}}) for i in range(2, 9)]
+    df = cv.runs_frame(RUNS[:1] + sweep)
+    g = f"bibtex · {OWN}"
+    picked = cv.latest_runs(df, "classifier", g)
+    # six runs, oldest first: the raw classifier in place of the sweep's oldest shown run
+    assert picked == ["1", "4", "5", "6", "7", "8"]
+    assert cv.default_baseline(df, picked) == "1"
+    # with a raw run among the latest six, the selection is just the latest six
+    df2 = cv.runs_frame(RUNS[:1] + sweep + [dict(RUNS[0], run_id="9", title="#9 KTXMLC")])
+    assert cv.latest_runs(df2, "classifier", g) == ["4", "5", "6", "7", "8", "9"]
+    # other kinds are not classifiers on raw features: their latest six are kept as they are
+    aggs = [_rec(f"a{i}", f"DEFRAG-XY d0={i}", "agglomeration", "bibtex", "s1", OWN, {},
+                 {"defrag_s": 0.1}, {"defrag": {}}) for i in range(8)]
+    assert cv.latest_runs(cv.runs_frame(aggs), "agglomeration", g) == \
+        [f"a{i}" for i in range(2, 8)]
+
+
 def test_one_chart_per_unit_and_one_panel_per_split():
     df = cv.runs_frame(RUNS)
     units = cv.unit_groups(["P@1", "P@5", "nnz_after", cv.TRAIN_TIME])
