@@ -68,6 +68,20 @@ def describe_pipeline(pipe) -> str:
     return text
 
 
+#: what each file of :func:`pipeline_exports` holds, by the end of its name (button labels:
+#: a file name such as "run21_one_vs_all_c_0_5_defrag_d0_32_clusters.csv" is cut short there)
+EXPORT_LABELS = {"_clusters.csv": "Feature clusters (CSV)",
+                 "_feature_ranking.csv": "Feature ranking (CSV)",
+                 "_mapping.csv": "Value → bucket mapping (CSV)",
+                 "_mapping.json": "Value → bucket mapping (JSON)"}
+
+
+def export_label(file_name: str) -> str:
+    """The download button's label for a file of :func:`pipeline_exports`."""
+    return next((label for end, label in EXPORT_LABELS.items() if file_name.endswith(end)),
+                file_name)
+
+
 def pipeline_exports(key: str, pipe, feature_names=None) -> List[Tuple[str, bytes, str]]:
     """(file name, bytes, mime) of the CSV/JSON files that describe a pipeline's steps
     outside featagg: feature clusters (DEFRAG / a baseline clustering), feature weights and

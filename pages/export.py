@@ -92,7 +92,8 @@ else:
                          else None)
                 for i, (fname, payload, mime) in enumerate(ev.pipeline_exports(key, run.pipeline,
                                                                                names)):
-                    cols[1 + i % 3].download_button(fname, payload, file_name=fname, mime=mime,
+                    cols[1 + i % 3].download_button(ev.export_label(fname), payload,
+                                                    file_name=fname, mime=mime,
                                                     key=f"dl_{run.run_id}_{i}",
                                                     on_click="ignore")
 

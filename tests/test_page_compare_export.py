@@ -145,6 +145,7 @@ def test_pipeline_exports_and_entry_names(ml):
     run = run_pipeline(ml, split, {"defrag": {"d0": 4}})
     files = {n: b for n, b, _ in ev.pipeline_exports("r1", run.pipeline,
                                                       [f"w{i}" for i in range(120)])}
+    assert [ev.export_label(n) for n in files] == ["Feature clusters (CSV)"]
     csv = pd.read_csv(io.BytesIO(files["r1_clusters.csv"]))
     assert csv["cluster"].tolist() == run.pipeline.defrag.labels_.tolist()
     assert csv["feature_name"][5] == "w5"
@@ -243,7 +244,10 @@ def test_export_page_offers_pipelines_bundle_and_csv(ml, app_for):
     ok(at)
     labels = [b.label for b in at.get("download_button")]
     assert labels.count("Artifact (.fgz)") == 2
-    assert "run01_defrag_xy_d0_4_clusters.csv" in labels
+    # each DEFRAG step's clusters, labelled by what they are (the file name,
+    # "run01_defrag_xy_d0_4_clusters.csv", was the label and was cut short on the page)
+    assert labels.count("Feature clusters (CSV)") == 2
+    assert not any(lbl.endswith(".csv") for lbl in labels)
     assert any(lbl.startswith("Bundle of all 2 pipelines") for lbl in labels)
     assert "Run registry (JSON)" in labels
 

@@ -93,13 +93,14 @@ def test_runs_flow_from_defrag_to_export(app_server, page, tmp_path):
     assert any(p.reranker is not None for p in pipes) and any(p.imputer is not None
                                                               for p in pipes)
     key = next(k for k in objects if k.endswith("ktxmlc_k_16_t_1_defrag_d0_8"))
+    # the innermost block holding this run's title and an artifact button: its card
+    card = main.locator('[data-testid="stVerticalBlock"]').filter(
+        has_text=re.compile(rf"#\d+ {re.escape(DEFRAG)} —")).filter(
+        has=page.get_by_role("button", name="Artifact (.fgz)")).last
+    with page.expect_download() as dl:                                  # plain export too
+        card.get_by_role("button", name="Feature clusters (CSV)").click()
+    assert dl.value.suggested_filename == f"{key}_clusters.csv"
     with page.expect_download() as dl:
-        main.get_by_role("button", name=f"{key}_clusters.csv").click()   # plain export too
-    with page.expect_download() as dl:
-        # the innermost block holding this run's title and an artifact button: its card
-        card = main.locator('[data-testid="stVerticalBlock"]').filter(
-            has_text=re.compile(rf"#\d+ {re.escape(DEFRAG)} —")).filter(
-            has=page.get_by_role("button", name="Artifact (.fgz)")).last
         card.get_by_role("button", name="Artifact (.fgz)").click()
     saved = tmp_path / "defrag_ktxmlc.fgz"
     dl.value.save_as(saved)
