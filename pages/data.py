@@ -158,10 +158,13 @@ def _table_page():
     cols = list(v["vocab"]["column"])
     if cols:
         col = st.selectbox("Top values of column", cols, key="data_top_values_column")
-        st.dataframe(_table_top_values(fp, col, data), hide_index=True,
-                     width="stretch",
+        top = _table_top_values(fp, col, data)
+        # in percent with one decimal for every row ("percent" drops trailing zeros, so the
+        # column read 24.4%, 25.67%, 7.1%)
+        top = top.assign(**{"positive rate": 100 * top["positive rate"]})
+        st.dataframe(top, hide_index=True, width="stretch",
                      column_config={"positive rate":
-                                    st.column_config.NumberColumn(format="percent")})
+                                    st.column_config.NumberColumn(format="%.1f %%")})
 
 
 try:

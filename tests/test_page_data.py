@@ -207,6 +207,10 @@ def test_page_table_vocabulary_and_top_values(app_for):
     assert m["Rows"] == "6" and m["Positives"] == "3" and m["Columns"] == "2"
     top = at.dataframe[0].value
     assert top["value"].iloc[0] == "a" and top["rows"].iloc[0] == 3
+    # shown in percent, one decimal on every row: "a" is 2 of 3 positives
+    assert top["positive rate"].iloc[0] == pytest.approx(100 * 2 / 3)
     at.selectbox(key="data_top_values_column").set_value("os").run()
     _ok(at)
-    assert at.dataframe[0].value["value"].tolist() == ["x", "y"]
+    shown = at.dataframe[0].value
+    assert shown["value"].tolist() == ["x", "y"]
+    assert shown["positive rate"].tolist() == pytest.approx([50.0, 50.0])   # 2/4, 1/2
