@@ -55,7 +55,8 @@ def summary_frame(exp: dict) -> pd.DataFrame:
                                                                         "run")))
     if exp["kind"] == "bmgufs_protocol":
         cols = ["method", "d", "ACC", "NMI", "gamma", "nnz(r)"]
-    return formatted(rows, cols).rename(columns={"train_s": "training time"})
+    return formatted(rows, cols).rename(columns={"train_s": "training time",
+                                                 "fit_s": "fit time"})
 
 
 def steps_frame(record: dict) -> pd.DataFrame:

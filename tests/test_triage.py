@@ -163,6 +163,19 @@ def test_graph_and_table_batteries(speed):
     assert kinds[0] == "vocabulary"
     cols = rep.record["experiments"][0]["tables"]["columns"]
     assert cols[-1]["column"] == "total" and not math.isnan(cols[-1]["held-out MI loss"])
+    # the verdict on the exact DP says the worst ratio, or that it matches when it does
+    vocab = rep.record["experiments"][0]
+    worst = min(r["ratio"] for r in vocab["tables"]["dp_ratio"])
+    line = next(v for v in vocab["verdict"] if "exact DP" in v)
+    if worst >= 0.99995:
+        assert "matches the optimum on every one of them" in line, line
+    else:
+        assert f"reaches at least {worst:.4f} of the optimum" in line, line
+    # the page's tables name their columns in words
+    from featagg_app import triage_view as tv
+    curve = next(e for e in rep.record["experiments"] if e["kind"] == "budget_curve")
+    assert "fit time" in tv.summary_frame(curve).columns
+    assert not any(c.endswith("_s") for c in tv.summary_frame(curve).columns)
 
 
 # ----------------------------------------------------------------------------- CLI
