@@ -325,7 +325,12 @@ def read_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
                 pos += len(chunk)
             if pos == info.file_size:
                 fh.read(1)                 # reach the end: the CRC is checked there
-    except Exception as exc:  # noqa: BLE001 - zlib.error, BadZipFile (CRC), EOFError, ...
+    except zipfile.BadZipFile as exc:
+        if "CRC" not in str(exc):
+            fail(f"member {name!r} is damaged ({reason(exc)})")
+        # zipfile says "Bad CRC-32 for file 'X_data.npy'"
+        fail(f"member {name!r} is damaged (its checksum does not match its content)")
+    except Exception as exc:  # noqa: BLE001 - zlib.error, EOFError, ...
         fail(f"member {name!r} is damaged ({reason(exc)})")
     if pos != info.file_size:
         fail(f"member {name!r} is truncated")

@@ -141,9 +141,9 @@ class _NpzMembers:
     def __getitem__(self, key):
         if key not in self.cache:
             fail = _fail_for(self.name, field=key)
-            self.cache[key] = read_npy_member(self.zf, self.members[key], _budget(),
-                                              lambda m: fail(f"cannot read archive member "
-                                                             f"({m})"), kinds="biufUS")
+            # the refusal names the member itself ("member 'X_data.npy' is damaged ...")
+            self.cache[key] = read_npy_member(self.zf, self.members[key], _budget(), fail,
+                                              kinds="biufUS")
         return self.cache[key]
 
     def keys(self):
