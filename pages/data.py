@@ -71,6 +71,16 @@ def _table_top_values(fingerprint: str, column: str, _data):
     return dv.top_values(_data, column, 15)
 
 
+#: shares in percent with two decimals on every row: Streamlit's "percent" format drops
+#: trailing zeros, so one column read 14.34%, 7.4%, 6.07%
+PERCENT_2 = st.column_config.NumberColumn(format="%.2f %%")
+
+
+def _in_percent(frame, column):
+    """``frame`` with the fractions of ``column`` in percent (a copy: the cached view stays)."""
+    return frame.assign(**{column: 100 * frame[column]})
+
+
 def _cards(items):
     for col, (label, value, help_) in zip(st.columns(len(items)), items):
         col.metric(label, value, help=help_, border=True)
@@ -102,13 +112,13 @@ def _multilabel_page():
     display.plotly_chart(v["lpp_fig"], c1)
     display.plotly_chart(v["fpp_fig"], c2)
     c1, c2 = st.columns(2)
-    pct = {"share of points": st.column_config.NumberColumn(format="percent")}
+    pct = {"share of points": PERCENT_2}
     c1.markdown("**Most frequent labels**")
-    display.table(v["top_labels"], "data_top_labels", c1, rows=15, what="labels",
-                  hide_index=True, column_config=pct)
+    display.table(_in_percent(v["top_labels"], "share of points"), "data_top_labels", c1,
+                  rows=15, what="labels", hide_index=True, column_config=pct)
     c2.markdown("**Most frequent features**")
-    display.table(v["top_features"], "data_top_features", c2, rows=15, what="features",
-                  hide_index=True, column_config=pct)
+    display.table(_in_percent(v["top_features"], "share of points"), "data_top_features", c2,
+                  rows=15, what="features", hide_index=True, column_config=pct)
 
 
 def _graph_page():
@@ -136,10 +146,9 @@ def _graph_page():
         c1, c2 = st.columns(2)
         display.plotly_chart(v["fpp_fig"], c1)
         c2.markdown("**Most frequent features**")
-        display.table(v["top_features"], "data_graph_top_features", c2, rows=15,
-                      what="features", hide_index=True,
-                      column_config={"share of nodes":
-                                     st.column_config.NumberColumn(format="percent")})
+        display.table(_in_percent(v["top_features"], "share of nodes"),
+                      "data_graph_top_features", c2, rows=15, what="features",
+                      hide_index=True, column_config={"share of nodes": PERCENT_2})
 
 
 def _table_page():
@@ -158,11 +167,8 @@ def _table_page():
     cols = list(v["vocab"]["column"])
     if cols:
         col = st.selectbox("Top values of column", cols, key="data_top_values_column")
-        top = _table_top_values(fp, col, data)
-        # in percent with one decimal for every row ("percent" drops trailing zeros, so the
-        # column read 24.4%, 25.67%, 7.1%)
-        top = top.assign(**{"positive rate": 100 * top["positive rate"]})
-        st.dataframe(top, hide_index=True, width="stretch",
+        st.dataframe(_in_percent(_table_top_values(fp, col, data), "positive rate"),
+                     hide_index=True, width="stretch",
                      column_config={"positive rate":
                                     st.column_config.NumberColumn(format="%.1f %%")})
 

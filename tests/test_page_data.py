@@ -178,6 +178,9 @@ def test_page_multilabel_shows_sizes_plots_and_names(app_for):
     assert "log" in kinds[0] and "Label frequency" in kinds[0]
     top = at.dataframe[0].value
     assert top["label"].iloc[0] == "tag0"                     # the most frequent label by name
+    # shares shown in percent of the 40 training points (formatted "%.2f %%" on the page)
+    assert top["share of points"].tolist() == pytest.approx(
+        (100 * top["points"] / 40).tolist())
     assert not at.info                                        # no fallback notice
 
 
@@ -191,6 +194,8 @@ def test_page_graph_with_and_without_classes(app_for):
     m = _metrics(at)
     assert m["Nodes"] == "12" and m["Edges"] == "11" and m["Classes"] == "3"
     assert len(at.get("plotly_chart")) >= 2
+    feats = next(df.value for df in at.dataframe if "share of nodes" in df.value.columns)
+    assert feats["share of nodes"].tolist() == pytest.approx([100 / 12] * len(feats))
     at = _run_page_with(app_for, GraphData(A=A, X=X, y=None, name="path-no-classes"))
     _ok(at)
     assert _metrics(at)["Classes"] == "—"
