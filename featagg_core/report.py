@@ -153,8 +153,15 @@ def _tradeoff_figures(exp) -> List[Tuple[str, str, dict]]:
                                f"{raw['classifier']}: raw features", mode="markers",
                                marker={"symbol": "diamond", "size": 11,
                                        "color": colour[kind]}))
-    return [("d0_curve", "P@1 against d0 (dashed or dotted, in the same colour: that "
-                         "classifier on raw features)",
+    caption = ("P@1 against d0 (dashed or dotted, in the same colour: that classifier on "
+               "raw features)")
+    trees = {r["d0"]: r["P@1"] for r in rows if r["kind"] == "ktxmlc"}
+    flat = {r["d0"]: r["P@1"] for r in rows if r["kind"] == "ova"}
+    if trees and trees == flat:
+        # KTXMLC's one_vs_all="auto" kept one flat tree: its curve lies under One-vs-all's
+        caption += (". KTXMLC kept one flat tree on this dataset (one-vs-all), so its "
+                    "points are One-vs-all's and its curve lies under theirs")
+    return [("d0_curve", caption,
              _fig(curve, "P@1 against d0", "d0 (largest leaf cluster)", "P@1", True,
                   xaxis={"type": "log", "tickvals": sorted(set(xs))})),
             ("d0_time", "P@1 against training time (each point a run)",

@@ -253,3 +253,24 @@ def test_the_block_model_chart_spans_the_candidates_rre():
     assert (max(rre) - min(rre)) / (hi - lo) >= 0.5
     assert fig["data"][0]["text"] == ["0.9955", "0.9953", "0.9960", "0.9954"]
     assert fig["data"][0]["marker"]["color"][1] != fig["data"][0]["marker"]["color"][0]
+
+
+def test_the_d0_chart_says_when_ktxmlc_kept_one_flat_tree():
+    """Bibtex's 159 labels fit two leaf clusters inside the beam, so KTXMLC trains one flat
+    tree and its P@1 at every d0 equals One-vs-all's: the caption says why one curve is
+    hidden. With different numbers it does not."""
+    from featagg_core.report import experiment_figures
+
+    def rows(tree_p1):
+        out = []
+        for kind, name, p1 in (("ktxmlc", "KTXMLC", tree_p1), ("ova", "One-vs-all",
+                                                               [0.64, 0.60, 0.56])):
+            for d0, p in zip((None, 4, 8), p1):
+                out.append({"kind": kind, "classifier": name, "d0": d0, "P@1": p,
+                            "train_s": 0.3, "status": "done"})
+        return {"kind": "defrag_tradeoff", "tables": {"rows": out}}
+
+    same = {fid: cap for fid, cap, _ in experiment_figures(rows([0.64, 0.60, 0.56]))}
+    assert "KTXMLC kept one flat tree" in same["d0_curve"]
+    other = {fid: cap for fid, cap, _ in experiment_figures(rows([0.65, 0.61, 0.55]))}
+    assert "flat tree" not in other["d0_curve"]
