@@ -430,13 +430,13 @@ def _npy_header(head: bytes, name: str, fail: Fail):
     readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
     try:
         version = fmt.read_magic(bio)
-    except Exception as exc:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - its text is about numpy's parser, not the file
         fail(f"member {name!r} is not a .npy array")
     if version not in readers:
         fail(f"member {name!r}: unsupported .npy format version {version}")
     try:
         shape, fortran, dtype = readers[version](bio, max_header_size=_NPY_MAX_HEADER)
-    except Exception as exc:  # noqa: BLE001 - ValueError, SyntaxError, RecursionError, ...
+    except Exception:  # noqa: BLE001 - ValueError, SyntaxError, RecursionError, ...
         fail(f"member {name!r} has an unreadable .npy header")
     if any(int(s) < 0 for s in shape):
         fail(f"member {name!r}: negative dimension in shape {shape}")

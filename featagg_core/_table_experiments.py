@@ -246,7 +246,7 @@ def vocabulary_experiment(data, split, budget: Optional[int] = None,
                 worst = min(ratio, key=lambda r: r["ratio"])
                 exp.summary["worst DP ratio"] = worst["ratio"]
                 # "at least 1.0000 of the optimum" read as a riddle: say it matches
-                reach = (f"matches the optimum on every one of them" if worst["ratio"] >= 0.99995
+                reach = ("matches the optimum on every one of them" if worst["ratio"] >= 0.99995
                          else f"reaches at least {worst['ratio']:.4f} of the optimum "
                               f"(lowest: {worst['column']})")
                 exp.verdict.append(f"On the {len(ratio)} columns small enough for the exact "
