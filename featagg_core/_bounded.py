@@ -65,6 +65,16 @@ def reason(exc: BaseException) -> str:
     the text is cut at ``_MAX_REASON_CHARS``. A ``KeyError``'s text is only the missing
     key's repr, and some exceptions (``EOFError``, ``zlib.error``) can have none; both
     give a plain phrase instead.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The exception a library raised on the file.
+
+    Returns
+    -------
+    str
+        The text to quote in the refusal, never empty.
     """
     text = "" if isinstance(exc, KeyError) else " ".join(str(exc).split())
     if len(text) > _MAX_REASON_CHARS:
