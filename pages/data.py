@@ -31,6 +31,16 @@ with st.expander("How to read this page", expanded=False):
         "the same law, which is what feature agglomeration exploits.")
 
 
+#: shares in percent with two decimals on every row: Streamlit's "percent" format drops
+#: trailing zeros, so one column read 14.34%, 7.4%, 6.07%
+PERCENT_2 = st.column_config.NumberColumn(format="%.2f %%")
+
+
+def _in_percent(frame, column):
+    """``frame`` with the fractions of ``column`` in percent (done once, in the cached views)."""
+    return frame.assign(**{column: 100 * frame[column]})
+
+
 @st.cache_data(max_entries=16, show_spinner="Computing statistics…")
 def _multilabel_view(fingerprint: str, _data):
     s = dv.multilabel_summary(_data)
@@ -41,9 +51,11 @@ def _multilabel_view(fingerprint: str, _data):
         "lpp_fig": dv.per_point_figure(_data.Y, "label"),
         "fpp_fig": dv.per_point_figure(_data.X, "feature"),
         # every label and feature by frequency: the tables page through them
-        "top_labels": dv.top_items(freq, _data.label_names, None, "label", s["n"]),
-        "top_features": dv.top_items(dv.column_counts(_data.X), _data.feature_names, None,
-                                     "feature", s["n"]),
+        "top_labels": _in_percent(dv.top_items(freq, _data.label_names, None, "label",
+                                               s["n"]), "share of points"),
+        "top_features": _in_percent(dv.top_items(dv.column_counts(_data.X),
+                                                 _data.feature_names, None, "feature", s["n"]),
+                                    "share of points"),
     }
 
 
@@ -55,8 +67,9 @@ def _graph_view(fingerprint: str, _data):
         out["classes"] = dv.class_sizes(_data.y, _data.class_names)
     if _data.X is not None and _data.X.shape[1]:
         out["fpp_fig"] = dv.per_point_figure(_data.X, "feature", unit="node")
-        out["top_features"] = dv.top_items(dv.column_counts(_data.X), _data.feature_names,
-                                           None, "feature", _data.A.shape[0], unit="node")
+        out["top_features"] = _in_percent(
+            dv.top_items(dv.column_counts(_data.X), _data.feature_names, None, "feature",
+                         _data.A.shape[0], unit="node"), "share of nodes")
     return out
 
 
@@ -68,17 +81,7 @@ def _table_view(fingerprint: str, _data):
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _table_top_values(fingerprint: str, column: str, _data):
-    return dv.top_values(_data, column, 15)
-
-
-#: shares in percent with two decimals on every row: Streamlit's "percent" format drops
-#: trailing zeros, so one column read 14.34%, 7.4%, 6.07%
-PERCENT_2 = st.column_config.NumberColumn(format="%.2f %%")
-
-
-def _in_percent(frame, column):
-    """``frame`` with the fractions of ``column`` in percent (a copy: the cached view stays)."""
-    return frame.assign(**{column: 100 * frame[column]})
+    return _in_percent(dv.top_values(_data, column, 15), "positive rate")
 
 
 def _cards(items):
@@ -114,11 +117,11 @@ def _multilabel_page():
     c1, c2 = st.columns(2)
     pct = {"share of points": PERCENT_2}
     c1.markdown("**Most frequent labels**")
-    display.table(_in_percent(v["top_labels"], "share of points"), "data_top_labels", c1,
-                  rows=15, what="labels", hide_index=True, column_config=pct)
+    display.table(v["top_labels"], "data_top_labels", c1, rows=15, what="labels",
+                  hide_index=True, column_config=pct)
     c2.markdown("**Most frequent features**")
-    display.table(_in_percent(v["top_features"], "share of points"), "data_top_features", c2,
-                  rows=15, what="features", hide_index=True, column_config=pct)
+    display.table(v["top_features"], "data_top_features", c2, rows=15, what="features",
+                  hide_index=True, column_config=pct)
 
 
 def _graph_page():
@@ -146,9 +149,9 @@ def _graph_page():
         c1, c2 = st.columns(2)
         display.plotly_chart(v["fpp_fig"], c1)
         c2.markdown("**Most frequent features**")
-        display.table(_in_percent(v["top_features"], "share of nodes"),
-                      "data_graph_top_features", c2, rows=15, what="features",
-                      hide_index=True, column_config={"share of nodes": PERCENT_2})
+        display.table(v["top_features"], "data_graph_top_features", c2, rows=15,
+                      what="features", hide_index=True,
+                      column_config={"share of nodes": PERCENT_2})
 
 
 def _table_page():
@@ -167,8 +170,7 @@ def _table_page():
     cols = list(v["vocab"]["column"])
     if cols:
         col = st.selectbox("Top values of column", cols, key="data_top_values_column")
-        st.dataframe(_in_percent(_table_top_values(fp, col, data), "positive rate"),
-                     hide_index=True, width="stretch",
+        st.dataframe(_table_top_values(fp, col, data), hide_index=True, width="stretch",
                      column_config={"positive rate":
                                     st.column_config.NumberColumn(format="%.1f %%")})
 
