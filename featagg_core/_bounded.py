@@ -335,13 +335,11 @@ def read_member(zf: zipfile.ZipFile, name: str, budget: Budget, fail: Fail,
                 pos += len(chunk)
             if pos == info.file_size:
                 fh.read(1)                 # reach the end: the CRC is checked there
-    except zipfile.BadZipFile as exc:
-        if "CRC" not in str(exc):
-            fail(f"member {name!r} is damaged ({reason(exc)})")
-        # zipfile says "Bad CRC-32 for file 'X_data.npy'"
-        fail(f"member {name!r} is damaged (its checksum does not match its content)")
-    except Exception as exc:  # noqa: BLE001 - zlib.error, EOFError, ...
-        fail(f"member {name!r} is damaged ({reason(exc)})")
+    except Exception as exc:  # noqa: BLE001 - zlib.error, BadZipFile (CRC), EOFError, ...
+        # zipfile's own words for a CRC mismatch are "Bad CRC-32 for file 'X_data.npy'"
+        crc = isinstance(exc, zipfile.BadZipFile) and "CRC" in str(exc)
+        fail(f"member {name!r} is damaged "
+             f"({'its checksum does not match its content' if crc else reason(exc)})")
     if pos != info.file_size:
         fail(f"member {name!r} is truncated")
     return bytes(out)
