@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from plotly.subplots import make_subplots
 
 from featagg_app.charts import PALETTE, style
+from featagg_core.report import rre_axis_range
 
 MAX_NODES_DRAWN = 400
 #: edges drawn at most (each is three x/y entries: two ends and a break)
@@ -53,9 +54,7 @@ def rre_figure(model) -> go.Figure:
     fig = go.Figure(go.Bar(x=[f"#{c}" for c in range(rre.size)], y=rre, marker_color=colors,
                            text=[f"{v:.4f}" for v in rre], textposition="outside",
                            hovertemplate="candidate %{x}<br>RRE %{y:.5f}<extra></extra>"))
-    lo, hi = float(rre.min()), float(rre.max())
-    pad = max((hi - lo) * 0.5, 1e-4)
-    fig.update_yaxes(range=[max(0.0, lo - pad), hi + pad])
+    fig.update_yaxes(range=rre_axis_range(rre))
     return style(fig, "Candidate block models: relative reconstruction error (red: in use)",
                  height=300, xlabel="candidate", ylabel="RRE = ‖A − FMFᵀ‖ / ‖A‖")
 

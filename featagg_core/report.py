@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ._docstrings import fill_doc
 
 __all__ = ["figures", "experiment_figures", "render_html", "report_json", "write_report",
-           "format_value", "EXPLAIN"]
+           "format_value", "rre_axis_range", "EXPLAIN"]
 
 _PCT_KEYS = ("P@", "PSP@", "coverage@", "nDCG@", "ACC", "NMI", "MI loss", "kept", "share",
              "density", "positive rate", "explained", "max_drop")
@@ -98,6 +98,29 @@ def _num(path: str, key: str, value) -> str:
 # Figures are plain plotly JSON ({"data": [...], "layout": {...}}): no plotly import, no
 # validation pass (building go.Figure objects took seconds on a busy machine), and
 # ``plotly.graph_objects.Figure(spec)`` turns one into a figure when a page wants it.
+def rre_axis_range(rre: Sequence[float]) -> List[float]:
+    """The y-axis range of a chart of candidate block models' RRE.
+
+    Candidates on a sparse graph often differ only in the third decimal (Cora:
+    0.9953-0.9960), so an axis from 0 would draw equal bars: the range spans the values,
+    padded by half their spread (at least 1e-4) and never below 0. The Triage report and
+    the Graph features page draw their RRE charts on it.
+
+    Parameters
+    ----------
+    rre : sequence of float
+        The candidates' relative reconstruction errors.
+
+    Returns
+    -------
+    list of float
+        ``[low, high]``.
+    """
+    lo, hi = float(min(rre)), float(max(rre))
+    pad = max((hi - lo) * 0.5, 1e-4)
+    return [max(0.0, lo - pad), hi + pad]
+
+
 def _fig(traces: List[dict], title: str, x: str, y: str, pct_y: bool = False,
          **layout) -> dict:
     lay = {"title": {"text": title}, "xaxis": {"title": {"text": x}},
@@ -201,14 +224,10 @@ def _protocol_figures(exp):
         bar = {"type": "bar", "x": [f"#{b['candidate']}" for b in blocks], "y": rre,
                "name": "RRE", "text": [f"{v:.4f}" for v in rre], "textposition": "outside",
                "marker": {"color": ["#d62728" if b["chosen"] else "#1f77b4" for b in blocks]}}
-        # candidates often differ in the third decimal (0.9953 vs 0.9960 on Cora): an axis
-        # from 0 draws equal bars, so it spans the values, as the Graph features page's does
-        lo, hi = min(rre), max(rre)
-        pad = max((hi - lo) * 0.5, 1e-4)
         out.append(("rre", "Relative reconstruction error of every candidate block model "
                            "(red: the one used)",
                     _fig([bar], "Block models: RRE", "candidate", "RRE",
-                         yaxis={"range": [max(0.0, lo - pad), hi + pad]})))
+                         yaxis={"range": rre_axis_range(rre)})))
     return out
 
 
