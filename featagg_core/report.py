@@ -142,6 +142,50 @@ def _line(x, y, name, **kw) -> dict:
             "y": list(y), "name": name, **kw}
 
 
+#: where a point's label may go, tried in this order, and the label's centre relative to
+#: the point in fractions of the axis spans
+_LABEL_SLOTS = (("top center", 0.0, 0.06), ("bottom center", 0.0, -0.06),
+                ("middle right", 0.09, 0.0), ("middle left", -0.09, 0.0))
+#: two label centres closer than this (fractions of the spans) would overlap
+_LABEL_GAP = (0.11, 0.055)
+
+
+def _place_point_labels(traces: List[dict]) -> None:
+    """Give each text label of a markers+text scatter a side of its point where it overlaps
+    no label placed before it (above, below, right, left); a label with no free side, or
+    repeating the label already on the same spot, is left off (the hover still shows it).
+    Runs that take the same time otherwise print their labels on top of each other."""
+    pts = [(t, i, float(x), float(y)) for t in traces if t.get("text")
+           for i, (x, y) in enumerate(zip(t["x"], t["y"]))]
+    every = [(float(x), float(y)) for t in traces for x, y in zip(t["x"], t["y"])]
+    if not pts:
+        return
+    xs, ys = [p[0] for p in every], [p[1] for p in every]
+    span_x = (max(xs) - min(xs)) or 1.0
+    span_y = (max(ys) - min(ys)) or 1.0
+    placed = []  # (label centre x, y, text, point x, y) in span units
+    for t in traces:
+        if t.get("text"):
+            t["hovertext"] = list(t["text"])
+            t["text"] = list(t["text"])
+            t["textposition"] = ["top center"] * len(t["text"])
+    for t, i, x, y in pts:
+        px, py, text = x / span_x, y / span_y, t["text"][i]
+        if any(text == q[2] and abs(px - q[3]) < 1e-9 and abs(py - q[4]) < 1e-9
+               for q in placed):
+            t["text"][i] = ""
+            continue
+        for pos, dx, dy in _LABEL_SLOTS:
+            cx, cy = px + dx, py + dy
+            if all(abs(cx - q[0]) >= _LABEL_GAP[0] or abs(cy - q[1]) >= _LABEL_GAP[1]
+                   for q in placed):
+                t["textposition"][i] = pos
+                placed.append((cx, cy, text, px, py))
+                break
+        else:
+            t["text"][i] = ""
+
+
 def _tradeoff_figures(exp) -> List[Tuple[str, str, dict]]:
     rows = [r for r in exp["tables"].get("rows", []) if r.get("status") == "done"]
     if not rows:
@@ -184,6 +228,7 @@ def _tradeoff_figures(exp) -> List[Tuple[str, str, dict]]:
         # KTXMLC's one_vs_all="auto" kept one flat tree: its curve lies under One-vs-all's
         caption += (". KTXMLC kept one flat tree on this dataset (one-vs-all), so its "
                     "points are One-vs-all's and its curve lies under theirs")
+    _place_point_labels(timed)
     return [("d0_curve", caption,
              _fig(curve, "P@1 against d0", "d0 (largest leaf cluster)", "P@1", True,
                   xaxis={"type": "log", "tickvals": sorted(set(xs))})),

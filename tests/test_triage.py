@@ -274,3 +274,42 @@ def test_the_d0_chart_says_when_ktxmlc_kept_one_flat_tree():
     assert "KTXMLC kept one flat tree" in same["d0_curve"]
     other = {fid: cap for fid, cap, _ in experiment_figures(rows([0.65, 0.61, 0.55]))}
     assert "flat tree" not in other["d0_curve"]
+
+
+def test_time_chart_labels_do_not_overlap():
+    """Runs that take the same time printed their "d0=…" labels on top of each other. Each
+    shown label's centre now keeps a gap to every other (checked here in data units against
+    the placement rule by hand), a label repeating the one on the same spot is left off,
+    and every label stays in the hover."""
+    from featagg_core.report import _LABEL_GAP, _LABEL_SLOTS, experiment_figures
+
+    out = []
+    for kind, name in (("ktxmlc", "KTXMLC"), ("ova", "One-vs-all")):
+        # KTXMLC kept one flat tree: the same points as One-vs-all's
+        for d0, p, s in ((None, 0.64, 0.30), (4, 0.62, 0.30), (8, 0.615, 0.30),
+                         (16, 0.56, 0.31), (32, 0.50, 0.90)):
+            out.append({"kind": kind, "classifier": name, "d0": d0, "P@1": p,
+                        "train_s": s, "status": "done"})
+    figs = {fid: fig for fid, _, fig in
+            experiment_figures({"kind": "defrag_tradeoff", "tables": {"rows": out}})}
+    traces = [t for t in figs["d0_time"]["data"] if t.get("hovertext")]
+    assert len(traces) == 2
+    all_x = [x for t in figs["d0_time"]["data"] for x in t["x"]]
+    all_y = [y for t in figs["d0_time"]["data"] for y in t["y"]]
+    sx, sy = max(all_x) - min(all_x), max(all_y) - min(all_y)
+    offset = {pos: (dx, dy) for pos, dx, dy in _LABEL_SLOTS}
+    shown = []
+    for t in traces:
+        assert t["hovertext"] == [f"d0={d}" for d in (4, 8, 16, 32)]
+        for x, y, text, pos in zip(t["x"], t["y"], t["text"], t["textposition"]):
+            if text:
+                dx, dy = offset[pos]
+                shown.append((x / sx + dx, y / sy + dy, text))
+    # the second trace repeats the first on the same spots: none of its labels is shown
+    assert [v for v in traces[1]["text"] if v] == []
+    # d0=4 and d0=8 (same time, 0.005 apart) both show, on different sides
+    assert sorted(s[2] for s in shown) == ["d0=16", "d0=32", "d0=4", "d0=8"]
+    assert traces[0]["textposition"][:2] == ["top center", "bottom center"]
+    for i, a in enumerate(shown):
+        for b in shown[i + 1:]:
+            assert abs(a[0] - b[0]) >= _LABEL_GAP[0] or abs(a[1] - b[1]) >= _LABEL_GAP[1]
