@@ -219,3 +219,33 @@ def test_page_table_vocabulary_and_top_values(app_for):
     shown = at.dataframe[0].value
     assert shown["value"].tolist() == ["x", "y"]
     assert shown["positive rate"].tolist() == pytest.approx([50.0, 50.0])   # 2/4, 1/2
+
+
+def _formats(df_element):
+    """{column: number format} of one shown dataframe, as the page configured it."""
+    import json
+
+    cols = json.loads(df_element.proto.columns or "{}")
+    return {name: (cfg.get("type_config") or {}).get("format") for name, cfg in cols.items()}
+
+
+def test_every_count_column_shows_thousands_separators(app_for):
+    """Counts in the tables (points, nodes, rows) use the browser's thousands separator,
+    as the cards above them do ("29,170", not "29170"); shares keep two decimals."""
+    nx = pytest.importorskip("networkx")
+    A = sp.csr_matrix(nx.to_scipy_sparse_array(nx.path_graph(12), dtype=np.float32))
+    table = pd.DataFrame({"city": list("abacab")})
+    cases = [(_random_ml(), {"points": "localized", "share of points": "%.2f %%"}),
+             (GraphData(A=A, X=sp.identity(12, format="csr", dtype=np.float32),
+                        y=np.arange(12) % 3, name="path"),
+              {"nodes": "localized", "share of nodes": "%.2f %%"}),
+             (CategoricalData(table=table, labels=np.array([1, 0, 1, 0, 0, 1], np.int8),
+                              label_name="click", name="clicks"),
+              {"rows": "localized", "positive rate": "%.1f %%"})]
+    for data, want in cases:
+        at = _run_page_with(app_for, data)
+        _ok(at)
+        assert at.dataframe, data.name
+        for element in at.dataframe:
+            shown = _formats(element)
+            assert {c: shown.get(c) for c in want} == want, (data.name, shown)
