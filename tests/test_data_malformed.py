@@ -160,3 +160,22 @@ def test_reason_keeps_a_message_and_words_the_ones_without_one():
     assert reason(EOFError()) == "it ends too early"
     long_text = reason(ValueError("x" * 1000))
     assert len(long_text) == 300 and long_text.endswith("...")
+
+
+def test_a_plain_scipy_npz_is_refused_in_the_users_terms():
+    """An .npz from ``scipy.sparse.save_npz`` is not a dataset: the refusal says what the
+    file is not and what to upload instead, without naming a Python function (a browser
+    user reads it on the upload form)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    f = io.BytesIO()
+    sp.save_npz(f, sp.identity(3, format="csr", dtype=np.float32))
+    f.seek(0)
+    f.name = "matrix.npz"
+    with pytest.raises(DatasetError) as ei:
+        load_dataset(f)
+    text = str(ei.value)
+    assert text.startswith("matrix.npz") and "not a featagg dataset file" in text
+    assert "text formats" in text
+    assert not re.search(r"save_npz|\w+\(\)|_\w+_", text), text

@@ -172,8 +172,12 @@ def _npz_to_container(z: dict, name: str):
     kind = _npz_str(z, "kind", name, default="")
     if not kind:
         # a bare scipy.sparse.save_npz file or unknown layout
-        raise DatasetError("npz has no 'kind' entry (expected a featagg npz written by "
-                           "save_npz)", path=name, field="kind")
+        # said to a browser user too, so in the user's terms, not the writer's name
+        raise DatasetError("this .npz is not a featagg dataset file (it has no 'kind' entry; "
+                           "those files come from featagg's own Python data writer). A plain "
+                           "numpy or scipy .npz is not read: save the data in one of the "
+                           "text formats listed for this kind of data instead",
+                           path=name, field="kind")
     meta = dict(name=_npz_str(z, "name", name), source=_npz_str(z, "source", name))
     if kind == "multilabel":
         X = _npz_sparse(z, "X", name)
