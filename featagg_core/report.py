@@ -153,7 +153,8 @@ _LABEL_GAP = (0.11, 0.055)
 def _place_point_labels(traces: List[dict]) -> None:
     """Give each text label of a markers+text scatter a side of its point where it overlaps
     no label placed before it (above, below, right, left); a label with no free side, or
-    repeating the label already on the same spot, is left off (the hover still shows it).
+    repeating the text of a label placed on a point this close (one-vs-all and a flat
+    KTXMLC at the same d0), is left off (the hover still shows it).
     Runs that take the same time otherwise print their labels on top of each other."""
     pts = [(t, i, float(x), float(y)) for t in traces if t.get("text")
            for i, (x, y) in enumerate(zip(t["x"], t["y"]))]
@@ -171,8 +172,8 @@ def _place_point_labels(traces: List[dict]) -> None:
             t["textposition"] = ["top center"] * len(t["text"])
     for t, i, x, y in pts:
         px, py, text = x / span_x, y / span_y, t["text"][i]
-        if any(text == q[2] and abs(px - q[3]) < 1e-9 and abs(py - q[4]) < 1e-9
-               for q in placed):
+        if any(text == q[2] and abs(px - q[3]) < _LABEL_GAP[0]
+               and abs(py - q[4]) < _LABEL_GAP[1] for q in placed):
             t["text"][i] = ""
             continue
         for pos, dx, dy in _LABEL_SLOTS:

@@ -286,8 +286,9 @@ def test_time_chart_labels_do_not_overlap():
     out = []
     for kind, name in (("ktxmlc", "KTXMLC"), ("ova", "One-vs-all")):
         # KTXMLC kept one flat tree: the same points as One-vs-all's
+        # (One-vs-all a little faster at d0=16, as on Bibtex)
         for d0, p, s in ((None, 0.64, 0.30), (4, 0.62, 0.30), (8, 0.615, 0.30),
-                         (16, 0.56, 0.31), (32, 0.50, 0.90)):
+                         (16, 0.56, 0.31 if kind == "ktxmlc" else 0.30), (32, 0.50, 0.90)):
             out.append({"kind": kind, "classifier": name, "d0": d0, "P@1": p,
                         "train_s": s, "status": "done"})
     figs = {fid: fig for fid, _, fig in
@@ -305,7 +306,8 @@ def test_time_chart_labels_do_not_overlap():
             if text:
                 dx, dy = offset[pos]
                 shown.append((x / sx + dx, y / sy + dy, text))
-    # the second trace repeats the first on the same spots: none of its labels is shown
+    # the second trace repeats the first on the same spots, or close by: none of its
+    # labels is shown
     assert [v for v in traces[1]["text"] if v] == []
     # d0=4 and d0=8 (same time, 0.005 apart) both show, on different sides
     assert sorted(s[2] for s in shown) == ["d0=16", "d0=32", "d0=4", "d0=8"]
