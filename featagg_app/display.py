@@ -71,6 +71,11 @@ def page_of(df: pd.DataFrame, page: int, rows: int = PAGE_ROWS) -> pd.DataFrame:
     return df.iloc[(page - 1) * rows: page * rows]
 
 
+#: a count column (points, nodes, rows, training examples) with the browser's thousands
+#: separator ("29,170", as the metric cards), for ``column_config``; ids keep plain digits
+COUNT = st.column_config.NumberColumn(format="localized")
+
+
 def table(df: pd.DataFrame, key: str, container=None, rows: int = PAGE_ROWS,
           what: str = "rows", **kwargs) -> None:
     """``st.dataframe(df)`` a page of ``rows`` rows at a time: a table longer than that

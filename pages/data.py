@@ -34,8 +34,7 @@ with st.expander("How to read this page", expanded=False):
 #: shares in percent with two decimals on every row: Streamlit's "percent" format drops
 #: trailing zeros, so one column read 14.34%, 7.4%, 6.07%
 PERCENT_2 = st.column_config.NumberColumn(format="%.2f %%")
-#: counts with the browser's thousands separator (29,170 rather than 29170), as the cards
-COUNT = st.column_config.NumberColumn(format="localized")
+COUNT = display.COUNT
 
 
 def _in_percent(frame, column):

@@ -297,7 +297,8 @@ cluster = i1.number_input("Cluster", 0, K - 1, default_c, step=1,
 k1, k2 = st.columns([3, 2])
 k1.markdown(f"**Features of cluster {int(cluster)}** (points of the training rows)")
 display.table(dv.cluster_table(model, int(cluster), feature_names=names, counts=counts),
-              f"fa_cluster_table_{int(cluster)}", k1, what="features", hide_index=True)
+              f"fa_cluster_table_{int(cluster)}", k1, what="features", hide_index=True,
+              column_config={"points": display.COUNT})
 k2.markdown("**Labels it occurs with most** (training rows)")
 k2.dataframe(dv.cluster_top_labels(model, int(cluster), data.X, data.Y, data.label_names,
                                    rows=split.train),

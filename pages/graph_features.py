@@ -203,7 +203,8 @@ if notes:
     st.warning(notes)
 t1, t2 = st.columns([3, 2])
 table = bv.top_features_table(model, idx, data.feature_names, train.X)
-t1.dataframe(table, hide_index=True, width="stretch", height=360)
+t1.dataframe(table, hide_index=True, width="stretch", height=360,
+             column_config={"nodes with it": display.COUNT})
 display.plotly_chart(bv.weights_figure(model), t2)
 
 # ------------------------------------------------------------------ comparison

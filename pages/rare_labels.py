@@ -207,7 +207,8 @@ with tab_r:
                               data.label_names, k=5, max_rows=12)
         if len(ex):
             ex.insert(0, "row", pred.rows[ex["test point"].to_numpy()])
-            st.dataframe(ex.drop(columns=["test point"]), width="stretch", hide_index=True)
+            st.dataframe(ex.drop(columns=["test point"]), width="stretch", hide_index=True,
+                         column_config={"train examples": display.COUNT})
             st.caption("Correct labels in REFRAG's top 5 that the classifier's top 5 missed, "
                        "rarest first.")
         else:

@@ -127,3 +127,11 @@ def ok(at) -> None:
 
 def runs(at) -> list:
     return list(at.session_state["featagg.runs"]) if "featagg.runs" in at.session_state else []
+
+
+def column_formats(df_element) -> dict:
+    """{column: number format} of one shown dataframe, as its page configured it."""
+    import json
+
+    cols = json.loads(df_element.proto.columns or "{}")
+    return {name: (cfg.get("type_config") or {}).get("format") for name, cfg in cols.items()}

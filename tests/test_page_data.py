@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from featagg_app import charts
 from featagg_app import data_view as dv
 from featagg_core.data import CategoricalData, GraphData, MultiLabelData
+from page_util import column_formats
 
 
 
@@ -221,14 +222,6 @@ def test_page_table_vocabulary_and_top_values(app_for):
     assert shown["positive rate"].tolist() == pytest.approx([50.0, 50.0])   # 2/4, 1/2
 
 
-def _formats(df_element):
-    """{column: number format} of one shown dataframe, as the page configured it."""
-    import json
-
-    cols = json.loads(df_element.proto.columns or "{}")
-    return {name: (cfg.get("type_config") or {}).get("format") for name, cfg in cols.items()}
-
-
 def test_every_count_column_shows_thousands_separators(app_for):
     """Counts in the tables (points, nodes, rows) use the browser's thousands separator,
     as the cards above them do ("29,170", not "29170"); shares keep two decimals."""
@@ -247,5 +240,5 @@ def test_every_count_column_shows_thousands_separators(app_for):
         _ok(at)
         assert at.dataframe, data.name
         for element in at.dataframe:
-            shown = _formats(element)
+            shown = column_formats(element)
             assert {c: shown.get(c) for c in want} == want, (data.name, shown)

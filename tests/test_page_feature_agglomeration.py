@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from page_util import click, ok, runs
+from page_util import click, column_formats, ok, runs
 from featagg_app import defrag_view as dv
 from featagg_core.defrag import Defrag
 
@@ -145,6 +145,9 @@ def test_page_runs_on_default_sample_and_keeps_the_model(app_for):
     tables = [df.value for df in at.dataframe]
     assert any(str(bib.feature_names[j]) in t.get("name", pd.Series([])).tolist()
                for t in tables)
+    # its point counts show thousands separators, as the cards
+    inspector = next(df for df in at.dataframe if "points" in df.value.columns)
+    assert column_formats(inspector)["points"] == "localized"
 
 
 def test_page_x_representation_small_d0_and_drill_down(app_for):

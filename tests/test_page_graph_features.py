@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from page_util import click, runs, settle
+from page_util import click, column_formats, runs, settle
 from featagg_app import bmgufs_view as bv
 from featagg_core.bmgufs import BMGUFS
 
@@ -136,6 +136,8 @@ def test_page_runs_on_the_default_sample_and_switches_candidate(app_for):
     assert cards["RRE of the block model"].startswith("0.99")
     assert int(cards["Non-zero weights (of 1,433)"].replace(",", "")) <= 1433
     assert len(at.dataframe) >= 2                      # candidates + top features
+    top = next(df for df in at.dataframe if "nodes with it" in df.value.columns)
+    assert column_formats(top)["nodes with it"] == "localized"   # thousands separators
     run = runs(at)[-1]
     assert run.name.startswith("BMGUFS") and "ACC" in run.metrics["test"]
     model = run.pipeline.selector

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from naive import dense_top
-from page_util import click, ok, runs
+from page_util import click, column_formats, ok, runs
 from featagg_app import rare_labels_view as rv
 from featagg_core import metrics as M
 
@@ -186,6 +186,9 @@ def test_page_uses_the_picked_run_and_matches_the_library(app_for):
     S = base.pipeline.predict_scores(data.X_test, k=100)
     R = Refrag().fit(data.X, data.Y, clus).rerank(data.X_test, S, k=5)
     df = at.dataframe[0].value
+    # the rare labels REFRAG found: training counts with thousands separators
+    found = [d for d in at.dataframe if "train examples" in d.value.columns]
+    assert len(found) == 1 and column_formats(found[0])["train examples"] == "localized"
     np.testing.assert_allclose(df.loc["REFRAG", "P@5"],
                                M.precision_at_k(data.Y_test, R, 5) * 100)
     np.testing.assert_allclose(df.loc["classifier", "coverage@5"],
