@@ -51,7 +51,9 @@ with st.expander("How it works", expanded=False):
         "**FIAT (imputation).** When a point has lost features (a short query, a truncated "
         "document), FIAT fills them in from C^F: a missing feature gets the average value of "
         "the observed features of its cluster, weighted by how similar their columns are "
-        "(cosine), and scaled by the **mix** weight. Observed features are never changed. "
+        "(cosine), and scaled by the **mix** weight (0.25 to begin with: an imputed value "
+        "is a guess; data with few features per point may want more). Observed features "
+        "are never changed, and a point that lost nothing gains nothing from FIAT. "
         "The erasure experiment removes a fraction of every test point's features at random "
         "and compares the classifier's precision with and without FIAT.")
 
@@ -257,7 +259,7 @@ with tab_f:
     f1, f2, f3 = st.columns(3)
     p = f1.select_slider("fraction of features erased", options=list(DEFAULT_FRACTIONS),
                          value=0.5, key="rl_p")
-    mix = f2.slider("mix — weight of imputed values", 0.0, 1.0, 0.5, 0.05, key="rl_mix")
+    mix = f2.slider("mix — weight of imputed values", 0.0, 1.0, 0.25, 0.05, key="rl_mix")
     fnorm = f3.selectbox("C^F normalisation", ["cosine", "conditional", "row", "none"],
                          key="rl_fnorm")
     try:

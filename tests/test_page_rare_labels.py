@@ -147,7 +147,7 @@ def test_page_never_trains_unasked_then_alpha_one_is_the_classifier(app_for):
     assert "coverage@5 with REFRAG" in labels and "P@1 erased + FIAT" in labels
     names = [r.name for r in runs(at)]
     assert any(n.endswith("+ REFRAG tuned") for n in names), names
-    assert any("FIAT mix=0.5" in n for n in names)
+    assert any("FIAT mix=0.25" in n for n in names)
     assert any("REFRAG tuned on" in s.value for s in at.success)
     assert len(at.get("download_button")) == 2
     n_runs = len(runs(at))
