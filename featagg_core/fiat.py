@@ -294,12 +294,13 @@ class Fiat(BaseEstimator):
         1 = restore perfectly correlated features exactly). An imputed feature is a
         guess, so it gets less weight than an observed one. 0.25 is the best single value
         of {0.1, 0.25, 0.5, 1} measured on 80/20 validation splits of the training rows
-        (KTXMLC defaults, DEFRAG d0 = 8, half of each validation row's features erased),
-        summed over Bibtex, Delicious and Corel16k: P@1 gain over no imputation +0.9 /
-        +1.0 / +1.1 points, against +0.2 / -0.7 / +2.9 at 0.5 and -2.4 / -4.0 / +3.9 at
-        1. The best value depends on the data (Corel16k's few features per row want more
-        imputation), and imputing rows that lost nothing costs P@1 (-0.6 / -1.7 / +1.1
-        at 0.25), so FIAT is for rows known to have lost features.
+        (KTXMLC defaults, DEFRAG d0 = 8, half of each validation row's features erased;
+        ``benchmarks/refrag_fiat_bench.py --fiat-mix``), summed over Bibtex, Delicious and
+        Corel16k: P@1 gain over no imputation +0.9 / +1.0 / +0.9 points, against
+        +0.2 / -0.7 / +1.1 at 0.5 and -2.4 / -4.0 / +1.4 at 1. The best value depends on
+        the data (Corel16k's 8 features per row want more imputation), and imputing rows
+        that lost nothing costs P@1 (-0.6 / -1.7 / +1.2 at 0.25), so FIAT is for rows
+        known to have lost features.
     min_weight : float, default 0.0
         Drop off-diagonal operator entries below this weight (prunes weak pairs).
 
