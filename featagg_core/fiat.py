@@ -299,8 +299,8 @@ class Fiat(BaseEstimator):
         Corel16k: P@1 gain over no imputation +0.9 / +1.0 / +0.9 points, against
         +0.2 / -0.7 / +1.1 at 0.5 and -2.4 / -4.0 / +1.4 at 1. The best value depends on
         the data (Corel16k's 8 features per row want more imputation), and imputing rows
-        that lost nothing costs P@1 (-0.6 / -1.7 / +1.2 at 0.25), so FIAT is for rows
-        known to have lost features.
+        that lost nothing changes P@1 by -0.6 / -1.7 / +1.2 at 0.25, so on most data FIAT
+        is for rows known to have lost features.
     min_weight : float, default 0.0
         Drop off-diagonal operator entries below this weight (prunes weak pairs).
 

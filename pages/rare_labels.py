@@ -53,7 +53,8 @@ with st.expander("How it works", expanded=False):
         "the observed features of its cluster, weighted by how similar their columns are "
         "(cosine), and scaled by the **mix** weight (0.25 to begin with: an imputed value "
         "is a guess; data with few features per point may want more). Observed features "
-        "are never changed, and a point that lost nothing gains nothing from FIAT. "
+        "are never changed. On a point that lost nothing FIAT only guesses features it never "
+        "had, which usually costs a little precision: use it where features are missing. "
         "The erasure experiment removes a fraction of every test point's features at random "
         "and compares the classifier's precision with and without FIAT.")
 

@@ -177,5 +177,5 @@ def test_a_plain_scipy_npz_is_refused_in_the_users_terms():
         load_dataset(f)
     text = str(ei.value)
     assert text.startswith("matrix.npz") and "not a featagg dataset file" in text
-    assert "text formats" in text
+    assert "other formats listed" in text
     assert not re.search(r"save_npz|\w+\(\)|_\w+_", text), text

@@ -176,7 +176,7 @@ def _npz_to_container(z: dict, name: str):
         raise DatasetError("this .npz is not a featagg dataset file (it has no 'kind' entry; "
                            "those files come from featagg's own Python data writer). A plain "
                            "numpy or scipy .npz is not read: save the data in one of the "
-                           "text formats listed for this kind of data instead",
+                           "other formats listed for this kind of data instead",
                            path=name, field="kind")
     meta = dict(name=_npz_str(z, "name", name), source=_npz_str(z, "source", name))
     if kind == "multilabel":
