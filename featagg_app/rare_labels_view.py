@@ -130,9 +130,13 @@ def erasure_figure(curve: pd.DataFrame, ks=KS) -> go.Figure:
         fig.add_trace(go.Scatter(x=curve["fraction"], y=curve[f"P@{k} FIAT"] * 100,
                                  mode="lines+markers", name=f"P@{k} erased + FIAT",
                                  line=dict(color=c), marker=dict(color=c, symbol="diamond")))
-    return charts.style(fig, "Precision as features are erased, with and without FIAT", 420,
-                        xlabel="fraction of each point's features erased",
-                        ylabel="precision (%)")
+    fig = charts.style(fig, "Precision as features are erased, with and without FIAT", 460,
+                       xlabel="fraction of each point's features erased",
+                       ylabel="precision (%)")
+    # six entries: above the plot they ran into the title, so they go under the x axis
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left",
+                                  x=0.0), margin=dict(b=40))
+    return fig
 
 
 def imputation_example(x_orig, x_erased, x_imputed, clusters, feature_names=None,

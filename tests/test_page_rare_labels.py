@@ -98,7 +98,12 @@ def test_metrics_table_and_figures():
     assert len(fig.data) == 2 and list(fig.data[0].y) == [50, 48, 30]
     curve = pd.DataFrame({"fraction": [0, 0.5], **{f"P@{k}": [0.5, 0.4] for k in rv.KS},
                           **{f"P@{k} FIAT": [0.5, 0.45] for k in rv.KS}})
-    assert len(rv.erasure_figure(curve).data) == 6
+    erasure = rv.erasure_figure(curve)
+    assert len(erasure.data) == 6
+    # P@k in percent, and six legend entries under the x axis (above, they ran into the
+    # title)
+    assert list(erasure.data[1].y) == [50.0, 45.0]
+    assert erasure.layout.legend.y < 0 and erasure.layout.legend.yanchor == "top"
 
 
 # ---------------------------------------------------------------------------
