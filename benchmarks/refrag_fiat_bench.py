@@ -31,7 +31,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from _common import md_header, md_row, shared_data  # noqa: E402
+from _common import md_header, md_row, md_table, shared_data  # noqa: E402
 
 DATA = shared_data()
 REAL = {
@@ -439,9 +439,8 @@ def fiat_mix_mode(args):
              f"{numba.get_num_threads()} numba threads.", "",
              fiat_mix_mode.__doc__.replace("\n    ", " ").strip(), "",
              "P@1 on the validation rows: erased → erased + FIAT (gain), in %.", "",
-             md_row(["data set", "train / validation rows", "mix"]
-                    + [f"p = {p:g}" for p in MIX_FRACTIONS]),
-             md_row(["---"] * (3 + len(MIX_FRACTIONS)))] + [md_row(r) for r in rows]
+             *md_table(["data set", "train / validation rows", "mix"]
+                       + [f"p = {p:g}" for p in MIX_FRACTIONS], rows)]
     lines += ["", "## Choice", "",
               "Sum over the sets of the P@1 gain at p = 0.5: "
               + ", ".join(f"mix {m:g}: {g:+.2f}" for m, g in gain.items())

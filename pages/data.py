@@ -34,7 +34,6 @@ with st.expander("How to read this page", expanded=False):
 #: shares in percent with two decimals on every row: Streamlit's "percent" format drops
 #: trailing zeros, so one column read 14.34%, 7.4%, 6.07%
 PERCENT_2 = st.column_config.NumberColumn(format="%.2f %%")
-COUNT = display.COUNT
 
 
 def _in_percent(frame, column):
@@ -116,7 +115,7 @@ def _multilabel_page():
     display.plotly_chart(v["lpp_fig"], c1)
     display.plotly_chart(v["fpp_fig"], c2)
     c1, c2 = st.columns(2)
-    pct = {"share of points": PERCENT_2, "points": COUNT}
+    pct = {"share of points": PERCENT_2, "points": display.COUNT}
     c1.markdown("**Most frequent labels**")
     display.table(v["top_labels"], "data_top_labels", c1, rows=15, what="labels",
                   hide_index=True, column_config=pct)
@@ -152,7 +151,7 @@ def _graph_page():
         c2.markdown("**Most frequent features**")
         display.table(v["top_features"], "data_graph_top_features", c2, rows=15,
                       what="features", hide_index=True,
-                      column_config={"share of nodes": PERCENT_2, "nodes": COUNT})
+                      column_config={"share of nodes": PERCENT_2, "nodes": display.COUNT})
 
 
 def _table_page():
@@ -172,7 +171,7 @@ def _table_page():
     if cols:
         col = st.selectbox("Top values of column", cols, key="data_top_values_column")
         st.dataframe(_table_top_values(fp, col, data), hide_index=True, width="stretch",
-                     column_config={"rows": COUNT, "positive rate":
+                     column_config={"rows": display.COUNT, "positive rate":
                                     st.column_config.NumberColumn(format="%.1f %%")})
 
 
