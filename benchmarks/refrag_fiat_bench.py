@@ -34,6 +34,8 @@ sys.path.insert(0, ROOT)
 from _common import md_header, md_row, md_table, shared_data  # noqa: E402
 
 DATA = shared_data()
+#: the plain run's sets; --tune and --fiat-mix use their own unless --datasets names others
+DEFAULT_SETS = "bibtex,delicious,synthetic"
 REAL = {
     "bibtex": os.path.join(DATA, "bibtex", "xc_repo_split"),
     "delicious": os.path.join(DATA, "delicious", "xc_format"),
@@ -406,8 +408,7 @@ def fiat_mix_mode(args):
     from featagg_core.defrag import Defrag
     from featagg_core.fiat import Fiat, erasure_curve
     from featagg_core.ktxmlc import KTXMLC
-    sets = args.datasets.split(",") if args.datasets != "bibtex,delicious,synthetic" \
-        else list(MIX_SETS)
+    sets = [s.strip() for s in args.datasets.split(",") if s.strip()]
     notes, rows, gain = [], [], {m: 0.0 for m in MIXES}
     t_all = time.perf_counter()
     for name in sets:
@@ -466,18 +467,17 @@ def main(argv=None):
                     help="FIAT's mix swept on validation rows of the training rows "
                          "(writes benchmarks/results/fiat_mix.md)")
     ap.add_argument("--quick", action="store_true", help="small smoke run")
-    ap.add_argument("--datasets", default="bibtex,delicious,synthetic")
+    ap.add_argument("--datasets", default=DEFAULT_SETS)
     ap.add_argument("--no-onevsall", dest="onevsall", action="store_false",
                     help="skip the one-vs-all base")
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results",
                                                   "refrag_fiat.md"))
     args = ap.parse_args(argv)
-    if args.fiat_mix:
-        return fiat_mix_mode(args)
-    if args.tune:
-        if args.datasets == "bibtex,delicious,synthetic":
-            args.datasets = ",".join(TUNE_SETS)
-        return tune_mode(args)
+    if args.fiat_mix or args.tune:
+        # each mode has its own sets unless --datasets names others
+        if args.datasets == DEFAULT_SETS:
+            args.datasets = ",".join(MIX_SETS if args.fiat_mix else TUNE_SETS)
+        return fiat_mix_mode(args) if args.fiat_mix else tune_mode(args)
     import numba
 
     from featagg_core import fiat, refrag
