@@ -6,6 +6,7 @@ Usage::
         [--datasets bibtex,delicious,corel16k,yeast,scene,syn1e5,syn1e6]
         [--methods ...] [--seeds 0,1,2] [--large-seeds 0] [--cache /tmp/xmlc_bench_data]
         [--runs benchmarks/results/xmlc_runs.json] [--table-only]
+    nice -n 10 .venv/bin/python benchmarks/xmlc_bench.py --resplit 10   # Corel16k, 10 splits
 
 Data (read-only ``../shared/data``; a missing set is skipped and the output says so):
 Bibtex (XC-repo/DEFRAG split), Delicious (MULAN split), Yeast and Scene (MULAN dense
@@ -34,15 +35,25 @@ raw KTXMLC when it chooses None; the choice's own cost is reported separately),
 ``ktxmlc_d8`` (Defrag(d0=8) + KTXMLC, the DEFRAG paper's setting, for reference),
 ``onevsall`` (sets with <= 1000 labels), ``ktxmlc_trees`` (three trees even where
 ``KTXMLC``'s ``one_vs_all="auto"`` trains one flat tree), ``ktxmlc_t1`` (one tree),
-the four peers, ``cancel_probe`` (how long ``KTXMLC.fit`` takes to stop once a cancel
-event is set at several points of a fit) and ``refrag_probe`` (the size of REFRAG's
-label prototypes, pruned or not).
+``ktxmlc_trees_c035`` (three trees at C = 0.35, for ``--resplit``), the four peers,
+``cancel_probe`` (how long ``KTXMLC.fit`` takes to stop once a cancel event is set at
+several points of a fit) and ``refrag_probe`` (the size of REFRAG's label prototypes,
+pruned or not).
+
+``--resplit N`` asks whether a gap on a randomly split set is the split's luck: it draws N
+random 80/20 splits of each set in ``RANDOM_SPLIT`` (split seed s = ``default_rng(s)``;
+split 0 is the main table's), runs ``RESPLIT_METHODS`` with every model seed on each, and
+writes ``results/xmlc_resplit.md`` (runs in ``results/xmlc_resplit_runs.json``): per split,
+each method against the best peer of that split, then over the splits the mean and
+standard deviation of the difference and on how many splits it is ahead.
 
 Accuracy is computed here, in one place, from each worker's top-5 predictions with
 :mod:`featagg_core.metrics` (propensities from the training labels, A=0.55, B=1.5).
 Results go to ``--runs`` (JSON, one record per run: rerunning a (method, set, seed)
-replaces it) and the tables with ratios against the best peer of the same run to
-``benchmarks/results/xmlc.md``.
+replaces it), each set's description (shape, split) to ``results/xmlc_sets.json``, so that
+``--table-only`` rebuilds the same tables on a machine without the data cache, and the
+tables with ratios against the best peer of the same run to ``benchmarks/results/xmlc.md``
+(its notes section is ``results/xmlc_notes.md``, appended as it is).
 """
 from __future__ import annotations
 
@@ -74,13 +85,23 @@ OURS = ("ktxmlc", "ktxmlc_trees", "ktxmlc_t1", "ktxmlc_defrag", "ktxmlc_d8", "on
 #: ``ktxmlc_trees`` always keeps its three trees (``one_vs_all="never"``, the defaults
 #: before the flat-tree rule), ``ktxmlc_t1`` one tree, never flat
 VARIANTS = {"ktxmlc_trees": {"one_vs_all": "never"},
-            "ktxmlc_t1": {"n_trees": 1, "one_vs_all": "never"}}
+            "ktxmlc_t1": {"n_trees": 1, "one_vs_all": "never"},
+            "ktxmlc_trees_c035": {"one_vs_all": "never", "C": 0.35}}
 PEERS = ("pecos_xrlinear", "omikuji_parabel", "omikuji_bonsai", "napkinxc_plt")
 REAL = ("bibtex", "delicious", "corel16k", "yeast", "scene")
 SYNTH = {"syn5e4": (50000, 50000, 5000), "syn1e5": (100000, 100000, 10000),
          "syn1e6": (1000000, 100000, 10000)}
 LARGE = ("syn1e5", "syn1e6")
+#: sets without a published split (one seeded random 80/20 split), which ``--resplit`` redraws
+RANDOM_SPLIT = ("corel16k",)
+RESPLIT_METHODS = ("ktxmlc", "ktxmlc_trees", "ktxmlc_trees_c035") + PEERS
 K = 5
+
+
+def _split_name(name):
+    """("corel16k", 3) for "corel16k@3": a set and the seed of its random split (0 if none)."""
+    base, _, seed = name.partition("@")
+    return base, int(seed) if seed else 0
 
 
 # ----------------------------------------------------------------------------- data
@@ -102,6 +123,7 @@ def _load_raw(name):
     """(Xtr, Ytr, Xte, Yte, description) of a data set, or raise FileNotFoundError."""
     from featagg_core.data import load_arff, load_xc
 
+    name, split_seed = _split_name(name)
     if name in SYNTH:
         from featagg_core.synthetic import make_powerlaw_multilabel
         n, d, L = SYNTH[name]
@@ -121,11 +143,11 @@ def _load_raw(name):
     if name == "corel16k":
         a = load_arff(paths[0], xml=paths[1])
         n = a.X.shape[0]
-        perm = np.random.default_rng(0).permutation(n)
+        perm = np.random.default_rng(split_seed).permutation(n)
         nt = int(min(max(round(0.2 * n), 1), n - 1))
         te, tr = np.sort(perm[:nt]), np.sort(perm[nt:])
         return (a.X[tr], a.Y[tr], a.X[te], a.Y[te],
-                "corel16k/Corel16k001-test.arff, random 80/20 split (seed 0)")
+                f"corel16k/Corel16k001-test.arff, random 80/20 split (seed {split_seed})")
     tr, te = load_arff(paths[0], xml=paths[2]), load_arff(paths[1], xml=paths[2])
     return tr.X, tr.Y, te.X, te.Y, f"{name}/ MULAN train/test ARFFs (dense)"
 
@@ -602,6 +624,69 @@ def table(records, datasets, notes, infos):
     return "\n".join(out) + "\n"
 
 
+def resplit_table(records, sets, notes):
+    """``--resplit``'s report: every split against its own best peer, then over the splits."""
+    metrics_ = ("P@1", "P@5", "PSP@5")
+    ours = [m for m in RESPLIT_METHODS if m not in PEERS]
+    out = ["# XMLC benchmark on redrawn random splits\n"] + notes
+    for base in sets:
+        splits = sorted({_split_name(r["dataset"])[1] for r in records
+                         if _split_name(r["dataset"])[0] == base})
+        per = {}  # split -> {method: {col: (mean, min, max)}}
+        for sp_ in splits:
+            ds = f"{base}@{sp_}"
+            per[sp_] = {m: _agg([r for r in records if r["dataset"] == ds
+                                 and r["method"] == m and "error" not in r])
+                        for m in RESPLIT_METHODS}
+            per[sp_] = {m: a for m, a in per[sp_].items() if a}
+        splits = [sp_ for sp_ in splits if any(m in per[sp_] for m in PEERS)
+                  and any(m in per[sp_] for m in ours)]
+        if not splits:
+            continue
+        out.append(f"\n## {base}: {len(splits)} random 80/20 splits\n")
+        out.append("Each cell: the mean over model seeds on that split's test rows. 'best "
+                   "peer' is the best of the peers on that split and metric (its name "
+                   "abbreviated).\n")
+        cols = []
+        for c in metrics_:
+            cols += [f"{c} best peer"] + [f"{c} {m}" for m in ours]
+        out.append("| split | " + " | ".join(cols) + " |")
+        out.append("|---" * (len(cols) + 1) + "|")
+        best = {}  # (split, metric) -> (peer, value)
+        for sp_ in splits:
+            cells = []
+            for c in metrics_:
+                peers = {m: per[sp_][m][c][0] for m in PEERS if m in per[sp_]}
+                bp = max(peers, key=peers.get)
+                best[sp_, c] = (bp, peers[bp])
+                cells.append(f"{peers[bp]:.2f} ({bp.replace('omikuji_', '').split('_')[0]})")
+                cells += [f"{per[sp_][m][c][0]:.2f}" if m in per[sp_] else "—" for m in ours]
+            out.append(f"| {sp_} | " + " | ".join(cells) + " |")
+        out.append("\nOver the splits: mean (sd) of each method; for ours, the difference "
+                   "to the split's best peer, mean (sd), and on how many splits it is at "
+                   "least that peer; for a peer, on how many splits it is the best peer.\n")
+        out.append("| method | " + " | ".join(f"{c} | {c} vs best peer | {c} splits"
+                                              for c in metrics_) + " |")
+        out.append("|---" * (3 * len(metrics_) + 1) + "|")
+        for m in RESPLIT_METHODS:
+            have = [sp_ for sp_ in splits if m in per[sp_]]
+            if not have:
+                continue
+            cells = []
+            for c in metrics_:
+                v = np.array([per[sp_][m][c][0] for sp_ in have])
+                cells.append(f"{v.mean():.2f} ({v.std(ddof=1) if len(v) > 1 else 0:.2f})")
+                if m in PEERS:
+                    n_best = sum(best[sp_, c][0] == m for sp_ in have)
+                    cells += ["—", f"best on {n_best}/{len(have)}"]
+                else:
+                    d = v - np.array([best[sp_, c][1] for sp_ in have])
+                    cells += [f"{d.mean():+.2f} ({d.std(ddof=1) if len(d) > 1 else 0:.2f})",
+                              f"{int((d >= -1e-9).sum())}/{len(d)}"]
+            out.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
 # ----------------------------------------------------------------------------- main
 def _load_runs(path):
     if path and os.path.exists(path):
@@ -632,6 +717,9 @@ def main():
     ap.add_argument("--runs", default=os.path.join(ROOT, "benchmarks", "results", "xmlc_runs.json"))
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "xmlc.md"))
     ap.add_argument("--table-only", action="store_true", help="rebuild the table from --runs")
+    ap.add_argument("--resplit", type=int, default=0, metavar="N",
+                    help="redraw N random splits of the randomly split sets (corel16k) and "
+                         "write results/xmlc_resplit.md instead of the main table")
     ap.add_argument("--worker", nargs=3, metavar=("METHOD", "DATA", "OUT"), help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -644,6 +732,16 @@ def main():
     large_seeds = [int(s) for s in (args.large_seeds or args.seeds).split(",")]
     if args.quick:
         datasets, methods, seeds = ["bibtex"], ["ktxmlc", "pecos_xrlinear"], [0]
+    if args.resplit:
+        resplit_sets = [d for d in datasets if d in RANDOM_SPLIT] or list(RANDOM_SPLIT)
+        datasets = [f"{d}@{s}" for d in resplit_sets for s in range(args.resplit)]
+        if args.methods == ap.get_default("methods"):
+            methods = list(RESPLIT_METHODS)
+        res_dir = os.path.join(ROOT, "benchmarks", "results")
+        if args.runs == ap.get_default("runs"):
+            args.runs = os.path.join(res_dir, "xmlc_resplit_runs.json")
+        if args.out == ap.get_default("out"):
+            args.out = os.path.join(res_dir, "xmlc_resplit.md")
     records = [] if args.quick else _load_runs(args.runs)
     if args.table_only:
         datasets, methods = [], []
@@ -705,11 +803,25 @@ def main():
     if args.quick:
         print(table(records, datasets, notes, infos))
         return
+    if args.resplit:
+        md = resplit_table(records, resplit_sets, notes)
+        with open(args.out, "w") as f:
+            f.write(md)
+        print(md)
+        return
+    # each set's description line comes from this run, the data cache, or, on a machine
+    # without the cache (a --table-only rebuild), the descriptions saved with the runs
+    stem = os.path.splitext(args.runs)[0]
+    sets_path = (stem[:-len("_runs")] if stem.endswith("_runs") else stem) + "_sets.json"
+    saved = _load_runs(sets_path) or {}
     for ds in set(r["dataset"] for r in records) - set(infos):
         meta = os.path.join(args.cache, f"{ds}.npz.json")
         if os.path.exists(meta):
             with open(meta) as f:
                 infos[ds] = json.load(f)
+        elif ds in saved:
+            infos[ds] = saved[ds]
+    _save_runs(sets_path, {**saved, **infos})
     order = [d for d in list(REAL) + ["syn5e4"] + list(LARGE)
              if any(r["dataset"] == d for r in records)]
     md = table(records, order, notes, infos)
