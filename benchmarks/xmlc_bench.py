@@ -745,17 +745,24 @@ def main():
     records = [] if args.quick else _load_runs(args.runs)
     if args.table_only:
         datasets, methods = [], []
-    notes = [f"Last run: `{' '.join(sys.argv)}` on {os.cpu_count()} CPU(s), {args.threads} "
-             f"thread(s) for every method, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-             f"load average at start {os.getloadavg()[0]:.1f}. Accuracy in %, mean over seeds "
-             "with (min–max) when they differ; train_cpu_s = CPU seconds (user+sys, all "
-             "threads) of the training call, less sensitive than wall time to other jobs on "
-             "the shared machine; predict_ms = wall milliseconds per test point (omikuji: one "
-             "`predict` call per point from Python), predict_cpu_ms = CPU milliseconds per "
-             "point (all threads); model_mb = arrays needed to predict "
-             "(ours) / saved model directory (peers); peak_mb = VmHWM of the method's own "
-             "process, data included. Seeds: random_state of KTXMLC, PECOS's and napkinXC's "
-             "seed; omikuji has none (a fresh run per seed)."]
+    started = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    last_run = (f"Last run: `{' '.join(sys.argv)}` on {os.cpu_count()} CPU(s), {args.threads} "
+                f"thread(s) for every method, {started}, "
+                f"load average at start {os.getloadavg()[0]:.1f}.")
+    seeds_legend = ("Seeds: random_state of KTXMLC, PECOS's and napkinXC's seed; omikuji has "
+                    "none (a fresh run per seed).")
+    if args.resplit:
+        # only accuracy is compared across splits: the cost columns' legend does not apply
+        notes = [f"{last_run} Accuracy in % of each split's test rows. {seeds_legend}"]
+    else:
+        notes = [f"{last_run} Accuracy in %, mean over seeds "
+                 "with (min–max) when they differ; train_cpu_s = CPU seconds (user+sys, all "
+                 "threads) of the training call, less sensitive than wall time to other jobs on "
+                 "the shared machine; predict_ms = wall milliseconds per test point (omikuji: one "
+                 "`predict` call per point from Python), predict_cpu_ms = CPU milliseconds per "
+                 "point (all threads); model_mb = arrays needed to predict "
+                 "(ours) / saved model directory (peers); peak_mb = VmHWM of the method's own "
+                 f"process, data included. {seeds_legend}"]
     peer_py = ensure_peer_venv() if any(m in PEERS for m in methods) else None
     infos = {}
     workdir = tempfile.mkdtemp(prefix="xmlc_bench_")
@@ -804,11 +811,7 @@ def main():
         print(table(records, datasets, notes, infos))
         return
     if args.resplit:
-        # only accuracy is compared across splits: the cost columns' legend does not apply
-        head = notes[0].split(" Accuracy in %")[0]
-        md = resplit_table(records, resplit_sets, [
-            head + " Accuracy in % of each split's test rows. Seeds: random_state of KTXMLC, "
-            "PECOS's and napkinXC's seed; omikuji has none (a fresh run per seed)."] + notes[1:])
+        md = resplit_table(records, resplit_sets, notes)
         with open(args.out, "w") as f:
             f.write(md)
         print(md)
