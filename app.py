@@ -1,5 +1,5 @@
 """featagg dashboard entry point: ``streamlit run app.py`` (or ``bash scripts/dashboard.sh``,
-which starts it through ``featagg_app.serve`` with the kernels compiled before serving).
+which starts it through ``featagg_app.server.serve`` with the kernels compiled before serving).
 
 Runs on every script run of every session: page config, the server's background kernel
 compilation and session reaper (started once per server process; skipped when the
@@ -23,7 +23,10 @@ if sys.getswitchinterval() > 0.001:
 st.set_page_config(page_title="featagg", page_icon="🧮", layout="wide",
                    initial_sidebar_state="expanded")
 
-from featagg_app import home, jobs, reaper, session, sidebar  # noqa: E402
+from featagg_app.views import home
+from featagg_app.server import jobs, reaper
+from featagg_app import state as session
+from featagg_app.intake import sidebar  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 
@@ -42,9 +45,9 @@ PAGES = [
 
 
 def main() -> None:
-    # the server's background compilation of the numba kernels (featagg_app/warmup.py:
+    # the server's background compilation of the numba kernels (featagg_app/server/warmup.py:
     # child processes fill numba's cache in the order pages need it, jobs wait for the
-    # kernels they need) and its session reaper (featagg_app/reaper.py: a closed or idle
+    # kernels they need) and its session reaper (featagg_app/server/reaper.py: a closed or idle
     # session's runs are freed). FEATAGG_WARMUP=0 (in-process AppTest runs): neither.
     if jobs.kernel_warmup_enabled():
         jobs.kernels()

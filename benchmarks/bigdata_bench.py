@@ -9,12 +9,12 @@ folder, timed page by page through the browser.
 
 What it does, in one run:
 
-1. makes ``featagg_core.synthetic.make_powerlaw_multilabel(n, d, L)`` and writes it with
+1. makes ``featagg_core.data.synthetic.make_powerlaw_multilabel(n, d, L)`` and writes it with
    ``save_xc`` into the data folder (``--data-dir``, default ``/tmp/featagg_bigdata``;
    kept between runs, rewritten when the sizes change; never committed);
-2. fills the server's numba cache (``python -m featagg_app.warmup`` in the server's
+2. fills the server's numba cache (``python -m featagg_app.server.warmup`` in the server's
    environment, niced, timed apart: what a server that has run once already has), starts
-   the dashboard as ``scripts/dashboard.sh`` does (``python -m featagg_app.serve``) with
+   the dashboard as ``scripts/dashboard.sh`` does (``python -m featagg_app.server.serve``) with
    ``FEATAGG_DATA_DIR`` on localhost, waits until its kernel loader says every group is
    ready, and drives it in headless Debian chromium (playwright). ``--cold-kernels``
    empties that cache instead: a fresh install, whose first server compiles every kernel
@@ -62,7 +62,7 @@ FULL = (1_000_000, 100_000, 10_000)
 QUICK = (100_000, 10_000, 1_000)
 TIMEOUT_MS = 30 * 60 * 1000
 
-#: counts the marks of every plotly figure in the main area (as featagg_app.charts.mark_count)
+#: counts the marks of every plotly figure in the main area (as featagg_app.views.charts.mark_count)
 _MARKS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
   .map(el => {
     const title = (el.layout && el.layout.title && (el.layout.title.text || el.layout.title)) || '';
@@ -99,7 +99,7 @@ def browser_cpu(exclude: int) -> float:
 def make_data(folder: Path, n: int, d: int, L: int) -> Path:
     """The synthetic set as XC text in ``folder`` (reused when its sizes match)."""
     from featagg_core.data import save_xc
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"powerlaw_{n}x{d}x{L}.txt"
     if path.exists():
@@ -116,7 +116,7 @@ def make_data(folder: Path, n: int, d: int, L: int) -> Path:
 
 def clear_cache(folder: Path) -> None:
     """Remove the data folder's disk caches, so the first open converts again."""
-    from featagg_core.data_cache import CACHE_DIR_NAME, DataFolder
+    from featagg_core.data.cache import CACHE_DIR_NAME, DataFolder
     cache = folder / CACHE_DIR_NAME
     if cache.is_dir():
         for f in cache.iterdir():
@@ -143,9 +143,9 @@ def peer_sklearn(path: Path) -> dict:
 
 # ----------------------------------------------------------------------------- kernels
 def server_env(extra: dict) -> dict:
-    """The environment the bench's servers get (``featagg_app.serve.server_defaults``
-    applied, as ``python -m featagg_app.serve`` does before numba is imported)."""
-    from featagg_app.serve import server_defaults
+    """The environment the bench's servers get (``featagg_app.server.serve.server_defaults``
+    applied, as ``python -m featagg_app.server.serve`` does before numba is imported)."""
+    from featagg_app.server.serve import server_defaults
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONUNBUFFERED="1", **extra)
     env.pop("FEATAGG_WARMUP", None)
     server_defaults(env)
@@ -164,7 +164,7 @@ def kernel_cache(cold: bool, extra_env: dict) -> dict:
             shutil.rmtree(cache)
         return {"kernels": "cold", "numba_cache": cache}
     t, c = time.time(), os.times()
-    subprocess.run(["nice", "-n", "10", sys.executable, "-m", "featagg_app.warmup"],
+    subprocess.run(["nice", "-n", "10", sys.executable, "-m", "featagg_app.server.warmup"],
                    cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     c2 = os.times()
@@ -352,7 +352,7 @@ def _kernels_line(res: dict) -> str:
         ready = ", ".join(f"{s:.0f} s" for s in res.get("kernels_ready_s", []))
         return (f"**Kernels compiled** (the goals' case: a server that has run once): the "
                 f"server's numba cache was filled before the run (`python -m "
-                f"featagg_app.warmup`, niced: {res['fill_s']:.0f} s wall, "
+                f"featagg_app.server.warmup`, niced: {res['fill_s']:.0f} s wall, "
                 f"{res['fill_cpu_s']:.0f} s CPU), and each server's steps started once its "
                 f"kernel loader had every group ready ({ready} after the server answered). "
                 f"A fresh install's first server compiles them in the background while the "

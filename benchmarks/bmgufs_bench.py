@@ -19,7 +19,7 @@ Methods
   features; SPEC phi3 (Zhao & Liu 2007, k = classes) on both graphs; NDFS (Li et al.
   2012, alpha = beta = 1, 20 iterations) on the given graph; variance; random; all features.
 
-Data: the bundled samples (``featagg_core.samples``: converted from the same planetoid /
+Data: the bundled samples (``featagg_core.data.samples``: converted from the same planetoid /
 NEEC files); if the samples are not there, BlogCatalog is read from
 ``../shared/data/blogcatalog/BlogCatalog.mat`` and Cora/Citeseer are skipped with a message.
 
@@ -40,9 +40,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from featagg_core import feature_selection_baselines as fsb  # noqa: E402
-from featagg_core.bmgufs import BMGUFS, warmup  # noqa: E402
-from featagg_core.graph_eval import evaluate_selection, known_class_mask  # noqa: E402
+from featagg_core.graph import baselines as fsb  # noqa: E402
+from featagg_core.graph.bmgufs import BMGUFS, warmup  # noqa: E402
+from featagg_core.graph.evaluation import evaluate_selection, known_class_mask  # noqa: E402
 
 from _common import Clock, shared_data  # noqa: E402
 
@@ -53,9 +53,9 @@ GAMMAS = (3.0, 2.0, 1.0, 0.5, 0.0)
 
 def load(name):
     try:
-        from featagg_core.samples import load_sample
+        from featagg_core.data.samples import load_sample
         g = load_sample(name)
-        return g, f"featagg_core.samples.load_sample({name!r})"
+        return g, f"featagg_core.data.samples.load_sample({name!r})"
     except Exception as exc:  # noqa: BLE001 - fall back to the raw shared copy
         if name == "blogcatalog":
             path = os.path.join(SHARED, "blogcatalog", "BlogCatalog.mat")
@@ -235,7 +235,7 @@ class _OldSelection:
 
     def __init__(self, Y, labels, M, delta):
         from featagg_core._kernels import bmgufs as _k
-        from featagg_core.bmgufs import _pinv
+        from featagg_core.graph.bmgufs import _pinv
         self._k = _k
         k = M.shape[0]
         sizes = np.bincount(labels, minlength=k).astype(np.float64)
@@ -286,15 +286,15 @@ def _big_child(out_path):
     import json as _json
     import resource
 
-    from featagg_core.bmgufs import BMGUFS
-    from featagg_core.synthetic import make_attributed_sbm
+    from featagg_core.graph.bmgufs import BMGUFS
+    from featagg_core.data.synthetic import make_attributed_sbm
     g = make_attributed_sbm(**BIG_SHAPE, random_state=0)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with Clock() as c:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             m = BMGUFS(n_candidates=3, random_state=0).fit(g.A, g.X, g.y)
-    from featagg_core._bmgufs_support import gram_squared
+    from featagg_core.graph.support import gram_squared
     H = gram_squared(g.X)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     _json.dump({"nodes": int(g.A.shape[0]), "edges": int(g.A.nnz // 2),
@@ -312,9 +312,9 @@ def scaling_mode(args):
     import subprocess
     import tempfile
 
-    from featagg_core.bmgufs import BMGUFS, BlockModel, _SelectionProblem, _check_features
-    from featagg_core.samples import load_sample
-    from featagg_core.synthetic import make_attributed_sbm
+    from featagg_core.graph.bmgufs import BMGUFS, BlockModel, _SelectionProblem, _check_features
+    from featagg_core.data.samples import load_sample
+    from featagg_core.data.synthetic import make_attributed_sbm
     warmup()
     lines = ["# BMGUFS: scaling with the number of attributes", "",
              f"`benchmarks/bmgufs_bench.py --scaling`, "

@@ -26,7 +26,7 @@ first, computed time of each action) — median
 and p95 (goal p95 ≤ 4× at N = 30); the server's peak RSS (``VmHWM`` after the warm-up is
 reset; goal ≤ 1 GB at N = 10, ≤ 2 GB at N = 30); the server's RSS 2 minutes after every
 session closed vs the idle server after its warm-up (goal within 20 %). The server is
-started like ``scripts/dashboard.sh`` (``python -m featagg_app.serve``) with
+started like ``scripts/dashboard.sh`` (``python -m featagg_app.server.serve``) with
 ``--server.disconnectedSessionTTL 30`` so closed sessions are freed within the 2 minutes.
 
 ``run_classroom(n, ...)`` is what ``tests/e2e/test_classroom_e2e.py`` calls with N = 4.
@@ -129,7 +129,7 @@ class BrowserCPU:
 
 
 class Server:
-    """``python -m featagg_app.serve`` (what scripts/dashboard.sh runs) on a free port."""
+    """``python -m featagg_app.server.serve`` (what scripts/dashboard.sh runs) on a free port."""
 
     def __init__(self, log: Path, ttl_s: int = 30):
         from conftest import SERVER_FLAGS, _python
@@ -140,7 +140,7 @@ class Server:
         env.update(PYTHONUNBUFFERED="1", PYTHONHASHSEED="0")
         with open(log, "wb") as f:
             self.proc = subprocess.Popen(
-                [_python(), "-m", "featagg_app.serve", "--server.port", str(self.port),
+                [_python(), "-m", "featagg_app.server.serve", "--server.port", str(self.port),
                  *SERVER_FLAGS, "--server.disconnectedSessionTTL", str(int(ttl_s))],
                 cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env,
                 start_new_session=True)
@@ -202,7 +202,7 @@ def student_file(folder: Path, i: int, k: int) -> Path:
     """Student ``i``'s own small multi-label file (XC text); the ``k``-th uploader. Two
     consecutive uploaders (k = 2j, 2j+1) are twins: the same numbers, different names."""
     from featagg_core.data import save_xc
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     n, d, L = UPLOAD_SHAPE
     ds = make_powerlaw_multilabel(n_samples=n, n_features=d, n_labels=L,
                                   random_state=100 + k // 2)
@@ -602,7 +602,7 @@ def _cpu_budget(r: dict) -> list:
 def render(results: list) -> str:
     gb = 2 ** 30
     lines = ["# Classroom bench (issue 11)", "",
-             "Real server (`python -m featagg_app.serve`, as `scripts/dashboard.sh`; "
+             "Real server (`python -m featagg_app.server.serve`, as `scripts/dashboard.sh`; "
              "`disconnectedSessionTTL` 30 s), N headless Debian chromium sessions arriving "
              "over the arrival window; Bibtex students: DEFRAG with d0 ∈ {8, 4, 16, 32}, then "
              "KTXMLC with the page's defaults; every fifth: its own small upload (twins: equal "

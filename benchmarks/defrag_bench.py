@@ -28,7 +28,7 @@ It also measures how DEFRAG's time grows per doubling of nnz (synthetic, 10^5 fe
 Bibtex and Delicious are read from ``../shared/data`` (XC text files; Bibtex in the
 XC-repo/DEFRAG split, Delicious in the MULAN split) and fall back to the bundled
 ``sample_data`` copies, with a message. Synthetic sets: 10^5 points, ~10^7 non-zeros,
-1000 labels, from :func:`featagg_core.synthetic.make_powerlaw_multilabel`.
+1000 labels, from :func:`featagg_core.data.synthetic.make_powerlaw_multilabel`.
 
 The machine may be shared: every timing row carries the 1-minute load average at its
 start and the process CPU seconds next to the wall-clock seconds. Writes
@@ -52,7 +52,7 @@ import scipy.sparse as sp
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from _common import cpu_seconds as _cpu, load_average as _load, shared_data  # noqa: E402
-from featagg_core.feature_clustering import random_balanced_labels  # noqa: E402
+from featagg_core.agglomeration.clustering import random_balanced_labels  # noqa: E402
 
 DATA = shared_data()
 REAL = {
@@ -71,8 +71,8 @@ def log(*a):
 # ------------------------------------------------------------------ data
 def load_data(name, quick):
     from featagg_core.data import load_xc
-    from featagg_core.samples import load_sample
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.samples import load_sample
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     if name in REAL:
         if os.path.exists(REAL[name]):
             D = load_xc(REAL[name])
@@ -149,7 +149,7 @@ def run_mbkm(R, K, cap_s, threads, mbkm_config="auto"):
 
 # ------------------------------------------------------------------ helpers
 def time_defrag(X, Y, rep, repeats, **kw):
-    from featagg_core.defrag import Defrag
+    from featagg_core.agglomeration.defrag import Defrag
     best = None
     for _ in range(repeats):
         load = _load()
@@ -178,7 +178,7 @@ def fmt_e(x):
 
 # ------------------------------------------------------------------ main parts
 def compare(name, X, Y, src, args, rows, notes):
-    from featagg_core.defrag import clustering_error, feature_representation
+    from featagg_core.agglomeration.defrag import clustering_error, feature_representation
     d = X.shape[1]
     big = d >= 10 ** 5
     repeats = 1 if big else 3
@@ -216,7 +216,7 @@ def compare(name, X, Y, src, args, rows, notes):
 
 
 def growth(args, out):
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     n, d = (10 ** 4, 10 ** 4) if args.quick else (10 ** 5, 10 ** 5)
     avgs = [12.5, 25.0, 50.0, 100.0]
     for avg in avgs:
@@ -231,7 +231,7 @@ def growth(args, out):
 
 def group_comparison(args):
     from featagg_core.data import load_xc
-    from featagg_core.defrag import Defrag, clustering_error, feature_representation
+    from featagg_core.agglomeration.defrag import Defrag, clustering_error, feature_representation
     if not (os.path.exists(GROUP_TXT) and os.path.exists(REAL["bibtex"])):
         log(f"[group.txt] {GROUP_TXT} or the Bibtex train file is missing: comparison skipped")
         return None
@@ -400,7 +400,7 @@ def main():
     import numba
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
-    from featagg_core.defrag import warmup
+    from featagg_core.agglomeration.defrag import warmup
     warmup()
     names = (args.datasets.split(",") if args.datasets
              else (["bibtex", "s1e4"] if args.quick else

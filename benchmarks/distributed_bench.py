@@ -41,7 +41,7 @@ def data_dir(args) -> str:
 
 def ensure_data(args) -> str:
     from featagg_core.data import save_xc
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
 
     path = data_dir(args)
     done = os.path.join(path, "DONE.json")
@@ -100,7 +100,9 @@ def _sha(a) -> str:
 
 def _warmup():
     """Load every kernel from numba's cache (or compile it) before anything is timed."""
-    from featagg_core import _products, defrag, ktxmlc
+    from featagg_core.utils import products as _products
+    from featagg_core.agglomeration import defrag
+    from featagg_core.xmlc import ktxmlc
 
     defrag.warmup()
     ktxmlc.warmup()
@@ -123,8 +125,8 @@ def run_one(args) -> dict:
         out["read_s"] = time.perf_counter() - t
         out["n_rows"] = int(X.shape[0])
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        from featagg_core.defrag import Defrag
-        from featagg_core.ktxmlc import KTXMLC
+        from featagg_core.agglomeration.defrag import Defrag
+        from featagg_core.xmlc.ktxmlc import KTXMLC
 
         _warmup()
         est = Defrag(**params) if method == "defrag" else KTXMLC(n_jobs=threads, **params)

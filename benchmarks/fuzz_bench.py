@@ -200,7 +200,7 @@ def main(argv=None) -> int:
             print(f"  {i + 1:,} done ({time.perf_counter() - t0:,.0f} s)", flush=True)
 
     print(f"artifacts: {n_artifacts:,} tampered files", flush=True)
-    from featagg_core.artifacts import artifact_bytes
+    from featagg_core.artifacts.store import artifact_bytes
     models = hc.fit_models()
     blobs = {k: artifact_bytes(m) for k, m in models.items()}
     original = {k: fs.run(hc.load_and_use, b)["detail"] for k, b in blobs.items()}

@@ -7,10 +7,10 @@ Usage::
                                    [--kinds defrag_xy,ktxmlc,...] [--json out.json]
 
 Every job is ``experiment.run_pipeline(data, split, spec, progress, cancel)`` submitted to a
-:class:`featagg_app.jobs.JobRunner` configured as the server's (one worker per core, so
+:class:`featagg_app.server.jobs.JobRunner` configured as the server's (one worker per core, so
 each job gets ``cores // workers`` numba/OpenMP threads), one job at a time:
 
-* **estimate / real**: ``featagg_core.estimate.estimate_seconds`` computed just before the
+* **estimate / real**: ``featagg_core.runs.estimate.estimate_seconds`` computed just before the
   job (from a fresh ``measure_speed()`` per data set, which folds in the current load as
   its ``wall_factor``) divided by the job's wall time; also the same on CPU seconds
   (estimate / wall_factor against the process CPU seconds of the job), which the machine's
@@ -24,8 +24,8 @@ each job gets ``cores // workers`` numba/OpenMP threads), one job at a time:
   what happened before cooperative cancellation: the job ran to its end, i.e. the
   remaining ~60 % of its time ("uncancelled rest").
 
-Data: Bibtex from ``sample_data`` (``featagg_core.samples.load_sample``), the 20k x 50k x 5k
-set of ``featagg_core.synthetic.make_powerlaw_multilabel(20000, 50000, 5000)`` (the size an
+Data: Bibtex from ``sample_data`` (``featagg_core.data.samples.load_sample``), the 20k x 50k x 5k
+set of ``featagg_core.data.synthetic.make_powerlaw_multilabel(20000, 50000, 5000)`` (the size an
 upload hit), Cora and Adult from ``sample_data``, and DEFRAG alone on a 10^6-feature
 synthetic set (``make_powerlaw_multilabel(10**5, 10**6, 1000, avg_features=100)``).
 Writes ``benchmarks/results/jobs.md``.
@@ -45,7 +45,7 @@ OUT = os.path.join(ROOT, "benchmarks", "results", "jobs.md")
 
 #: job kinds per data kind: name -> spec (a callable gets the data to fill K)
 def _k_of(data, d0=8):
-    from featagg_core.defrag import balanced_depth_cap
+    from featagg_core.agglomeration.defrag import balanced_depth_cap
     return 2 ** balanced_depth_cap(data.X.shape[1], d0)
 
 
@@ -75,8 +75,8 @@ def log(*a):
 
 
 def load(name, quick):
-    from featagg_core.samples import load_sample
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.samples import load_sample
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     if name == "synth":
         n, d, L = (5000, 12500, 1250) if quick else (20000, 50000, 5000)
         return (make_powerlaw_multilabel(n, d, L, random_state=0),
@@ -92,11 +92,17 @@ def load(name, quick):
 
 def warm_up():
     """Load every kernel once (numba's cache) so no job pays for compiling."""
-    from featagg_core import bmgufs, defrag, fiat, ktxmlc, refrag, vocab
-    from featagg_core.estimate import measure_speed
+    from featagg_core.graph import bmgufs
+    from featagg_core.agglomeration import defrag, fiat, refrag
+    from featagg_core.xmlc import ktxmlc
+    from featagg_core.vocab import compressor as vocab
+    from featagg_core.runs.estimate import measure_speed
     from featagg_core.experiment import make_split, run_pipeline
-    from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
-                                        make_zipf_categorical)
+    from featagg_core.data.synthetic import (
+        make_attributed_sbm,
+        make_powerlaw_multilabel,
+        make_zipf_categorical,
+    )
     for mod in (defrag, bmgufs, vocab, ktxmlc, fiat, refrag):
         mod.warmup()
     ml = make_powerlaw_multilabel(300, 400, 30, random_state=0)
@@ -164,7 +170,7 @@ def _job_fn(data, split, spec, stamps):
 
 
 def measure(runner, data, split, spec, speed):
-    from featagg_core.estimate import estimate_seconds
+    from featagg_core.runs.estimate import estimate_seconds
     est = estimate_seconds(data, split, spec, speed)
     stamps = []
     load0 = os.getloadavg()[0]
@@ -271,8 +277,8 @@ def main():
                         "workers": os.cpu_count(), "threads": 1, "notes": NOTES}, args.out)
         log(f"wrote {args.out}")
         return
-    from featagg_app.jobs import JobRunner
-    from featagg_core.estimate import measure_speed
+    from featagg_app.server.jobs import JobRunner
+    from featagg_core.runs.estimate import measure_speed
     from featagg_core.experiment import make_split
     if args.quick and args.datasets == ap.get_default("datasets"):
         args.datasets = "bibtex,synth,cora,adult"
@@ -323,7 +329,7 @@ NOTES = [
     "what a user sees; it also depends on how the load changed between the calibration and "
     "the job.",
     "- `max gap` includes the held-out scoring (`run_pipeline` scores in blocks) and, for "
-    "KTXMLC / one-vs-all, the classifier's own progress calls (featagg_core/ktxmlc.py).",
+    "KTXMLC / one-vs-all, the classifier's own progress calls (featagg_core/xmlc/ktxmlc.py).",
     "- A cancelled job's status is always `cancelled`; `threads_left` (kernel helper "
     "threads alive after the cancel) was 0 in every row unless noted.",
     "- The committed run had a load of 8-14 on the 2 cores (other engineers' tests and "
@@ -332,7 +338,7 @@ NOTES = [
     "k-means batches on the 20k x 50k x 5k set (K = 8192) cost 0.33 s of CPU each (0.55 s "
     "for the first, which also builds the 164 MB of dense centres), measured alone with "
     "`time.thread_time`, against the 5.3 s wall gap in the table.",
-    "- Cancel latencies above 2 s are all KTXMLC / one-vs-all (`featagg_core/ktxmlc.py`): "
+    "- Cancel latencies above 2 s are all KTXMLC / one-vs-all (`featagg_core/xmlc/ktxmlc.py`): "
     "when the progress callback raises, the `with ThreadPoolExecutor` block still runs every "
     "task already submitted before the exception leaves it (one-vs-all on the synthetic set: "
     "97 s). DEFRAG, k-means, Ward, BMGUFS and the vocabulary stop in 0.00-0.68 s at this "

@@ -16,7 +16,7 @@ with FIAT imputation).
 
 Real data comes from ``../shared/data`` (Bibtex in the XC-repo/DEFRAG split, Delicious in
 the MULAN split); a missing data set falls back to the bundled ``sample_data`` copy, with a
-message. The synthetic set is :func:`featagg_core.synthetic.make_powerlaw_multilabel`.
+message. The synthetic set is :func:`featagg_core.data.synthetic.make_powerlaw_multilabel`.
 Writes ``benchmarks/results/refrag_fiat.md`` and the curves as
 ``benchmarks/results/refrag_fiat_curves.html`` (plotly, loads plotly.js from its CDN).
 """
@@ -61,7 +61,7 @@ NOTES = [
     "of the observed values in its DEFRAG cluster, shrunk when the total weight is below 1). The default mix 0.25 "
     "is the best single value of {0.1, 0.25, 0.5, 1} for P@1 at p = 0.5 on 80/20 validation "
     "splits of the training rows, summed over Bibtex, Delicious and Corel16k (see the "
-    "docstring of featagg_core.fiat.Fiat; the test rows here played no part). 'P@1 loss recovered' = (P@1 FIAT - P@1 erased) / "
+    "docstring of featagg_core.agglomeration.fiat.Fiat; the test rows here played no part). 'P@1 loss recovered' = (P@1 FIAT - P@1 erased) / "
     "(P@1 clean - P@1 erased); it is meaningless (huge or negative) at small p where "
     "almost nothing was lost.",
 ]
@@ -73,7 +73,7 @@ def log(msg):
 
 def load(name, quick, notes):
     from featagg_core.data import load_xc
-    from featagg_core.samples import load_sample
+    from featagg_core.data.samples import load_sample
     if name in REAL:
         path = REAL[name]
         if os.path.exists(os.path.join(path, "train.txt")):
@@ -91,7 +91,7 @@ def load(name, quick, notes):
             X, Y = X[:2000], Y[:2000]
             Xt, Yt = Xt[:800], Yt[:800]
         return X, Y, Xt, Yt
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     n, d, L = (4000, 4000, 400) if quick else (30000, 30000, 3000)
     data = make_powerlaw_multilabel(n, d, L, avg_labels=4.0, avg_features=40.0,
                                     test_size=0.2, random_state=0)
@@ -115,11 +115,11 @@ COLS = [f"P@{k}" for k in KS] + [f"PSP@{k}" for k in KS] + [f"cov@{k}" for k in 
 
 
 def run_dataset(name, args, lines, curves, goals):
-    from featagg_core.defrag import Defrag
-    from featagg_core.fiat import Fiat, erasure_curve
-    from featagg_core.ktxmlc import KTXMLC, OneVsAll
+    from featagg_core.agglomeration.defrag import Defrag
+    from featagg_core.agglomeration.fiat import Fiat, erasure_curve
+    from featagg_core.xmlc.ktxmlc import KTXMLC, OneVsAll
     from featagg_core.metrics import inverse_propensity
-    from featagg_core.refrag import Refrag
+    from featagg_core.agglomeration.refrag import Refrag
 
     notes = []
     X, Y, Xt, Yt = load(name, args.quick, notes)
@@ -279,7 +279,7 @@ def load_tune_set(name, quick, notes):
     """(MultiLabelData, how) for the tuning mode: the run model's containers, the shared
     copies where they exist (own split, or one file split at random)."""
     from featagg_core.data import MultiLabelData, load_dataset
-    from featagg_core.samples import load_sample
+    from featagg_core.data.samples import load_sample
     arff = {"delicious": ("delicious/delicious-train.arff", "delicious/delicious-test.arff"),
             "corel16k": ("corel16k/Corel16k001-test.arff", None),
             "yeast": ("yeast/yeast-train.arff", "yeast/yeast-test.arff"),
@@ -288,7 +288,7 @@ def load_tune_set(name, quick, notes):
         if name == "bibtex":
             X, Y, Xt, Yt = load(name, quick, notes)
             return MultiLabelData(X=X, Y=Y, X_test=Xt, Y_test=Yt, name="bibtex")
-        from featagg_core.synthetic import make_powerlaw_multilabel
+        from featagg_core.data.synthetic import make_powerlaw_multilabel
         n, d, L = (3000, 3000, 300) if quick else (12000, 8000, 1000)
         notes.append(f"synthetic: make_powerlaw_multilabel({n}, {d}, {L}, test_size=0.2, "
                      "random_state=0)")
@@ -373,7 +373,7 @@ def tune_mode(args):
               "validation rows (the split's own when it has them, else 20 % carved from the "
               "training rows and a classifier refitted on the rest for tuning) as the "
               "largest validation coverage@5 whose P@5 is at most the bound below the "
-              "classifier's (featagg_core/_refrag_tuning.py). Δ = REFRAG minus base on the "
+              "classifier's (featagg_core/runs/refrag_tuning.py). Δ = REFRAG minus base on the "
               "**test** rows, in points (%); s = seconds of the tuned run (classifier "
               "reused).", "",
               *md_header(head)]
@@ -405,9 +405,9 @@ def fiat_mix_mode(args):
     test rows play no part; this is how FIAT's default mix was chosen."""
     import numba
 
-    from featagg_core.defrag import Defrag
-    from featagg_core.fiat import Fiat, erasure_curve
-    from featagg_core.ktxmlc import KTXMLC
+    from featagg_core.agglomeration.defrag import Defrag
+    from featagg_core.agglomeration.fiat import Fiat, erasure_curve
+    from featagg_core.xmlc.ktxmlc import KTXMLC
     sets = [s.strip() for s in args.datasets.split(",") if s.strip()]
     notes, rows, gain = [], [], {m: 0.0 for m in MIXES}
     t_all = time.perf_counter()
@@ -480,8 +480,8 @@ def main(argv=None):
         return fiat_mix_mode(args) if args.fiat_mix else tune_mode(args)
     import numba
 
-    from featagg_core import fiat, refrag
-    from featagg_core.refrag import Refrag
+    from featagg_core.agglomeration import fiat, refrag
+    from featagg_core.agglomeration.refrag import Refrag
     fiat.warmup()
     refrag.warmup()
     t_all = time.perf_counter()

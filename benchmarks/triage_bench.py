@@ -106,7 +106,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         log("warm-up: a small synthetic triage (compiles and caches the kernels)")
         warm = os.path.join(tmp, "warm.npz")
-        subprocess.run([PY, "-c", "from featagg_core.synthetic import make_powerlaw_multilabel;"
+        subprocess.run([PY, "-c", "from featagg_core.data.synthetic import make_powerlaw_multilabel;"
                         "from featagg_core.data import save_npz;"
                         f"save_npz(make_powerlaw_multilabel(300,120,20,test_size=0.25),"
                         f"{warm!r})"], cwd=ROOT, check=True)

@@ -20,7 +20,7 @@ Sections (all written to ``benchmarks/results/vocab.md``):
    submodular / threshold, uniform allocation for the baselines (and for submodular, to
    show what the global merge buys).
 3. Submodular vs the DP optimum on n <= 2000 (random Zipf instances from
-   ``featagg_core.synthetic.make_zipf_categorical`` and the real columns that small).
+   ``featagg_core.data.synthetic.make_zipf_categorical`` and the real columns that small).
 4. End to end as in the paper: logistic regression on the one-hot bucket ids (fitted on
    a 70% split, log-loss on the held-out 30%), Amazon and Adult.
 5. Versus Divisive: MI-loss and time ratios per budget.
@@ -42,8 +42,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from featagg_core import vocab as V  # noqa: E402
-from featagg_core.vocab import VocabularyCompressor, compress_columns  # noqa: E402
+from featagg_core.vocab import compressor as V  # noqa: E402
+from featagg_core.vocab.compressor import VocabularyCompressor, compress_columns  # noqa: E402
 
 from _common import md_header, md_row, shared_data, timed  # noqa: E402
 
@@ -212,7 +212,7 @@ def bench_real(tables, budgets, log):
 
 # ------------------------------------------------------------------------------ 3. vs DP
 def bench_dp(tables, sizes, budgets, log, n_rep=5):
-    from featagg_core.synthetic import make_zipf_categorical
+    from featagg_core.data.synthetic import make_zipf_categorical
     rows = []
     inst = []
     for n in sizes:

@@ -12,7 +12,7 @@ Data (read-only ``../shared/data``; a missing set is skipped and the output says
 Bibtex (XC-repo/DEFRAG split), Delicious (MULAN split), Yeast and Scene (MULAN dense
 ARFFs, their own splits), Corel16k001 (one ARFF: a seeded 80/20 random split, as
 ``experiment.make_split``), and synthetic sets from
-:func:`featagg_core.synthetic.make_powerlaw_multilabel` (``avg_labels=4, avg_features=40,
+:func:`featagg_core.data.synthetic.make_powerlaw_multilabel` (``avg_labels=4, avg_features=40,
 test_size=0.2``): ``syn5e4`` (5·10⁴ points × 5·10⁴ features × 5·10³ labels, the issue's
 set), ``syn1e5`` (10⁵ × 10⁵ × 10⁴) and ``syn1e6`` (10⁶ points × 10⁵ × 10⁴). Every set is
 written once to ``--cache`` (npz + an XC text copy of the training part for omikuji) and
@@ -29,7 +29,7 @@ part needs torch, not used) needs numpy < 2 and scipy < 1.14, so that venv pins
 thread argument are ``--threads``.
 
 Methods: ``ktxmlc`` (``KTXMLC()`` defaults, seed = random_state), ``ktxmlc_defrag``
-(the data-chosen DEFRAG pipeline: :func:`featagg_core.ktxmlc.choose_d0` on an 80/20
+(the data-chosen DEFRAG pipeline: :func:`featagg_core.xmlc.ktxmlc.choose_d0` on an 80/20
 split of the training rows, then Defrag(d0) + KTXMLC refitted on all training rows, or
 raw KTXMLC when it chooses None; the choice's own cost is reported separately),
 ``ktxmlc_d8`` (Defrag(d0=8) + KTXMLC, the DEFRAG paper's setting, for reference),
@@ -125,7 +125,7 @@ def _load_raw(name):
 
     name, split_seed = _split_name(name)
     if name in SYNTH:
-        from featagg_core.synthetic import make_powerlaw_multilabel
+        from featagg_core.data.synthetic import make_powerlaw_multilabel
         n, d, L = SYNTH[name]
         dd = make_powerlaw_multilabel(n, d, L, avg_labels=4, avg_features=40, test_size=0.2,
                                       random_state=0)
@@ -222,14 +222,14 @@ def _vm(key):
 
 def our_worker(method, data_path, out_path, seed):
     """Train one of our methods on the cached set; write top-k predictions; print RESULT."""
-    from featagg_core import ktxmlc as kt
+    from featagg_core.xmlc import ktxmlc as kt
 
     z = np.load(data_path)
     Xtr, Ytr, Xte = _csr(z, "Xtr"), _csr(z, "Ytr"), _csr(z, "Xte")
     del z
     base = _vm("VmRSS")
     kt.warmup()  # compile (or load the numba cache) outside the timed region
-    from featagg_core import defrag as _defrag
+    from featagg_core.agglomeration import defrag as _defrag
     if hasattr(_defrag, "warmup"):
         _defrag.warmup()
     info = {}
@@ -287,8 +287,8 @@ def cancel_probe(Xtr, Ytr, base, delays=(0.5, 3.0, 10.0, 30.0, 60.0)):
     threads left behind. One fit per delay; a fit that ends first reports no latency."""
     import threading
 
-    from featagg_core._cancel import Cancelled, cancelling_progress
-    from featagg_core.ktxmlc import KTXMLC
+    from featagg_core.utils.cancel import Cancelled, cancelling_progress
+    from featagg_core.xmlc.ktxmlc import KTXMLC
 
     out = dict(latencies={}, phases={}, train_s=0.0, train_cpu_s=0.0, predict_s=0.0,
                predict_cpu_s=0.0, model_mb=0.0, base_mb=base, n_test=1)
@@ -324,8 +324,8 @@ def refrag_probe(Xtr, Ytr, base, thresholds=(0.0, 0.01, 0.05)):
     """Size of REFRAG's label prototypes (``Refrag.fit`` on Defrag(d0=8) clusters) with
     the default ``prune_threshold=0`` and with pruning: stored entries, bytes of the
     prototypes and their transpose, fit seconds and the resident-memory rise of the fit."""
-    from featagg_core.defrag import Defrag
-    from featagg_core.refrag import Refrag
+    from featagg_core.agglomeration.defrag import Defrag
+    from featagg_core.agglomeration.refrag import Refrag
 
     t0 = time.perf_counter()
     df = Defrag(d0=8, representation="XY", random_state=0).fit(Xtr, Ytr)

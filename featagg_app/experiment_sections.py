@@ -18,8 +18,8 @@ from typing import Callable, Optional
 import plotly.graph_objects as go
 import streamlit as st
 
-from featagg_app import session
-from featagg_app import triage_view as tv
+from featagg_app import state as session
+from featagg_app.views import triage as tv
 
 __all__ = ["run_experiment", "show_experiment", "show_summary_table", "defrag_tradeoff",
            "ktxmlc_sweep", "bmgufs_protocol", "vocabulary_heldout"]
@@ -57,7 +57,7 @@ def run_experiment(page: str, slot: str, label: str, fn: Callable, *, start: boo
 
 def show_experiment(exp, key: str, table: bool = True) -> None:
     """Verdict sentences, the report's charts and the main table of an Experiment."""
-    from featagg_core.report import EXPLAIN, experiment_figures
+    from featagg_core.triage.report import EXPLAIN, experiment_figures
     rec = exp.to_record()
     if exp.kind in EXPLAIN:
         st.caption(EXPLAIN[exp.kind])
@@ -75,7 +75,7 @@ def show_experiment(exp, key: str, table: bool = True) -> None:
 
 
 def show_summary_table(rec: dict) -> None:
-    """An experiment record's main table (:func:`featagg_app.triage_view.summary_frame`):
+    """An experiment record's main table (:func:`featagg_app.views.triage.summary_frame`):
     a static table when it is short enough to read at once (40 rows), else a scrolling
     one. The experiment sections and the Triage page both draw it here."""
     frame = tv.summary_frame(rec)

@@ -41,8 +41,8 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 # the argparse types, the shared split options and the parser itself (names re-exported)
-from . import _cli_parser
-from ._cli_parser import _MAX_K, _float_in, _int_in, _ks, _split_args  # noqa: F401
+from featagg_core.cli import parser as _cli_parser
+from featagg_core.cli.parser import _MAX_K, _float_in, _int_in, _ks, _split_args  # noqa: F401
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -83,9 +83,9 @@ def _guess_kind(path: str) -> str:
 def _load(path: str, kind: Optional[str] = None, *, test: Optional[str] = None,
           label: Optional[str] = None, features: Optional[str] = None,
           classes: Optional[str] = None):
-    from . import data as d
+    from featagg_core import data as d
     if path.startswith("sample:"):
-        from .samples import load_sample
+        from featagg_core.data.samples import load_sample
         try:
             return load_sample(path.split(":", 1)[1])
         except (KeyError, ValueError) as exc:
@@ -125,7 +125,7 @@ def _split(args, data, settings: Optional[dict] = None):
     """The split of ``data`` (``experiment.make_split``): ``--test-size`` / ``--valid-size`` /
     ``--split-seed`` when given, else ``settings`` (a model's own split), else the
     dashboard's defaults (the dataset's own test part, else a random 20 %)."""
-    from .experiment import make_split
+    from featagg_core.experiment import make_split
     settings = dict(settings or {})
     kw = {"test_size": settings.get("test_size") or 0.2,
           "valid_size": settings.get("valid_size") or 0.0,
@@ -150,7 +150,7 @@ def _split(args, data, settings: Optional[dict] = None):
 
 def _run(args, data, split, spec, **kw):
     """``run_pipeline`` with progress on stderr and Ctrl-C as cancel."""
-    from .experiment import run_pipeline
+    from featagg_core.experiment import run_pipeline
     last = {"msg": None}
 
     def progress(fraction, message):
@@ -247,7 +247,7 @@ def cmd_agglomerate(args) -> Dict[str, Any]:
     CliError
         For data that is not a multilabel dataset (one line, in the user's terms).
     """
-    from .artifacts import save_artifact
+    from featagg_core.artifacts.store import save_artifact
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
     split = _split(args, data)
     _progress(f"DEFRAG: agglomerating {data.X.shape[1]} features, d0={args.d0}, "
@@ -268,7 +268,7 @@ def cmd_agglomerate(args) -> Dict[str, Any]:
                                "split_id": split.split_id})
         out["artifact"] = args.out
     if args.clusters_csv:
-        from .data import _atomic_write
+        from featagg_core.data import _atomic_write
         lines = "feature,cluster\n" + "".join(f"{j},{c}\n" for j, c in enumerate(model.labels_))
         _atomic_write(args.clusters_csv, lambda fh: fh.write(lines.encode()))
         out["clusters_csv"] = args.clusters_csv
@@ -323,7 +323,7 @@ def cmd_train(args) -> Dict[str, Any]:
         For data that is not multilabel, or ``--scheduler`` with one-vs-all (one line,
         in the user's terms).
     """
-    from .artifacts import save_artifact
+    from featagg_core.artifacts.store import save_artifact
     data = _require(_load(args.data, "multilabel", test=args.test), "multilabel", args.data)
     split = _split(args, data)
     spec = _train_spec(args)
@@ -357,8 +357,8 @@ def cmd_train(args) -> Dict[str, Any]:
 def _load_pipeline(path: str):
     """A Pipeline from a Pipeline artifact, an old ``train`` bundle (.fgb) or a single
     classifier / Defrag artifact."""
-    from .artifacts import is_bundle, load_artifact, load_bundle
-    from .pipeline import as_pipeline
+    from featagg_core.artifacts.store import is_bundle, load_artifact, load_bundle
+    from featagg_core.runs.pipeline import as_pipeline
     if not os.path.exists(path):
         raise CliError(f"{path}: no such file")
     try:
@@ -403,7 +403,7 @@ def cmd_predict(args) -> Dict[str, Any]:
     scores = pipe.predict_scores(X, args.k).tocsr()
     out: Dict[str, Any] = {"n": int(X.shape[0]), "k": args.k}
     if args.out:
-        from .data import _atomic_write
+        from featagg_core.data import _atomic_write
         lines = []
         for i in range(scores.shape[0]):
             lo, hi = scores.indptr[i], scores.indptr[i + 1]
@@ -435,7 +435,7 @@ def cmd_evaluate(args) -> Dict[str, Any]:
         For a model that is not a classifier or data it cannot score (one line, in the
         user's terms).
     """
-    from .experiment import _evaluate
+    from featagg_core.experiment import _evaluate
     pipe = _load_pipeline(args.model)
     if pipe.kind != "classifier":
         raise CliError(f"{args.model}: evaluate scores classifiers; this is a "
@@ -472,7 +472,7 @@ def cmd_select_features(args) -> Dict[str, Any]:
     CliError
         For data that is not a graph (one line, in the user's terms).
     """
-    from .artifacts import save_artifact
+    from featagg_core.artifacts.store import save_artifact
     data = _require(_load(args.graph, "graph", features=args.features, classes=args.classes),
                     "graph", args.graph)
     split = _split(args, data)
@@ -550,7 +550,7 @@ def cmd_compress(args) -> Dict[str, Any]:
            "fitted_on": "train", "name": run.name, "split": run.split.to_record(),
            "metrics": run.metrics}
     if args.out:
-        from .data import _atomic_write
+        from featagg_core.data import _atomic_write
         text = json.dumps({"budget": args.budget, "method": args.method, "mappings": mappings})
         _atomic_write(args.out, lambda fh: fh.write(text.encode()))
         out["mapping"] = args.out
@@ -580,10 +580,10 @@ def _compress_distributed(args, data, split, columns) -> Dict[str, Any]:
     machine (forced split points), so it must not share that spec's runs."""
     import time
 
-    from .distributed import vocabulary_distributed
-    from .experiment import evaluate, take_rows
-    from .pipeline import Pipeline
-    from .vocab import ColumnCompression
+    from featagg_core.distributed import vocabulary_distributed
+    from featagg_core.experiment import evaluate, take_rows
+    from featagg_core.runs.pipeline import Pipeline
+    from featagg_core.vocab.compressor import ColumnCompression
     if args.method != "threshold":
         raise CliError("--scheduler: only --method threshold has a distributed twin "
                        "(Bateni et al.'s distributed thresholding); pass --method threshold")
@@ -608,7 +608,7 @@ def _compress_distributed(args, data, split, columns) -> Dict[str, Any]:
            "name": f"Vocabulary distributed thresholding m={args.budget}",
            "split": split.to_record(), "metrics": {"test": evaluate(pipe, data, split, "test")}}
     if args.out:
-        from .data import _atomic_write
+        from featagg_core.data import _atomic_write
         text = json.dumps({"budget": args.budget, "method": "threshold", "distributed": True,
                            "mappings": mappings})
         _atomic_write(args.out, lambda fh: fh.write(text.encode()))
@@ -680,8 +680,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     _one_line_errors(parser)
     args = parser.parse_args(argv)
-    from .artifacts import ArtifactError
-    from .data import DatasetError
+    from featagg_core.artifacts.registry import ArtifactError
+    from featagg_core.data import DatasetError
     args.cancel = threading.Event()
     # the process start under ``python -m``; the call itself when main() is called in-process
     args.started = _T0 if __name__ == "__main__" else time.monotonic()

@@ -6,7 +6,7 @@
                                        │ every fitted step sees split.train rows only
                                        └─ evaluate(pipeline, data, split, rows="valid"/"test")
 
->>> from featagg_core.synthetic import make_powerlaw_multilabel
+>>> from featagg_core.data.synthetic import make_powerlaw_multilabel
 >>> data = make_powerlaw_multilabel(300, 120, 20, random_state=0)
 >>> split = make_split(data, test_size=0.2)
 >>> run = run_pipeline(data, split, {"defrag": {"d0": 8}, "classifier": {"n_trees": 1}})
@@ -35,7 +35,7 @@ Names re-exported here from the private modules: :class:`Split`, :func:`make_spl
 :func:`bmgufs_protocol`, :func:`bmgufs_heatmap`, :func:`bmgufs_robustness`
 (``_graph_experiments``), :func:`vocabulary_experiment`, :func:`vocabulary_heldout`,
 :func:`default_budget` (``_table_experiments``); the triage that runs them within a time
-budget is :mod:`featagg_core.triage`.
+budget is :mod:`featagg_core.triage.battery`.
 """
 from __future__ import annotations
 
@@ -50,22 +50,61 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-from ._cancel import Cancelled, cancelling_progress, check_cancel
-from ._evaluation import (BUCKET_NAMES, DEFAULT_ALPHAS, DEFAULT_DS, DEFAULT_FRACTIONS,
-                          SELECTION_BASELINES, Predictions, _evaluate, bucket_metrics,
-                          check_applicable, elbow, erasure_curve, evaluate,
-                          feature_selection_comparison, predictions, refrag_alpha_curve,
-                          vocabulary_budget_curve, vocabulary_report)
-from ._experiments import (DEFAULT_D0S, DEFAULT_KS, DEFAULT_TREES, Experiment,
-                           defrag_tradeoff, ktxmlc_sweep)
-from ._graph_experiments import bmgufs_heatmap, bmgufs_protocol, bmgufs_robustness
-from ._spec import canonical_spec, check_spec_fits, run_name, spec_json, spec_kind, sub_spec
-from ._table_experiments import default_budget, vocabulary_experiment, vocabulary_heldout
-from ._split import ROWS, Split, make_split, split_rows, take_rows
-from ._steps import (fit_classifier, fit_defrag, fit_feature_clustering, fit_fiat,
-                     fit_per_tree, fit_refrag, fit_selector, fit_vocabulary)
-from .pipeline import Pipeline, as_pipeline
-from ._docstrings import fill_doc
+from featagg_core.utils.cancel import Cancelled, cancelling_progress, check_cancel
+from featagg_core.runs.evaluation import (
+    BUCKET_NAMES,
+    DEFAULT_ALPHAS,
+    DEFAULT_DS,
+    DEFAULT_FRACTIONS,
+    SELECTION_BASELINES,
+    Predictions,
+    _evaluate,
+    bucket_metrics,
+    check_applicable,
+    elbow,
+    erasure_curve,
+    evaluate,
+    feature_selection_comparison,
+    predictions,
+    refrag_alpha_curve,
+    vocabulary_budget_curve,
+    vocabulary_report,
+)
+from featagg_core.runs.experiments.multilabel import (
+    DEFAULT_D0S,
+    DEFAULT_KS,
+    DEFAULT_TREES,
+    Experiment,
+    defrag_tradeoff,
+    ktxmlc_sweep,
+)
+from featagg_core.runs.experiments.graph import bmgufs_heatmap, bmgufs_protocol, bmgufs_robustness
+from featagg_core.runs.spec import (
+    canonical_spec,
+    check_spec_fits,
+    run_name,
+    spec_json,
+    spec_kind,
+    sub_spec,
+)
+from featagg_core.runs.experiments.table import (
+    default_budget,
+    vocabulary_experiment,
+    vocabulary_heldout,
+)
+from featagg_core.runs.split import ROWS, Split, make_split, split_rows, take_rows
+from featagg_core.runs.steps import (
+    fit_classifier,
+    fit_defrag,
+    fit_feature_clustering,
+    fit_fiat,
+    fit_per_tree,
+    fit_refrag,
+    fit_selector,
+    fit_vocabulary,
+)
+from featagg_core.runs.pipeline import Pipeline, as_pipeline
+from featagg_core.utils.docstrings import fill_doc
 
 __all__ = ["Split", "make_split", "split_rows", "ROWS", "canonical_spec", "run_name",
            "spec_kind", "Run", "plan_run", "run_pipeline", "Pipeline", "as_pipeline",
@@ -267,7 +306,7 @@ def _fit_classifier_run(f: _Fit) -> Pipeline:
         def rerank():
             model = fit_refrag(X, Y, spec["rerank"], clustering(spec["rerank"], 0.75, 0.8))
             if spec["rerank"]["tune"]:             # alpha, gamma, beta on validation rows
-                from ._refrag_tuning import tune_reranker
+                from featagg_core.runs.refrag_tuning import tune_reranker
                 model, note, _ = tune_reranker(model, f.data, f.split, spec, pipe,
                                                clustering(spec["rerank"], 0.75, 0.8),
                                                f.cancel, f.report(0.8, 0.84))

@@ -63,10 +63,10 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernels import metrics as _k
+from featagg_core._kernels import metrics as _k
 # the input checks (moved to keep this module short; _refrag_tuning imports _check_true here)
-from ._metrics_checks import _check_k, _check_score, _check_true, _check_weights  # noqa: F401
-from ._docstrings import fill_doc
+from featagg_core._metrics_checks import _check_k, _check_score, _check_true, _check_weights  # noqa: F401
+from featagg_core.utils.docstrings import fill_doc
 
 __all__ = [
     "top_k", "precision_at_k", "ndcg_at_k", "psprecision_at_k", "psndcg_at_k",

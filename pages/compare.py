@@ -2,8 +2,9 @@
 against a baseline run and one chart per unit."""
 import streamlit as st
 
-from featagg_app import compare_view as cv
-from featagg_app import display, session
+from featagg_app.views import compare as cv
+from featagg_app.views import display
+from featagg_app import state as session
 
 st.title("Compare runs")
 

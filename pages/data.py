@@ -1,8 +1,9 @@
 """Data page: the shape of the session's dataset — sizes, sparsity, and the power law."""
 import streamlit as st
 
-from featagg_app import data_view as dv
-from featagg_app import display, session
+from featagg_app.views import data as dv
+from featagg_app.views import display
+from featagg_app import state as session
 
 st.title("Data")
 

@@ -7,11 +7,17 @@ import uuid
 
 import streamlit as st
 
-from featagg_app import export_view as ev
-from featagg_app import session
-from featagg_app.uploads import MAX_IMPORT_MB
-from featagg_core.artifacts import (ArtifactError, artifact_bytes, bundle_bytes, is_bundle,
-                                    load_artifact, load_bundle)
+from featagg_app.views import export as ev
+from featagg_app import state as session
+from featagg_app.intake.uploads import MAX_IMPORT_MB
+from featagg_core.artifacts.store import (
+    ArtifactError,
+    artifact_bytes,
+    bundle_bytes,
+    is_bundle,
+    load_artifact,
+    load_bundle,
+)
 from featagg_core.experiment import Run, as_pipeline, evaluate
 
 PAGE = "Export"

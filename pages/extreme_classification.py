@@ -6,9 +6,10 @@ import functools
 import numpy as np
 import streamlit as st
 
-from featagg_app import display, experiment_sections, session
-from featagg_app import xmlc_view as xv
-from featagg_core.artifacts import artifact_bytes
+from featagg_app.views import display
+from featagg_app import experiment_sections, state as session
+from featagg_app.views import xmlc as xv
+from featagg_core.artifacts.store import artifact_bytes
 from featagg_core.experiment import bucket_metrics, canonical_spec, elbow, predictions
 
 PAGE = "Extreme classification"
@@ -118,7 +119,7 @@ state = session.page_state(PAGE, data)
 @st.cache_data(max_entries=8, show_spinner=False)
 def _train_label_counts(fingerprint, split_id, _Y, _rows):
     """Training points per label (names the label tree's inner nodes), once per split."""
-    from featagg_app.data_view import column_counts_of_rows
+    from featagg_app.views.data import column_counts_of_rows
     return column_counts_of_rows(_Y, _rows)
 
 st.caption(f"**{session.md_escape(session.dataset_label(data))}**")

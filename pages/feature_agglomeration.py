@@ -4,9 +4,10 @@ import functools
 
 import streamlit as st
 
-from featagg_app import defrag_view as dv
-from featagg_app import display, experiment_sections, session
-from featagg_core.artifacts import artifact_bytes
+from featagg_app.views import agglomeration as dv
+from featagg_app.views import display
+from featagg_app import experiment_sections, state as session
+from featagg_core.artifacts.store import artifact_bytes
 from featagg_core.experiment import canonical_spec
 
 PAGE = "Feature agglomeration"
@@ -64,7 +65,7 @@ names = data.feature_names
 def _train_counts(fingerprint, split_id, _X, _rows):
     """Training points per feature (the tree's words, the inspector's counts): counted
     once per dataset and split, shared by every session."""
-    from featagg_app.data_view import column_counts_of_rows
+    from featagg_app.views.data import column_counts_of_rows
     return column_counts_of_rows(_X, _rows)
 
 

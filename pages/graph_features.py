@@ -6,12 +6,18 @@ import functools
 import numpy as np
 import streamlit as st
 
-from featagg_app import bmgufs_view as bv
-from featagg_app import display, experiment_sections, session
-from featagg_core.artifacts import artifact_bytes
-from featagg_core.experiment import (DEFAULT_DS, SELECTION_BASELINES, canonical_spec,
-                                     feature_selection_comparison, split_rows)
-from featagg_core.graph_eval import known_class_mask
+from featagg_app.views import graph_features as bv
+from featagg_app.views import display
+from featagg_app import experiment_sections, state as session
+from featagg_core.artifacts.store import artifact_bytes
+from featagg_core.experiment import (
+    DEFAULT_DS,
+    SELECTION_BASELINES,
+    canonical_spec,
+    feature_selection_comparison,
+    split_rows,
+)
+from featagg_core.graph.evaluation import known_class_mask
 
 PAGE = "Graph feature selection"
 st.title(PAGE)

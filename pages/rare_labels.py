@@ -4,13 +4,21 @@ import functools
 
 import streamlit as st
 
-from featagg_app import rare_labels_view as rv
-from featagg_app import display, session
-from featagg_core.artifacts import artifact_bytes
-from featagg_core.experiment import (DEFAULT_ALPHAS, DEFAULT_FRACTIONS, bucket_metrics,
-                                     canonical_spec, erasure_curve, predictions,
-                                     refrag_alpha_curve, split_rows)
-from featagg_core.fiat import erase_features
+from featagg_app.views import rare_labels as rv
+from featagg_app.views import display
+from featagg_app import state as session
+from featagg_core.artifacts.store import artifact_bytes
+from featagg_core.experiment import (
+    DEFAULT_ALPHAS,
+    DEFAULT_FRACTIONS,
+    bucket_metrics,
+    canonical_spec,
+    erasure_curve,
+    predictions,
+    refrag_alpha_curve,
+    split_rows,
+)
+from featagg_core.agglomeration.fiat import erase_features
 
 PAGE = "Rare labels"
 DEFAULT_CLASSIFIER = {"classifier": {"kind": "ktxmlc", "n_clusters": 2, "n_trees": 1}}

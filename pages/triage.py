@@ -5,8 +5,8 @@ import re
 
 import streamlit as st
 
-from featagg_app import experiment_sections, session
-from featagg_app import triage_view as tv
+from featagg_app import experiment_sections, state as session
+from featagg_app.views import triage as tv
 
 PAGE = "triage"
 
@@ -56,7 +56,7 @@ budget = c1.select_slider("Time budget", options=tv.BUDGETS, value=60, key="tri_
 c2.write("")
 start = c2.button("Run the triage", type="primary", key="tri_run")
 if start:
-    from featagg_core.triage import run_triage
+    from featagg_core.triage.battery import run_triage
     source = session.current_source_id()
 
     def work(progress, cancel, data=data, split=split, budget=budget, source=source):

@@ -8,12 +8,13 @@ import json
 import numpy as np
 import streamlit as st
 
-from featagg_app import display, experiment_sections, session
-from featagg_app import vocab_view as vv
-from featagg_core.artifacts import artifact_bytes
+from featagg_app.views import display
+from featagg_app import experiment_sections, state as session
+from featagg_app.views import vocabulary as vv
+from featagg_core.artifacts.store import artifact_bytes
 from featagg_core.data import CategoricalData
 from featagg_core.experiment import canonical_spec, default_budget, vocabulary_budget_curve
-from featagg_core.vocab import CONTIGUOUS
+from featagg_core.vocab.compressor import CONTIGUOUS
 
 PAGE = "Vocabulary compression"
 st.title(PAGE)
@@ -193,7 +194,7 @@ if b1.button("Compress", type="primary", key="vc_run",
         state["curve_specs"] = {meth: _key(spec_) for meth, spec_ in asked.items()}
 
         def curves_job(progress, cancel):
-            from featagg_core._cancel import cancelling_progress
+            from featagg_core.utils.cancel import cancelling_progress
             out = {}
             for i, (meth, spec_) in enumerate(asked.items()):
                 out[meth] = vocabulary_budget_curve(

@@ -25,14 +25,14 @@ while [ $# -gt 0 ]; do
   esac
 done
 export FEATAGG_MAX_LOAD_MB="${FEATAGG_MAX_LOAD_MB:-256}"
-# featagg_app.serve serves at once and compiles the numba kernels in background processes
+# featagg_app.server.serve serves at once and compiles the numba kernels in background processes
 # (in the order pages need them; a job waits for the kernels it needs), so a fresh machine
 # shows the first page within seconds; it says where it listens. A session whose browser
 # went away is freed after disconnectedSessionTTL seconds (its jobs cancelled, its runs
-# dropped; featagg_app/reaper.py); a reconnect within that time resumes it.
+# dropped; featagg_app/server/reaper.py); a reconnect within that time resumes it.
 # The featagg-dashboard console script (pip install .) takes the same options and passes
 # the same streamlit flags (tests/test_packaging.py checks they agree).
-exec .venv/bin/python -m featagg_app.serve \
+exec .venv/bin/python -m featagg_app.server.serve \
   --server.port "$PORT" --server.address "$ADDRESS" --server.headless true \
   --browser.gatherUsageStats false --server.fileWatcherType none \
   --client.showErrorDetails none \

@@ -36,8 +36,15 @@ import scipy.sparse as sp
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from featagg_core.data import (GraphData, MultiLabelData, load_arff, load_graph,  # noqa: E402
-                               load_xc, planetoid_to_npz, save_npz)
+from featagg_core.data import (
+    GraphData,
+    MultiLabelData,
+    load_arff,
+    load_graph,
+    load_xc,
+    planetoid_to_npz,
+    save_npz,
+)
 
 
 # ---------------------------------------------------------------------------

@@ -48,10 +48,22 @@ ARTIFACT_CATEGORIES = ("bytes", "manifest", "forged", "zip")
 def fit_models() -> Dict[str, object]:
     """One small fitted object of every artifact class (a few seconds; made once, treat as
     read-only)."""
-    from featagg_core import (BMGUFS, KTXMLC, BlockModel, Defrag, DefragKTXMLC, Fiat,
-                              OneVsAll, Refrag, VocabularyCompressor)
-    from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
-                                        make_zipf_categorical)
+    from featagg_core import (
+        BMGUFS,
+        KTXMLC,
+        BlockModel,
+        Defrag,
+        DefragKTXMLC,
+        Fiat,
+        OneVsAll,
+        Refrag,
+        VocabularyCompressor,
+    )
+    from featagg_core.data.synthetic import (
+        make_attributed_sbm,
+        make_powerlaw_multilabel,
+        make_zipf_categorical,
+    )
     ml = make_powerlaw_multilabel(200, 60, 12, avg_labels=2, avg_features=8, random_state=3)
     X, Y = ml.X, ml.Y
     g = make_attributed_sbm(40, 2, p_in=0.3, p_out=0.03, n_informative=4, n_noise=6,
@@ -80,7 +92,7 @@ def _fit_pipelines(ml, g, table) -> Dict[str, object]:
     """Run pipelines (the "Pipeline" artifact class) when this featagg has the run model."""
     try:
         from featagg_core.experiment import make_split, run_pipeline
-        from featagg_core.pipeline import Pipeline  # noqa: F401
+        from featagg_core.runs.pipeline import Pipeline  # noqa: F401
     except ImportError:
         return {}
     out = {}
@@ -217,7 +229,7 @@ def _use_views(obj, rng) -> list:
     """What the Export page does with an imported object: its view functions, and an
     evaluation on data of matching dimensions (a clear ValueError is a valid outcome)."""
     try:
-        from featagg_app import export_view as ev
+        from featagg_app.views import export as ev
     except Exception:  # noqa: BLE001 - the app package is optional here
         return []
     if hasattr(obj, "artifact_manifest_"):   # run, not digested: it shows the free-text fields
@@ -326,7 +338,7 @@ def _load_npy(raw: bytes):
 
 
 def _state_digest(manifest) -> str:
-    from featagg_core.artifacts import _state_digest
+    from featagg_core.artifacts.store import _state_digest
     return _state_digest(manifest)
 
 
@@ -639,7 +651,7 @@ def load_and_use(blob: bytes, max_bytes: int = 256 << 20) -> Tuple[str, str]:
     exception as ``exception:<type>``."""
     import inspect
 
-    from featagg_core.artifacts import ArtifactError, is_bundle, load_artifact, load_bundle
+    from featagg_core.artifacts.store import ArtifactError, is_bundle, load_artifact, load_bundle
     buf = io.BytesIO(blob)
     buf.name = "fuzz.fgz"
     lim = {"max_bytes": max_bytes} \
@@ -821,7 +833,7 @@ def read_case(fmt: str, raw: bytes, max_bytes: int = 256 << 20, max_dim=None):
 
 def use_data(data) -> str:
     """What an upload triggers at once: the fingerprint and the Data page's statistics."""
-    from featagg_app import data_view as dv
+    from featagg_app.views import data as dv
     out = [data.fingerprint]
     if data.kind == "multilabel":
         s = dv.multilabel_summary(data)
@@ -1111,7 +1123,7 @@ def reader_attacks(big: bool = True) -> List[dict]:
 def artifact_attacks(big: bool = True) -> List[dict]:
     """The artifact attacks of the issue (name, data, expect="refused"); ``big`` makes the
     manifest bomb inflate to 3 GiB as in the issue (else 512 MiB)."""
-    from featagg_core.artifacts import artifact_bytes
+    from featagg_core.artifacts.store import artifact_bytes
     models = fit_models()
     out = []
     blob = artifact_bytes(models["Defrag"])
@@ -1304,7 +1316,7 @@ def prepare_parent() -> None:
         if hasattr(m, "warmup"):
             m.warmup()
     try:
-        from featagg_core.artifacts import artifact_bytes
+        from featagg_core.artifacts.store import artifact_bytes
         for obj in fit_models().values():
             load_and_use(artifact_bytes(obj))
     except Exception:  # noqa: BLE001 - an older tree without these APIs: readers only

@@ -21,7 +21,7 @@ SESSION_KEYS = ("featagg.dataset", "featagg.runs", "featagg.pages", "featagg.spl
 
 
 def dataset_entry(data, origin="upload", source_id=None):
-    """The value ``featagg_app.session.set_dataset`` stores for ``data``, with the
+    """The value ``featagg_app.state.set_dataset`` stores for ``data``, with the
     ``source_id`` the sidebar gives: the sample's name for a sample, ``"upload"`` for an
     upload (a folder file: its path relative to the data folder)."""
     if source_id is None:

@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from featagg_app import session as session_mod
-from featagg_app.uploads import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, parse_upload
-from featagg_app.warmup import warm_up
+from featagg_app import state as session_mod
+from featagg_app.intake.uploads import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, parse_upload
+from featagg_app.server.warmup import warm_up
 from featagg_core.data import DatasetError, load_dataset
-from featagg_core.samples import list_samples, load_sample
+from featagg_core.data.samples import list_samples, load_sample
 
 from streamlit.testing.v1 import AppTest
 
@@ -76,7 +76,7 @@ def test_home_loads_with_bibtex_in_use():
     data = _dataset(at)
     assert data.kind == "multilabel" and data.X.shape == load_sample("bibtex").X.shape
     assert any("In use" in c.value and "Bibtex" in c.value for c in at.sidebar.caption)
-    from featagg_app.home import METHODS
+    from featagg_app.views.home import METHODS
     links = sorted(p.proto.page for p in at.get("page_link"))
     assert links == sorted(Path(m[3]).stem for m in METHODS)
 
@@ -212,7 +212,7 @@ def _session_script():
     import numpy as np
     import scipy.sparse as sp
     import streamlit as st
-    from featagg_app import session
+    from featagg_app import state as session
     from featagg_core.data import DatasetError, MultiLabelData
     from featagg_core.experiment import run_pipeline
 
@@ -288,7 +288,7 @@ def _picker_script():
     import numpy as np
     import scipy.sparse as sp
     import streamlit as st
-    from featagg_app import session
+    from featagg_app import state as session
     from featagg_core.data import MultiLabelData
     from featagg_core.experiment import make_split, run_pipeline
 
@@ -401,11 +401,12 @@ def test_every_uploader_has_its_own_cap_under_the_servers():
     """Streamlit's server refuses any upload over ``server.maxUploadSize`` whatever a
     widget says, and a widget without ``max_upload_size`` shows (and allows) the server's
     cap. So every uploader of the app passes its own cap, one of the uploads module's, and
-    the server runs with the largest of them: from featagg_app.serve (when the command
+    the server runs with the largest of them: from featagg_app.server.serve (when the command
     line does not say) and from .streamlit/config.toml (``streamlit run``). Before, the
     server ran at 50 MB while the Export page promised 200 MB imports."""
     import tomllib
-    from featagg_app import serve, uploads
+    from featagg_app.server import serve
+    from featagg_app.intake import uploads
     caps = {"MAX_UPLOAD_MB": uploads.MAX_UPLOAD_MB, "MAX_IMPORT_MB": uploads.MAX_IMPORT_MB}
     found, wrong = [], []
     for path, node in _app_calls("file_uploader"):
@@ -433,7 +434,8 @@ def test_every_uploader_has_its_own_cap_under_the_servers():
 def test_a_larger_data_cap_raises_the_servers(monkeypatch):
     """FEATAGG_MAX_UPLOAD_MB above the import cap must raise the server's cap with it,
     or the sidebar would promise a size the server refuses."""
-    from featagg_app import serve, uploads
+    from featagg_app.server import serve
+    from featagg_app.intake import uploads
     monkeypatch.setattr(uploads, "MAX_UPLOAD_MB", 500)
     assert serve.with_upload_cap([]) == ["--server.maxUploadSize", "500"]
     monkeypatch.setenv("FEATAGG_MAX_UPLOAD_MB", "500")
@@ -549,7 +551,7 @@ def test_upload_table_formats(fmt, tmp_path):
 
 def test_app_starts_the_warm_up_and_the_reaper_once_per_process(monkeypatch):
     import streamlit as st
-    from featagg_app import reaper as reaper_mod, warmup as warmup_mod
+    from featagg_app.server import reaper as reaper_mod, warmup as warmup_mod
     started, seen = [], []
 
     class FakeWarmup:
@@ -585,7 +587,7 @@ def test_app_starts_the_warm_up_and_the_reaper_once_per_process(monkeypatch):
 
 def test_serve_starts_the_background_compilation_then_hands_over(monkeypatch):
     from streamlit.web import cli
-    from featagg_app import jobs, serve
+    from featagg_app.server import jobs, serve
     order = []
     monkeypatch.setattr(jobs, "kernels", lambda: order.append("kernels"))
     monkeypatch.setattr(cli, "main", lambda args, prog_name: order.append(("run", args)))
@@ -601,7 +603,7 @@ def test_serve_starts_the_background_compilation_then_hands_over(monkeypatch):
 
 
 def test_server_defaults_never_override_the_environment(monkeypatch):
-    from featagg_app import serve
+    from featagg_app.server import serve
     monkeypatch.setenv("FEATAGG_JOB_WORKERS", str(os.cpu_count() or 1))
     env = {"MALLOC_ARENA_MAX": "4"}
     set_now = serve.server_defaults(env)
@@ -619,7 +621,7 @@ def test_server_defaults_never_override_the_environment(monkeypatch):
 def test_upload_declaring_huge_dimensions_is_refused():
     """A tiny file whose header claims billions of features is refused before any page
     allocates per-feature arrays; a header within the limit loads."""
-    from featagg_app.uploads import MAX_UPLOAD_DIM
+    from featagg_app.intake.uploads import MAX_UPLOAD_DIM
     huge = f"1 {MAX_UPLOAD_DIM + 1} 2\n0 0:1.5\n".encode()
     with pytest.raises(DatasetError, match="limited to"):
         parse_upload("multilabel", "huge.txt", huge)

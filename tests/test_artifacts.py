@@ -9,12 +9,33 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from featagg_core import (BMGUFS, KTXMLC, BlockModel, Defrag, DefragKTXMLC, Fiat, OneVsAll,
-                          Refrag, VocabularyCompressor, load_artifact, save_artifact)
-from featagg_core.artifacts import (ArtifactError, artifact_bytes, bundle_bytes, is_bundle,
-                                    load_bundle, read_manifest, save_bundle)
-from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
-                                    make_zipf_categorical)
+from featagg_core import (
+    BMGUFS,
+    KTXMLC,
+    BlockModel,
+    Defrag,
+    DefragKTXMLC,
+    Fiat,
+    OneVsAll,
+    Refrag,
+    VocabularyCompressor,
+    load_artifact,
+    save_artifact,
+)
+from featagg_core.artifacts.store import (
+    ArtifactError,
+    artifact_bytes,
+    bundle_bytes,
+    is_bundle,
+    load_bundle,
+    read_manifest,
+    save_bundle,
+)
+from featagg_core.data.synthetic import (
+    make_attributed_sbm,
+    make_powerlaw_multilabel,
+    make_zipf_categorical,
+)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import adjusted_rand_score
 
-from featagg_core.bmgufs import BMGUFS, BlockModel, _SelectionProblem, warmup
+from featagg_core.graph.bmgufs import BMGUFS, BlockModel, _SelectionProblem, warmup
 from naive import onmtf_symmetric as naive_onmtf
 
 
@@ -214,9 +214,8 @@ def test_one_projected_gradient_step_by_hand():
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_planted_features_ranked_first_and_beat_variance_and_random(seed):
-    from featagg_core.feature_selection_baselines import (random_scores, rank_features,
-                                                          variance_score)
-    from featagg_core.graph_eval import evaluate_selection
+    from featagg_core.graph.baselines import random_scores, rank_features, variance_score
+    from featagg_core.graph.evaluation import evaluate_selection
     A, X, lab, informative = _planted(seed)
     model = BMGUFS(n_blocks=4, n_candidates=3, gamma=1.0).fit(A, X)
     assert model.n_nonzero_ >= 12
@@ -302,7 +301,7 @@ def test_validation_messages():
 
 
 def test_artifact_round_trip(tmp_path):
-    from featagg_core.artifacts import load_artifact, save_artifact
+    from featagg_core.artifacts.store import load_artifact, save_artifact
     A, X, lab, _ = _planted(2)
     model = BMGUFS(n_blocks=4, n_candidates=2, max_iter=30).fit(A, X)
     path = tmp_path / "bmgufs.fgz"

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import featagg_core._bmgufs_support as support
-from featagg_core.bmgufs import BMGUFS, BlockModel, _block_image
+import featagg_core.graph.support as support
+from featagg_core.graph.bmgufs import BMGUFS, BlockModel, _block_image
 
 from test_bmgufs import _planted, _sbm
 
@@ -133,7 +133,7 @@ def test_fit_quality_against_permutations_by_hand_and_the_warning():
 
 
 def test_new_attributes_survive_an_artifact_round_trip(tmp_path):
-    from featagg_core.artifacts import load_artifact, save_artifact
+    from featagg_core.artifacts.store import load_artifact, save_artifact
     A, X, lab, _ = _planted(0)
     m = BMGUFS(random_state=0, n_candidates=2, max_iter=20, gamma=3.0).fit_gamma_grid(
         A, X, 30)

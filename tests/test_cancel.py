@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from featagg_core._cancel import Cancelled
+from featagg_core.utils.cancel import Cancelled
 from featagg_core._kernels.stopflag import stop_requested
-from featagg_core._polling import Throttle, call_polled, new_stop
+from featagg_core.utils.polling import Throttle, call_polled, new_stop
 
 
 @numba.njit(nogil=True)
@@ -127,13 +127,13 @@ def test_kernels_return_at_once_when_the_flag_is_set():
 # ----------------------------------------------------------------------------- estimators
 @pytest.fixture(scope="module")
 def ml():
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     return make_powerlaw_multilabel(400, 600, 30, random_state=0)
 
 
 @pytest.mark.parametrize("rep", ["XY", "X"])
 def test_defrag_cancel_and_unchanged_results(ml, rep):
-    from featagg_core.defrag import Defrag
+    from featagg_core.agglomeration.defrag import Defrag
     progress, calls = _raise_on(3)
     m = Defrag(d0=4, representation=rep)
     with pytest.raises(Cancelled):
@@ -148,16 +148,16 @@ def test_defrag_cancel_and_unchanged_results(ml, rep):
 
 
 def test_feature_representation_cancel(ml):
-    from featagg_core.defrag import feature_representation
+    from featagg_core.agglomeration.defrag import feature_representation
     progress, _ = _raise_on(1)
     with pytest.raises(Cancelled):
         feature_representation(ml.X, ml.Y, "XY", progress=progress)
 
 
 def test_fiat_and_refrag_cancel(ml):
-    from featagg_core.defrag import Defrag
-    from featagg_core.fiat import Fiat
-    from featagg_core.refrag import Refrag
+    from featagg_core.agglomeration.defrag import Defrag
+    from featagg_core.agglomeration.fiat import Fiat
+    from featagg_core.agglomeration.refrag import Refrag
     df = Defrag(d0=8).fit(ml.X, ml.Y)
     for call_no in (1, 2):
         progress, _ = _raise_on(call_no)
@@ -178,12 +178,12 @@ def test_fiat_and_refrag_cancel(ml):
 
 @pytest.fixture(scope="module")
 def graph():
-    from featagg_core.synthetic import make_attributed_sbm
+    from featagg_core.data.synthetic import make_attributed_sbm
     return make_attributed_sbm(150, 3, n_informative=10, n_noise=30, random_state=0)
 
 
 def test_block_model_and_bmgufs_cancel(graph):
-    from featagg_core.bmgufs import BMGUFS, BlockModel
+    from featagg_core.graph.bmgufs import BMGUFS, BlockModel
     progress, _ = _raise_on(2)
     bm = BlockModel(3)
     with pytest.raises(Cancelled):
@@ -206,8 +206,8 @@ def test_block_model_and_bmgufs_cancel(graph):
 
 
 def test_graph_baselines_and_scoring_cancel(graph):
-    from featagg_core import feature_selection_baselines as fsb
-    from featagg_core.graph_eval import kmeans_scores
+    from featagg_core.graph import baselines as fsb
+    from featagg_core.graph.evaluation import kmeans_scores
     X = sp.csr_matrix(graph.X, dtype=np.float64)
     for fn in (lambda p: fsb.knn_graph(X, 5, progress=p),
                lambda p: fsb.laplacian_score(X, graph.A, progress=p),
@@ -227,7 +227,7 @@ def test_graph_baselines_and_scoring_cancel(graph):
 def test_vocabulary_cancel(method):
     import pandas as pd
 
-    from featagg_core.vocab import VocabularyCompressor, compress_columns
+    from featagg_core.vocab.compressor import VocabularyCompressor, compress_columns
     rng = np.random.default_rng(0)
     values = rng.integers(0, 300, 3000)
     labels = (rng.random(3000) < 0.3).astype(int)

@@ -13,9 +13,12 @@ from featagg_core import KTXMLC, Defrag, VocabularyCompressor, load_artifact, me
 from featagg_core.__main__ import build_parser, main
 from featagg_core.data import save_npz
 from featagg_core.experiment import make_split
-from featagg_core.samples import load_sample
-from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
-                                    make_zipf_categorical)
+from featagg_core.data.samples import load_sample
+from featagg_core.data.synthetic import (
+    make_attributed_sbm,
+    make_powerlaw_multilabel,
+    make_zipf_categorical,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -150,7 +153,7 @@ def test_real_process_exit_code_and_help():
 
 def test_evaluate_reads_old_bundles_and_refuses_other_datasets(capsys, tmp_path):
     from featagg_core import Refrag
-    from featagg_core.artifacts import save_bundle
+    from featagg_core.artifacts.store import save_bundle
     from featagg_core.experiment import as_pipeline, evaluate
     data = load_sample("bibtex")
     # a bundle as the old `train --defrag 8 --refrag` wrote it

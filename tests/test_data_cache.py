@@ -1,4 +1,4 @@
-"""The data folder (featagg_core.data_cache): safe paths, the listing, the memory-mapped npz
+"""The data folder (featagg_core.data.cache): safe paths, the listing, the memory-mapped npz
 cache against a fresh parse, its refresh, its fallback location, the shared store, and the
 fingerprint memo the pages rely on."""
 import os
@@ -10,9 +10,15 @@ import pytest
 import scipy.sparse as sp
 
 from featagg_core.data import DatasetError, load_dataset, save_xc
-from featagg_core.data_cache import (CACHE_DIR_NAME, DataFolder, DatasetStore, data_nbytes,
-                                     open_npz_cache, write_npz_cache)
-from featagg_core.synthetic import make_powerlaw_multilabel
+from featagg_core.data.cache import (
+    CACHE_DIR_NAME,
+    DataFolder,
+    DatasetStore,
+    data_nbytes,
+    open_npz_cache,
+    write_npz_cache,
+)
+from featagg_core.data.synthetic import make_powerlaw_multilabel
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import zipfile
 
 import pytest
 
-from featagg_core._bounded import reason
+from featagg_core.utils.bounded import reason
 from featagg_core.data import DatasetError, load_categorical, load_dataset, load_graph, load_xc
-from featagg_core.samples import sample_path
+from featagg_core.data.samples import sample_path
 
 ARFF_HEAD = b"@relation r\n@attribute a numeric\n@attribute b numeric\n@attribute L {0,1}\n@data\n"
 

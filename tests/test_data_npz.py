@@ -6,8 +6,16 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from featagg_core.data import (CategoricalData, DatasetError, GraphData, MultiLabelData,
-                               load_categorical, load_dataset, load_graph, save_npz)
+from featagg_core.data import (
+    CategoricalData,
+    DatasetError,
+    GraphData,
+    MultiLabelData,
+    load_categorical,
+    load_dataset,
+    load_graph,
+    save_npz,
+)
 
 
 def _ml(seed=0):

@@ -8,8 +8,15 @@ import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 from sklearn.preprocessing import MultiLabelBinarizer
 
-from featagg_core.data import (DatasetError, MultiLabelData, load_dataset, load_svmlight,
-                               load_xc, save_xc, warmup)
+from featagg_core.data import (
+    DatasetError,
+    MultiLabelData,
+    load_dataset,
+    load_svmlight,
+    load_xc,
+    save_xc,
+    warmup,
+)
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 

@@ -1,4 +1,4 @@
-"""Tests of featagg_core.defrag against independent references (dense brute force,
+"""Tests of featagg_core.agglomeration.defrag against independent references (dense brute force,
 hand-built membership matrices, planted clusters, the original code's Bibtex groups)."""
 import math
 import os
@@ -11,8 +11,13 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from featagg_core.defrag import (Defrag, balanced_depth_cap, clustering_error,
-                                 feature_representation, warmup)
+from featagg_core.agglomeration.defrag import (
+    Defrag,
+    balanced_depth_cap,
+    clustering_error,
+    feature_representation,
+    warmup,
+)
 from featagg_core._kernels.defrag import node_centres
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "bibtex")
@@ -343,7 +348,7 @@ def test_errors():
 
 
 def test_sklearn_params_clone_and_artifact_roundtrip(tmp_path):
-    from featagg_core.artifacts import load_artifact, save_artifact
+    from featagg_core.artifacts.store import load_artifact, save_artifact
     X, Y = _random_xy(d=50, seed=14)
     est = Defrag(d0=4, representation="XY", random_state=2, aggregation="avg")
     assert clone(est).get_params() == est.get_params()

@@ -14,18 +14,25 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from featagg_core import _products
-from featagg_core._cancel import Cancelled
+from featagg_core.utils import products as _products
+from featagg_core.utils.cancel import Cancelled
 from featagg_core.data import DatasetError, load_xc, save_xc
-from featagg_core.defrag import Defrag, _build_tree, feature_representation
+from featagg_core.agglomeration.defrag import Defrag, _build_tree, feature_representation
 from featagg_core._kernels import defrag as _kd
-from featagg_core.distributed import (ClusterError, defrag_distributed, describe_scheduler,
-                                      fit_defrag, fit_ktxmlc, ktxmlc_distributed,
-                                      load_xc_shards, scheduler_from_env,
-                                      vocabulary_distributed)
-from featagg_core.ktxmlc import KTXMLC
-from featagg_core.synthetic import make_powerlaw_multilabel
-from featagg_core.vocab import factorize
+from featagg_core.distributed import (
+    ClusterError,
+    defrag_distributed,
+    describe_scheduler,
+    fit_defrag,
+    fit_ktxmlc,
+    ktxmlc_distributed,
+    load_xc_shards,
+    scheduler_from_env,
+    vocabulary_distributed,
+)
+from featagg_core.xmlc.ktxmlc import KTXMLC
+from featagg_core.data.synthetic import make_powerlaw_multilabel
+from featagg_core.vocab.compressor import factorize
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -126,10 +133,9 @@ def test_exact_products_equal_rational_arithmetic_for_any_partition():
 
 @pytest.mark.parametrize("max_ranges", [1, 3, 16])
 def test_reduce_scatter_by_row_ranges_equals_one_product(client, max_ranges):
-    from featagg_core._distributed.blocks import reduce_scatter
-    from featagg_core._distributed.defrag import (_concat_finished, _finish_range,
-                                                  _slice_partial)
-    from featagg_core._distributed.executor import Executor
+    from featagg_core.distributed.blocks import reduce_scatter
+    from featagg_core.distributed.defrag import _concat_finished, _finish_range, _slice_partial
+    from featagg_core.distributed.executor import Executor
     X, Y = near_tie_data(seed=9, copies=2)
     cuts = [0, 50, 51, 300, 420, 600]
     for cl in ("serial", client):
@@ -227,7 +233,7 @@ def test_ktxmlc_twin_equals_single_machine(client, xmlc_data, params):
     assert_same_ktxmlc(single, dist, X[:400])
     assert dist.distributed_info_["n_inexact"] == 0
     # the root batches were cut across the workers (and the model is still the same)
-    from featagg_core import _ktxmlc_core as core
+    from featagg_core.xmlc import tree_fitting as core
     assert dist.distributed_info_["train_tasks"] > len(core.training_tasks(single.trees_, Y))
     assert seen[0] == 0.0 and seen[-1] == 1.0 and len(seen) > 5
 
@@ -256,8 +262,8 @@ def test_ktxmlc_serial_twin_and_dispatch(xmlc_data):
 def test_ktxmlc_label_vectors_do_not_depend_on_blocks_or_row_order(xmlc_data):
     """The label vectors are exact products: label blocks of any size, and the rows in
     any order, give the same bits (a float32 scipy product does not)."""
-    from featagg_core import _ktxmlc_core as core
-    from featagg_core.ktxmlc import _normalize_rows
+    from featagg_core.xmlc import tree_fitting as core
+    from featagg_core.xmlc.ktxmlc import _normalize_rows
     X, Y = xmlc_data
     Xn = _normalize_rows(X)
     whole = core.label_representation(Xn, Y, block_nnz=1 << 30)
@@ -276,8 +282,8 @@ def test_ktxmlc_label_vectors_do_not_depend_on_blocks_or_row_order(xmlc_data):
 def test_ktxmlc_train_tasks_get_only_their_nodes_rows(xmlc_data, monkeypatch):
     """A training task receives the rows reaching its node (the single machine's
     ``task_rows``), never the whole X, except at a root."""
-    from featagg_core import _ktxmlc_core as core
-    from featagg_core._distributed import ktxmlc as dk
+    from featagg_core.xmlc import tree_fitting as core
+    from featagg_core.distributed import ktxmlc as dk
     X, Y = xmlc_data
     seen = []
     real = dk._train_batch
@@ -456,7 +462,7 @@ def _sleep_then(x, seconds):
 
 
 def test_a_cancel_is_seen_while_a_long_task_runs(client):
-    from featagg_core._distributed.executor import Executor
+    from featagg_core.distributed.executor import Executor
     calls = []
 
     def poll():

@@ -1,9 +1,9 @@
-"""featagg_core._docstrings: shared numpydoc fragments filled into docstrings."""
+"""featagg_core.utils.docstrings: shared numpydoc fragments filled into docstrings."""
 import inspect
 
 import pytest
 
-from featagg_core._docstrings import DOCS, fill, fill_doc
+from featagg_core.utils.docstrings import DOCS, fill, fill_doc
 
 
 def test_placeholder_line_is_replaced_at_its_indent_and_getdoc_reads_it_as_written():

@@ -6,10 +6,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from featagg_core import estimate as E
+from featagg_core.runs import estimate as E
 from featagg_core.experiment import make_split
-from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
-                                    make_zipf_categorical)
+from featagg_core.data.synthetic import (
+    make_attributed_sbm,
+    make_powerlaw_multilabel,
+    make_zipf_categorical,
+)
 
 RATES = ("sparse", "defrag", "linear", "pairs", "pairs_big", "stream", "onmtf",
          "kmeans_dense", "vocab", "matvec", "dp", "py")
@@ -53,7 +56,7 @@ def test_shared_stats_are_the_rows_sizes_and_give_the_same_estimates(ml):
     """multilabel_stats (computed once, shared by a page's many estimates) holds the same
     sizes as a direct count, no reference to the matrices, and every estimate and sampling
     plan made with it equals the one made without."""
-    from featagg_core.feature_clustering import sampling_plan
+    from featagg_core.agglomeration.clustering import sampling_plan
     data, split = ml
     st = E.multilabel_stats(data, split)
     Xtr, Ytr = data.X[split.train], data.Y[split.train]
@@ -92,7 +95,7 @@ def test_one_vs_all_formula_by_hand(ml):
 
 
 def test_defrag_formula_by_hand(ml):
-    from featagg_core.defrag import balanced_depth_cap
+    from featagg_core.agglomeration.defrag import balanced_depth_cap
     data, split = ml
     st = E._MLStats(data, split)
     s = _speed()
@@ -201,7 +204,7 @@ def test_estimate_warmup_compiles_the_calibrations_own_xt_y(monkeypatch):
     assert seen["warmup"] and seen["calibration"]
     assert seen["calibration"] <= seen["warmup"]
     # and the product it times is XᵀY (scipy) on the tiny warm-up input
-    from featagg_core._estimate_calibration import _rand_csr, _xt_y_args
+    from featagg_core.runs.calibration import _rand_csr, _xt_y_args
     X = _rand_csr(7, 5, 2, np.random.default_rng(3))
     Y = _rand_csr(7, 4, 2, np.random.default_rng(4))
     ptr, ind, dat = real(*_xt_y_args(X, Y, np.zeros(1, np.uint8)))
@@ -237,8 +240,8 @@ def test_ktxmlc_estimate_follows_the_fits_flat_choice(params):
     """The estimate prices the model the fit trains: when ``KTXMLC(one_vs_all="auto")``
     keeps one flat tree, the estimate's parts are the label trees (still grown) plus
     one-vs-all's training and scoring; otherwise the trees'."""
-    from featagg_app.xmlc_view import kept_flat_tree
-    from featagg_core.ktxmlc import KTXMLC
+    from featagg_app.views.xmlc import kept_flat_tree
+    from featagg_core.xmlc.ktxmlc import KTXMLC
     data = make_powerlaw_multilabel(400, 300, 18, avg_labels=3, random_state=2,
                                     test_size=0.25)
     split = make_split(data)

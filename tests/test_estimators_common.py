@@ -29,8 +29,8 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from featagg_core._validation import Interval, Options, check_param
-from featagg_core.artifacts import ARTIFACT_CLASSES, _json_default
+from featagg_core.utils.validation import Interval, Options, check_param
+from featagg_core.artifacts.store import ARTIFACT_CLASSES, _json_default
 
 
 def _cls(name):
@@ -40,13 +40,13 @@ def _cls(name):
 # ----------------------------------------------------------------------------- inputs
 @functools.lru_cache(maxsize=None)
 def _multilabel():
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     return make_powerlaw_multilabel(60, 24, 6, avg_labels=2, avg_features=6, random_state=0)
 
 
 @functools.lru_cache(maxsize=None)
 def _graph():
-    from featagg_core.synthetic import make_attributed_sbm
+    from featagg_core.data.synthetic import make_attributed_sbm
     return make_attributed_sbm(40, 2, p_in=0.3, p_out=0.02, n_informative=6, n_noise=6,
                                random_state=0)
 

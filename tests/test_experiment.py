@@ -8,19 +8,44 @@ import pytest
 import scipy.sparse as sp
 from sklearn.metrics import mutual_info_score
 
-from featagg_core import (KTXMLC, Defrag, Fiat, Refrag, VocabularyCompressor, load_artifact,
-                          metrics, save_artifact)
-from featagg_core import feature_selection_baselines as fsb
-from featagg_core.defrag import clustering_error, feature_representation
-from featagg_core.experiment import (Pipeline, as_pipeline, bucket_metrics,
-                                     canonical_spec, elbow, erasure_curve, evaluate,
-                                     feature_selection_comparison, make_split, plan_run,
-                                     predictions, refrag_alpha_curve, run_name, run_pipeline,
-                                     split_rows, vocabulary_budget_curve, vocabulary_report)
-from featagg_core.graph_eval import evaluate_selection
-from featagg_core.ktxmlc import elbow_curve
-from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
-                                    make_zipf_categorical)
+from featagg_core import (
+    KTXMLC,
+    Defrag,
+    Fiat,
+    Refrag,
+    VocabularyCompressor,
+    load_artifact,
+    metrics,
+    save_artifact,
+)
+from featagg_core.graph import baselines as fsb
+from featagg_core.agglomeration.defrag import clustering_error, feature_representation
+from featagg_core.experiment import (
+    Pipeline,
+    as_pipeline,
+    bucket_metrics,
+    canonical_spec,
+    elbow,
+    erasure_curve,
+    evaluate,
+    feature_selection_comparison,
+    make_split,
+    plan_run,
+    predictions,
+    refrag_alpha_curve,
+    run_name,
+    run_pipeline,
+    split_rows,
+    vocabulary_budget_curve,
+    vocabulary_report,
+)
+from featagg_core.graph.evaluation import evaluate_selection
+from featagg_core.xmlc.ktxmlc import elbow_curve
+from featagg_core.data.synthetic import (
+    make_attributed_sbm,
+    make_powerlaw_multilabel,
+    make_zipf_categorical,
+)
 
 
 @pytest.fixture(scope="module")
@@ -344,7 +369,7 @@ def test_cancel_graph_and_table_runs(graph, table):
 
 
 def test_failure_while_fitting_gives_status_failed(ml, monkeypatch, caplog):
-    from featagg_core import ktxmlc
+    from featagg_core.xmlc import ktxmlc
 
     def broken(self, X, Y, progress=None):
         raise RuntimeError("solver diverged")
@@ -385,7 +410,7 @@ def test_agglomeration_and_feature_clustering(ml_own, tmp_path):
         save_artifact(fc.pipeline, tmp_path / f"{kind}.fgz")
         np.testing.assert_array_equal(
             load_artifact(tmp_path / f"{kind}.fgz").feature_clustering.labels_, lab)
-    from featagg_core.feature_clustering import random_balanced_labels
+    from featagg_core.agglomeration.clustering import random_balanced_labels
     rb = run_pipeline(ml_own, split, {"feature_clustering": {"kind": "random_balanced",
                                                              "n_clusters": K}})
     np.testing.assert_array_equal(rb.pipeline.feature_clustering.labels_,
@@ -492,7 +517,7 @@ def test_refrag_alpha_curve_and_buckets(ml, refrag_run):
 
 
 def test_erasure_curve_matches_fiat_module_and_elbow_uses_training_rows(ml_own):
-    from featagg_core import fiat as fiat_mod
+    from featagg_core.agglomeration import fiat as fiat_mod
     split = make_split(ml_own)
     run = run_pipeline(ml_own, split, {"defrag": {"d0": 5}, "classifier": {"n_trees": 1},
                                        "impute": {"mix": 0.5}})
@@ -526,7 +551,7 @@ def test_legacy_objects_wrap_into_pipelines(ml_own):
 
 
 def test_blockwise_scoring_equals_whole_and_stops_on_cancel(ml, refrag_run, monkeypatch):
-    from featagg_core import _evaluation
+    from featagg_core.runs import evaluation as _evaluation
     from featagg_core.experiment import Cancelled
     whole = evaluate(refrag_run, ml, refrag_run.split)
     monkeypatch.setattr(_evaluation, "_BLOCK_ROWS", 7)

@@ -11,11 +11,20 @@ import scipy.sparse as sp
 
 from featagg_core import metrics
 from featagg_core.data import CategoricalData
-from featagg_core.experiment import (bmgufs_heatmap, bmgufs_protocol, bmgufs_robustness,
-                                     default_budget, defrag_tradeoff, elbow, ktxmlc_sweep,
-                                     make_split, run_pipeline, vocabulary_experiment)
-from featagg_core.graph_eval import evaluate_selection
-from featagg_core.synthetic import make_attributed_sbm, make_powerlaw_multilabel
+from featagg_core.experiment import (
+    bmgufs_heatmap,
+    bmgufs_protocol,
+    bmgufs_robustness,
+    default_budget,
+    defrag_tradeoff,
+    elbow,
+    ktxmlc_sweep,
+    make_split,
+    run_pipeline,
+    vocabulary_experiment,
+)
+from featagg_core.graph.evaluation import evaluate_selection
+from featagg_core.data.synthetic import make_attributed_sbm, make_powerlaw_multilabel
 
 KT = {"n_trees": 2}
 
@@ -115,7 +124,7 @@ def test_bmgufs_protocol_scores_by_hand_and_keeps_d(graph):
 
 
 def test_heatmap_cells_equal_single_fits(graph):
-    from featagg_core.bmgufs import BMGUFS
+    from featagg_core.graph.bmgufs import BMGUFS
     g, split = graph
     exp = bmgufs_heatmap(g, split, d=10, betas=(0.0, 0.6), gammas=(1.0, 3.0),
                          bmgufs={"n_candidates": 2, "max_iter": 60}, n_seeds=2)
@@ -135,7 +144,7 @@ def test_heatmap_cells_equal_single_fits(graph):
 
 
 def test_perturb_edges_counts_and_nesting():
-    from featagg_core._graph_experiments import perturb_edges
+    from featagg_core.runs.experiments.graph import perturb_edges
     g = make_attributed_sbm(150, 3, p_in=0.1, p_out=0.01, random_state=2)
     A = g.A.tocsr()
     E = sp.triu(A, 1).nnz
@@ -174,7 +183,7 @@ def _table(seed=0, n=3000):
 
 
 def test_default_budget_rule_by_hand():
-    from featagg_core._table_experiments import BUDGET_STEPS, atoms_per_column
+    from featagg_core.runs.experiments.table import BUDGET_STEPS, atoms_per_column
     t = _table()
     split = make_split(t, random_state=0)
     m, why = default_budget(t, split)

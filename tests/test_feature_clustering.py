@@ -6,11 +6,17 @@ import pytest
 import scipy.sparse as sp
 from sklearn.cluster import AgglomerativeClustering, MiniBatchKMeans
 
-from featagg_core._cancel import Cancelled
-from featagg_core.defrag import feature_representation
-from featagg_core.feature_clustering import (MAX_CENTRE_BYTES, WARD_LIMIT, default_batch_size,
-                                             kmeans_feature_labels, random_balanced_labels,
-                                             sampling_plan, ward_feature_labels)
+from featagg_core.utils.cancel import Cancelled
+from featagg_core.agglomeration.defrag import feature_representation
+from featagg_core.agglomeration.clustering import (
+    MAX_CENTRE_BYTES,
+    WARD_LIMIT,
+    default_batch_size,
+    kmeans_feature_labels,
+    random_balanced_labels,
+    sampling_plan,
+    ward_feature_labels,
+)
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +170,7 @@ def test_progress_is_monotone_and_ends_at_one(R):
 
 def test_sampling_plan_on_bibtex_sized_data():
     from featagg_core.experiment import make_split
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     data = make_powerlaw_multilabel(400, 3000, 40, random_state=0)
     split = make_split(data)
     speed = {k: 1e8 for k in ("sparse", "defrag", "linear", "pairs", "pairs_big", "stream",

@@ -8,8 +8,13 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from featagg_core.fiat import (Fiat, erase_features, erasure_curve, normalize_cooccurrence,
-                               pseudo_cooccurrence)
+from featagg_core.agglomeration.fiat import (
+    Fiat,
+    erase_features,
+    erasure_curve,
+    normalize_cooccurrence,
+    pseudo_cooccurrence,
+)
 from naive import Clustering, dense_cf, dense_impute, dense_operator
 from naive import precision_at_k as naive_precision_at_k
 
@@ -128,7 +133,7 @@ def test_restores_perfectly_correlated_features_with_real_defrag():
     # copies have cosine 1 and different groups cosine 0. Whatever clusters the real
     # Defrag forms, an erased column must come back exactly when one of its copies is
     # kept in the same cluster, and stay empty otherwise.
-    Defrag = pytest.importorskip("featagg_core.defrag").Defrag
+    Defrag = pytest.importorskip("featagg_core.agglomeration.defrag").Defrag
     rng = np.random.default_rng(8)
     n, g, c = 400, 8, 4
     point_group = rng.integers(0, g, n)
@@ -220,7 +225,7 @@ def test_validation_and_not_fitted():
 
 
 def test_clone_params_and_artifact_round_trip():
-    from featagg_core.artifacts import load_artifact, save_artifact
+    from featagg_core.artifacts.store import load_artifact, save_artifact
     X, rng = _data(seed=12, signed=False)
     clus = Clustering(rng.integers(0, 5, X.shape[1]))
     f = Fiat(clus, mix=0.5).fit(X)

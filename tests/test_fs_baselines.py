@@ -8,9 +8,9 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
-from featagg_core import feature_selection_baselines as fsb
+from featagg_core.graph import baselines as fsb
 from featagg_core._kernels.bmgufs import quad_diag_csr
-from featagg_core.graph_eval import evaluate_selection, kmeans_scores, known_class_mask
+from featagg_core.graph.evaluation import evaluate_selection, kmeans_scores, known_class_mask
 
 
 def _data(seed=0, n=60, f=12, density=0.4):

@@ -12,9 +12,18 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from featagg_core.data import (CategoricalData, DatasetError, GraphData, MultiLabelData,
-                               load_categorical, load_dataset, load_graph, load_xc, save_npz,
-                               save_xc)
+from featagg_core.data import (
+    CategoricalData,
+    DatasetError,
+    GraphData,
+    MultiLabelData,
+    load_categorical,
+    load_dataset,
+    load_graph,
+    load_xc,
+    save_npz,
+    save_xc,
+)
 
 FUZZ = settings(max_examples=40, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -15,7 +15,7 @@ def test_two_thousand_tampered_artifacts_load_and_use_in_a_subprocess():
     it and fails the test, naming the case being run."""
     rows = run_script("""
         import json, sys, numpy as np, hostile_corpus as hc
-        from featagg_core.artifacts import artifact_bytes
+        from featagg_core.artifacts.store import artifact_bytes
         models = hc.fit_models()
         rng = np.random.default_rng(7)
         per = -(-2000 // len(models))          # at least 2,000 in all

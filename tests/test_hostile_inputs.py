@@ -24,8 +24,8 @@ os.environ.setdefault("FEATAGG_WARMUP", "0")
 
 
 def test_every_artifact_class_has_declared_checks():
-    from featagg_core._artifact_checks import registered
-    from featagg_core.artifacts import ARTIFACT_CLASSES
+    from featagg_core.artifacts.checks import registered
+    from featagg_core.artifacts.store import ARTIFACT_CLASSES
     assert set(ARTIFACT_CLASSES) <= set(registered())
 
 
@@ -34,7 +34,7 @@ def test_edited_manifest_is_refused_but_informational_edits_load_equal():
     import hostile_corpus as hc
 
     from featagg_core import Defrag, load_artifact
-    from featagg_core.artifacts import ArtifactError, artifact_bytes
+    from featagg_core.artifacts.store import ArtifactError, artifact_bytes
     X = sp.random(30, 20, density=0.3, format="csr", random_state=0, dtype=np.float32)
     model = Defrag(d0=4, representation="X").fit(X)
     blob = artifact_bytes(model)
@@ -71,9 +71,9 @@ def test_forged_selection_pipeline_feature_count_is_checked():
     import hostile_corpus as hc
 
     from featagg_core import load_artifact
-    from featagg_core.artifacts import ArtifactError, artifact_bytes
+    from featagg_core.artifacts.store import ArtifactError, artifact_bytes
     from featagg_core.experiment import make_split, run_pipeline
-    from featagg_core.synthetic import make_attributed_sbm
+    from featagg_core.data.synthetic import make_attributed_sbm
     g = make_attributed_sbm(40, 2, p_in=0.3, p_out=0.03, n_informative=4, n_noise=6,
                             random_state=4)
     run = run_pipeline(g, make_split(g, random_state=0),
@@ -101,7 +101,7 @@ def test_forged_selection_pipeline_feature_count_is_checked():
 
 def test_artifact_budget_refuses_before_inflating():
     from featagg_core import Defrag, load_artifact
-    from featagg_core.artifacts import ArtifactError, artifact_bytes
+    from featagg_core.artifacts.store import ArtifactError, artifact_bytes
     X = sp.random(300, 2000, density=0.05, format="csr", random_state=0, dtype=np.float32)
     blob = artifact_bytes(Defrag(d0=4, representation="X").fit(X))
     buf = io.BytesIO(blob)
@@ -267,7 +267,7 @@ def test_twin_uploads_in_two_sessions_keep_their_own_names(app_for, monkeypatch)
 
 # ---------------------------------------------------------------------------- server, CLI
 def test_server_listens_on_localhost_unless_public():
-    from featagg_app import serve
+    from featagg_app.server import serve
     text = (ROOT / ".streamlit" / "config.toml").read_text()
     assert 'address = "127.0.0.1"' in text
     assert "only (this machine)" in serve.listen_banner(["--server.port", "8501"])
@@ -286,7 +286,7 @@ def _cli(*args, cwd):
 
 def test_cli_failures_exit_2_with_one_line(tmp_path):
     from featagg_core import Defrag
-    from featagg_core.artifacts import save_artifact
+    from featagg_core.artifacts.store import save_artifact
     (tmp_path / "junk.npz").write_bytes(b"PK\x03\x04junk")
     X = sp.random(20, 10, density=0.3, format="csr", random_state=0, dtype=np.float32)
     save_artifact(Defrag(d0=4, representation="X").fit(X), tmp_path / "d.fgz")

@@ -10,7 +10,7 @@ import pytest
 
 os.environ.setdefault("FEATAGG_WARMUP", "0")  # no background compilation in AppTest runs
 
-from featagg_app.jobs import JobQueueFull, JobRunner, friendly_error, status_text
+from featagg_app.server.jobs import JobQueueFull, JobRunner, friendly_error, status_text
 
 WAIT = 20.0   # generous: the machine is shared; nothing here asserts on time
 
@@ -172,7 +172,7 @@ def test_failures_are_logged_and_carried_as_a_message(runner, caplog):
     def bad_bug(progress, cancel):
         return [][1]
 
-    with caplog.at_level(logging.ERROR, logger="featagg_app.jobs"):
+    with caplog.at_level(logging.ERROR, logger="featagg_app.server.jobs"):
         j1 = runner.submit("A", "bad value", bad_value)
         j2 = runner.submit("A", "bad bug", bad_bug)
         assert j1.wait(WAIT) and j2.wait(WAIT)
@@ -266,7 +266,7 @@ def test_threads_per_job_never_oversubscribe():
 
 
 def test_workers_from_the_environment(monkeypatch):
-    from featagg_app.jobs import default_workers
+    from featagg_app.server.jobs import default_workers
     monkeypatch.setenv("FEATAGG_JOB_WORKERS", "3")
     assert default_workers() == 3
     monkeypatch.setenv("FEATAGG_JOB_WORKERS", "many")
@@ -276,7 +276,7 @@ def test_workers_from_the_environment(monkeypatch):
 
 
 def test_friendly_error_words():
-    from featagg_core._cancel import Cancelled
+    from featagg_core.utils.cancel import Cancelled
     assert friendly_error(Cancelled()) == "Cancelled."
     assert "ran out of memory" in friendly_error(MemoryError())
     assert friendly_error(ValueError("x  \n y")) == "x y"
@@ -307,7 +307,7 @@ if "res" in st.session_state:
 
 
 def _settle(at, job_status, timeout=WAIT):
-    from featagg_app.jobs import _STATE_KEY
+    from featagg_app.server.jobs import _STATE_KEY
     end = time.time() + timeout
     while time.time() < end:
         job = at.session_state[_STATE_KEY].get("slot") if _STATE_KEY in at.session_state \

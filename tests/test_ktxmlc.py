@@ -11,14 +11,20 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import adjusted_rand_score
 
-from featagg_core import _ktxmlc_core as core
+from featagg_core.xmlc import tree_fitting as core
 from featagg_core import metrics
-from featagg_core._cancel import Cancelled
+from featagg_core.utils.cancel import Cancelled
 from featagg_core._kernels.ktxmlc import _local_csr, node_rows
 from featagg_core._kernels.ktxmlc_cluster import bisect_rows, cluster_rows
-from featagg_core.ktxmlc import (KTXMLC, OneVsAll, _normalize_rows, choose_d0, elbow_curve,
-                                 label_representation)
-from featagg_core.synthetic import make_powerlaw_multilabel
+from featagg_core.xmlc.ktxmlc import (
+    KTXMLC,
+    OneVsAll,
+    _normalize_rows,
+    choose_d0,
+    elbow_curve,
+    label_representation,
+)
+from featagg_core.data.synthetic import make_powerlaw_multilabel
 
 import naive
 
@@ -333,7 +339,7 @@ def test_calibration_histogram_is_that_of_the_decision_values(small):
 
 
 def test_bibtex_accuracy_floor():
-    from featagg_core.samples import load_sample
+    from featagg_core.data.samples import load_sample
 
     d = load_sample("bibtex")
     m = KTXMLC().fit(d.X, d.Y)
@@ -351,7 +357,7 @@ def test_bibtex_accuracy_floor():
 
 
 def test_artifact_round_trip_and_old_state_refused(tmp_path, small):
-    from featagg_core.artifacts import ArtifactError, load_artifact, save_artifact
+    from featagg_core.artifacts.store import ArtifactError, load_artifact, save_artifact
 
     X, Y = small
     # three trees; one flat tree of a 3-tree KTXMLC (one_vs_all="auto"; and a label set
@@ -412,7 +418,7 @@ def test_cancel_stops_the_fit_and_leaves_no_threads(when):
 
     with pytest.raises(Cancelled):
         OneVsAll(n_jobs=2).fit(d.X, d.Y, progress=always)
-    from featagg_core.ktxmlc import DefragKTXMLC
+    from featagg_core.xmlc.ktxmlc import DefragKTXMLC
     with pytest.raises(Cancelled):
         DefragKTXMLC(d0=8, n_clusters=4, max_leaf_labels=10).fit(d.X, d.Y, progress=progress)
     assert not _pool_threads()
@@ -494,8 +500,8 @@ def test_elbow_finds_planted_number_of_label_groups():
 
 
 def test_defrag_pipeline_trains_on_agglomerated_features(small):
-    from featagg_core.defrag import Defrag
-    from featagg_core.ktxmlc import DefragKTXMLC, defrag_comparison
+    from featagg_core.agglomeration.defrag import Defrag
+    from featagg_core.xmlc.ktxmlc import DefragKTXMLC, defrag_comparison
 
     X, Y = small
     kw = dict(n_clusters=3, max_leaf_labels=6, n_trees=2)

@@ -20,15 +20,27 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from featagg_core import (BMGUFS, KTXMLC, Defrag, DefragKTXMLC, Fiat, OneVsAll, Refrag,
-                          VocabularyCompressor, load_artifact)
-from featagg_core import feature_clustering as fcl
-from featagg_core import feature_selection_baselines as fsb
+from featagg_core import (
+    BMGUFS,
+    KTXMLC,
+    Defrag,
+    DefragKTXMLC,
+    Fiat,
+    OneVsAll,
+    Refrag,
+    VocabularyCompressor,
+    load_artifact,
+)
+from featagg_core.agglomeration import clustering as fcl
+from featagg_core.graph import baselines as fsb
 from featagg_core.__main__ import main
 from featagg_core.data import CategoricalData, GraphData, MultiLabelData, load_dataset, save_xc
 from featagg_core.experiment import make_split, run_pipeline
-from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
-                                    make_zipf_categorical)
+from featagg_core.data.synthetic import (
+    make_attributed_sbm,
+    make_powerlaw_multilabel,
+    make_zipf_categorical,
+)
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -1,5 +1,5 @@
-"""featagg_app/memory.py (byte sizes, the byte-bounded shared-fits cache) and
-featagg_app/reaper.py (closed and idle sessions are freed), against hand-computed cases and
+"""featagg_app/server/memory.py (byte sizes, the byte-bounded shared-fits cache) and
+featagg_app/server/reaper.py (closed and idle sessions are freed), against hand-computed cases and
 a fake session manager."""
 import os
 import time
@@ -10,8 +10,8 @@ import scipy.sparse as sp
 
 os.environ.setdefault("FEATAGG_WARMUP", "0")
 
-from featagg_app.memory import SharedResults, deep_nbytes
-from featagg_app.reaper import FREED_KEY, SessionReaper
+from featagg_app.server.memory import SharedResults, deep_nbytes
+from featagg_app.server.reaper import FREED_KEY, SessionReaper
 
 
 def test_deep_nbytes_counts_each_array_once():

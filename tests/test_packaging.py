@@ -285,9 +285,9 @@ def test_dependencies_are_the_pins_as_compatible_ranges():
 def test_dashboard_command_passes_dashboard_sh_options(monkeypatch):
     """``featagg-dashboard`` starts the server with the streamlit options, defaults and
     environment that ``scripts/dashboard.sh`` uses."""
-    from featagg_app import serve
+    from featagg_app.server import serve
     script = (ROOT / "scripts" / "dashboard.sh").read_text()
-    exec_line = script[script.index("exec .venv/bin/python -m featagg_app.serve"):]
+    exec_line = script[script.index("exec .venv/bin/python -m featagg_app.server.serve"):]
     sh_options = dict(re.findall(r'(--[a-zA-Z]+\.[a-zA-Z]+) ("[^"]*"|\S+)', exec_line))
     for key in ("PORT", "FEATAGG_MAX_LOAD_MB", "FEATAGG_DATA_DIR", "FEATAGG_SESSION_TTL_S"):
         monkeypatch.delenv(key, raising=False)

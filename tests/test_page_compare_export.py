@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 
 from page_util import carry, click, ok, runs
-from featagg_app import compare_view as cv
-from featagg_app import export_view as ev
+from featagg_app.views import compare as cv
+from featagg_app.views import export as ev
 from featagg_core import Defrag, KTXMLC
-from featagg_core.artifacts import artifact_bytes, bundle_bytes, load_bundle
+from featagg_core.artifacts.store import artifact_bytes, bundle_bytes, load_bundle
 from featagg_core.experiment import make_split, run_pipeline
-from featagg_core.synthetic import make_powerlaw_multilabel
+from featagg_core.data.synthetic import make_powerlaw_multilabel
 
 
 def _rec(rid, name, kind, dataset, split_id, split_text, test, timings, spec, size=None):
@@ -171,7 +171,7 @@ def test_old_bundle_pairs_a_classifier_with_its_defrag(ml):
     assert entries["defrag"][0].kind == "agglomeration"
     assert ev.pipeline_name(pipe) == "Defrag + KTXMLC (older artifact)"
     # a REFRAG on its own cannot be evaluated: the note says why
-    from featagg_core.refrag import Refrag
+    from featagg_core.agglomeration.refrag import Refrag
     lone = ev.pipelines_from_import({"refrag": Refrag().fit(ml.X, ml.Y, d)})
     assert lone[0][1] is None and "REFRAG" in lone[0][2]
 
@@ -304,8 +304,8 @@ def test_compare_shows_real_runs_from_several_pages(app_for):
 
 def test_export_evaluates_a_lone_vocabulary_compressor_on_its_column(app_for):
     from sklearn.metrics import mutual_info_score
-    from featagg_core.synthetic import make_zipf_categorical
-    from featagg_core.vocab import VocabularyCompressor
+    from featagg_core.data.synthetic import make_zipf_categorical
+    from featagg_core.vocab.compressor import VocabularyCompressor
     t = make_zipf_categorical(3000, 40, n_columns=2, random_state=1)
     col = t.table.columns[1]
     vc = VocabularyCompressor(5).fit(t.table[col].to_numpy(), t.labels)

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from featagg_app import charts
-from featagg_app import data_view as dv
+from featagg_app.views import charts
+from featagg_app.views import data as dv
 from featagg_core.data import CategoricalData, GraphData, MultiLabelData
 from page_util import column_formats
 

@@ -7,7 +7,7 @@ import pandas as pd
 
 from page_util import click, ok, runs
 from featagg_core.data import CategoricalData
-from featagg_core.synthetic import make_attributed_sbm, make_powerlaw_multilabel
+from featagg_core.data.synthetic import make_attributed_sbm, make_powerlaw_multilabel
 
 
 def _ml():

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from page_util import click, ok, runs
-from featagg_app import xmlc_view as xv
+from featagg_app.views import xmlc as xv
 from featagg_core import metrics
 from featagg_core.data import MultiLabelData
-from featagg_core.ktxmlc import KTXMLC, elbow_curve
-from featagg_core.synthetic import make_powerlaw_multilabel
+from featagg_core.xmlc.ktxmlc import KTXMLC, elbow_curve
+from featagg_core.data.synthetic import make_powerlaw_multilabel
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def trained():
 
 
 def test_kept_flat_tree_only_for_the_one_vs_all_auto_choice(trained):
-    from featagg_core.ktxmlc import OneVsAll
+    from featagg_core.xmlc.ktxmlc import OneVsAll
     d, m, _ = trained
     flat = KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2).fit(d.X, d.Y)
     assert len(flat.trees_) == 1 and flat.trees_[0]["n_children"][0] == d.Y.shape[1]
@@ -228,7 +228,7 @@ def test_page_numbers_follow_a_dataset_change_in_the_sidebar(app_for):
     ok(at2)
     assert _knobs(at2) == {"K": 14, "trees": 3, "depth": 20, "leaf": 14, "beam": 10}
     assert at2.radio(key="xmlc_preset").value == "paper"
-    from featagg_core.samples import load_sample
+    from featagg_core.data.samples import load_sample
     at3 = app_for("extreme_classification", load_sample("bibtex"), origin="sample",
                   source_id="bibtex", state=_whole_state(at2)).run()
     ok(at3)
@@ -306,7 +306,7 @@ def test_page_elbow_plot(app_for):
 def test_page_says_when_its_estimate_is_not_known_yet(app_for, monkeypatch):
     # a server still compiling the kernels an estimate needs has no estimate yet: the
     # caption says so in words, not "about unknown"
-    from featagg_app import session
+    from featagg_app import state as session
 
     assert session.approx_seconds(None) == "not known yet"
     assert session.approx_seconds(12.3) == "about 12 s"

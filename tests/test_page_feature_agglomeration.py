@@ -8,8 +8,8 @@ import pytest
 import scipy.sparse as sp
 
 from page_util import click, column_formats, ok, runs
-from featagg_app import defrag_view as dv
-from featagg_core.defrag import Defrag
+from featagg_app.views import agglomeration as dv
+from featagg_core.agglomeration.defrag import Defrag
 
 
 def _fitted(d=60, seed=0):
@@ -101,7 +101,7 @@ def _baselines(at):
 
 
 def test_page_runs_on_default_sample_and_keeps_the_model(app_for):
-    from featagg_core.defrag import clustering_error, feature_representation
+    from featagg_core.agglomeration.defrag import clustering_error, feature_representation
     at = app_for("feature_agglomeration", timeout=180)
     at.run()
     assert not at.exception
@@ -113,7 +113,7 @@ def test_page_runs_on_default_sample_and_keeps_the_model(app_for):
     ok(at)
     run = _agglomeration(at)[-1]
     m = run.pipeline.defrag
-    from featagg_core.samples import load_sample
+    from featagg_core.data.samples import load_sample
     bib = load_sample("bibtex")
     assert m.n_clusters_ == 256 and m.representation == "XY"  # 1836 features, d0 = 8
     metrics = {mt.label: mt.value for mt in at.metric}

@@ -5,8 +5,8 @@ import pytest
 import scipy.sparse as sp
 
 from page_util import click, column_formats, runs, settle
-from featagg_app import bmgufs_view as bv
-from featagg_core.bmgufs import BMGUFS
+from featagg_app.views import graph_features as bv
+from featagg_core.graph.bmgufs import BMGUFS
 
 
 def _graph(seed=0, n=150, k=3, f=40, p_in=0.2, p_out=0.01):
@@ -77,8 +77,8 @@ def test_comparison_table_and_figure_from_the_core_comparison(fitted):
     figure show exactly those numbers (the comparison itself is tested with the core)."""
     from featagg_core.data import GraphData
     from featagg_core.experiment import feature_selection_comparison, make_split
-    from featagg_core.graph_eval import evaluate_selection
-    from featagg_core import feature_selection_baselines as fsb
+    from featagg_core.graph.evaluation import evaluate_selection
+    from featagg_core.graph import baselines as fsb
     A, X, lab, m = fitted
     g = GraphData(A=A, X=X, y=lab, name="t")
     split = make_split(g, 0.3)
@@ -184,7 +184,7 @@ def test_page_warns_when_gamma_leaves_fewer_than_d_and_compares(app_for):
 def test_page_on_an_uploaded_graph_without_classes_shows_feature_names(app_for):
     import dataclasses
 
-    from featagg_core.synthetic import make_attributed_sbm
+    from featagg_core.data.synthetic import make_attributed_sbm
     g = make_attributed_sbm(200, 3, p_in=0.1, p_out=0.01, n_informative=9, n_noise=21,
                             random_state=2)
     names = [f"word_{j}" for j in range(g.X.shape[1])]

@@ -25,8 +25,11 @@ import scipy.sparse as sp
 from page_util import carry, click, ok, runs
 from featagg_core.data import CategoricalData, GraphData, MultiLabelData
 from featagg_core.experiment import make_split
-from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
-                                    make_zipf_categorical)
+from featagg_core.data.synthetic import (
+    make_attributed_sbm,
+    make_powerlaw_multilabel,
+    make_zipf_categorical,
+)
 
 SPLIT = {"test_size": 0.25, "valid_size": 0.1, "random_state": 3, "how": None}
 
@@ -90,7 +93,9 @@ def _row_hashes(X) -> list:
 def watched_fits(monkeypatch):
     """Every raw-feature fit of DEFRAG, REFRAG, FIAT, KTXMLC/one-vs-all and BMGUFS (``fit``
     and ``fit_gamma_grid``) while a test runs: (class, row hashes of the X it was given)."""
-    from featagg_core import bmgufs, defrag, fiat, ktxmlc, refrag
+    from featagg_core.graph import bmgufs
+    from featagg_core.agglomeration import defrag, fiat, refrag
+    from featagg_core.xmlc import ktxmlc
     seen = []
 
     def watch(cls, x_pos, method="fit"):
@@ -276,7 +281,7 @@ def test_old_pages_leak():
     DEFRAG-XY with ``Defrag(...).fit(X, Y)`` on every row of the dataset, so perturbing the
     rows another page later tested on changed the clustering the classifier reused. The
     same fit on the training rows (what the page does now) does not change."""
-    from featagg_core.defrag import Defrag
+    from featagg_core.agglomeration.defrag import Defrag
     data = make_powerlaw_multilabel(400, 150, 25, avg_features=15, random_state=4)
     other = _perturbed_multilabel(data)
     split, _ = _held_out(data)

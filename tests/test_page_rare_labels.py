@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from naive import dense_top
 from page_util import click, column_formats, ok, runs
-from featagg_app import rare_labels_view as rv
+from featagg_app.views import rare_labels as rv
 from featagg_core import metrics as M
 
 
@@ -111,7 +111,7 @@ def test_metrics_table_and_figures():
 # ---------------------------------------------------------------------------
 
 def _small():
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     d = make_powerlaw_multilabel(500, 300, 40, avg_labels=3, avg_features=15,
                                  test_size=0.3, random_state=1)
     d.name = "small synthetic"
@@ -169,9 +169,9 @@ def test_page_never_trains_unasked_then_alpha_one_is_the_classifier(app_for):
 
 
 def test_page_uses_the_picked_run_and_matches_the_library(app_for):
-    from featagg_core.defrag import Defrag
-    from featagg_core.fiat import Fiat, erase_features
-    from featagg_core.refrag import Refrag
+    from featagg_core.agglomeration.defrag import Defrag
+    from featagg_core.agglomeration.fiat import Fiat, erase_features
+    from featagg_core.agglomeration.refrag import Refrag
     data = _small()
     state = _state_with(data, {"classifier": {"n_trees": 1}},
                         {"defrag": {"d0": 5}, "classifier": {"n_trees": 1}})

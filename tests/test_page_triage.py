@@ -2,7 +2,7 @@
 registry, the verdict and tables are the record's, and both downloads are offered."""
 from page_util import click, ok, runs
 
-from featagg_core.synthetic import make_powerlaw_multilabel
+from featagg_core.data.synthetic import make_powerlaw_multilabel
 
 
 def test_triage_page_runs_and_offers_the_report(app_for):

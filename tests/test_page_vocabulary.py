@@ -9,10 +9,10 @@ import pytest
 from sklearn.metrics import mutual_info_score
 
 from page_util import click, ok, runs
-from featagg_app import vocab_view as vv
+from featagg_app.views import vocabulary as vv
 from featagg_core.data import CategoricalData
 from featagg_core.experiment import make_split, run_pipeline, vocabulary_budget_curve
-from featagg_core.vocab import VocabularyCompressor, compress_columns
+from featagg_core.vocab.compressor import VocabularyCompressor, compress_columns
 
 
 def _table(seed=0, n_rows=2000):

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
 from featagg_core import metrics
-from featagg_core.refrag import Refrag
+from featagg_core.agglomeration.refrag import Refrag
 from naive import (Clustering, dense_impute, dense_operator, dense_prototypes, refrag_rerank,
                    unit_rows)
 
@@ -138,7 +138,7 @@ def test_refrag_finds_planted_rare_labels_more_often():
 
 
 def test_real_defrag_and_impute_query_run():
-    Defrag = pytest.importorskip("featagg_core.defrag").Defrag
+    Defrag = pytest.importorskip("featagg_core.agglomeration.defrag").Defrag
     Xtr, Ytr, Xte, Yte, _, _ = _planted(1)
     dfg = Defrag(d0=6, random_state=0).fit(Xtr, Ytr)
     rng = np.random.default_rng(0)
@@ -162,7 +162,7 @@ def test_real_defrag_and_impute_query_run():
 
 
 def test_validation_not_fitted_and_artifacts():
-    from featagg_core.artifacts import load_artifact, save_artifact
+    from featagg_core.artifacts.store import load_artifact, save_artifact
     X, Y, labels, rng = _problem(seed=4)
     S = sp.random(X.shape[0], Y.shape[1], density=0.3, format="csr", random_state=rng)
     with pytest.raises(NotFittedError):

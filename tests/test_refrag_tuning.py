@@ -8,9 +8,9 @@ import pytest
 import scipy.sparse as sp
 
 from featagg_core import metrics
-from featagg_core._refrag_tuning import TUNE_GRID, choose, grid_points
+from featagg_core.runs.refrag_tuning import TUNE_GRID, choose, grid_points
 from featagg_core.experiment import make_split, run_pipeline
-from featagg_core.synthetic import make_powerlaw_multilabel
+from featagg_core.data.synthetic import make_powerlaw_multilabel
 
 SPEC = {"defrag": {"d0": 8}, "classifier": {"n_trees": 1},
         "rerank": {"kind": "refrag", "tune": True}}

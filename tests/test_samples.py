@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from featagg_core import samples
+from featagg_core.data import samples
 from featagg_core.data import CategoricalData, GraphData, MultiLabelData
-from featagg_core.samples import list_samples, load_sample
+from featagg_core.data.samples import list_samples, load_sample
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(ROOT, "..", "shared", "data")
@@ -122,7 +122,7 @@ def test_tables(name, label, rows, cols, pos):
 
 
 def test_synthetic_samples_are_fixed():
-    from featagg_core import synthetic
+    from featagg_core.data import synthetic
     m = load_sample("synthetic-multilabel")
     assert m.X.shape == (3750, 5000) and m.X_test.shape == (1250, 5000)
     assert m.Y.shape[1] == 500

@@ -15,7 +15,7 @@ ARFF = "\n".join(["@relation tiny", "@attribute f0 numeric", "@attribute f1 nume
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
     from featagg_core.data import save_xc
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     (tmp_path / "corel5k").mkdir()
     d = make_powerlaw_multilabel(300, 50, 8, random_state=5)
     save_xc(d, tmp_path / "synth.txt")
@@ -70,7 +70,7 @@ def test_an_open_that_parses_waits_for_the_readers_kernels(folder, monkeypatch, 
     """A first open parses (its job needs the readers' kernel group, so a server still
     compiling them never compiles in-process); an open from the disk cache runs no kernel
     and needs nothing."""
-    from featagg_app.jobs import JobRunner
+    from featagg_app.server.jobs import JobRunner
     needs, submit = [], JobRunner.submit
 
     def recording(self, *args, **kw):
@@ -122,7 +122,7 @@ def test_a_job_finishing_after_the_collect_is_not_opened_again(folder, monkeypat
     """The window between the picker's collect and its status check: an ARFF opened with its
     label columns that finishes right after ``_collect`` looked must be used on the next
     run, not opened once more without the label columns (which asks for them again)."""
-    from featagg_app import data_folder
+    from featagg_app.intake import data_folder
     at = _app(app_for)
     at.radio(key="featagg_source").set_value("Data folder").run()
     at.selectbox(key="featagg_folder_file").set_value("corel5k/train.arff")
@@ -130,7 +130,7 @@ def test_a_job_finishing_after_the_collect_is_not_opened_again(folder, monkeypat
     at.number_input(key="featagg_folder_n_labels:corel5k/train.arff").set_value(2).run()
     # the opening job waits until the test holds it: on a fast machine the tiny ARFF would
     # otherwise be opened and collected within the click's own run, leaving nothing to race
-    from featagg_core.data_cache import DataFolder
+    from featagg_core.data.cache import DataFolder
     release, original_load = threading.Event(), DataFolder.load
 
     def load_when_released(self, *args, **kwargs):

@@ -4,8 +4,11 @@ import pytest
 import scipy.sparse as sp
 
 from featagg_core.data import CategoricalData, GraphData, MultiLabelData
-from featagg_core.synthetic import (make_attributed_sbm, make_powerlaw_multilabel,
-                                    make_zipf_categorical)
+from featagg_core.data.synthetic import (
+    make_attributed_sbm,
+    make_powerlaw_multilabel,
+    make_zipf_categorical,
+)
 from featagg_core import metrics
 
 

@@ -10,16 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from featagg_core import triage as T
+from featagg_core.triage import battery as T
 from featagg_core.data import CategoricalData
 from featagg_core.experiment import make_split, run_pipeline
-from featagg_core.report import format_value, render_html, write_report
-from featagg_core.synthetic import make_attributed_sbm, make_powerlaw_multilabel
+from featagg_core.triage.report import format_value, render_html, write_report
+from featagg_core.data.synthetic import make_attributed_sbm, make_powerlaw_multilabel
 
 
 @pytest.fixture(scope="module")
 def speed():
-    from featagg_core.estimate import default_speed
+    from featagg_core.runs.estimate import default_speed
     return default_speed()
 
 
@@ -172,7 +172,7 @@ def test_graph_and_table_batteries(speed):
     else:
         assert f"reaches at least {worst:.4f} of the optimum" in line, line
     # the page's tables name their columns in words
-    from featagg_app import triage_view as tv
+    from featagg_app.views import triage as tv
     curve = next(e for e in rep.record["experiments"] if e["kind"] == "budget_curve")
     assert "fit time" in tv.summary_frame(curve).columns
     assert not any(c.endswith("_s") for c in tv.summary_frame(curve).columns)
@@ -240,7 +240,7 @@ def test_the_block_model_chart_spans_the_candidates_rre():
     """Candidate block models on a sparse graph differ in the third decimal of their RRE
     (Cora: 0.9953-0.9960): an axis from 0 to 1 draws ten equal bars. The report's chart
     spans the values instead, every bar inside it and labelled with its value."""
-    from featagg_core.report import experiment_figures
+    from featagg_core.triage.report import experiment_figures
     rre = [0.9955, 0.9953, 0.9960, 0.9954]
     exp = {"kind": "bmgufs_protocol",
            "tables": {"selection": [], "block_models": [
@@ -259,7 +259,7 @@ def test_the_d0_chart_says_when_ktxmlc_kept_one_flat_tree():
     """Bibtex's 159 labels fit two leaf clusters inside the beam, so KTXMLC trains one flat
     tree and its P@1 at every d0 equals One-vs-all's: the caption says why one curve is
     hidden. With different numbers it does not."""
-    from featagg_core.report import experiment_figures
+    from featagg_core.triage.report import experiment_figures
 
     def rows(tree_p1):
         out = []
@@ -281,7 +281,7 @@ def test_time_chart_labels_do_not_overlap():
     shown label's centre now keeps a gap to every other (checked here in data units against
     the placement rule by hand), a label repeating the one on the same spot is left off,
     and every label stays in the hover."""
-    from featagg_core.report import _LABEL_GAP, _LABEL_SLOTS, experiment_figures
+    from featagg_core.triage.report import _LABEL_GAP, _LABEL_SLOTS, experiment_figures
 
     out = []
     for kind, name in (("ktxmlc", "KTXMLC"), ("ova", "One-vs-all")):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from featagg_app import guidance
-from featagg_app.uploads import UploadError, propose_label, read_upload
+from featagg_app.intake import guidance
+from featagg_app.intake.uploads import UploadError, propose_label, read_upload
 
 ROOT = Path(__file__).resolve().parents[1]
 _KEYWORD = re.compile(r"\b[a-z_]+=")

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from featagg_app import charts, display
-from featagg_app import defrag_view as dv
-from featagg_app import xmlc_view as xv
-from featagg_app import data_view as dav
+from featagg_app.views import charts, display
+from featagg_app.views import agglomeration as dv
+from featagg_app.views import xmlc as xv
+from featagg_app.views import data as dav
 
 M = charts.MAX_MARKS
 
@@ -65,7 +65,7 @@ def test_decimate_keeps_ends_and_peaks():
 
 def _big_defrag_tree(d=2 ** 12):
     """A DEFRAG tree over d features (fitted: the real structure, not a mock)."""
-    from featagg_core.defrag import Defrag
+    from featagg_core.agglomeration.defrag import Defrag
     rng = np.random.default_rng(1)
     X = sp.random(400, d, density=0.003, format="csr", random_state=rng, dtype=np.float32)
     X.data[:] = 1
@@ -161,9 +161,9 @@ def test_label_tree_sunburst_draws_top_levels_then_drills_down():
 
 
 def test_vocabulary_and_graph_figures_are_bounded():
-    from featagg_app import bmgufs_view as bv
-    from featagg_app import vocab_view as vv
-    from featagg_core.vocab import VocabularyCompressor
+    from featagg_app.views import graph_features as bv
+    from featagg_app.views import vocabulary as vv
+    from featagg_core.vocab.compressor import VocabularyCompressor
     rng = np.random.default_rng(4)
     values = rng.integers(0, 60_000, 200_000)
     labels = (rng.random(200_000) < 0.3).astype(np.int8)

@@ -1,4 +1,4 @@
-"""Tests of featagg_core.vocab against independent computations: MI recomputed from
+"""Tests of featagg_core.vocab.compressor against independent computations: MI recomputed from
 contingency tables with scikit-learn, enumeration of all subsets / all set partitions on
 tiny instances, a brute-force greedy, and the KL fixed point of Dhillon et al."""
 import io
@@ -13,8 +13,14 @@ from sklearn.exceptions import NotFittedError
 from sklearn.metrics import mutual_info_score
 
 from featagg_core._kernels import vocab as K
-from featagg_core.vocab import (METHODS, VocabularyCompressor, compress_columns, sort_order,
-                                _prefix, warmup)
+from featagg_core.vocab.compressor import (
+    METHODS,
+    VocabularyCompressor,
+    compress_columns,
+    sort_order,
+    _prefix,
+    warmup,
+)
 
 
 def _mi_buckets(c0, c1, groups):
@@ -445,7 +451,7 @@ def test_validation_messages():
     np.array([i if i % 2 else f"x{i}" for i in range(40)], dtype=object),
 ])
 def test_artifact_round_trip(tmp_path, vocab):
-    from featagg_core.artifacts import load_artifact, save_artifact
+    from featagg_core.artifacts.store import load_artifact, save_artifact
     rng = np.random.default_rng(17)
     c0, c1 = _instance(rng, 40)
     vc = VocabularyCompressor(6).fit_counts(vocab, c0, c1)

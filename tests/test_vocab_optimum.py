@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from featagg_core._kernels import vocab as K
-from featagg_core._polling import new_stop
-from featagg_core.samples import load_sample
-from featagg_core.vocab import VocabularyCompressor, _Prepared
+from featagg_core.utils.polling import new_stop
+from featagg_core.data.samples import load_sample
+from featagg_core.vocab.compressor import VocabularyCompressor, _Prepared
 
 
 def test_divide_and_conquer_dp_equals_the_quadratic_dp():

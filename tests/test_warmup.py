@@ -1,4 +1,4 @@
-"""Background kernel compilation (featagg_app/warmup.py): which kernels a job needs, the
+"""Background kernel compilation (featagg_app/server/warmup.py): which kernels a job needs, the
 claim protocol of the compile workers, the server's loader and the job runner's gate.
 Fake kernel modules stand in for featagg_core's (their ``warmup()`` records who ran it)."""
 import json
@@ -12,8 +12,8 @@ import pytest
 
 os.environ.setdefault("FEATAGG_WARMUP", "0")  # no server warm-up in this test process
 
-from featagg_app import warmup as W
-from featagg_app.jobs import JobRunner, panel_progress_text, status_text
+from featagg_app.server import warmup as W
+from featagg_app.server.jobs import JobRunner, panel_progress_text, status_text
 
 WAIT = 60.0        # generous: child processes start Python on a shared machine
 
@@ -39,7 +39,7 @@ def test_groups_in_order_moves_the_named_groups_first():
 
 def test_a_data_folder_server_compiles_the_readers_first(tmp_path, monkeypatch):
     import streamlit as st
-    from featagg_app import jobs
+    from featagg_app.server import jobs
     made = []
 
     class FakeWarmup:
@@ -267,9 +267,10 @@ def test_a_page_estimate_waits_for_the_kernels_it_would_compile(monkeypatch):
     """While the DEFRAG kernels compile in the background, a page's time estimate is
     "unknown" (it would compile xt_y_nnz in the visitor's rerun), and it is not cached:
     once they are ready, the real number comes."""
-    from featagg_app import jobs, session
+    from featagg_app.server import jobs
+    from featagg_app import state as session
     from featagg_core.experiment import make_split
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     gate = _Gate()
     gate.speed = lambda: dict(W.REFERENCE_SPEED)
     monkeypatch.setattr(jobs, "kernels", lambda: gate)

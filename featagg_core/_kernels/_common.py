@@ -18,7 +18,7 @@ Searching
 
 Sparse accumulation
     :func:`count_row_cols` -- the symbolic pass of one row of ``Aᵀ B`` (DEFRAG's ``Xᵀ Y``,
-    the exact ``Aᵀ B`` of :mod:`featagg_core._products`); :func:`scatter_add_row` -- adds
+    the exact ``Aᵀ B`` of :mod:`featagg_core.utils.products`); :func:`scatter_add_row` -- adds
     ``v * row`` of a csr matrix into a dense accumulator, recording the columns touched
     (Gustavson's row-by-row product: DEFRAG's ``Xᵀ Y``, BMGUFS's Gram rows, REFRAG's
     prototype cosines, KTXMLC's cluster centroids); :func:`count_and_reset` and

@@ -6,8 +6,8 @@ Arrays in, arrays out; no Python objects. Sparse matrices arrive as their CSR pa
 import numpy as np
 from numba import njit, prange
 
-from ._common import count_and_reset, scatter_add_row
-from .stopflag import stop_requested
+from featagg_core._kernels._common import count_and_reset, scatter_add_row
+from featagg_core._kernels.stopflag import stop_requested
 
 
 @njit(cache=True, nogil=True)

@@ -1,4 +1,4 @@
-"""numba kernels for :mod:`featagg_core.defrag` (DEFRAG balanced feature clustering).
+"""numba kernels for :mod:`featagg_core.agglomeration.defrag` (DEFRAG balanced feature clustering).
 
 All kernels take the csr parts (``indptr``, ``indices``, ``data``) of the feature
 representation matrix ``R`` (one row per feature, L2-normalised) and plain arrays, and
@@ -14,9 +14,9 @@ not depend on how the nodes are spread over threads.
 import numpy as np
 from numba import njit, prange
 
-from . import PARALLEL
-from ._common import count_row_cols, scatter_add_row, splitmix64
-from .stopflag import stop_requested
+from featagg_core._kernels import PARALLEL
+from featagg_core._kernels._common import count_row_cols, scatter_add_row, splitmix64
+from featagg_core._kernels.stopflag import stop_requested
 
 
 @njit(cache=True)

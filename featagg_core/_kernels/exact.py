@@ -25,8 +25,8 @@ and normalised rows: their sums need far fewer bits).
 import numpy as np
 from numba import njit, prange
 
-from ._common import count_row_cols
-from .stopflag import stop_requested
+from featagg_core._kernels._common import count_row_cols
+from featagg_core._kernels.stopflag import stop_requested
 
 
 @njit(cache=True, inline="always")

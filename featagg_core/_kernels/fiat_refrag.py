@@ -1,5 +1,5 @@
 """numba kernels for FIAT (feature imputation) and REFRAG (re-ranking), see
-:mod:`featagg_core.fiat` and :mod:`featagg_core.refrag`.
+:mod:`featagg_core.agglomeration.fiat` and :mod:`featagg_core.agglomeration.refrag`.
 
 All kernels take csr parts (``indptr``, ``indices``, ``data``) and return arrays. Rows are
 processed independently in fixed-size chunks under ``prange``, so results never depend on
@@ -9,8 +9,13 @@ list of touched entries, so a row costs O(its work), never O(d) or O(L).
 import numpy as np
 from numba import njit, prange
 
-from . import PARALLEL
-from ._common import count_and_reset, lower_bound, reset_touched, scatter_add_row
+from featagg_core._kernels import PARALLEL
+from featagg_core._kernels._common import (
+    count_and_reset,
+    lower_bound,
+    reset_touched,
+    scatter_add_row,
+)
 
 _CHUNK = 256      # at least this many rows (or features) per parallel work item
 _MAX_CHUNKS = 64  # at most this many work items: scratch arrays are allocated per item

@@ -1,4 +1,4 @@
-"""numba kernels of :mod:`featagg_core.ktxmlc`: training of a node's child classifiers
+"""numba kernels of :mod:`featagg_core.xmlc.ktxmlc`: training of a node's child classifiers
 (with the calibration histogram of their decision values) and beam-search
 prediction. The label-tree partitioning kernels are in
 :mod:`featagg_core._kernels.ktxmlc_cluster`.
@@ -13,10 +13,10 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from . import PARALLEL
-from ._common import lower_bound
-from .linear import l2svc_dual_cd_block, lr_dual_cd
-from .stopflag import stop_requested
+from featagg_core._kernels import PARALLEL
+from featagg_core._kernels._common import lower_bound
+from featagg_core._kernels.linear import l2svc_dual_cd_block, lr_dual_cd
+from featagg_core._kernels.stopflag import stop_requested
 
 
 @njit(cache=True)

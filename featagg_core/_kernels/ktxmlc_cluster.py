@@ -1,4 +1,4 @@
-"""numba kernels that partition label vectors for :mod:`featagg_core.ktxmlc`'s label trees.
+"""numba kernels that partition label vectors for :mod:`featagg_core.xmlc.ktxmlc`'s label trees.
 
 * :func:`bisect_rows` — balanced recursive spherical 2-means into g groups (Parabel's node
   split applied recursively: PECOS's hierarchical k-means builds its K-way levels this way);
@@ -19,11 +19,11 @@ import math
 import numpy as np
 from numba import njit
 
-from ._common import minstd_seed as seed_state
-from ._common import minstd_uniform as _uniform
-from ._common import scatter_add_row
-from .ktxmlc import _local_csr
-from .stopflag import stop_requested
+from featagg_core._kernels._common import minstd_seed as seed_state
+from featagg_core._kernels._common import minstd_uniform as _uniform
+from featagg_core._kernels._common import scatter_add_row
+from featagg_core._kernels.ktxmlc import _local_csr
+from featagg_core._kernels.stopflag import stop_requested
 
 
 # --------------------------------------------------------------------------- 2-means

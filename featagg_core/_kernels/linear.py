@@ -20,10 +20,10 @@ import math
 import numpy as np
 from numba import njit
 
-from ._common import minstd_next as next_state  # noqa: F401  (old names, kept)
-from ._common import minstd_seed as seed_state  # noqa: F401
-from ._common import xorshift64s_next, xorshift64s_seed
-from .stopflag import stop_requested
+from featagg_core._kernels._common import minstd_next as next_state  # noqa: F401  (old names, kept)
+from featagg_core._kernels._common import minstd_seed as seed_state  # noqa: F401
+from featagg_core._kernels._common import xorshift64s_next, xorshift64s_seed
+from featagg_core._kernels.stopflag import stop_requested
 
 
 @njit(cache=True, nogil=True)

@@ -6,8 +6,8 @@ are ``prange`` loops whose results do not depend on the number of threads.
 import numpy as np
 from numba import njit, prange
 
-from . import PARALLEL
-from ._common import lower_bound
+from featagg_core._kernels import PARALLEL
+from featagg_core._kernels._common import lower_bound
 
 
 @njit(cache=True, nogil=True, parallel=PARALLEL)

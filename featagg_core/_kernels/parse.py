@@ -7,7 +7,13 @@ and turned into :class:`~featagg_core.data.DatasetError` messages by the caller.
 import numpy as np
 from numba import njit
 
-from ._common import count_bytes, is_ws as _is_ws, mix64 as _mix_hash, next_line, skip_ws
+from featagg_core._kernels._common import (
+    count_bytes,
+    is_ws as _is_ws,
+    mix64 as _mix_hash,
+    next_line,
+    skip_ws,
+)
 
 
 # ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""numba kernels for :mod:`featagg_core.vocab` (submodular vocabulary compression).
+"""numba kernels for :mod:`featagg_core.vocab.compressor` (submodular vocabulary compression).
 
 Notation shared by every kernel
 -------------------------------
@@ -23,8 +23,8 @@ Kernels work in the unnormalised unit (nats x N); callers divide by N.
 import numpy as np
 from numba import njit
 
-from ._common import splitmix64
-from .stopflag import stop_requested
+from featagg_core._kernels._common import splitmix64
+from featagg_core._kernels.stopflag import stop_requested
 
 _INF = np.inf
 

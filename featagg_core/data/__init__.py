@@ -29,7 +29,7 @@ labels, empty files, bytes that are not ASCII/UTF-8, truncated lines. Nothing el
 a reader (:func:`_guard`). :func:`warmup` compiles the parsing kernels.
 
 Hostile input: every public reader takes ``max_bytes=`` and ``max_dim=`` (a
-:class:`featagg_core._bounded.Budget` for the load). Compressed npz members, ``.mat``
+:class:`featagg_core.utils.bounded.Budget` for the load). Compressed npz members, ``.mat``
 variables and parquet row groups are charged to the budget from their declared sizes
 *before* they are inflated, and only the members / variables a layout needs are read;
 declared dimensions are checked against the budget and ``max_dim`` before anything of that
@@ -53,17 +53,17 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from ._containers import CategoricalData, DatasetError, GraphData, MultiLabelData
-from ._input import _atomic_write, _NamedBytes
-from ._text import warmup
-from .npz import save_npz
-from .xc import load_xc, save_xc
-from .svmlight import load_svmlight
-from .arff import load_arff
-from .multilabel import load_dataset
-from .graphs import load_graph
-from .planetoid import planetoid_to_npz
-from .tables import load_categorical
+from featagg_core.data._containers import CategoricalData, DatasetError, GraphData, MultiLabelData
+from featagg_core.data._input import _atomic_write, _NamedBytes
+from featagg_core.data._text import warmup
+from featagg_core.data.npz import save_npz
+from featagg_core.data.xc import load_xc, save_xc
+from featagg_core.data.svmlight import load_svmlight
+from featagg_core.data.arff import load_arff
+from featagg_core.data.multilabel import load_dataset
+from featagg_core.data.graphs import load_graph
+from featagg_core.data.planetoid import planetoid_to_npz
+from featagg_core.data.tables import load_categorical
 
 #: where the private helpers of the former single module now live, searched by
 #: :func:`__getattr__` so ``from featagg_core.data import _read_bytes`` (or any other

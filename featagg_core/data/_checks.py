@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._bounded import parse_xml_safely
-from ._containers import DatasetError
-from ._input import _budget, _fail_for
+from featagg_core.utils.bounded import parse_xml_safely
+from featagg_core.data._containers import DatasetError
+from featagg_core.data._input import _budget, _fail_for
 
 
 # Largest number of rows / columns / nodes a reader accepts: the int32 index space that

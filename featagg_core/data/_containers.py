@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .._docstrings import fill_doc
+from featagg_core.utils.docstrings import fill_doc
 
 
 class DatasetError(ValueError):

@@ -8,13 +8,19 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from .._bounded import read_npy_bytes
-from ._containers import DatasetError
-from ._input import _blank, _budget, _fail_for, _read_bytes, _suffix
-from ._checks import _check_csr_parts, _check_declared
-from ._text import _finish_matrix, _header_line, _int_header, _tokenise, _trim_rows
-from .npz import _npz_to_container, _open_npz
-from .xc import _xc_header
+from featagg_core.utils.bounded import read_npy_bytes
+from featagg_core.data._containers import DatasetError
+from featagg_core.data._input import _blank, _budget, _fail_for, _read_bytes, _suffix
+from featagg_core.data._checks import _check_csr_parts, _check_declared
+from featagg_core.data._text import (
+    _finish_matrix,
+    _header_line,
+    _int_header,
+    _tokenise,
+    _trim_rows,
+)
+from featagg_core.data.npz import _npz_to_container, _open_npz
+from featagg_core.data.xc import _xc_header
 
 
 def _undirected(rows, cols, w, n: int, *, self_loops: bool, name: str,

@@ -1,5 +1,5 @@
 """Input plumbing shared by every reader: reading a path or an upload as bytes, the load's
-:class:`~featagg_core._bounded.Budget` (a context variable), :func:`_guard` (only
+:class:`~featagg_core.utils.bounded.Budget` (a context variable), :func:`_guard` (only
 :class:`DatasetError` escapes a public reader; ``max_bytes=`` / ``max_dim=``), atomic writes,
 and file names (suffix, stem, in-memory named copies).
 """
@@ -11,8 +11,8 @@ import os
 import re
 import tempfile
 
-from .._bounded import Budget, reason
-from ._containers import DatasetError
+from featagg_core.utils.bounded import Budget, reason
+from featagg_core.data._containers import DatasetError
 
 
 _MAX_NAME = 200
@@ -74,7 +74,7 @@ _LOAD_BUDGET: contextvars.ContextVar = contextvars.ContextVar("featagg_load_budg
 
 
 def _budget() -> Budget:
-    """The current load's :class:`~featagg_core._bounded.Budget` (a default one outside a
+    """The current load's :class:`~featagg_core.utils.bounded.Budget` (a default one outside a
     public reader, e.g. when a private helper is called directly)."""
     b = _LOAD_BUDGET.get()
     return b if b is not None else Budget()

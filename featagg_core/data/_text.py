@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._containers import DatasetError
-from ._input import _budget, _fail_for
-from ._checks import _check_declared, _check_dim, _first_duplicate, _row_of_entry
+from featagg_core.data._containers import DatasetError
+from featagg_core.data._input import _budget, _fail_for
+from featagg_core.data._checks import _check_declared, _check_dim, _first_duplicate, _row_of_entry
 
 
 _KERNEL_MESSAGES = {
@@ -73,7 +73,7 @@ class _Parsed:
 
 def _tokenise(raw: bytes, name: str, start: int, first_line: int, allow_labels: bool,
               svmlight: bool) -> _Parsed:
-    from .._kernels.parse import parse_sparse_lines
+    from featagg_core._kernels.parse import parse_sparse_lines
     buf = np.frombuffer(raw, dtype=np.uint8)
     nl, ncolon, ncomma = raw.count(b"\n", start), raw.count(b":", start), raw.count(b",", start)
     _budget().charge(40 * (nl + 2) + 16 * ncolon + 8 * ncomma, "parsing the rows",
@@ -195,7 +195,7 @@ def _format_values(vals: np.ndarray):
 
 def warmup() -> None:
     """Compile (or load from cache) the parsing kernels on tiny inputs."""
-    from .._kernels import parse as k
+    from featagg_core._kernels import parse as k
     buf = np.frombuffer(b"1 0:1.5 2:2\n\n0,1 1:3e-1\n", np.uint8)
     k.parse_sparse_lines(buf, 0, 1, True, True)
     k.parse_sparse_lines(buf, 0, 1, True, False)

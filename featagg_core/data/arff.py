@@ -7,12 +7,18 @@ import re
 
 import numpy as np
 
-from .._bounded import parse_xml_safely
-from ._containers import DatasetError, MultiLabelData
-from ._input import _blank, _budget, _fail_for, _guard, _read_bytes, _stem
-from ._checks import _first_duplicate
-from ._text import _fill_hard, _finish_matrix, _kernel_error, _line_of_entry, _Parsed
-from .._docstrings import fill_doc
+from featagg_core.utils.bounded import parse_xml_safely
+from featagg_core.data._containers import DatasetError, MultiLabelData
+from featagg_core.data._input import _blank, _budget, _fail_for, _guard, _read_bytes, _stem
+from featagg_core.data._checks import _first_duplicate
+from featagg_core.data._text import (
+    _fill_hard,
+    _finish_matrix,
+    _kernel_error,
+    _line_of_entry,
+    _Parsed,
+)
+from featagg_core.utils.docstrings import fill_doc
 
 
 _DATA_RE = re.compile(rb"(?im)^[ \t]*@data[ \t]*\r?$")
@@ -185,7 +191,7 @@ def _arff_label_mask(attrs, relation, name, xml, n_labels, path_or_file):
 
 
 def _parse_arff_rows(raw: bytes, name: str, start: int, first_line: int, n_attr: int):
-    from .._kernels.parse import parse_arff_data
+    from featagg_core._kernels.parse import parse_arff_data
     buf = np.frombuffer(raw, dtype=np.uint8)
     nl, ncomma = raw.count(b"\n", start), raw.count(b",", start)
     _budget().charge(56 * (nl + 2) + 16 * ncomma, "parsing the @data rows", _fail_for(name))

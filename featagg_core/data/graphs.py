@@ -10,16 +10,29 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
-from ._containers import DatasetError, GraphData
-from .._bounded import reason
-from ._input import (_blank, _budget, _fail_for, _guard, _NamedBytes, _read_bytes, _stem,
-                     _suffix)
-from ._checks import _check_declared, _MAX_DIM, _reject_dtd
-from ._text import _fill_hard, _kernel_error
-from .npz import _load_npz_any
-from ._graph_parts import _classes_from_values, _labels_from_any, _matrix_from_any, _undirected
-from .matlab import _load_mat
-from .._docstrings import fill_doc
+from featagg_core.data._containers import DatasetError, GraphData
+from featagg_core.utils.bounded import reason
+from featagg_core.data._input import (
+    _blank,
+    _budget,
+    _fail_for,
+    _guard,
+    _NamedBytes,
+    _read_bytes,
+    _stem,
+    _suffix,
+)
+from featagg_core.data._checks import _check_declared, _MAX_DIM, _reject_dtd
+from featagg_core.data._text import _fill_hard, _kernel_error
+from featagg_core.data.npz import _load_npz_any
+from featagg_core.data._graph_parts import (
+    _classes_from_values,
+    _labels_from_any,
+    _matrix_from_any,
+    _undirected,
+)
+from featagg_core.data.matlab import _load_mat
+from featagg_core.utils.docstrings import fill_doc
 
 
 _HEADER_WORDS = {"source", "target", "src", "dst", "from", "to", "weight", "u", "v", "w",
@@ -28,7 +41,7 @@ _HEADER_WORDS = {"source", "target", "src", "dst", "from", "to", "weight", "u", 
 
 def _parse_edge_list(raw: bytes, name: str, node_ids: str):
     """-> (rows, cols, weights, lines, n_nodes, node_names or None)."""
-    from .._kernels.parse import intern_tokens, parse_edge_lines
+    from featagg_core._kernels.parse import intern_tokens, parse_edge_lines
     if _blank(raw):
         raise DatasetError("empty file", path=name)
     if node_ids not in ("auto", "int", "appearance"):

@@ -8,11 +8,11 @@ import io
 import numpy as np
 import scipy.sparse as sp
 
-from ._containers import DatasetError
-from .._bounded import reason
-from ._input import _budget, _fail_for
-from ._checks import _check_declared, _MAX_DIM
-from ._graph_parts import _classes_from_values, _matrix_from_any, _undirected
+from featagg_core.data._containers import DatasetError
+from featagg_core.utils.bounded import reason
+from featagg_core.data._input import _budget, _fail_for
+from featagg_core.data._checks import _check_declared, _MAX_DIM
+from featagg_core.data._graph_parts import _classes_from_values, _matrix_from_any, _undirected
 
 
 _MAT_KEYS = {

@@ -3,13 +3,13 @@ svmlight) by extension and content and reads the held-out split (``test=``).
 """
 from __future__ import annotations
 
-from ._containers import DatasetError, MultiLabelData
-from ._input import _guard, _raw_file, _read_bytes, _source_name, _stem, _suffix
-from .npz import _load_npz_any
-from .xc import _load_xc_raw
-from .svmlight import _svmlight_assemble, _svmlight_parse
-from .arff import load_arff
-from .._docstrings import fill_doc
+from featagg_core.data._containers import DatasetError, MultiLabelData
+from featagg_core.data._input import _guard, _raw_file, _read_bytes, _source_name, _stem, _suffix
+from featagg_core.data.npz import _load_npz_any
+from featagg_core.data.xc import _load_xc_raw
+from featagg_core.data.svmlight import _svmlight_assemble, _svmlight_parse
+from featagg_core.data.arff import load_arff
+from featagg_core.utils.docstrings import fill_doc
 
 
 def _sniff(raw: bytes, ext: str) -> str:

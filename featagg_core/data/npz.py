@@ -6,10 +6,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._bounded import open_zip, read_npy_member
-from ._containers import CategoricalData, DatasetError, GraphData, MultiLabelData
-from ._input import _atomic_write, _budget, _fail_for, _read_bytes
-from ._checks import _check_classes, _check_csr_parts, _check_names, _check_symmetric
+from featagg_core.utils.bounded import open_zip, read_npy_member
+from featagg_core.data._containers import CategoricalData, DatasetError, GraphData, MultiLabelData
+from featagg_core.data._input import _atomic_write, _budget, _fail_for, _read_bytes
+from featagg_core.data._checks import (
+    _check_classes,
+    _check_csr_parts,
+    _check_names,
+    _check_symmetric,
+)
 
 
 def _sparse_parts(prefix: str, M) -> dict:
@@ -126,7 +131,7 @@ def _npz_sparse(z, prefix, name, *, binary=False, required=True):
 class _NpzMembers:
     """Lazy, bounded view of an npz archive: ``key in z`` looks at member names only and
     ``z[key]`` reads that one ``key.npy`` member, its declared size charged to the load's
-    budget before it is inflated (see :func:`featagg_core._bounded.read_npy_member`), so
+    budget before it is inflated (see :func:`featagg_core.utils.bounded.read_npy_member`), so
     only the members a layout needs are ever inflated and none is unpickled."""
 
     def __init__(self, zf, name: str):

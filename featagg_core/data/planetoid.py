@@ -8,10 +8,10 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from ._containers import DatasetError, GraphData
-from .._bounded import reason
-from .npz import save_npz
-from ._graph_parts import _undirected
+from featagg_core.data._containers import DatasetError, GraphData
+from featagg_core.utils.bounded import reason
+from featagg_core.data.npz import save_npz
+from featagg_core.data._graph_parts import _undirected
 
 
 def _restricted_unpickle(path: str):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._containers import DatasetError, MultiLabelData
-from ._input import _blank, _guard, _read_bytes, _stem
-from ._text import _finish_matrix, _line_of_entry, _Parsed, _tokenise
-from .._docstrings import fill_doc
+from featagg_core.data._containers import DatasetError, MultiLabelData
+from featagg_core.data._input import _blank, _guard, _read_bytes, _stem
+from featagg_core.data._text import _finish_matrix, _line_of_entry, _Parsed, _tokenise
+from featagg_core.utils.docstrings import fill_doc
 
 
 def _svmlight_assemble(parsed_list, zero_based="auto", n_features=None, n_labels=None):

@@ -7,13 +7,21 @@ import io
 
 import numpy as np
 
-from ._containers import CategoricalData, DatasetError
-from .._bounded import reason
-from ._input import (_blank, _budget, _fail_for, _guard, _NamedBytes, _read_bytes, _stem,
-                     _suffix)
-from ._checks import _check_declared
-from .npz import _load_npz_any
-from .._docstrings import fill_doc
+from featagg_core.data._containers import CategoricalData, DatasetError
+from featagg_core.utils.bounded import reason
+from featagg_core.data._input import (
+    _blank,
+    _budget,
+    _fail_for,
+    _guard,
+    _NamedBytes,
+    _read_bytes,
+    _stem,
+    _suffix,
+)
+from featagg_core.data._checks import _check_declared
+from featagg_core.data.npz import _load_npz_any
+from featagg_core.utils.docstrings import fill_doc
 
 
 _TRUE_WORDS = {"1", "true", "yes", "y", "t", "1.0", "+1", "pos", "positive"}

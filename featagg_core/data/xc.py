@@ -6,12 +6,18 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._containers import DatasetError, MultiLabelData
-from ._input import _atomic_write, _blank, _guard, _read_bytes, _stem
-from ._checks import _check_declared, _check_dim
-from ._text import (_finish_matrix, _format_values, _header_line, _int_header, _tokenise,
-                    _trim_rows)
-from .._docstrings import fill_doc
+from featagg_core.data._containers import DatasetError, MultiLabelData
+from featagg_core.data._input import _atomic_write, _blank, _guard, _read_bytes, _stem
+from featagg_core.data._checks import _check_declared, _check_dim
+from featagg_core.data._text import (
+    _finish_matrix,
+    _format_values,
+    _header_line,
+    _int_header,
+    _tokenise,
+    _trim_rows,
+)
+from featagg_core.utils.docstrings import fill_doc
 
 
 def _xc_header(raw: bytes, name: str, counts: tuple) -> tuple[list, int]:
@@ -130,7 +136,7 @@ def _as_X_Y(data_or_X_Y, what="save_xc"):
 
 
 def _xc_bytes(X, Y, with_labels: bool) -> bytes:
-    from .._kernels.parse import write_sparse_lines
+    from featagg_core._kernels.parse import write_sparse_lines
     codes, table, lens = _format_values(X.data)
     body = write_sparse_lines(X.indptr.astype(np.int64), X.indices.astype(np.int64), codes,
                               table, lens, Y.indptr.astype(np.int64),

@@ -52,7 +52,7 @@ START_TIMEOUT_S = 120
 RUN_TIMEOUT_MS = 90_000  # per action
 
 #: streamlit options for test servers (same as scripts/dashboard.sh and .streamlit/config.toml;
-#: the upload cap is left to featagg_app.serve, or to config.toml under ``streamlit run``)
+#: the upload cap is left to featagg_app.server.serve, or to config.toml under ``streamlit run``)
 SERVER_FLAGS = ["--server.headless", "true", "--browser.gatherUsageStats", "false",
                 "--server.fileWatcherType", "none", "--client.showErrorDetails", "none",
                 "--server.address", "127.0.0.1"]
@@ -82,12 +82,12 @@ class AppServer(str):
 def start_server(log_path: Path, script: str = "app.py", extra_env: dict | None = None,
                  launcher: str = "streamlit", timeout_s: float = START_TIMEOUT_S):
     """Start ``streamlit run script`` (``launcher="streamlit"``) or the production launcher
-    ``python -m featagg_app.serve`` that ``scripts/dashboard.sh`` uses (``launcher="serve"``:
+    ``python -m featagg_app.server.serve`` that ``scripts/dashboard.sh`` uses (``launcher="serve"``:
     warm-up first, so allow a longer ``timeout_s`` on a cold numba cache) on a free port;
     returns (AppServer, Popen). The caller must stop it with :func:`stop_server`."""
     port = _free_port()
     if launcher == "serve":
-        cmd = [_python(), "-m", "featagg_app.serve", "--server.port", str(port), *SERVER_FLAGS]
+        cmd = [_python(), "-m", "featagg_app.server.serve", "--server.port", str(port), *SERVER_FLAGS]
     else:
         cmd = [_python(), "-m", "streamlit", "run", script, "--server.port", str(port),
                *SERVER_FLAGS]

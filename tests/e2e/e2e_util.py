@@ -7,7 +7,7 @@ from pathlib import Path
 
 RUN_TIMEOUT_MS = 90_000
 
-#: the line featagg_app.warmup.KernelWarmup prints once every kernel group is loaded
+#: the line featagg_app.server.warmup.KernelWarmup prints once every kernel group is loaded
 _KERNELS_READY = re.compile(r"kernels: all \d+ groups ready after")
 
 

@@ -16,7 +16,7 @@ import pytest
 from e2e_util import (goto_page, metric_cards, page_text, server_log_tail, upload_file,
                       wait_for_app, wait_for_jobs, wait_for_kernels)
 from featagg_core.data import save_xc
-from featagg_core.synthetic import make_powerlaw_multilabel
+from featagg_core.data.synthetic import make_powerlaw_multilabel
 
 SHOTS = "/tmp"
 CLK = os.sysconf("SC_CLK_TCK")

@@ -6,7 +6,7 @@ import pytest
 
 from e2e_util import (goto_page, metric_cards, page_text, select_sample, server_log_tail, sidebar,
                       upload_file, wait_for_app)
-from featagg_core.samples import load_sample
+from featagg_core.data.samples import load_sample
 
 SCREENSHOT_DIR = "/tmp"
 

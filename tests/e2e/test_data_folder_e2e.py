@@ -23,7 +23,7 @@ ARFF = "\n".join(["@relation tiny", "@attribute f0 numeric", "@attribute f1 nume
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     from featagg_core.data import save_xc
-    from featagg_core.synthetic import make_powerlaw_multilabel
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
     root = tmp_path_factory.mktemp("datafolder")
     (root / "corel5k").mkdir()
     d = make_powerlaw_multilabel(900, 120, 15, random_state=4, test_size=0.2)

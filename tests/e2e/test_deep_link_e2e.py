@@ -1,4 +1,4 @@
-"""End-to-end: the dashboard as ``scripts/dashboard.sh`` starts it (featagg_app.serve). The
+"""End-to-end: the dashboard as ``scripts/dashboard.sh`` starts it (featagg_app.server.serve). The
 very first visitor of a fresh server opens a deep link to a page (a bookmark, a link a
 teacher shared) and gets the real app: the Home/Data/... navigation and the dataset picker,
 not the page run on its own."""

@@ -8,8 +8,8 @@ import pytest
 from e2e_util import (click_and_wait, goto_page, metric_cards, open_sample_page, page_text,
                       server_log_tail, wait_for_app)
 from featagg_core import load_artifact
-from featagg_core.artifacts import load_bundle
-from featagg_core.samples import load_sample
+from featagg_core.artifacts.store import load_bundle
+from featagg_core.data.samples import load_sample
 
 
 def _upload(page, path):

@@ -5,7 +5,7 @@ import pytest
 
 from e2e_util import (click_and_wait, goto_page, metric_cards, open_sample_page, page_text,
                       server_log_tail, set_number, tall_screenshot)
-from featagg_core.samples import load_sample
+from featagg_core.data.samples import load_sample
 
 SCREENSHOT_DIR = "/tmp"
 

@@ -8,7 +8,7 @@ import pytest
 
 from e2e_util import (click_and_wait, metric_cards, open_sample_page, page_text, server_log_tail,
                       tall_screenshot, wait_for_app)
-from featagg_core.samples import load_sample
+from featagg_core.data.samples import load_sample
 
 SCREENSHOT_DIR = "/tmp"
 

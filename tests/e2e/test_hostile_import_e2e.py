@@ -19,8 +19,8 @@ import hostile_corpus as hc  # noqa: E402
 
 def _crafted(tmp_path):
     from featagg_core import Defrag
-    from featagg_core.samples import load_sample
-    from featagg_core.artifacts import artifact_bytes
+    from featagg_core.data.samples import load_sample
+    from featagg_core.artifacts.store import artifact_bytes
     bib = load_sample("bibtex")
     blob = artifact_bytes(Defrag(d0=8).fit(bib.X, bib.Y))
     members = hc._members(blob)

@@ -11,7 +11,7 @@ import pytest
 
 from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
                       server_log_tail, set_number, tall_screenshot, wait_for_app)
-from featagg_core.artifacts import load_bundle
+from featagg_core.artifacts.store import load_bundle
 from featagg_core import load_artifact
 
 SHOTS = "/tmp"

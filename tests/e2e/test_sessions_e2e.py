@@ -4,7 +4,7 @@ import pytest
 
 from e2e_util import (click_and_wait, goto_page, metric_cards, page_text, select_sample,
                       server_log_tail, wait_for_app)
-from featagg_core.samples import load_sample
+from featagg_core.data.samples import load_sample
 
 
 @pytest.mark.e2e

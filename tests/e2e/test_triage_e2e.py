@@ -26,7 +26,7 @@ def _resolve(record, path):
 
 @pytest.mark.e2e
 def test_triage_report_downloads_and_opens_offline(app_server, page, browser, tmp_path):
-    from featagg_core.report import format_value
+    from featagg_core.triage.report import format_value
     page.goto(app_server)
     wait_for_app(page)
     select_sample(page, "Bibtex")

@@ -44,7 +44,7 @@ def test_vocabulary_compression_on_amazon(app_server, page, tmp_path):
     # more than m of them): the columns together use at most that many
     # the page starts at the budget that compresses (experiment.default_budget), not 10
     from featagg_core.experiment import default_budget, make_split
-    from featagg_core.samples import load_sample
+    from featagg_core.data.samples import load_sample
     amazon = load_sample("amazon_employee_access")
     m = default_budget(amazon, make_split(amazon))[0]
     used = [len(set(c["buckets"])) for c in doc["columns"].values()]

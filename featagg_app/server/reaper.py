@@ -1,0 +1,275 @@
+"""Free what a browser session holds once it is gone (or idle for long).
+
+Streamlit keeps a disconnected session (its ``st.session_state``: the dataset, every run
+and its fitted pipeline) in ``MemorySessionStorage`` for ``server.disconnectedSessionTTL``
+seconds so a reconnect can resume it, and nothing cancels its jobs. After the TTL the entry
+only *expires* — it is dropped the next time the storage is touched, and the session's
+state is never cleared or shut down. In a classroom that means the server keeps the peak
+of every student who closed the tab. This module closes the gap::
+
+    get_reaper() -> SessionReaper          # the server's one (st.cache_resource)
+    session_seen()                         # app.py, every script run of a session
+    SessionReaper(runner, grace_s=None, idle_s=None, every_s=10.0, manager=None)
+        .seen(session_id, state)           # a session ran a script (state: SessionState)
+        .sweep(now=None) -> [(session_id, "closed" | "idle")]
+        .start() / .stop()
+
+Every ``every_s`` seconds a daemon thread compares the sessions it has seen with the
+runtime's session manager (``Runtime.instance()._session_mgr``, its active websocket
+sessions). A session whose websocket has been gone for ``grace_s`` (default: the server's
+``server.disconnectedSessionTTL``, which ``scripts/dashboard.sh`` sets to 60 s) — or that
+the runtime no longer knows at all — is closed: its jobs are cancelled
+(``runner.cancel_session``), its session state is cleared, the runtime is asked to close
+it (``close_session``: Streamlit's own shutdown, uploaded files and caches), and the freed
+memory is handed back to the system (:func:`featagg_app.server.memory.release_memory`). A session
+still connected but without a script run or a job for ``idle_s`` (``FEATAGG_IDLE_SESSION_MIN``,
+default 120 min; 0 = never) keeps its connection but loses its ``featagg.*`` state (runs,
+dataset, page namespaces); its next run says so (:data:`FREED_KEY`).
+
+No module-level mutable state: the registry lives in the :class:`SessionReaper`.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import weakref
+from typing import Callable, Dict, List, Optional, Tuple
+
+import streamlit as st
+
+_log = logging.getLogger("featagg_app")
+
+#: st.session_state key set when an idle session's state was freed (app.py says so)
+FREED_KEY = "featagg.freed_idle"
+_PREFIX = "featagg."
+
+
+def idle_seconds() -> float:
+    """``FEATAGG_IDLE_SESSION_MIN`` in seconds (default 120 minutes; 0 = never)."""
+    raw = os.environ.get("FEATAGG_IDLE_SESSION_MIN", "").strip()
+    try:
+        return max(0.0, float(raw) * 60.0) if raw else 7200.0
+    except ValueError:
+        return 7200.0
+
+
+def _configured_ttl() -> float:
+    try:
+        from streamlit import config
+        return float(config.get_option("server.disconnectedSessionTTL"))
+    except Exception:  # noqa: BLE001
+        return 120.0
+
+
+def _runtime_manager():
+    try:
+        from streamlit.runtime import Runtime
+        if not Runtime.exists():
+            return None
+        return getattr(Runtime.instance(), "_session_mgr", None)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+class _Seen:
+    __slots__ = ("state", "last_run", "gone_since")
+
+    def __init__(self, state, now: float):
+        self.state = state
+        self.last_run = now
+        self.gone_since: Optional[float] = None
+
+
+class SessionReaper:
+    """Closes sessions that are gone and frees idle ones (see the module docstring).
+
+    Parameters
+    ----------
+    runner : JobRunner
+        Its ``cancel_session`` and ``jobs`` are used.
+    grace_s : float or None
+        Seconds a session may stay disconnected (None: ``server.disconnectedSessionTTL``).
+    idle_s : float or None
+        Seconds without a script run or job before a connected session's state is freed
+        (None: :func:`idle_seconds`; 0: never).
+    every_s : float
+        Seconds between two sweeps of the background thread.
+    manager : callable or None
+        Returns the runtime's session manager (``list_active_sessions``,
+        ``get_session_info``, ``close_session``) or None; default: the running server's.
+    release : callable or None
+        Called after sessions were freed (default: :func:`featagg_app.server.memory.release_memory`).
+    """
+
+    def __init__(self, runner, grace_s: Optional[float] = None,
+                 idle_s: Optional[float] = None, every_s: float = 10.0,
+                 manager: Optional[Callable] = None, release: Optional[Callable] = None):
+        self.runner = runner
+        self.grace_s = _configured_ttl() if grace_s is None else float(grace_s)
+        self.idle_s = idle_seconds() if idle_s is None else float(idle_s)
+        self.every_s = float(every_s)
+        self._manager = manager or _runtime_manager
+        if release is None:
+            from featagg_app.server.memory import release_memory
+            release = release_memory
+        self._release = release
+        self._lock = threading.Lock()
+        self._seen: Dict[str, _Seen] = {}
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.closed = 0
+        self.freed_idle = 0
+
+    # -- registry
+    def seen(self, session_id: str, state=None) -> None:
+        """Session ``session_id`` ran a script now; ``state`` is its ``SessionState`` (kept
+        as a weak reference, so the reaper never keeps a session alive)."""
+        now = time.time()
+        with self._lock:
+            rec = self._seen.get(session_id)
+            if rec is None:
+                ref = None
+                if state is not None:
+                    try:
+                        ref = weakref.ref(state)
+                    except TypeError:
+                        ref = lambda s=state: s  # noqa: E731 - not weak-referenceable
+                self._seen[session_id] = _Seen(ref, now)
+            else:
+                rec.last_run = now
+                rec.gone_since = None
+
+    def known(self) -> List[str]:
+        with self._lock:
+            return list(self._seen)
+
+    # -- sweeping
+    def sweep(self, now: Optional[float] = None) -> List[Tuple[str, str]]:
+        """One pass: close the sessions gone for ``grace_s``, free the idle ones. Returns
+        ``[(session_id, "closed" | "idle")]``."""
+        now = time.time() if now is None else float(now)
+        mgr = self._manager()
+        if mgr is None:
+            return []
+        try:
+            active = {info.session.id for info in mgr.list_active_sessions()}
+        except Exception:  # noqa: BLE001
+            _log.debug("featagg reaper: cannot list sessions", exc_info=True)
+            return []
+        done = []
+        with self._lock:
+            items = list(self._seen.items())
+        for sid, rec in items:
+            state = rec.state() if rec.state is not None else None
+            if sid not in active:
+                if rec.gone_since is None:
+                    rec.gone_since = now
+                if now - rec.gone_since >= self.grace_s or (rec.state is not None
+                                                            and state is None):
+                    self._close(mgr, sid, state)
+                    done.append((sid, "closed"))
+                continue
+            rec.gone_since = None
+            if (self.idle_s > 0 and now - rec.last_run >= self.idle_s and state is not None
+                    and not self.runner.jobs(sid) and not state.get(FREED_KEY, False)
+                    and self._script_idle(mgr, sid)):
+                self._free_idle(sid, state)
+                rec.last_run = now
+                done.append((sid, "idle"))
+        if done:
+            freed = self._release()
+            _log.info("featagg: freed %d session(s) (%s); %.0f MB returned to the system",
+                      len(done), ", ".join(f"{s[:8]} {why}" for s, why in done),
+                      (freed or 0) / 2 ** 20)
+        return done
+
+    def _close(self, mgr, sid: str, state) -> None:
+        try:
+            self.runner.cancel_session(sid)
+        except Exception:  # noqa: BLE001
+            _log.debug("featagg reaper: cancel_session failed", exc_info=True)
+        if state is not None:
+            try:
+                state.clear()
+            except Exception:  # noqa: BLE001
+                _log.debug("featagg reaper: clearing the state failed", exc_info=True)
+        try:
+            mgr.close_session(sid)
+        except Exception:  # noqa: BLE001
+            _log.debug("featagg reaper: close_session failed", exc_info=True)
+        with self._lock:
+            self._seen.pop(sid, None)
+        self.closed += 1
+
+    @staticmethod
+    def _script_idle(mgr, sid: str) -> bool:
+        try:
+            info = mgr.get_session_info(sid)
+        except Exception:  # noqa: BLE001
+            return False
+        state = getattr(getattr(info, "session", None), "_state", None)
+        return state is not None and "NOT_RUNNING" in str(state)
+
+    def _free_idle(self, sid: str, state) -> None:
+        self.runner.cancel_session(sid)
+        try:
+            keys = [k for k in list(state.filtered_state) if str(k).startswith(_PREFIX)]
+            for k in keys:
+                try:
+                    del state[k]
+                except KeyError:
+                    pass
+            state[FREED_KEY] = True
+        except Exception:  # noqa: BLE001
+            _log.debug("featagg reaper: freeing an idle session failed", exc_info=True)
+        self.freed_idle += 1
+
+    # -- the thread
+    def start(self) -> "SessionReaper":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="featagg-reaper",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                self.sweep()
+            except Exception:  # noqa: BLE001 - the server must never lose its reaper
+                _log.exception("featagg reaper: a sweep failed")
+
+
+# ----------------------------------------------------------------------------- the server
+@st.cache_resource(show_spinner=False)
+def _server_reaper() -> SessionReaper:
+    from featagg_app.server.jobs import get_runner
+    reaper = SessionReaper(get_runner()).start()
+    _log.info("featagg: sessions are freed %.0f s after they disconnect%s", reaper.grace_s,
+              f", and after {reaper.idle_s / 60:.0f} min without activity"
+              if reaper.idle_s else "")
+    return reaper
+
+
+def get_reaper() -> SessionReaper:
+    """The server's :class:`SessionReaper` (created and started once per process)."""
+    return _server_reaper()
+
+
+def session_seen() -> None:
+    """Tell the server's reaper that this session ran a script (``app.py`` calls it on
+    every run; without a Streamlit script context it does nothing)."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+        ctx = get_script_run_ctx()
+    except Exception:  # noqa: BLE001
+        return
+    if ctx is None:
+        return
+    state = getattr(ctx.session_state, "_state", None)
+    get_reaper().seen(str(ctx.session_id), state)

@@ -1,0 +1,476 @@
+"""The papers' experiments as sets of runs on one split (part of
+:mod:`featagg_core.experiment`; docs/RUN_MODEL.md).
+
+An :class:`Experiment` is what one click on a page (or one step of the triage) produces:
+the :class:`~featagg_core.experiment.Run` of every pipeline it fitted (each through
+``run_pipeline``, so every number comes from ``evaluate`` on held-out rows and every run
+can go to Compare), the tables built from those runs, a summary and a few sentences that
+say what the numbers mean.
+
+Multi-label experiments here:
+
+* :func:`defrag_tradeoff` — the DEFRAG paper's d0 trade-off: the same classifier settings
+  on raw features and on DEFRAG features for every d0 (default 4, 8, 16, 32), on KTXMLC and
+  one-vs-all, and the paper's ensemble of DEFRAG realisations (one per tree,
+  ``"defrag": {"per_tree": true}``); P@k, PSP@k, coverage@k, train and predict time,
+  model size and number of features, paired by classifier. Each d0's DEFRAG is fitted once
+  and reused by the classifiers (``run_pipeline(base=...)``; the train time of a run that
+  reused it still counts the DEFRAG fit). The verdict names the largest d0 that keeps
+  >= 98 % of the raw P@1 and how much faster it trains.
+* :func:`ktxmlc_sweep` — P@k and time against the number of trees T or the branching K
+  (a fine grid, 2 to 64 with the paper's 5, 6, 10), next to the K elbow of the training
+  rows' label vectors (:func:`featagg_core.experiment.elbow`).
+
+Graph and table experiments live in :mod:`featagg_core.runs.experiments.graph` and
+:mod:`featagg_core.runs.experiments.table`. Each experiment takes ``progress(fraction,
+message)`` and ``cancel`` (``threading.Event``-like): a cancel stops the run in progress
+(its Run is "cancelled") and the experiment returns what finished, ``status="cancelled"``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from featagg_core.utils.docstrings import fill_doc
+
+__all__ = ["Experiment", "defrag_tradeoff", "ktxmlc_sweep", "DEFAULT_D0S", "DEFAULT_TREES",
+           "DEFAULT_KS", "KEEP_P1", "run_specs"]
+
+DEFAULT_D0S = (4, 8, 16, 32)
+DEFAULT_TREES = (1, 2, 3, 5, 8)
+#: K grid of the KTXMLC sweep: 2..64 with the KTXMLC paper's 5, 6 and 10
+DEFAULT_KS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64)
+#: share of the raw P@1 a DEFRAG setting must keep to count as "no real loss"
+KEEP_P1 = 0.98
+CLASSIFIER_TITLES = {"ktxmlc": "KTXMLC", "ova": "One-vs-all", "per_tree": "KTXMLC, DEFRAG per tree"}
+
+
+def _jsonable(value):
+    from featagg_core.experiment import _jsonable as j
+    return j(value)
+
+
+@dataclass(eq=False)
+class Experiment:
+    """One experiment: its runs, tables (lists of records), summary and verdict.
+
+    ``status``: "done", "cancelled" (stopped by ``cancel``; the finished runs are kept)
+    or "failed" (``message`` says why). ``tables`` hold plain JSON-able records (one dict
+    per row, numbers as fractions and seconds); :meth:`frame` gives one as a DataFrame.
+    """
+    kind: str
+    title: str
+    params: Dict[str, Any]
+    runs: List[Any] = field(default_factory=list)
+    tables: Dict[str, List[dict]] = field(default_factory=dict)
+    summary: Dict[str, Any] = field(default_factory=dict)
+    verdict: List[str] = field(default_factory=list)
+    status: str = "done"
+    message: str = ""
+    seconds: float = 0.0
+    split_id: str = ""
+
+    def frame(self, name: str):
+        """One of the experiment's tables as a DataFrame.
+
+        Parameters
+        ----------
+        name : str
+            The table's name (a key of ``tables``; an unknown name gives an empty frame).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per record.
+        """
+        import pandas as pd
+        return pd.DataFrame(self.tables.get(name, []))
+
+    def to_record(self) -> dict:
+        """Everything but the fitted pipelines, JSON-able (the triage JSON).
+
+        Returns
+        -------
+        dict
+            Kind, title, params, status, message, seconds, split id, summary, verdict, tables
+            and the runs' records.
+        """
+        return _jsonable({"kind": self.kind, "title": self.title, "params": self.params,
+                          "status": self.status, "message": self.message,
+                          "seconds": self.seconds, "split_id": self.split_id,
+                          "summary": self.summary, "verdict": list(self.verdict),
+                          "tables": self.tables,
+                          "runs": [r.to_record() for r in self.runs]})
+
+
+# ----------------------------------------------------------------------------- running
+@fill_doc
+def run_specs(data, split, specs: Sequence[dict], *, bases: Optional[Sequence] = None,
+              progress=None, cancel=None, weights: Optional[Sequence[float]] = None):
+    """``run_pipeline`` for each spec in turn; stops at the first cancelled run.
+
+    Parameters
+    ----------
+    {data_any}
+    {split_its}
+    specs : sequence of dict
+        The run specs.
+    bases : sequence, optional
+        ``bases[i]``: a base for the i-th run (a Run or Pipeline), or a callable receiving
+        the finished runs and returning one.
+    {progress}
+    {cancel_experiment_status}
+    weights : sequence of float, optional
+        Share the progress bar between the specs.
+
+    Returns
+    -------
+    runs : list of Run
+        The finished runs, in order.
+    cancelled : bool
+        Whether a run was cancelled.
+    """
+    from featagg_core.utils.cancel import Cancelled, cancelling_progress
+    from featagg_core.experiment import run_pipeline
+    w = np.asarray(weights if weights is not None else [1.0] * len(specs), float)
+    w = w / w.sum() if w.sum() > 0 else np.full(len(specs), 1.0 / max(len(specs), 1))
+    edges = np.concatenate([[0.0], np.cumsum(w)])
+    runs: List[Any] = []
+    for i, spec in enumerate(specs):
+        base = None if bases is None else bases[i]
+        if callable(base):
+            base = base(runs)
+        cb = cancelling_progress(progress, None, float(edges[i]), float(edges[i + 1]))
+        try:
+            run = run_pipeline(data, split, spec, progress=cb, cancel=cancel, base=base)
+        except Cancelled:
+            return runs, True
+        runs.append(run)
+        if run.status == "cancelled":
+            return runs, True
+    return runs, False
+
+
+def _train_seconds(run, defrag_seconds: Optional[float] = None) -> float:
+    """Fit time of a classifier run: every step's seconds, the DEFRAG it reused counted
+    at the time its own fit took."""
+    t = run.timings
+    s = sum(float(t.get(k, 0.0)) for k in ("defrag_s", "classifier_s", "rerank_s",
+                                           "impute_s"))
+    if "defrag" in run.reused and defrag_seconds is not None:
+        s += defrag_seconds
+    return s
+
+
+def _n_features(run) -> int:
+    pipe = run.pipeline
+    if pipe.per_tree:
+        return int(round(np.mean([d.n_clusters_ for d in pipe.classifier.defrags_])))
+    if pipe.defrag is not None:
+        return int(pipe.defrag.n_clusters_)
+    return int(pipe.n_features_in_)
+
+
+def _row(run, ks, extra: dict, defrag_seconds=None) -> dict:
+    m = run.metrics.get("test", {})
+    out = dict(extra)
+    out.update({"run": run.name, "run_id": run.run_id, "status": run.status})
+    if run.status != "done":
+        out["message"] = run.message
+        return out
+    for name in ("P", "PSP", "coverage", "nDCG"):
+        for k in ks:
+            key = f"{name}@{k}"
+            if key in m:
+                out[key] = m[key]
+    out.update({"features": _n_features(run),
+                "train_s": _train_seconds(run, defrag_seconds),
+                "predict_ms_per_point": float(run.timings.get("predict_ms_per_point", 0.0)),
+                "model_bytes": int(run.model_sizes.get("total", 0))})
+    return out
+
+
+def _progress_split(progress, lo, hi):
+    from featagg_core.utils.cancel import cancelling_progress
+    return cancelling_progress(progress, None, lo, hi)
+
+
+# ----------------------------------------------------------------------------- d0 curve
+def _classifier_params(kind: str, params: Optional[dict]) -> dict:
+    p = dict(params or {})
+    p["kind"] = "ktxmlc" if kind in ("ktxmlc", "per_tree") else "ova"
+    return p
+
+
+@fill_doc
+def defrag_tradeoff(data, split, d0s: Sequence[int] = DEFAULT_D0S,
+                    classifiers: Sequence[str] = ("ktxmlc", "ova"), *,
+                    per_tree: bool = True, params: Optional[Dict[str, dict]] = None,
+                    representation: str = "XY", random_state: int = 0,
+                    progress: Optional[Callable] = None, cancel=None,
+                    ks: Sequence[int] = (1, 3, 5)) -> Experiment:
+    """Raw features against DEFRAG features, paired (module docstring).
+
+    Parameters
+    ----------
+    {ml_experiment_data}
+    d0s : sequence of int, default=DEFAULT_D0S
+        The d0 values (largest leaf cluster; d0 = 1 or a d0 >= d keeps every feature).
+    classifiers : sequence of str, default=("ktxmlc", "ova")
+        Any of "ktxmlc", "ova".
+    per_tree : bool, default=True
+        Also the DEFRAG paper's ensemble (one DEFRAG realisation and one KTXMLC tree per
+        tree, KTXMLC settings of ``params["ktxmlc"]``) at every d0.
+    params : dict, optional
+        Classifier parameters per kind ({"ktxmlc": {...}, "ova": {...}}); the same
+        ones on raw and DEFRAG features.
+    representation, random_state : str, int
+        DEFRAG's (the classifiers keep their own seed).
+    {experiment_progress_status}
+
+    Returns
+    -------
+    Experiment
+        Kind "defrag_tradeoff", with table ``"rows"`` (one row per classifier and d0;
+        ``d0`` None for raw features) and, in ``summary``, per classifier the chosen d0
+        (the largest one keeping >= :data:`KEEP_P1` of the raw P@1), its share of the raw
+        P@1 and its training speed-up.
+
+    Raises
+    ------
+    ValueError
+        For an unknown classifier or a d0 that is not a positive integer.
+    """
+    t0 = time.perf_counter()
+    d0s = sorted({int(d) for d in d0s})
+    kinds = [k for k in classifiers]
+    for k in kinds:
+        if k not in ("ktxmlc", "ova"):
+            raise ValueError(f"classifiers must be 'ktxmlc' or 'ova', got {k!r}")
+    if not d0s or min(d0s) < 1:
+        raise ValueError(f"d0s must be positive integers, got {list(d0s)}")
+    params = params or {}
+    exp = Experiment("defrag_tradeoff", "Raw features vs DEFRAG, paired",
+                     {"d0s": d0s, "classifiers": kinds, "per_tree": bool(per_tree),
+                      "params": params, "representation": representation,
+                      "random_state": int(random_state), "ks": list(ks)},
+                     split_id=split.split_id)
+    defrag = {"representation": representation, "random_state": int(random_state)}
+    plan: List[tuple] = []              # (kind, d0 or None, spec)
+    for kind in kinds:
+        plan.append((kind, None, {"classifier": _classifier_params(kind, params.get(kind))}))
+    for d0 in d0s:
+        for kind in kinds:
+            plan.append((kind, d0, {"defrag": dict(defrag, d0=d0),
+                                    "classifier": _classifier_params(kind, params.get(kind))}))
+    if per_tree:
+        kt = _classifier_params("ktxmlc", params.get("ktxmlc"))
+        kt["random_state"] = int(random_state)     # members share the seed (DefragKTXMLC)
+        for d0 in d0s:
+            plan.append(("per_tree", d0, {"defrag": dict(defrag, d0=d0, per_tree=True),
+                                          "classifier": kt}))
+
+    def base_for(i):
+        kind, d0, _ = plan[i]
+        if d0 is None or kind == "per_tree":
+            return None
+        # reuse the DEFRAG of the first classifier at this d0
+        def pick(done):
+            for (k, d, _), r in zip(plan, done):
+                if d == d0 and k != "per_tree" and r.status == "done":
+                    return r
+            return None
+        return pick
+
+    runs, cancelled = run_specs(data, split, [p[2] for p in plan],
+                                bases=[base_for(i) for i in range(len(plan))],
+                                progress=progress, cancel=cancel)
+    exp.runs = runs
+    defrag_s = {}
+    for (kind, d0, _), r in zip(plan, runs):
+        if d0 is not None and kind != "per_tree" and "defrag" not in r.reused:
+            defrag_s.setdefault(d0, float(r.timings.get("defrag_s", 0.0)))
+    rows = []
+    for (kind, d0, _), r in zip(plan, runs):
+        rows.append(_row(r, ks, {"classifier": CLASSIFIER_TITLES[kind], "kind": kind,
+                                 "d0": d0}, defrag_s.get(d0)))
+    _relative(rows)
+    exp.tables["rows"] = rows
+    exp.summary, exp.verdict = _tradeoff_summary(rows, kinds, per_tree)
+    exp.status = "cancelled" if cancelled else "done"
+    if cancelled:
+        exp.message = f"cancelled after {len(runs)} of {len(plan)} runs"
+    exp.seconds = time.perf_counter() - t0
+    return exp
+
+
+def _relative(rows: List[dict]) -> None:
+    """Adds ``P@1 kept`` (share of the raw P@1 of the same classifier) and ``speed-up``
+    (raw train time / this train time) to every finished row."""
+    raw = {}
+    for r in rows:
+        if r["d0"] is None and r["status"] == "done":
+            raw[r["kind"]] = r
+    for r in rows:
+        ref = raw.get("ktxmlc" if r["kind"] == "per_tree" else r["kind"])
+        if ref is None or r["status"] != "done":
+            continue
+        r["P@1 kept"] = r["P@1"] / ref["P@1"] if ref["P@1"] > 0 else math.nan
+        r["speed-up"] = ref["train_s"] / r["train_s"] if r["train_s"] > 0 else math.nan
+
+
+def _secs(x: float) -> str:
+    return f"{x:.2f} s" if x < 10 else f"{x:.1f} s"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %" if abs(100 * x - round(100 * x)) < 0.05 or x >= 0.995 \
+        else f"{100 * x:.1f} %"
+
+
+def _tradeoff_summary(rows, kinds, per_tree):
+    summary: Dict[str, Any] = {}
+    verdict: List[str] = []
+    for kind in list(kinds) + (["per_tree"] if per_tree else []):
+        mine = [r for r in rows if r["kind"] == kind and r["d0"] is not None
+                and r["status"] == "done" and "P@1 kept" in r]
+        raw = next((r for r in rows if r["kind"] == ("ktxmlc" if kind == "per_tree" else kind)
+                    and r["d0"] is None and r["status"] == "done"), None)
+        if raw is None or not mine:
+            continue
+        title = CLASSIFIER_TITLES[kind]
+        keep = [r for r in mine if r["P@1 kept"] >= KEEP_P1]
+        if keep:
+            best = max(keep, key=lambda r: r["d0"])
+            summary[kind] = {"d0": best["d0"], "P@1 kept": best["P@1 kept"],
+                             "speed-up": best["speed-up"], "features": best["features"],
+                             "raw features": raw["features"], "meets": True}
+            faster = (f"trains {best['speed-up']:.1f}× faster" if best["speed-up"] >= 1.05
+                      else "trains no faster" if best["speed-up"] >= 0.95
+                      else f"trains {1 / best['speed-up']:.1f}× slower")
+            verdict.append(
+                f"{title}: d0 = {best['d0']} keeps {_pct(best['P@1 kept'])} of P@1 "
+                f"({100 * raw['P@1']:.1f} → {100 * best['P@1']:.1f} %) and {faster} "
+                f"({_secs(raw['train_s'])} → {_secs(best['train_s'])}, {raw['features']:,} → "
+                f"{best['features']:,} features).")
+        else:
+            best = max(mine, key=lambda r: r["P@1 kept"])
+            summary[kind] = {"d0": best["d0"], "P@1 kept": best["P@1 kept"],
+                             "speed-up": best["speed-up"], "features": best["features"],
+                             "raw features": raw["features"], "meets": False}
+            verdict.append(
+                f"{title}: no d0 keeps {_pct(KEEP_P1)} of the raw P@1; the closest is d0 = "
+                f"{best['d0']} with {_pct(best['P@1 kept'])} ({100 * raw['P@1']:.1f} → "
+                f"{100 * best['P@1']:.1f} %), " + (
+                    "training about as fast" if 0.95 <= best["speed-up"] < 1.05 else
+                    f"training {best['speed-up']:.1f}× faster" if best["speed-up"] >= 1.05
+                    else f"training {1 / best['speed-up']:.1f}× slower") +
+                f" ({raw['features']:,} → {best['features']:,} features).")
+    return summary, verdict
+
+
+# ----------------------------------------------------------------------------- sweeps
+@fill_doc
+def ktxmlc_sweep(data, split, param: str = "n_clusters",
+                 values: Optional[Sequence[int]] = None, *, spec: Optional[dict] = None,
+                 with_elbow: bool = True, progress: Optional[Callable] = None, cancel=None,
+                 ks: Sequence[int] = (1, 3, 5)) -> Experiment:
+    """P@k, train and predict time against ``param`` ("n_clusters" = K or "n_trees" = T).
+
+    K values the labels cannot fill (K >= L) are dropped. With ``with_elbow`` (K only),
+    the K elbow of the training rows (:func:`featagg_core.experiment.elbow` on the same
+    grid) goes in ``summary["elbow"]``.
+
+    Parameters
+    ----------
+    {ml_experiment_data}
+    param : {"n_clusters", "n_trees"}, default="n_clusters"
+        What the sweep varies.
+    values : sequence of int, optional
+        Its values (default :data:`DEFAULT_KS` / :data:`DEFAULT_TREES`).
+    spec : dict, optional
+        The classifier spec the sweep varies (default KTXMLC's defaults; may have a
+        "defrag" step).
+    with_elbow : bool, default=True
+        Also compute the K elbow.
+    {experiment_progress_status}
+
+    Returns
+    -------
+    Experiment
+        Table ``"rows"``: one row per value.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``param`` or a spec without a KTXMLC classifier.
+    """
+    from featagg_core.runs.spec import canonical_spec
+    from featagg_core.experiment import elbow
+    if param not in ("n_clusters", "n_trees"):
+        raise ValueError(f"param must be 'n_clusters' (K) or 'n_trees' (T), got {param!r}")
+    t0 = time.perf_counter()
+    base = canonical_spec(spec or {"classifier": {"kind": "ktxmlc"}})
+    if base.get("classifier", {}).get("kind") != "ktxmlc":
+        raise ValueError("spec: the sweep needs a KTXMLC classifier step")
+    if values is None:
+        values = DEFAULT_KS if param == "n_clusters" else DEFAULT_TREES
+    values = sorted({int(v) for v in values})
+    L = int(data.Y.shape[1])
+    if param == "n_clusters":
+        values = [v for v in values if 2 <= v < L] or [2]
+    else:
+        values = [v for v in values if v >= 1]
+    title = "KTXMLC: K (children per node)" if param == "n_clusters" else \
+        "KTXMLC: T (number of trees)"
+    exp = Experiment("ktxmlc_sweep", title, {"param": param, "values": values,
+                                             "spec": base, "ks": list(ks)},
+                     split_id=split.split_id)
+    with_elbow = with_elbow and param == "n_clusters"
+    specs = [dict(base, classifier=dict(base["classifier"], **{param: v})) for v in values]
+    # one DEFRAG for every value (the per-tree ensemble has its own per tree)
+    reuse = "defrag" in base and not base["defrag"].get("per_tree")
+    bases = [None] + [(lambda done: next((r for r in done if r.status == "done"), None))
+                      if reuse else None for _ in specs[1:]]
+    runs, cancelled = run_specs(data, split, specs, bases=bases,
+                                progress=_progress_split(progress, 0.0, 0.9 if with_elbow
+                                                         else 1.0), cancel=cancel)
+    exp.runs = runs
+    defrag_s = float(runs[0].timings.get("defrag_s", 0.0)) if runs else None
+    rows = [_row(r, ks, {param: v}, defrag_s) for v, r in zip(values, runs)]
+    exp.tables["rows"] = rows
+    done = [r for r in rows if r["status"] == "done"]
+    if done:
+        best = max(done, key=lambda r: (round(r["P@1"], 12), -r["train_s"]))
+        exp.summary["best"] = {param: best[param], "P@1": best["P@1"],
+                               "train_s": best["train_s"]}
+        sym = "K" if param == "n_clusters" else "T"
+        exp.verdict.append(f"Best P@1 at {sym} = {best[param]}: {100 * best['P@1']:.1f} % "
+                           f"(train {best['train_s']:.1f} s); the range over {sym} = "
+                           f"{done[0][param]}..{done[-1][param]} is "
+                           f"{100 * min(r['P@1'] for r in done):.1f}–"
+                           f"{100 * max(r['P@1'] for r in done):.1f} %.")
+    if with_elbow and not cancelled:
+        if progress is not None:
+            progress(0.9, "K elbow of the training rows' label vectors")
+        try:
+            e = elbow(data, split, ks=values,
+                      random_state=int(base["classifier"]["random_state"]))
+            exp.tables["elbow"] = [{"K": int(k), "wcss": float(w)}
+                                   for k, w in zip(e.ks, e.wcss)]
+            exp.summary["elbow"] = int(e.elbow)
+            exp.verdict.append(f"The elbow of the root's within-cluster sum of squares is at "
+                               f"K = {int(e.elbow)}.")
+        except ValueError as exc:
+            exp.message = f"no elbow: {exc}"
+    exp.status = "cancelled" if cancelled else "done"
+    if cancelled:
+        exp.message = f"cancelled after {len(runs)} of {len(specs)} runs"
+    exp.seconds = time.perf_counter() - t0
+    if progress is not None and not cancelled:
+        progress(1.0, "done")
+    return exp

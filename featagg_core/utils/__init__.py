@@ -1,0 +1,8 @@
+"""Small tools every layer above the kernels uses; no algorithm of its own.
+
+``validation`` (declared parameter constraints, input checks, one error wording),
+``docstrings`` (numpydoc fragments filled in at import), ``cancel`` (cooperative
+cancellation), ``polling`` (progress while one long kernel runs), ``products`` (exactly
+summed sparse products), ``bounded`` (reading untrusted zip / npy / JSON / XML within a
+budget).
+"""
