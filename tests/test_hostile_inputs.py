@@ -24,9 +24,9 @@ os.environ.setdefault("FEATAGG_WARMUP", "0")
 
 
 def test_every_artifact_class_has_declared_checks():
-    from featagg_core.artifacts.checks import registered
+    from featagg_core.artifacts.checks.table import CHECKS
     from featagg_core.artifacts.store import ARTIFACT_CLASSES
-    assert set(ARTIFACT_CLASSES) <= set(registered())
+    assert set(ARTIFACT_CLASSES) <= set(CHECKS)
 
 
 def test_edited_manifest_is_refused_but_informational_edits_load_equal():

@@ -32,13 +32,12 @@ import json
 import os
 import re
 import zipfile
-from importlib import import_module
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from featagg_core.artifacts.checks import validate_state
-from featagg_core.artifacts.registry import ArtifactError, artifact_classes
+from featagg_core.artifacts.checks.table import validate_state
+from featagg_core.artifacts.registry import ArtifactError, artifact_class, artifact_classes
 from featagg_core.utils.bounded import (
     Budget,
     iter_names,
@@ -307,8 +306,8 @@ def _state_digest(manifest: Dict[str, Any]) -> str:
     """SHA-256 of the canonical JSON of what the estimator is rebuilt from (class, params,
     meta and the array specs, whose checksums cover the array bytes). Written into the
     manifest as ``state_sha256``: an edited or damaged manifest is refused outright. It is
-    no signature (anyone can recompute it); the checks of ``_artifact_checks`` are what
-    make a forged file harmless."""
+    no signature (anyone can recompute it); the checks of :mod:`featagg_core.artifacts.checks` are
+    what make a forged file harmless."""
     core = {k: manifest.get(k) for k in ("format", "format_version", "class", "params",
                                            "meta", "arrays")}
     text = json.dumps(core, sort_keys=True, separators=(",", ":"), allow_nan=True)
@@ -398,7 +397,7 @@ def load_artifact(path_or_file, *, max_bytes: Optional[int] = None, _budget=None
     budget = _budget if _budget is not None else Budget(max_bytes)
     manifest, arrays = _open_checked(path_or_file, budget)
     cls_name = manifest["class"]
-    cls = getattr(import_module(ARTIFACT_CLASSES[cls_name]), cls_name)
+    cls = artifact_class(cls_name)
     try:
         obj = cls._from_artifact_state(manifest["params"], manifest["meta"], arrays)
     except ArtifactError:

@@ -16,7 +16,6 @@ only classes of the fixed artifact table (plus the two step classes below).
 from __future__ import annotations
 
 import copy
-from importlib import import_module
 from numbers import Integral
 from typing import Any, Dict, Optional
 
@@ -25,6 +24,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from featagg_core.artifacts.registry import ARTIFACT_CLASS_NAMES, artifact_class
 from featagg_core.utils.docstrings import fill_doc
 from featagg_core.utils.products import cluster_membership
 from featagg_core.utils.validation import Interval, Options, validate_params
@@ -208,16 +208,15 @@ class FeatureRanking(BaseEstimator):
 
 
 #: step classes that only live inside a Pipeline artifact
-_LOCAL_CLASSES = {"FeatureClusters": FeatureClusters, "FeatureRanking": FeatureRanking}
+LOCAL_STEP_CLASSES = {"FeatureClusters": FeatureClusters, "FeatureRanking": FeatureRanking}
 
 
 def _step_class(name: str):
-    if name in _LOCAL_CLASSES:
-        return _LOCAL_CLASSES[name]
-    from featagg_core.artifacts.store import ARTIFACT_CLASSES
-    if name == "Pipeline" or name not in ARTIFACT_CLASSES:
+    if name in LOCAL_STEP_CLASSES:
+        return LOCAL_STEP_CLASSES[name]
+    if name == "Pipeline" or name not in ARTIFACT_CLASS_NAMES:
         raise ValueError(f"unknown pipeline step class {name!r}")
-    return getattr(import_module(ARTIFACT_CLASSES[name]), name)
+    return artifact_class(name)
 
 
 def _state_bytes(obj) -> int:

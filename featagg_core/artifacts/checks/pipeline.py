@@ -1,16 +1,11 @@
 """Artifact checks of the composite and ranking states: Pipeline (every fitted step,
 dimensions chained the way data flows), FeatureClusters and FeatureRanking.
-
-Part of :mod:`featagg_core.artifacts.checks` (moved here whole to keep that module short);
-the functions register themselves with ``checks_for`` when ``_artifact_checks`` imports this
-module at its end.
 """
 from __future__ import annotations
 
 import math
 
-from featagg_core.artifacts.checks import INT32_MAX, StateChecker, _short, checks_for
-
+from featagg_core.artifacts.checks.checker import INT32_MAX, StateChecker, short_repr
 
 # ============================================================================ Pipeline
 #: which classes may fill each step of a Pipeline (featagg_core.runs.pipeline.STEPS)
@@ -35,7 +30,6 @@ def _json_ok(v, depth=0) -> bool:
     return False
 
 
-@checks_for("Pipeline")
 def _pipeline(c: StateChecker) -> None:
     """Every fitted step of a run (featagg_core.runs.pipeline.Pipeline): each step checked as its
     own class with its arrays prefixed ``<step>.``, the dimensions chained the way data
@@ -51,7 +45,7 @@ def _pipeline(c: StateChecker) -> None:
         sl = rerank["shortlist"]
         if isinstance(sl, bool) or not isinstance(sl, int) or not 1 <= sl <= 1_000_000:
             c.fail(c._pname("spec"), f"rerank shortlist must be an integer in [1, 1000000], "
-                                     f"got {_short(sl)}")
+                                     f"got {short_repr(sl)}")
     for key in ("split_id", "dataset_fingerprint"):
         v = c.m_any(key, optional=True)
         if v is not None and (not isinstance(v, str) or len(v) > 200):
@@ -154,7 +148,6 @@ def _pipeline(c: StateChecker) -> None:
                   f"Pipeline vocabulary compressor {i} ({cols[i]!r})")
 
 
-@checks_for("FeatureClusters")
 def _feature_clusters(c: StateChecker) -> None:
     c.p_choice("kind", ("kmeans", "random_balanced", "ward"))
     c.p_int("n_clusters", 1)
@@ -165,7 +158,6 @@ def _feature_clusters(c: StateChecker) -> None:
     c.arr("labels_", "i", (d,), lo=0, hi=d - 1, rule=f"cluster ids of {d} features")
 
 
-@checks_for("FeatureRanking")
 def _feature_ranking(c: StateChecker) -> None:
     c.p_choice("kind", ("bmgufs", "laplacian", "spec", "ndfs", "variance", "random", "all"))
     params = c.p_any("params")
@@ -174,3 +166,8 @@ def _feature_ranking(c: StateChecker) -> None:
     c.m_choice("larger_is_better_", (True, False))
     scores = c.arr("scores_", "f", (None,), finite=False)
     c.permutation("order_", int(scores.shape[0]))
+
+
+#: class name -> check of its state
+CHECKS = {"Pipeline": _pipeline, "FeatureClusters": _feature_clusters,
+          "FeatureRanking": _feature_ranking}

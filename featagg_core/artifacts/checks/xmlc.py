@@ -1,9 +1,5 @@
 """Artifact checks of the label-tree classifiers: KTXMLC, OneVsAll and DefragKTXMLC (the
 stacked label trees and node classifiers every ``beam_predict`` indexes with).
-
-Part of :mod:`featagg_core.artifacts.checks` (moved here whole to keep that module short);
-the functions register themselves with ``checks_for`` when ``_artifact_checks`` imports this
-module at its end.
 """
 from __future__ import annotations
 
@@ -11,8 +7,7 @@ import math
 
 import numpy as np
 
-from featagg_core.artifacts.checks import _MAX_TREES, StateChecker, checks_for
-
+from featagg_core.artifacts.checks.checker import MAX_TREES, StateChecker
 
 # ============================================================================ KTXMLC, OneVsAll
 _TREE_KEYS = ("parent", "first_child", "n_children", "label", "depth", "lo", "hi")
@@ -38,10 +33,9 @@ def _solver_params(c: StateChecker) -> None:
         c.p_float("C_log", 0.0, lo_open=True)
 
 
-@checks_for("KTXMLC")
 def _ktxmlc(c: StateChecker) -> None:
     K = c.p_int("n_clusters", 2)
-    n_trees = c.p_int("n_trees", 1, _MAX_TREES)
+    n_trees = c.p_int("n_trees", 1, MAX_TREES)
     c.p_int("max_depth", 1)
     c.p_int("max_leaf_labels", 1)
     c.p_int("beam_width", 1)
@@ -61,7 +55,6 @@ def _ktxmlc(c: StateChecker) -> None:
     _check_tree_model(c, ova=False, n_trees=n_trees, K=K)
 
 
-@checks_for("OneVsAll")
 def _one_vs_all(c: StateChecker) -> None:
     _solver_params(c)
     _check_tree_model(c, ova=True)
@@ -72,7 +65,7 @@ def _check_tree_model(c: StateChecker, ova: bool, n_trees=None, K=None) -> None:
     ``ktxmlc._TreeModel``): what ``build_feature_major`` and ``beam_predict`` index with."""
     d = c.m_int("n_features_in_", 0)
     L = c.m_int("n_labels_", 1)
-    T = c.m_int("n_trees_", 1, _MAX_TREES)
+    T = c.m_int("n_trees_", 1, MAX_TREES)
     bias = c.m_float("bias_value", 0.0)
     c.m_float("train_time_", 0.0, none=True, optional=True)
     shape = c.m_list("W_shape", 2)
@@ -186,13 +179,12 @@ def _check_label_tree(c, t, tr, perm, L, ova, K) -> None:
 
 
 # ============================================================================ DefragKTXMLC
-@checks_for("DefragKTXMLC")
 def _defrag_ktxmlc(c: StateChecker) -> None:
     c.p_int("d0", 1)
     c.p_choice("defrag_representation", ("XY", "X"))
     per_tree = c.p_bool("per_tree")
     c.p_int("n_clusters", 2)
-    n_trees = c.p_int("n_trees", 1, _MAX_TREES)
+    n_trees = c.p_int("n_trees", 1, MAX_TREES)
     c.p_int("max_depth", 1)
     c.p_int("max_leaf_labels", 1)
     c.p_float("C", 0.0, lo_open=True)
@@ -221,3 +213,7 @@ def _defrag_ktxmlc(c: StateChecker) -> None:
         if kt.meta["n_labels_"] != L:
             c.fail(c._mname("members"), f"member {t}'s KTXMLC has {kt.meta['n_labels_']} "
                    f"labels, the model {L}")
+
+
+#: class name -> check of its state
+CHECKS = {"KTXMLC": _ktxmlc, "OneVsAll": _one_vs_all, "DefragKTXMLC": _defrag_ktxmlc}
