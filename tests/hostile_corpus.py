@@ -1311,7 +1311,8 @@ def prepare_parent() -> None:
     import numba
     numba.config.THREADING_LAYER = "workqueue"
     from importlib import import_module
-    for mod in ("data", "defrag", "fiat", "refrag", "ktxmlc", "bmgufs", "vocab", "metrics"):
+    for mod in ("data", "agglomeration.defrag", "agglomeration.fiat", "agglomeration.refrag",
+                "xmlc.ktxmlc", "graph.bmgufs", "vocab.compressor", "metrics"):
         m = import_module(f"featagg_core.{mod}")
         if hasattr(m, "warmup"):
             m.warmup()

@@ -127,8 +127,8 @@ def test_imports_and_data_come_from_the_installed_package(installed):
     venv, env, work = installed
     probe = (
         "import json, featagg_core, featagg_app\n"
-        "from featagg_core import samples\n"
-        "from featagg_app import _layout, serve\n"
+        "from featagg_core.data import samples\n"
+        "from featagg_app.server import layout as _layout, serve\n"
         "print(json.dumps({'core': featagg_core.__file__, 'app_pkg': featagg_app.__file__,\n"
         "  'version': featagg_core.__version__, 'samples': samples.SAMPLE_DIR,\n"
         "  'files': [samples.sample_path(s.name) for s in samples.list_samples()\n"
@@ -229,7 +229,7 @@ def test_installed_dashboard_serves_home_and_data_pages(installed):
     script = (
         "import json\n"
         "from streamlit.testing.v1 import AppTest\n"
-        "from featagg_app import _layout\n"
+        "from featagg_app.server import layout as _layout\n"
         "at = AppTest.from_file(str(_layout.APP), default_timeout=180).run()\n"
         "home = {'exc': [e.value for e in at.exception], 'title': [t.value for t in at.title]}\n"
         "at.switch_page('pages/data.py').run()\n"

@@ -22,11 +22,33 @@ class ArtifactError(ValueError):
 
 
 def artifact_classes() -> Dict[str, str]:
-    """Short class name -> module holding it. Only these classes can be loaded."""
+    """The table of loadable classes.
+
+    Returns
+    -------
+    dict
+        Short class name -> the module defining it. Only these classes can be loaded.
+    """
     from featagg_core import _EXPORTS
     return {name: _EXPORTS[name] for name in ARTIFACT_CLASS_NAMES}
 
 
 def artifact_class(name: str) -> type:
-    """The class registered as ``name`` (imported on first use); KeyError for others."""
+    """The class registered as ``name`` (its module imported on first use).
+
+    Parameters
+    ----------
+    name : str
+        A short class name of :data:`ARTIFACT_CLASS_NAMES`.
+
+    Returns
+    -------
+    type
+        The class.
+
+    Raises
+    ------
+    KeyError
+        For a name that is not registered.
+    """
     return getattr(import_module(artifact_classes()[name]), name)

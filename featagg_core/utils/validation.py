@@ -63,7 +63,22 @@ class InvalidParameterError(ValueError, TypeError):
 
 def parameter_error(name: str, what: str, value: Any) -> InvalidParameterError:
     """The error for parameter ``name`` refused with the one wording of the package:
-    ``"<name> must be <what>, got <value!r>"``."""
+    ``"<name> must be <what>, got <value!r>"``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, as the user wrote it.
+    what : str
+        What the value may be, in words ("an integer >= 1").
+    value : object
+        The refused value.
+
+    Returns
+    -------
+    InvalidParameterError
+        The error, for the caller to raise.
+    """
     return InvalidParameterError(f"{name} must be {what}, got {value!r}")
 
 
@@ -114,7 +129,18 @@ class Interval:
                 f"closed={self.closed!r})")
 
     def is_satisfied_by(self, value) -> bool:
-        """Whether ``value`` is a number of this kind inside the bounds."""
+        """Whether ``value`` is a number of this kind inside the bounds.
+
+        Parameters
+        ----------
+        value : object
+            The value to test (bools, NaN and infinities never satisfy an interval).
+
+        Returns
+        -------
+        bool
+            True when it is a number of this kind inside the bounds.
+        """
         if _is_bool(value):
             return False
         if self.kind is Integral:
@@ -132,7 +158,13 @@ class Interval:
         return bool(low_ok and high_ok)
 
     def describe(self) -> str:
-        """What a value may be, in words: "an integer >= 1", "a number in (0, 1]"."""
+        """What a value may be, in words.
+
+        Returns
+        -------
+        str
+            E.g. "an integer >= 1", "a number in (0, 1]".
+        """
         noun = "an integer" if self.kind is Integral else "a number"
         lo, hi = self.low, self.high
         left_closed = self.closed in ("both", "left")
@@ -172,13 +204,30 @@ class Options:
         return f"Options({self.kind.__name__}, {sorted(self.values, key=repr)!r})"
 
     def is_satisfied_by(self, value) -> bool:
-        """Whether ``value`` is one of the options (and of their type)."""
+        """Whether ``value`` is one of the options (and of their type).
+
+        Parameters
+        ----------
+        value : object
+            The value to test.
+
+        Returns
+        -------
+        bool
+            True when it is one of the options and of their type.
+        """
         if _is_bool(value) and self.kind is not bool:
             return False
         return isinstance(value, self.kind) and value in self.values
 
     def describe(self) -> str:
-        """``"one of 'avg', 'sum'"`` (sorted, so messages are stable)."""
+        """The options in words.
+
+        Returns
+        -------
+        str
+            ``"one of 'avg', 'sum'"`` (sorted, so messages are stable), or the one option.
+        """
         opts = sorted(self.values, key=repr)
         if len(opts) == 1:
             return repr(opts[0])
@@ -216,7 +265,18 @@ def _describe_one(constraint) -> str:
 
 
 def describe_constraints(constraints: list) -> str:
-    """The alternatives of one parameter in words, joined with "or" (None last)."""
+    """The alternatives of one parameter in words.
+
+    Parameters
+    ----------
+    constraints : list
+        Alternatives, as :func:`check_param` takes them.
+
+    Returns
+    -------
+    str
+        Their descriptions joined with "or" (None last).
+    """
     parts = [_describe_one(c) for c in constraints if c is not None]
     if any(c is None for c in constraints):
         parts.append("None")
@@ -281,13 +341,43 @@ def validate_params(params: Mapping[str, Any], constraints: Mapping[str, list]) 
 
 
 def check_finite(M: sp.spmatrix, name: str) -> None:
-    """Refuse a sparse matrix with a NaN or infinite stored value."""
+    """Refuse a sparse matrix with a NaN or infinite stored value.
+
+    Parameters
+    ----------
+    M : scipy sparse matrix
+        The matrix.
+    name : str
+        Its name in the message ("X contains NaN or infinite values").
+
+    Raises
+    ------
+    ValueError
+        When a stored value is NaN or infinite.
+    """
     if M.nnz and not np.all(np.isfinite(M.data)):
         raise ValueError(f"{name} contains NaN or infinite values")
 
 
 def check_n_features(M, name: str, n_features, what: str = "features") -> None:
-    """Refuse ``M`` when ``n_features`` is given and ``M`` has another number of columns."""
+    """Refuse ``M`` when ``n_features`` is given and ``M`` has another number of columns.
+
+    Parameters
+    ----------
+    M : matrix
+        Anything with a ``shape``.
+    name : str
+        Its name in the message.
+    n_features : int or None
+        The number of columns the model was fitted on; None checks nothing.
+    what : str, default "features"
+        What the columns are, in the message.
+
+    Raises
+    ------
+    ValueError
+        When the column counts differ.
+    """
     if n_features is not None and M.shape[1] != n_features:
         raise ValueError(f"{name} has {M.shape[1]} {what}, the model was fitted on "
                          f"{n_features}")
@@ -304,6 +394,24 @@ def as_csr(X, name: str = "X", *, dtype=np.float32, n_features=None,
     and, if ``n_features`` is given, when ``X`` has another number of columns. No check of
     the dtype kind: non-numeric input fails in the conversion (callers that want a
     friendlier message check first).
+
+    Parameters
+    ----------
+    X : array-like or scipy sparse matrix
+        The matrix.
+    name : str, default "X"
+        Its name in messages.
+    dtype : numpy dtype, default float32
+        The result's dtype.
+    n_features : int, optional
+        The number of columns it must have.
+    what : str, default "features"
+        What the columns are, in messages.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Canonical csr of ``dtype``.
     """
     if not sp.issparse(X):
         arr = np.asarray(X)
@@ -327,6 +435,22 @@ def check_binary_labels(Y, n_rows: int, name: str = "Y", *,
     canonical csr of ``dtype`` without stored zeros (the caller's matrix is not modified).
 
     Checks, in this order: 2-D, row count, only 0/1 entries, at least one column.
+
+    Parameters
+    ----------
+    Y : array-like or scipy sparse matrix
+        The label matrix.
+    n_rows : int
+        The number of rows it must have (those of X).
+    name : str, default "Y"
+        Its name in messages.
+    dtype : numpy dtype, default float32
+        The result's dtype.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Canonical csr of ``dtype`` holding only ones.
     """
     if not sp.issparse(Y):
         Y = np.asarray(Y)
@@ -349,7 +473,24 @@ def check_binary_labels(Y, n_rows: int, name: str = "Y", *,
 
 def check_int(name: str, value, low: int, allow_none: bool = False):
     """``value`` as a Python int ``>= low`` (bools refused); ``None`` passes through when
-    ``allow_none``. The one wording: ``"<name> must be an integer >= <low>, got <value>"``."""
+    ``allow_none``. The one wording: ``"<name> must be an integer >= <low>, got <value>"``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name.
+    value : object
+        The value to check.
+    low : int
+        The smallest value allowed.
+    allow_none : bool, default False
+        Whether None passes.
+
+    Returns
+    -------
+    int or None
+        ``value`` as an int (None when it is None and allowed).
+    """
     if value is None and allow_none:
         return None
     interval = Interval(Integral, low, None, closed="left")
