@@ -14,8 +14,7 @@ chunks; results never depend on the thread count). It is True unless the environ
 ``FEATAGG_PARALLEL_KERNELS=0`` when the kernels are first imported: the dashboard server sets
 that (``featagg_app.server.serve``) because its job runner gives every job one thread on a machine
 whose cores are all busy with jobs, where ``prange`` cannot pay, while numba compiles a
-parallel kernel 2-4x slower than a serial one (measured: DEFRAG + KTXMLC + REFRAG +
-metrics warm-up 74 s CPU / 453 s wall parallel vs 43 s / 123 s serial at load 11). The
+parallel kernel several times slower than a serial one (benchmarks/results/cold_start.md). The
 server then keeps its compiled kernels in its own ``NUMBA_CACHE_DIR``, since numba's cache
 index does not tell the two variants apart.
 """

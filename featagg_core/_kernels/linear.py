@@ -68,8 +68,7 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
     row's non-zeros against a feature-major weight block ``Wt[f, 0:k]`` (k contiguous
     floats per feature, which the compiler vectorises), and one more pass adds the k dual
     steps. Per-row work is O(nnz_i * k) in vector operations instead of k scalar
-    gather/scatter passes (measured on Bibtex's and Delicious' labels against one solve
-    per label: 1.9x less CPU for blocks of 16 labels, 2.7x for 64).
+    gather/scatter passes (benchmarks/results/xmlc_notes.md, *Block solver*).
 
     Each label is solved as Algorithm 1 of Hsieh et al. with liblinear's shrinking and
     stopping rule, on its own: its own dual variables, projected-gradient spread, shrunk

@@ -307,9 +307,7 @@ def parse_sparse_lines(buf, start, first_line, allow_labels, svmlight):
                 break
             p += 1
             # the number field stays inline in each of the three loops: a shared helper
-            # cost 1.35-1.5x the CPU time of the XC/svmlight/ARFF parse when it passed
-            # ``hard`` in and out (kernel_helpers_bench.py --peer-rev d85e4ae), 1.09x
-            # without (the caller pushing to ``hard``)
+            # was slower (benchmarks/results/kernel_helpers_number_field.md)
             vstart = p
             st, val, p = parse_float(buf, p, end, stops)
             if st == 2 or st == 4:
@@ -584,18 +582,6 @@ def parse_edge_lines(buf, start, first_line):
         line += 1
     return (err, line, p, ne, tok_start, tok_end, weight, edge_line, all_int, int_id, hard,
             n_hard)
-
-
-@njit(cache=True, nogil=True)
-def gather_tokens(buf, tok_start, tok_end, width):
-    """Copy byte spans into a zero-padded (n_tokens, width) matrix (viewable as 'S<width>')."""
-    m = tok_start.shape[0]
-    out = np.zeros((m, max(width, 1)), np.uint8)
-    for i in range(m):
-        s = tok_start[i]
-        for k in range(tok_end[i] - s):
-            out[i, k] = buf[s + k]
-    return out
 
 
 @njit(cache=True, nogil=True)
