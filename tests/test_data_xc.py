@@ -168,8 +168,14 @@ def test_bibtex_xc_equals_arff_and_sklearn():
     assert _eq(x.X, Xs)
 
 
-def test_warmup_runs():
+def test_warmup_compiles_the_parsing_kernels():
+    """``warmup()`` exists so a first upload does not wait for compilation: afterwards the
+    parse and write kernels hold a compiled signature."""
+    from featagg_core._kernels import parse as k
     warmup()
+    for kernel in (k.parse_sparse_lines, k.parse_arff_data, k.write_sparse_lines,
+                   k.parse_edge_lines, k.intern_tokens):
+        assert kernel.signatures, kernel.py_func.__name__
 
 
 def test_utf8_bom_and_crlf_accepted():

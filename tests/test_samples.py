@@ -160,8 +160,6 @@ def test_make_samples_reproduces_committed_files(tmp_path):
 def test_bibtex_matches_raw_files_via_library_reader():
     """Independent check: the library's own XC reader on the raw XC-repo split files."""
     from featagg_core import data
-    if not hasattr(data, "load_xc"):
-        pytest.skip("featagg_core.data.load_xc not available")
     raw = data.load_xc(os.path.join(SHARED, "bibtex", "xc_repo_split", "train.txt"))
     d = load_sample("bibtex")
     assert (raw.X != d.X).nnz == 0 and (raw.Y != d.Y).nnz == 0

@@ -204,7 +204,6 @@ def warmup() -> None:
     ip = np.array([0, 1], np.int64)
     k.write_sparse_lines(ip, np.array([0], np.int64), codes, table, lens, ip,
                          np.array([0], np.int64), True)
-    if hasattr(k, "parse_edge_lines"):
-        eb = np.frombuffer(b"a b 1\n", np.uint8)
-        out = k.parse_edge_lines(eb, 0, 1)
-        k.intern_tokens(eb, out[4][:2], out[5][:2], 1)
+    eb = np.frombuffer(b"a b 1\n", np.uint8)
+    out = k.parse_edge_lines(eb, 0, 1)
+    k.intern_tokens(eb, out[4][:2], out[5][:2], 1)
