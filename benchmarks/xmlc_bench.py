@@ -29,7 +29,7 @@ part needs torch, not used) needs numpy < 2 and scipy < 1.14, so that venv pins
 thread argument are ``--threads``.
 
 Methods: ``ktxmlc`` (``KTXMLC()`` defaults, seed = random_state), ``ktxmlc_defrag``
-(the data-chosen DEFRAG pipeline: :func:`featagg_core.xmlc.ktxmlc.choose_d0` on an 80/20
+(the data-chosen DEFRAG pipeline: :func:`featagg_core.xmlc.selection.choose_d0` on an 80/20
 split of the training rows, then Defrag(d0) + KTXMLC refitted on all training rows, or
 raw KTXMLC when it chooses None; the choice's own cost is reported separately),
 ``ktxmlc_d8`` (Defrag(d0=8) + KTXMLC, the DEFRAG paper's setting, for reference),
@@ -223,6 +223,7 @@ def _vm(key):
 def our_worker(method, data_path, out_path, seed):
     """Train one of our methods on the cached set; write top-k predictions; print RESULT."""
     from featagg_core.xmlc import ktxmlc as kt
+    from featagg_core.xmlc.selection import choose_d0
 
     z = np.load(data_path)
     Xtr, Ytr, Xte = _csr(z, "Xtr"), _csr(z, "Ytr"), _csr(z, "Xte")
@@ -246,7 +247,7 @@ def our_worker(method, data_path, out_path, seed):
         nv = max(1, round(0.2 * n))
         va, tr = np.sort(perm[:nv]), np.sort(perm[nv:])
         t0, c0 = time.perf_counter(), _cpu_s()
-        choice = kt.choose_d0(Xtr[tr], Ytr[tr], Xtr[va], Ytr[va], random_state=seed)
+        choice = choose_d0(Xtr[tr], Ytr[tr], Xtr[va], Ytr[va], random_state=seed)
         info.update(choose_s=time.perf_counter() - t0, choose_cpu_s=_cpu_s() - c0,
                     d0=choice.d0, d0_reason=choice.reason,
                     d0_table=[{k: (v if not isinstance(v, np.generic) else v.item())

@@ -263,9 +263,9 @@ def test_ktxmlc_label_vectors_do_not_depend_on_blocks_or_row_order(xmlc_data):
     """The label vectors are exact products: label blocks of any size, and the rows in
     any order, give the same bits (a float32 scipy product does not)."""
     from featagg_core.xmlc import tree_fitting as core
-    from featagg_core.xmlc.ktxmlc import _normalize_rows
+    from featagg_core.xmlc.inputs import normalize_rows
     X, Y = xmlc_data
-    Xn = _normalize_rows(X)
+    Xn = normalize_rows(X)
     whole = core.label_representation(Xn, Y, block_nnz=1 << 30)
     blocks = core.label_representation(Xn, Y, block_nnz=500)
     perm = np.random.default_rng(0).permutation(X.shape[0])

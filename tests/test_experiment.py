@@ -40,7 +40,7 @@ from featagg_core.experiment import (
     vocabulary_report,
 )
 from featagg_core.graph.evaluation import evaluate_selection
-from featagg_core.xmlc.ktxmlc import elbow_curve
+from featagg_core.xmlc.selection import elbow_curve
 from featagg_core.data.synthetic import (
     make_attributed_sbm,
     make_powerlaw_multilabel,

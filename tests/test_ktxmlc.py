@@ -16,14 +16,10 @@ from featagg_core import metrics
 from featagg_core.utils.cancel import Cancelled
 from featagg_core._kernels.ktxmlc import _local_csr, node_rows
 from featagg_core._kernels.ktxmlc_cluster import bisect_rows, cluster_rows
-from featagg_core.xmlc.ktxmlc import (
-    KTXMLC,
-    OneVsAll,
-    _normalize_rows,
-    choose_d0,
-    elbow_curve,
-    label_representation,
-)
+from featagg_core.xmlc.inputs import normalize_rows
+from featagg_core.xmlc.ktxmlc import KTXMLC, OneVsAll
+from featagg_core.xmlc.label_vectors import label_representation
+from featagg_core.xmlc.selection import choose_d0, elbow_curve
 from featagg_core.data.synthetic import make_powerlaw_multilabel
 
 import naive
@@ -106,7 +102,7 @@ def _planted_rows(groups=5, per=30, d=40, seed=0):
     rng = np.random.default_rng(seed)
     centres = np.eye(groups, d) * 5 + rng.random((groups, d)) * 0.1
     truth = np.repeat(np.arange(groups), per)
-    R = _normalize_rows(sp.csr_matrix(centres[truth] + rng.random((groups * per, d)) * 0.5))
+    R = normalize_rows(sp.csr_matrix(centres[truth] + rng.random((groups * per, d)) * 0.5))
     return R, truth
 
 
@@ -130,7 +126,7 @@ def test_bisect_kernel_recovers_planted_pairs_and_numbers_halves_consecutively()
     for g in range(4):
         base[g, 20 + 5 * g:25 + 5 * g] = 2
     truth = np.repeat(np.arange(4), 25)
-    R = _normalize_rows(sp.csr_matrix(base[truth] + rng.random((100, d)) * 0.3))
+    R = normalize_rows(sp.csr_matrix(base[truth] + rng.random((100, d)) * 0.3))
     go = np.zeros(1, np.uint8)
     assign, ng = bisect_rows(R.indptr.astype(np.int64), R.indices, R.data, d, 4, 5, 20, 1e-4, go)
     assert ng == 4 and adjusted_rand_score(truth, assign) == 1.0
@@ -164,7 +160,7 @@ def test_local_csr_and_node_rows_against_scipy():
 
 def _brute_force_scores(m, X, power):
     """Every label's score by walking its root path with dense weights (no beam)."""
-    Xn = _normalize_rows(sp.csr_matrix(X, dtype=np.float32)).toarray().astype(np.float64)
+    Xn = normalize_rows(sp.csr_matrix(X, dtype=np.float32)).toarray().astype(np.float64)
     W = m.W_.toarray().astype(np.float64)
     z = Xn @ W.T + m.bias_w_.astype(np.float64)[None, :]
     if power == 0:
@@ -315,7 +311,7 @@ def test_calibration_histogram_is_that_of_the_decision_values(small):
     X, Y = small
     m = KTXMLC(n_clusters=2, n_trees=1, max_leaf_labels=20, calibration_rows=10 ** 6).fit(X, Y)
     tr = m.trees_[0]
-    Xn = _normalize_rows(X).toarray()
+    Xn = normalize_rows(X).toarray()
     z = Xn @ m.W_.toarray().T + m.bias_w_[None, :]
     Yd = Y.toarray() > 0
     pos = np.zeros(core.CALIB_BINS)
@@ -473,11 +469,11 @@ def test_validation_and_sklearn_protocol(small):
 
 def test_label_representation_in_label_blocks_equals_the_whole_product(small):
     X, Y = small
-    Xn = _normalize_rows(X)
+    Xn = normalize_rows(X)
     calls = []
     R = core.label_representation(Xn, Y, progress=lambda j, n: calls.append((j, n)),
                                   block_nnz=50)
-    ref = _normalize_rows(sp.csr_matrix(Y.T @ Xn))
+    ref = normalize_rows(sp.csr_matrix(Y.T @ Xn))
     assert len(calls) > 5 and calls[-1][0] == calls[-1][1]
     assert abs(R - ref).max() < 1e-6 and R.shape == ref.shape
 
@@ -501,7 +497,8 @@ def test_elbow_finds_planted_number_of_label_groups():
 
 def test_defrag_pipeline_trains_on_agglomerated_features(small):
     from featagg_core.agglomeration.defrag import Defrag
-    from featagg_core.xmlc.ktxmlc import DefragKTXMLC, defrag_comparison
+    from featagg_core.xmlc.ktxmlc import DefragKTXMLC
+    from featagg_core.xmlc.selection import defrag_comparison
 
     X, Y = small
     kw = dict(n_clusters=3, max_leaf_labels=6, n_trees=2)

@@ -8,7 +8,8 @@ from page_util import click, ok, runs
 from featagg_app.views import xmlc as xv
 from featagg_core import metrics
 from featagg_core.data import MultiLabelData
-from featagg_core.xmlc.ktxmlc import KTXMLC, elbow_curve
+from featagg_core.xmlc.ktxmlc import KTXMLC
+from featagg_core.xmlc.selection import elbow_curve
 from featagg_core.data.synthetic import make_powerlaw_multilabel
 
 

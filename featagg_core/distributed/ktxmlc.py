@@ -9,7 +9,7 @@ lives:
    (and ``Y_wᵀ Y_w`` for ``"joint"``), summed by label ranges on different workers
    (``reduce_scatter``) and rounded once: the bits of the single machine's
    :class:`~featagg_core.utils.products.ExactRows` product. Then ``core.unit_rows`` (and
-   ``_joint_vectors``), both row-local, per range. Label frequencies are summed from
+   ``label_vectors.joint_vectors``), both row-local, per range. Label frequencies are summed from
    per-block counts.
 3. Trees: ``core.build_trees`` with a ``partition`` hook that runs each level's nodes of
    *all* trees (``core.partition_node``, same items and seeds) as tasks on the groups of
@@ -39,7 +39,6 @@ import numpy as np
 
 from featagg_core.xmlc import tree_fitting as core
 from featagg_core.utils import products as _products
-from featagg_core.xmlc.support import flat_is_enough
 from featagg_core.distributed.blocks import (
     add_counts,
     label_counts,
@@ -57,19 +56,19 @@ __all__ = ["ktxmlc_distributed"]
 
 # ---------------------------------------------------------------------------- tasks
 def _normalized(block, normalize):
-    from featagg_core.xmlc.ktxmlc import _normalize_rows
+    from featagg_core.xmlc.inputs import normalize_rows
 
     X, Y = block
-    return (_normalize_rows(X) if normalize else X), Y
+    return (normalize_rows(X) if normalize else X), Y
 
 
 def _partials(joint, *blocks):
     """The exact partials ``Yᵀ normalize(X)`` (and ``YᵀY``) of one worker's blocks (the
-    label vectors normalise the rows again, as ``ktxmlc.label_representation`` does)."""
-    from featagg_core.xmlc.ktxmlc import _normalize_rows
+    label vectors normalise the rows again, as ``label_vectors.label_representation`` does)."""
+    from featagg_core.xmlc.inputs import normalize_rows
 
     Ys = [b[1] for b in blocks]
-    p = _products.partial_xt_y(Ys, [_normalize_rows(b[0]) for b in blocks])
+    p = _products.partial_xt_y(Ys, [normalize_rows(b[0]) for b in blocks])
     return (p, _products.partial_xt_y(Ys, Ys) if joint else None)
 
 
@@ -84,11 +83,11 @@ def _slice_pair(pair, lo, hi):
 
 def _label_vectors(reduced, lo, representation, joint_weight):
     """KTXMLC's label vectors of the labels ``lo:`` (every step is row-local)."""
-    from featagg_core.xmlc.ktxmlc import _joint_vectors
+    from featagg_core.xmlc.label_vectors import joint_vectors
 
     R = core.unit_rows(_products.rounded(reduced[0]))
     if representation == "joint":
-        R = _joint_vectors(R, _products.rounded(reduced[1]), joint_weight)
+        R = joint_vectors(R, _products.rounded(reduced[1]), joint_weight)
     bad = reduced[0].n_inexact + (0 if reduced[1] is None else reduced[1].n_inexact)
     return R, int(bad)
 
@@ -314,7 +313,8 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, retrie
     KTXMLC, with ``distributed_info_`` (workers, blocks, groups, seconds per phase, bytes,
     per-level bytes of the tree growth, ``n_inexact``).
     """
-    from featagg_core.xmlc.ktxmlc import KTXMLC, _check_X, _check_Y
+    from featagg_core.xmlc.inputs import check_X, check_Y
+    from featagg_core.xmlc.ktxmlc import KTXMLC
 
     try:
         est = KTXMLC(**ktxmlc_params)
@@ -324,10 +324,10 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, retrie
     est._solver_spec(0)
     est._score_power()
     if not isinstance(X, ShardedMultiLabel):  # validated once, scattered per attempt
-        X = _check_X(X)
+        X = check_X(X)
         if Y is None:
             raise ValueError("Y: KTXMLC needs the label matrix Y (n x L, 0/1)")
-        Y = _check_Y(Y, X.shape[0])
+        Y = check_Y(Y, X.shape[0])
     fitted = with_retries(lambda attempt: _fit_once(client, X, Y, est, progress, n_parts,
                                                     attempt), retries)
     if progress is not None:
@@ -377,7 +377,7 @@ def _fit_once(client, X, Y, est, progress, n_parts, attempt):
                                  hi=0.12, partition=levels, n_labels=L)
         n_groups = groups.n_groups()
         del groups
-        if est.one_vs_all == "auto" and flat_is_enough(trees, label_nnz, n,
+        if est.one_vs_all == "auto" and core.flat_is_enough(trees, label_nnz, n,
                                                        int(est.beam_width)):
             trees = [core.ova_tree(L)]  # as KTXMLC.fit decides (same label counts, trees)
         times["trees_s"] = time.perf_counter() - t2

@@ -520,7 +520,7 @@ def elbow(data, split: Split, ks: Sequence[int] = (2, 4, 8, 16, 32, 64), *, pipe
           representation: str = "input", random_state: int = 0):
     """The K elbow of KTXMLC's root on the *training* rows.
 
-    :func:`featagg_core.xmlc.ktxmlc.elbow_curve` on ``X[train]``, or on the pipeline's
+    :func:`featagg_core.xmlc.selection.elbow_curve` on ``X[train]``, or on the pipeline's
     agglomerated training features when ``pipeline`` has a DEFRAG step.
 
     Parameters
@@ -538,14 +538,14 @@ def elbow(data, split: Split, ks: Sequence[int] = (2, 4, 8, 16, 32, 64), *, pipe
     Returns
     -------
     Elbow
-        :func:`featagg_core.xmlc.ktxmlc.elbow_curve`'s ``(ks, wcss, elbow)``.
+        :func:`featagg_core.xmlc.selection.elbow_curve`'s ``(ks, wcss, elbow)``.
 
     Raises
     ------
     ValueError
         For a dataset that is not multilabel or a pipeline fitted on another split.
     """
-    from featagg_core.xmlc.ktxmlc import elbow_curve
+    from featagg_core.xmlc.selection import elbow_curve
     check_split_fits(data, split)
     if data.kind != "multilabel":
         raise ValueError(f"the K elbow needs a multilabel dataset, got a {data.kind} one")

@@ -10,11 +10,9 @@ reach every leaf cluster anyway (few labels), the fit keeps one flat tree -- one
 instead, when that costs no more training work (``one_vs_all="auto"``, see
 :class:`KTXMLC`).
 
-Also here: :class:`OneVsAll` (DiSMEC-style baseline with the same solver and pruning),
-:func:`elbow_curve` (WCSS of the root partition against K), :class:`DefragKTXMLC`
-(feature agglomeration by :class:`featagg_core.agglomeration.defrag.Defrag` first) and
-:func:`choose_d0` (the data-chosen DEFRAG size: the largest d0 whose validation P@1 stays
-within a tolerance of raw features, or no agglomeration).
+Also here: :class:`OneVsAll` (DiSMEC-style baseline with the same solver and pruning) and :class:`DefragKTXMLC`
+(feature agglomeration by :class:`featagg_core.agglomeration.defrag.Defrag` first). Choosing
+K and d0 from the data is :mod:`featagg_core.xmlc.selection`'s.
 
 Structure of a fit (the seam a distributed twin reuses): tree building and node training
 are the plain functions of :mod:`featagg_core.xmlc.tree_fitting` — ``build_trees(R, spec,
@@ -24,7 +22,8 @@ executor-like object (``submit``; futures with ``result(timeout)``/``cancel``) a
 arrays. A node's training rows are computable from (Y, tree) alone (``task_rows``), every
 seed derives from (random_state, tree, node), and results are gathered in submission
 order, so any executor (threads here, a Dask client in ``featagg_core.distributed``)
-yields the same model. :meth:`KTXMLC.fit` is that pipeline on a thread pool;
+yields the same model. :meth:`KTXMLC.fit` is that pipeline on a thread pool
+(:mod:`featagg_core.xmlc.threaded_fit`);
 ``featagg_core.distributed.ktxmlc_distributed`` is it on a Dask cluster (label vectors
 are exact products, so they do not depend on how the rows were split).
 """
@@ -43,30 +42,26 @@ from featagg_core.utils.docstrings import fill_doc
 from featagg_core.xmlc import tree_fitting as core
 from featagg_core._kernels import ktxmlc as _k
 from featagg_core._kernels.linear import l2svc_dual_cd, l2svc_primal_objective
-from featagg_core.xmlc.support import (
-    _NON_NEGATIVE,
-    _POSITIVE,
-    STATE_VERSION,
-    _check_binary_shape,
-    _check_X,
-    _check_Y,
-    _defrag_progress,
-    _fit_trees_and_nodes,
-    _int_from,
-    _joint_vectors,
-    _normalize_rows,
-    _Pool,
-    _sub_progress,
-    _top_k_csr,
-    label_representation,
+from featagg_core.metrics import top_k
+from featagg_core.utils.validation import Options, check_param, parameter_error, validate_params
+from featagg_core.utils.validation import check_int as _check_int
+from featagg_core.xmlc.artifact_state import (
     tree_model_artifact_state,
     tree_model_from_artifact_state,
 )
-from featagg_core.utils.validation import Options, check_param, parameter_error, validate_params
-from featagg_core.utils.validation import check_int as _check_int
+from featagg_core.xmlc.inputs import (
+    NON_NEGATIVE,
+    POSITIVE,
+    check_X,
+    check_Y,
+    int_from,
+    n_label_columns,
+    normalize_rows,
+)
+from featagg_core.xmlc.label_vectors import label_representation
+from featagg_core.xmlc.threaded_fit import fit_trees_and_nodes
 
-__all__ = ["KTXMLC", "OneVsAll", "DefragKTXMLC", "elbow_curve", "label_representation",
-           "choose_d0", "defrag_comparison", "warmup"]
+__all__ = ["KTXMLC", "OneVsAll", "DefragKTXMLC", "warmup"]
 
 _SCORES = {"calibrated": 0, "l2-hinge": 2, "l3-hinge": 3}
 _LOSSES = {"squared_hinge": 0, "log": 1, "mixed": -1}
@@ -90,16 +85,16 @@ class _TreeModel(BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "C": _POSITIVE,
-        "eps": _POSITIVE,
-        "max_iter": _int_from(1),
-        "weight_threshold": _NON_NEGATIVE,
-        "bias": _NON_NEGATIVE,
+        "C": POSITIVE,
+        "eps": POSITIVE,
+        "max_iter": int_from(1),
+        "weight_threshold": NON_NEGATIVE,
+        "bias": NON_NEGATIVE,
         "normalize": ["boolean"],
         "score": [Options(str, set(_SCORES))],
-        "calibration_rows": _int_from(0),
-        "random_state": _int_from(0),
-        "n_jobs": _int_from(1, allow_none=True),
+        "calibration_rows": int_from(0),
+        "random_state": int_from(0),
+        "n_jobs": int_from(1, allow_none=True),
     }
 
     # -- validation shared by both
@@ -162,11 +157,11 @@ class _TreeModel(BaseEstimator):
     def _fit_tail(self, X, Y, trees_or_n, spec, calib, progress):
         solver = self._solver_spec(calib)
         n_jobs = self._n_jobs()
-        X = _check_X(X)
-        Y = _check_Y(Y, X.shape[0])
+        X = check_X(X)
+        Y = check_Y(Y, X.shape[0])
         t0 = time.perf_counter()
         if self.normalize:
-            X = _normalize_rows(X)
+            X = normalize_rows(X)
         if progress is not None:
             progress(0.0, "rows normalised")
         stop = np.zeros(1, np.uint8)
@@ -181,7 +176,7 @@ class _TreeModel(BaseEstimator):
         flat_beam = None
         if getattr(self, "one_vs_all", "never") == "auto":
             flat_beam = int(self.beam_width)
-        out = _fit_trees_and_nodes(X, Y, R, spec, solver, trees_or_n, n_jobs, progress, stop,
+        out = fit_trees_and_nodes(X, Y, R, spec, solver, trees_or_n, n_jobs, progress, stop,
                                    flat_beam)
         trees, W, bw, off, cal_a, cal_b, groups, work = out
         self._finalise(X.shape, Y.shape[1], trees, W, bw, off, solver.bias, cal_a, cal_b,
@@ -220,9 +215,9 @@ class _TreeModel(BaseEstimator):
         beam = getattr(self, "beam_width", None) if beam_width is None else beam_width
         beam = _check_int("beam_width", beam if beam is not None else 10, 1)
         power = self._score_power()
-        X = _check_X(X, "X", self.n_features_in_)
+        X = check_X(X, "X", self.n_features_in_)
         if getattr(self, "normalize", True):
-            X = _normalize_rows(X)
+            X = normalize_rows(X)
         P = self._pred
         k = min(k, self.n_labels_)
         fm_ptr, fm_feat, fm_eptr, fm_child, fm_val = P["fm"]
@@ -307,7 +302,8 @@ class KTXMLC(_TreeModel):
     partition : "bisect" or "kmeans", how a node's labels are split (see Notes).
     score : "calibrated", "l2-hinge" or "l3-hinge", the log-score of a node on a path.
     representation : "input" or "joint", label vectors to cluster (see
-        :func:`label_representation`); ``joint_weight`` weighs the co-occurrence part.
+        :func:`featagg_core.xmlc.label_vectors.label_representation`); ``joint_weight``
+        weighs the co-occurrence part.
     balanced : bool or None ("kmeans" only), capacity-balanced clusters; None = balanced
         for K = 2 (as Parabel) and free for K > 2 (as Bonsai).
     min_cluster_size : int ("kmeans" only), smaller clusters are dissolved into their
@@ -344,8 +340,9 @@ class KTXMLC(_TreeModel):
     -----
     The paper fixes the K-way trees, k-means|| (Bahmani et al. 2012) seeding, spherical
     k-means, one-vs-rest squared-hinge node classifiers and beam search; the rest follows
-    the best public peers and was measured on Bibtex, Delicious, Corel16k, Yeast, Scene and
-    synthetic power-law sets (``benchmarks/xmlc_bench.py``):
+    the best public peers, each choice measured against them on Bibtex, Delicious,
+    Corel16k, Yeast, Scene and synthetic power-law sets (``benchmarks/xmlc_bench.py``;
+    figures in ``benchmarks/results/xmlc.md``, notes section):
 
     * ``partition="bisect"`` (default) splits a node's labels into
       min(K, ceil(labels / max_leaf_labels)) balanced groups by recursive balanced
@@ -360,43 +357,32 @@ class KTXMLC(_TreeModel):
       child whose every training point is positive gets no classifier (log-score 0).
       The solver is liblinear's L2R_L2LOSS_SVC_DUAL with eps = 0.1, 20 iterations and
       weights pruned at 0.1 (omikuji's / PECOS's threshold on normalised rows). ``C``
-      defaults to 0.5, not liblinear's / Parabel's / PECOS's 1: on 80/20 validation
-      splits of the training rows of Bibtex, Corel16k, Delicious, Yeast and Scene (3
-      seeds, C in 0.25-1) 0.5 beat 1 on four of the five in P@1 and P@5 (Corel16k +2.0 /
-      +1.5, Bibtex +0.3 / +0.6; Scene, 6 frequent labels, -1.7 P@1), as a stronger
-      regulariser helps the many labels with few positives; on the synthetic 10^5 set it
-      costs 0.05 P@1 and 0.2 P@5 (3 seeds). A node's
-      children share their training rows, so their problems are solved together
-      (:func:`featagg_core._kernels.linear.l2svc_dual_cd_block`: each row visit serves
-      every child, vectorised over labels; each child keeps its own duals, shrinking and
-      stopping): 0.4-0.5x the training CPU of one solve per child on Bibtex and
-      Delicious, the same accuracy.
+      defaults to 0.5, not liblinear's / Parabel's / PECOS's 1, chosen on validation
+      splits of the real sets' training rows: a stronger regulariser helps the many labels
+      with few positives. A node's children share their training rows, so their problems
+      are solved together (:func:`featagg_core._kernels.linear.l2svc_dual_cd_block`: each
+      row visit serves every child, vectorised over labels; each child keeps its own duals,
+      shrinking and stopping), for less training CPU and the same weights.
     * ``score="calibrated"`` (default): each classifier's decision value z enters the path
       as log sigmoid(a z + b), with (a, b) fitted once per level (label classifiers; the
       internal nodes of each depth) by Platt scaling on a histogram of the decision
       values (pruned weights) of every classifier's training rows (positives and a
       deterministic sample of negatives, at most ``calibration_rows`` of each, weighted).
       The product along a path is then PLT's (napkinXC's) chain of conditional
-      probabilities P(node | parent, x), fitted rather than fixed: on the power-law sets
-      it beats both the Parabel/omikuji squared hinge exp(-max(0, 1 - z)^2) and PECOS's
-      cubic ``l3-hinge`` (both offered here too) by 2-4 points of P@5 and 4-10 of PSP@5,
-      and it is within noise of them on the real sets. (The Jaakkola-Haussler
-      leave-one-out bound on the decision values was tried and is far too loose with the
-      squared hinge: it flips most support vectors' signs.)
+      probabilities P(node | parent, x), fitted rather than fixed; the Parabel/omikuji
+      squared hinge exp(-max(0, 1 - z)^2) and PECOS's cubic ``l3-hinge`` are offered too.
+      (The Jaakkola-Haussler leave-one-out bound on the decision values is far too loose
+      with the squared hinge: it flips most support vectors' signs.)
     * A beam node that is a leaf cluster stays in the beam until every beam node is one;
       trees are averaged (a label a tree's beam missed counts 0 there).
     * ``one_vs_all="auto"`` (default): a tree is there to prune labels at prediction; when
       every tree has at most ``beam_width`` leaf clusters the beam reaches every label and
       prunes nothing, so, if one-vs-all's planned work (n x L rows x classifiers) is at
-      most the ensemble's (:func:`featagg_core.xmlc.support.flat_is_enough`), the fit
+      most the ensemble's (:func:`featagg_core.xmlc.tree_fitting.flat_is_enough`), the fit
       keeps one flat tree: the exact one-vs-all model (DiSMEC's; PECOS's XR-Linear with a
-      single layer). On Bibtex, Delicious and Corel16k (L <= 1,000, leaves of 100, beam
-      10) it trains in 0.46-0.60x the three trees' CPU, predicts 3.5-4.8x faster on
-      Bibtex/Delicious and gains 1.1 / 1.3 P@1 on Delicious / Corel16k (P@5 -0.3..-0.04,
-      Bibtex P@1 equal); sets with more
-      labels than ``beam_width * max_leaf_labels`` (the synthetic 10^5 sets) always keep
-      their trees. A label set that fits one leaf (L <= ``max_leaf_labels``) is one flat
-      tree whatever this setting.
+      single layer), cheaper to train and to predict than the trees. Sets with more labels
+      than ``beam_width * max_leaf_labels`` always keep their trees. A label set that fits
+      one leaf (L <= ``max_leaf_labels``) is one flat tree whatever this setting.
     """
 
     def __init__(self, n_clusters=16, n_trees=3, max_depth=20, max_leaf_labels=100, C=0.5,
@@ -436,22 +422,22 @@ class KTXMLC(_TreeModel):
 
     _parameter_constraints: dict = {
         **_TreeModel._parameter_constraints,
-        "n_clusters": _int_from(2),
-        "n_trees": _int_from(1),
-        "max_depth": _int_from(1),
-        "max_leaf_labels": _int_from(1),
-        "beam_width": _int_from(1),
+        "n_clusters": int_from(2),
+        "n_trees": int_from(1),
+        "max_depth": int_from(1),
+        "max_leaf_labels": int_from(1),
+        "beam_width": int_from(1),
         "partition": [Options(str, {"bisect", "kmeans"})],
         "representation": [Options(str, {"input", "joint"})],
-        "joint_weight": _NON_NEGATIVE,
+        "joint_weight": NON_NEGATIVE,
         "balanced": ["boolean", None],
-        "min_cluster_size": _int_from(1),
-        "kmeans_oversampling": _POSITIVE,
-        "kmeans_rounds": _int_from(1, allow_none=True),
-        "kmeans_max_iter": _int_from(1),
-        "kmeans_tol": _NON_NEGATIVE,
+        "min_cluster_size": int_from(1),
+        "kmeans_oversampling": POSITIVE,
+        "kmeans_rounds": int_from(1, allow_none=True),
+        "kmeans_max_iter": int_from(1),
+        "kmeans_tol": NON_NEGATIVE,
         "loss": [Options(str, set(_LOSSES))],
-        "C_log": _POSITIVE,
+        "C_log": POSITIVE,
         "one_vs_all": [Options(str, {"auto", "never"})],
     }
 
@@ -491,7 +477,7 @@ class KTXMLC(_TreeModel):
             bad ``X`` / ``Y`` (no rows, not 0/1, row counts that differ, NaN).
         """
         validate_params(self.get_params(deep=False), self._parameter_constraints)
-        spec, n_trees, calib = self._fit_plan(_check_binary_shape(Y))
+        spec, n_trees, calib = self._fit_plan(n_label_columns(Y))
         return self._fit_tail(X, Y, n_trees, spec, calib, progress)
 
     def _fit_plan(self, n_labels):
@@ -556,6 +542,92 @@ class OneVsAll(_TreeModel):
 
 
 # ----------------------------------------------------------------------------- DEFRAG
+def sub_progress(progress, lo, hi, what):
+    """``progress`` of a part of a fit: its fractions mapped onto ``[lo, hi]`` of the
+    whole and its messages prefixed with ``what``.
+
+    Parameters
+    ----------
+    progress : callable(fraction, message) or None
+        The whole's callback (it may raise ``Cancelled``).
+    lo, hi : float
+        The part's share of the whole.
+    what : str
+        The part's name in messages.
+
+    Returns
+    -------
+    callable(fraction, message) or None
+        None when ``progress`` is None.
+    """
+    if progress is None:
+        return None
+
+    def report(fraction, message):
+        progress(lo + (hi - lo) * fraction, f"{what}: {message}")
+    return report
+
+
+def _defrag_progress(progress, lo, hi, what):
+    """Defrag's ``progress(level, n_levels)`` mapped onto ours (which may raise Cancelled)."""
+    if progress is None:
+        return None
+
+    def report(level, n_levels):
+        progress(lo + (hi - lo) * min(1.0, level / max(n_levels, 1)),
+                 f"{what}: feature tree level {level}/{n_levels}")
+    return report
+
+
+def fit_defrag_member(defrag, model, X, Y, progress=None, lo=0.0, hi=1.0, what="member"):
+    """Fit ``defrag`` on (X, Y), then ``model`` on its agglomerated features: one
+    DEFRAG + KTXMLC member (of :class:`DefragKTXMLC`, or a candidate of
+    :func:`featagg_core.xmlc.selection.choose_d0`).
+
+    Parameters
+    ----------
+    defrag : featagg_core.agglomeration.defrag.Defrag
+        Unfitted.
+    model : KTXMLC
+        Unfitted.
+    X : scipy.sparse.csr_matrix, shape (n, d)
+        Features.
+    Y : scipy.sparse.csr_matrix, shape (n, L)
+        0/1 labels.
+    progress : callable(fraction, message), optional
+        The whole's callback: the Defrag reports in the first fifth of ``[lo, hi]``, the
+        KTXMLC in the rest; it may raise ``Cancelled``, which propagates.
+    lo, hi : float, default=0.0, 1.0
+        The member's share of the whole.
+    what : str, default="member"
+        The member's name in messages.
+
+    Returns
+    -------
+    tuple
+        ``(defrag, model)``, both fitted.
+    """
+    mid = lo + 0.2 * (hi - lo)
+    defrag.fit(X, Y, progress=_defrag_progress(progress, lo, mid, what))
+    model.fit(defrag.transform(X), Y, progress=sub_progress(progress, mid, hi, what))
+    return defrag, model
+
+
+def _top_k_csr(S: sp.csr_matrix, k: int) -> sp.csr_matrix:
+    """Keep each row's k largest entries (ties to the lower column)."""
+    idx = top_k(S, k)
+    n = S.shape[0]
+    rows = np.repeat(np.arange(n), idx.shape[1])
+    cols = idx.ravel()
+    ok = cols >= 0
+    vals = np.asarray(S[rows[ok], cols[ok]]).ravel()
+    keep = vals > 0
+    out = sp.csr_matrix((vals[keep], (rows[ok][keep], cols[ok][keep])), shape=S.shape,
+                        dtype=np.float32)
+    out.sort_indices()
+    return out
+
+
 class DefragKTXMLC(BaseEstimator):
     """DEFRAG feature agglomeration followed by KTXMLC on the agglomerated features.
 
@@ -589,17 +661,17 @@ class DefragKTXMLC(BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "d0": _int_from(1),
+        "d0": int_from(1),
         "defrag_representation": [Options(str, {"XY", "X"})],
         "per_tree": ["boolean"],
-        "n_clusters": _int_from(2),
-        "n_trees": _int_from(1),
-        "max_depth": _int_from(1),
-        "max_leaf_labels": _int_from(1),
-        "C": _POSITIVE,
-        "beam_width": _int_from(1),
-        "random_state": _int_from(0),
-        "n_jobs": _int_from(1, allow_none=True),
+        "n_clusters": int_from(2),
+        "n_trees": int_from(1),
+        "max_depth": int_from(1),
+        "max_leaf_labels": int_from(1),
+        "C": POSITIVE,
+        "beam_width": int_from(1),
+        "random_state": int_from(0),
+        "n_jobs": int_from(1, allow_none=True),
     }
 
     def __init__(self, d0=8, defrag_representation="XY", per_tree=False, n_clusters=16,
@@ -640,21 +712,18 @@ class DefragKTXMLC(BaseEstimator):
 
         validate_params(self.get_params(deep=False), self._parameter_constraints)
         n_trees = int(self.n_trees)
-        X = _check_X(X)
-        Y = _check_Y(Y, X.shape[0])
+        X = check_X(X)
+        Y = check_Y(Y, X.shape[0])
         t0 = time.perf_counter()
         members = n_trees if self.per_tree else 1
         defrags, models = [], []
         for t in range(members):
             seed = self.random_state + t
-            lo, hi = t / members, (t + 1) / members
-            df = Defrag(d0=self.d0, representation=self.defrag_representation,
-                        random_state=seed)
-            df.fit(X, Y, progress=_defrag_progress(progress, lo, lo + 0.2 * (hi - lo),
-                                                   f"member {t + 1}/{members}"))
-            model = self._ktxmlc(1 if self.per_tree else n_trees, seed)
-            model.fit(df.transform(X), Y, progress=_sub_progress(
-                progress, lo + 0.2 * (hi - lo), hi, f"member {t + 1}/{members}"))
+            df, model = fit_defrag_member(
+                Defrag(d0=self.d0, representation=self.defrag_representation,
+                       random_state=seed),
+                self._ktxmlc(1 if self.per_tree else n_trees, seed), X, Y, progress,
+                t / members, (t + 1) / members, f"member {t + 1}/{members}")
             defrags.append(df)
             models.append(model)
         self.defrags_, self.models_ = defrags, models
@@ -681,7 +750,7 @@ class DefragKTXMLC(BaseEstimator):
         """
         if not hasattr(self, "models_"):
             raise NotFittedError("This DefragKTXMLC instance is not fitted yet")
-        return self.defrags_[0].transform(_check_X(X, "X", self.n_features_in_))
+        return self.defrags_[0].transform(check_X(X, "X", self.n_features_in_))
 
     @fill_doc
     def predict_scores(self, X, k=5):
@@ -706,7 +775,7 @@ class DefragKTXMLC(BaseEstimator):
         if not hasattr(self, "models_"):
             raise NotFittedError("This DefragKTXMLC instance is not fitted yet")
         k = _check_int("k", k, 1)
-        X = _check_X(X, "X", self.n_features_in_)
+        X = check_X(X, "X", self.n_features_in_)
         if len(self.models_) == 1:
             return self.models_[0].predict_scores(self.defrags_[0].transform(X), k=k)
         wide = min(self.n_labels_, max(k, self.beam_width * self.max_leaf_labels))
@@ -763,9 +832,6 @@ class DefragKTXMLC(BaseEstimator):
             lab = getattr(df, "labels_", None)
             size += 0 if lab is None else np.asarray(lab).nbytes
         return int(size)
-
-
-from featagg_core.xmlc.selection import D0Choice, Elbow, choose_d0, defrag_comparison, elbow_curve
 
 
 # ----------------------------------------------------------------------------- warmup

@@ -1,6 +1,6 @@
-"""Model-selection helpers of :mod:`featagg_core.xmlc.ktxmlc` (re-exported there): the K elbow
-(:func:`elbow_curve`), the data-chosen DEFRAG size (:func:`choose_d0`) and the raw-vs-DEFRAG
-comparison (:func:`defrag_comparison`)."""
+"""Choosing KTXMLC's settings from the data: the K elbow (:func:`elbow_curve`), the
+data-chosen DEFRAG size (:func:`choose_d0`) and the raw-vs-DEFRAG comparison
+(:func:`defrag_comparison`)."""
 from __future__ import annotations
 
 import math
@@ -14,13 +14,9 @@ import scipy.sparse as sp
 from featagg_core.utils.docstrings import fill_doc
 from featagg_core._kernels import ktxmlc_cluster as _kc
 from featagg_core.xmlc.tree_fitting import mix_seeds as _mix
-from featagg_core.xmlc.support import (
-    _check_X,
-    _check_Y,
-    _defrag_progress,
-    _sub_progress,
-    label_representation,
-)
+from featagg_core.xmlc.inputs import check_X, check_Y
+from featagg_core.xmlc.ktxmlc import KTXMLC, DefragKTXMLC, fit_defrag_member, sub_progress
+from featagg_core.xmlc.label_vectors import label_representation
 from featagg_core.utils.validation import (
     Interval,
     check_binary_labels,
@@ -54,7 +50,7 @@ def elbow_curve(X, Y, ks=(2, 4, 8, 16, 32, 64), representation="input", random_s
     ks : iterable of int >= 1, default=(2, 4, 8, 16, 32, 64)
         The K values to try (a K of at least the number of labels has WCSS 0).
     representation : {"input", "joint"}, default="input"
-        Label vectors (:func:`featagg_core.xmlc.ktxmlc.label_representation`).
+        Label vectors (:func:`featagg_core.xmlc.label_vectors.label_representation`).
     random_state : int, default=0
         Seeds the k-means|| of each K.
     kmeans_max_iter : int, default=20
@@ -133,9 +129,9 @@ def choose_d0(X_train, Y_train, X_valid, Y_valid, candidates=(64, 32, 16, 8, 4, 
     training rows and scored. The first candidate meeting both conditions is chosen; the
     search stops early (returning None) once a candidate misses the speed condition,
     since smaller d0 keeps more features and costs more. With fewer than
-    ``min_features`` features nothing is fitted and None is returned: on such data
-    (Delicious, Corel16k: 500; Yeast, Scene: 100-300 dense) agglomeration cost 4-9 P@1
-    points in ``benchmarks/xmlc_bench.py`` and the solver work it saves is small.
+    ``min_features`` features nothing is fitted and None is returned: on data that
+    narrow agglomeration costs accuracy and saves little solver work (measured in
+    ``benchmarks/results/xmlc.md``, notes section).
 
     "Solver work" is KTXMLC's ``train_work_`` (non-zeros of the rows each classifier is
     trained on, summed): a deterministic measure of one solver pass, so the choice does
@@ -175,11 +171,10 @@ def choose_d0(X_train, Y_train, X_valid, Y_valid, candidates=(64, 32, 16, 8, 4, 
     """
     from featagg_core import metrics
     from featagg_core.agglomeration.defrag import Defrag
-    from featagg_core.xmlc.ktxmlc import KTXMLC
 
-    X_train = _check_X(X_train, "X_train")
-    Y_train = _check_Y(Y_train, X_train.shape[0])
-    X_valid = _check_X(X_valid, "X_valid", X_train.shape[1])
+    X_train = check_X(X_train, "X_train")
+    Y_train = check_Y(Y_train, X_train.shape[0])
+    X_valid = check_X(X_valid, "X_valid", X_train.shape[1])
     Y_valid = check_binary_labels(Y_valid, X_valid.shape[0], "Y_valid", dtype=np.float32)
     tol = float(check_param("tolerance", tolerance, [Interval(Real, 0, None, closed="left")]))
     speed = float(check_param("min_speedup", min_speedup,
@@ -199,21 +194,19 @@ def choose_d0(X_train, Y_train, X_valid, Y_valid, candidates=(64, 32, 16, 8, 4, 
 
     t0 = time.perf_counter()
     raw = KTXMLC(**ktxmlc_params).fit(X_train, Y_train,
-                                      progress=_sub_progress(progress, 0, 1 / steps, "raw"))
+                                      progress=sub_progress(progress, 0, 1 / steps, "raw"))
     raw_s = time.perf_counter() - t0
     p1_raw, p5_raw = score(raw, X_valid)
     raw_work = max(_train_work(raw), 1)
     table = [dict(d0="raw", features=d, **{"P@1": p1_raw, "P@5": p5_raw}, train_s=raw_s,
                   work=raw_work, speedup=1.0, model_bytes=raw.model_size_bytes_, ok=True)]
     for j, d0 in enumerate(cands):
-        lo, hi = (j + 1) / steps, (j + 2) / steps
         t0 = time.perf_counter()
-        df = Defrag(d0=d0, representation=defrag_representation,
-                    random_state=int(ktxmlc_params.get("random_state", 0)))
-        df.fit(X_train, Y_train, progress=_defrag_progress(progress, lo, lo + 0.2 * (hi - lo),
-                                                           f"d0={d0}"))
-        model = KTXMLC(**ktxmlc_params).fit(df.transform(X_train), Y_train, progress=_sub_progress(
-            progress, lo + 0.2 * (hi - lo), hi, f"d0={d0}"))
+        df, model = fit_defrag_member(
+            Defrag(d0=d0, representation=defrag_representation,
+                   random_state=int(ktxmlc_params.get("random_state", 0))),
+            KTXMLC(**ktxmlc_params), X_train, Y_train, progress, (j + 1) / steps,
+            (j + 2) / steps, f"d0={d0}")
         secs = time.perf_counter() - t0
         p1, p5 = score(model, df.transform(X_valid))
         work = max(_train_work(model), 1)
@@ -258,7 +251,6 @@ def defrag_comparison(X, Y, X_test, Y_test, d0=8, defrag_representation="XY",
         milliseconds per point and model size in bytes.
     """
     from featagg_core import metrics
-    from featagg_core.xmlc.ktxmlc import KTXMLC, DefragKTXMLC
 
     rows = []
     raw = KTXMLC(**ktxmlc_params)

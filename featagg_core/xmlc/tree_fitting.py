@@ -6,6 +6,8 @@ must predict exactly as the single-machine fit). A fit is (``X``/``Y``/``Yc`` as
 
     R = label_representation(Xn, Y)                      # driver: L x d label vectors (PIFA)
     trees = build_trees(R, spec, n_trees, executor)      # level by level, one job per node
+    if flat_is_enough(trees, label_nnz, n, beam):        # the beam would prune nothing
+        trees = [ova_tree(L)]                            # one-vs-all instead
     tasks = training_tasks(trees, Y)                     # deterministic (tree, node, children)
     results = run_jobs(executor, lambda t: train_task(X, Y, Yc, trees[t.tree],
                        label_positions(trees[t.tree]), t, solver, stop), tasks)
@@ -48,8 +50,8 @@ What an executor must provide (the contract ``build_trees`` and ``run_jobs`` rel
 3. Stopping: the ``stop`` array is shared memory between threads only. A process-based
    executor (Dask workers) does not see the driver's ``stop[0] = 1``: there ``cancel()``
    must drop the queued jobs and a running job ends by itself (its size is bounded: at
-   most 64 classifiers of one node, ~0.1 s on 10^5 x 10^5); a worker-side flag (e.g. a
-   Dask ``Event`` polled between jobs) is the twin's to add.
+   most 64 classifiers of one node; timed in ``benchmarks/results/xmlc.md``); a
+   worker-side flag (e.g. a Dask ``Event`` polled between jobs) is the twin's to add.
 4. Nothing else: no ordering, no affinity, no state between jobs. Results must come back
    unchanged (tuples of numpy arrays); ``assemble_weights`` and ``calibration`` run on the
    driver in task order, which is what makes any executor's model identical.
@@ -74,7 +76,18 @@ CALIB_Z = 4.0
 _NO_CLASSIFIER_B = 30.0  # calibration of a node trained on nothing: log sigmoid(30) ~ 0
 
 def mix_seeds(*parts) -> np.ndarray:
-    """Deterministic 31-bit seeds from integer arrays/scalars (splitmix64 rounds)."""
+    """Deterministic 31-bit seeds from integer arrays/scalars (splitmix64 rounds).
+
+    Parameters
+    ----------
+    *parts : int or array of int
+        What the seed derives from (e.g. random_state, tree, node ids); arrays broadcast.
+
+    Returns
+    -------
+    ndarray of int64
+        Seeds in [1, 2^31 - 2], one per broadcast element.
+    """
     with np.errstate(over="ignore"):
         h = np.uint64(0x9E3779B97F4A7C15)
         for part in parts:
@@ -188,7 +201,18 @@ def run_jobs(executor, fn: Callable, items: Sequence, *, costs=None, progress=No
 # ----------------------------------------------------------------------------- trees
 def unit_rows(B: sp.csr_matrix) -> sp.csr_matrix:
     """The rows of a float32 csr scaled to unit L2 norm in place (zero rows stay zero).
-    Row-local: a block of rows gets the same bits alone as inside the whole matrix."""
+    Row-local: a block of rows gets the same bits alone as inside the whole matrix.
+
+    Parameters
+    ----------
+    B : scipy.sparse.csr_matrix
+        float32 rows, modified in place.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        ``B``.
+    """
     sq = np.asarray(B.multiply(B).sum(axis=1)).ravel()
     inv = np.zeros_like(sq)
     inv[sq > 0] = 1.0 / np.sqrt(sq[sq > 0])
@@ -197,7 +221,19 @@ def unit_rows(B: sp.csr_matrix) -> sp.csr_matrix:
 
 
 def concat_rows(parts: Sequence[sp.csr_matrix], n_cols: int) -> sp.csr_matrix:
-    """Row blocks stacked in one concatenation (no other pass), with an int64 indptr."""
+    """Row blocks stacked in one concatenation (no other pass), with an int64 indptr.
+
+    Parameters
+    ----------
+    parts : sequence of scipy.sparse.csr_matrix
+        The row blocks, in order.
+    n_cols : int
+        Their number of columns.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (sum of rows, n_cols)
+    """
     n_rows = sum(B.shape[0] for B in parts)
     indptr = np.zeros(n_rows + 1, np.int64)
     if parts:
@@ -258,7 +294,19 @@ def label_representation(Xn: sp.csr_matrix, Y: sp.csr_matrix, progress=None,
 def n_children_for(m: int, spec: TreeSpec) -> int:
     """Children of a node holding m labels (> max_leaf): "kmeans" asks K-means for K;
     "bisect" makes min(K, ceil(m / max_leaf)) balanced groups, so the last level's clusters
-    hold close to ``max_leaf`` labels (PECOS's leaves hold max_leaf/2 .. max_leaf)."""
+    hold close to ``max_leaf`` labels (PECOS's leaves hold max_leaf/2 .. max_leaf).
+
+    Parameters
+    ----------
+    m : int
+        Labels of the node.
+    spec : TreeSpec
+        How trees are grown.
+
+    Returns
+    -------
+    int
+    """
     if spec.partition == "kmeans":
         return spec.n_clusters
     return int(min(spec.n_clusters, math.ceil(m / spec.max_leaf)))
@@ -416,7 +464,18 @@ def build_trees(R: sp.csr_matrix, spec: TreeSpec, n_trees: int, executor, *,
 
 
 def ova_tree(L: int) -> dict:
-    """The one-vs-all model as a tree: a root whose children are all labels."""
+    """The one-vs-all model as a tree: a root whose children are all labels.
+
+    Parameters
+    ----------
+    L : int
+        Labels.
+
+    Returns
+    -------
+    dict
+        The tree's node arrays (as ``build_trees``'s trees).
+    """
     return dict(parent=np.r_[-1, np.zeros(L, np.int64)],
                 first_child=np.r_[1, -np.ones(L, np.int64)],
                 n_children=np.r_[L, np.zeros(L, np.int64)], label=np.r_[-1, np.arange(L)],
@@ -435,6 +494,17 @@ class CsrParts(NamedTuple):
 
     @classmethod
     def of(cls, M):
+        """The parts of ``M``.
+
+        Parameters
+        ----------
+        M : scipy.sparse.csr_matrix or csc_matrix
+            The matrix.
+
+        Returns
+        -------
+        CsrParts
+        """
         return cls(np.asarray(M.indptr, np.int64), M.indices, M.data, M.shape)
 
 
@@ -447,7 +517,17 @@ class TrainTask(NamedTuple):
 
 
 def label_positions(tree: dict) -> np.ndarray:
-    """pos[label] = the label's position in the tree's ``perm`` order."""
+    """pos[label] = the label's position in the tree's ``perm`` order.
+
+    Parameters
+    ----------
+    tree : dict
+        A tree (needs ``perm``).
+
+    Returns
+    -------
+    ndarray of int64, shape (L,)
+    """
     pos = np.empty(tree["perm"].shape[0], np.int64)
     pos[tree["perm"]] = np.arange(tree["perm"].shape[0])
     return pos
@@ -501,6 +581,54 @@ def training_tasks_for(trees: Sequence[dict], label_nnz: np.ndarray, n: int) -> 
                 tasks.append(TrainTask(t, int(v), fc + j0, fc + j1, float(reach) * (j1 - j0)))
     tasks.sort(key=lambda z: (-z.cost, z.tree, z.c0))
     return tasks
+
+
+def flat_is_enough(trees, label_nnz, n, beam) -> bool:
+    """Whether one flat tree (one-vs-all: the root's children are every label) replaces
+    the ensemble ``trees``.
+
+    True when (1) the beam reaches every leaf cluster of every tree -- a tree has at most
+    ``beam`` leaf clusters, so no level ever holds more than ``beam`` nodes and prediction
+    scores every label anyway: the trees prune nothing -- and (2) one-vs-all's planned
+    training work, ``n * L`` rows x classifiers, is at most the ensemble's, planned as
+    :func:`training_tasks_for` does (each node's rows: every row at the root, else the
+    positives of its labels, capped at ``n``). Then the exact
+    one-vs-all model (DiSMEC's; PECOS's XR-Linear with a single layer when ``nr_splits``
+    >= L) costs no more to train than the trees, less to predict, and drops the trees'
+    approximation (measured on Bibtex, Delicious and Corel16k in
+    ``benchmarks/results/xmlc_notes.md``). Only label counts and the trees are read, so
+    the Dask twin decides the same.
+
+    Parameters
+    ----------
+    trees : sequence of dict
+        The grown trees (``build_trees``).
+    label_nnz : ndarray of int, shape (L,)
+        Positives per label.
+    n : int
+        Training rows.
+    beam : int
+        The beam width prediction will use.
+
+    Returns
+    -------
+    bool
+    """
+    label_nnz = np.asarray(label_nnz, np.int64)
+    L = label_nnz.shape[0]
+    work = 0.0
+    for tr in trees:
+        nch, fc = tr["n_children"], tr["first_child"]
+        has = nch > 0
+        leafc = np.zeros(nch.shape[0], bool)
+        leafc[has] = tr["label"][fc[has]] >= 0
+        if int(leafc.sum()) > beam:
+            return False
+        cum = np.r_[0, np.cumsum(label_nnz[tr["perm"]])]
+        reach = np.minimum(cum[tr["hi"]] - cum[tr["lo"]], n).astype(np.float64)
+        reach[0] = n
+        work += float(np.sum(reach[has] * nch[has]))
+    return float(n) * L <= work
 
 
 def task_rows(Yc: sp.csc_matrix, tree: dict, node: int) -> np.ndarray:
@@ -682,7 +810,22 @@ def assemble_weights(trees: Sequence[dict], tasks: Sequence[TrainTask], results:
 def calibration_group(tree: dict, task: TrainTask, solver: SolverSpec = None) -> int:
     """0 for label classifiers (pooled over depths), else the depth of the children;
     plus 1000 for the trees trained with the logistic loss (their decision values live on
-    another scale)."""
+    another scale).
+
+    Parameters
+    ----------
+    tree : dict
+        The task's tree.
+    task : TrainTask
+        The batch of classifiers.
+    solver : SolverSpec or None, default=None
+        The solver (None: squared hinge).
+
+    Returns
+    -------
+    int
+        The calibration group.
+    """
     g = 0 if tree["label"][task.c0] >= 0 else int(tree["depth"][task.c0])
     loss = 0 if solver is None else (solver.loss if solver.loss >= 0 else task.tree % 2)
     return g + 1000 * loss

@@ -1,0 +1,96 @@
+"""KTXMLC's fit on one machine: the pipeline of :mod:`featagg_core.xmlc.tree_fitting` run on
+a local thread pool (the Dask twin, ``featagg_core.distributed.ktxmlc``, runs the same
+functions on a cluster).
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+
+from featagg_core.xmlc import tree_fitting as core
+
+
+class _CancellingPool:
+    """A thread pool whose exit never drains queued work: on the way out it cancels what
+    has not started (``shutdown(cancel_futures=True)``) and joins its threads.
+
+    Parameters
+    ----------
+    n_jobs : int
+        Threads.
+    """
+
+    def __init__(self, n_jobs):
+        self.pool = ThreadPoolExecutor(max_workers=n_jobs, thread_name_prefix="ktxmlc")
+
+    def __enter__(self):
+        return self.pool
+
+    def __exit__(self, *exc):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        return False
+
+
+def fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progress, stop,
+                        flat_beam=None):
+    """Trees (or the given ones), node classifiers, weights and calibration, on a thread
+    pool. With ``flat_beam`` (the beam width) the grown trees are replaced by one flat tree
+    when :func:`featagg_core.xmlc.tree_fitting.flat_is_enough`.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix, shape (n, d)
+        Features (already normalised if the model normalises).
+    Y : scipy.sparse.csr_matrix, shape (n, L)
+        0/1 labels.
+    R : scipy.sparse.csr_matrix or None
+        Label vectors (needed only when trees are grown).
+    spec : featagg_core.xmlc.tree_fitting.TreeSpec or None
+        How to grow the trees.
+    solver : featagg_core.xmlc.tree_fitting.SolverSpec
+        How to train the node classifiers.
+    n_trees_or_trees : int or list of dict
+        Trees to grow, or the trees to use as they are.
+    n_jobs : int
+        Threads.
+    progress : callable(fraction, message) or None
+        Called as the work advances (fractions 0.02 to 0.99); it may raise to stop.
+    stop : ndarray of uint8, shape (1,)
+        The shared stop flag the kernels poll.
+    flat_beam : int or None, default=None
+        The beam width, when a flat tree may replace the grown ones.
+
+    Returns
+    -------
+    tuple
+        ``(trees, W, bias_w, offsets, cal_a, cal_b, groups, work)``: the trees, the stacked
+        node classifiers, their calibration and the solver work (non-zeros trained on).
+    """
+    Yc = core.CsrParts.of(sp.csc_matrix(Y))
+    label_nnz = np.diff(Yc.indptr)
+    X, Y = core.CsrParts.of(X), core.CsrParts.of(Y)
+    with _CancellingPool(n_jobs) as pool:
+        if isinstance(n_trees_or_trees, int):
+            trees = core.build_trees(R, spec, n_trees_or_trees, pool, progress=progress,
+                                     lo=0.02, hi=0.12, stop=stop)
+            if flat_beam is not None and core.flat_is_enough(trees, label_nnz, X.shape[0],
+                                                              flat_beam):
+                trees = [core.ova_tree(Y.shape[1])]
+        else:
+            trees = n_trees_or_trees
+        tasks = core.training_tasks(trees, Y)
+        positions = [core.label_positions(tr) for tr in trees]
+
+        def job(task):
+            return core.train_task(X, Y, Yc, trees[task.tree], positions[task.tree], task,
+                                   solver, stop)
+
+        results = core.run_jobs(pool, job, tasks, costs=[t.cost for t in tasks],
+                                progress=progress, lo=0.12, hi=0.99,
+                                message="classifiers: node batches trained", stop=stop)
+    W, bias_w, offsets = core.assemble_weights(trees, tasks, results, X.shape[1])
+    cal_a, cal_b, groups = core.calibration(trees, tasks, results, offsets, solver)
+    work = int(sum(r[6] for r in results))
+    return trees, W, bias_w, offsets, cal_a, cal_b, groups, work
