@@ -235,12 +235,12 @@ class _OldSelection:
 
     def __init__(self, Y, labels, M, delta):
         from featagg_core._kernels import bmgufs as _k
-        from featagg_core.graph.bmgufs import _pinv
+        from featagg_core.graph.block_model import pinv_diag
         self._k = _k
         k = M.shape[0]
         sizes = np.bincount(labels, minlength=k).astype(np.float64)
         FtY = _k.block_feature_sums(Y.indptr, Y.indices, Y.data, labels, k, Y.shape[1])
-        dinv = _pinv(sizes)
+        dinv = pinv_diag(sizes)
         self.Dbar = np.ascontiguousarray(dinv[:, None] * FtY)
         self.S = np.ascontiguousarray(np.sqrt(dinv)[:, None] * FtY)
         G = (Y.T.tocsr() @ Y).tocsr()
@@ -294,7 +294,7 @@ def _big_child(out_path):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             m = BMGUFS(n_candidates=3, random_state=0).fit(g.A, g.X, g.y)
-    from featagg_core.graph.support import gram_squared
+    from featagg_core.graph.selection_problem import gram_squared
     H = gram_squared(g.X)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     _json.dump({"nodes": int(g.A.shape[0]), "edges": int(g.A.nnz // 2),
@@ -312,7 +312,10 @@ def scaling_mode(args):
     import subprocess
     import tempfile
 
-    from featagg_core.graph.bmgufs import BMGUFS, BlockModel, _SelectionProblem, _check_features
+    from featagg_core.graph.block_model import BlockModel
+    from featagg_core.graph.bmgufs import BMGUFS
+    from featagg_core.graph.inputs import check_node_features
+    from featagg_core.graph.selection_problem import SelectionProblem
     from featagg_core.data.samples import load_sample
     from featagg_core.data.synthetic import make_attributed_sbm
     warmup()
@@ -341,8 +344,8 @@ def scaling_mode(args):
             with Clock() as c:
                 m = BMGUFS(random_state=0).fit(g.A, g.X, g.y)
         fits[name] = (c, m)
-        Y = _check_features(g.X, g.A.shape[0])
-        H = _SelectionProblem(Y, m.block_model_.labels_, m.block_model_.M_, 1e-6).H
+        Y = check_node_features(g.X, g.A.shape[0])
+        H = SelectionProblem(Y, m.block_model_.labels_, m.block_model_.M_, 1e-6).H
         kind = (f"dense {H.shape[0]:,}² ({H.size * 8 / 2 ** 20:.0f} MiB)"
                 if isinstance(H, np.ndarray) else f"sparse, {H.nnz:,} nnz")
         t = m.timings_
@@ -359,14 +362,14 @@ def scaling_mode(args):
               "| graph | old: H + 200 iterations, CPU s | new: CPU s | speed-up | max |r_new "
               "- r_old| |", "|---|---|---|---|---|"]
     for name, g in graphs.items():
-        Y = _check_features(g.X, g.A.shape[0])
+        Y = check_node_features(g.X, g.A.shape[0])
         bm = BlockModel.from_labels(g.A, np.asarray(g.y))
         f = Y.shape[1]
         with Clock() as old:
             po = _OldSelection(Y, bm.labels_, bm.M_, 1e-6)
             r_old = _select_with(lambda r, a: po.losses(r, a), f)
         with Clock() as new:
-            pn = _SelectionProblem(Y, bm.labels_, bm.M_, 1e-6)
+            pn = SelectionProblem(Y, bm.labels_, bm.M_, 1e-6)
             r_new = _select_with(lambda r, a: (lambda o: (o[0], o[2], o[3]))(
                 pn.losses(r, a)), f)
         lines.append(f"| {name} | {old.cpu:.1f} | {new.cpu:.1f} | "

@@ -24,7 +24,7 @@ _EXPORTS = {
     "KTXMLC": "featagg_core.xmlc.ktxmlc",
     "OneVsAll": "featagg_core.xmlc.ktxmlc",
     "DefragKTXMLC": "featagg_core.xmlc.ktxmlc",
-    "BlockModel": "featagg_core.graph.bmgufs",
+    "BlockModel": "featagg_core.graph.block_model",
     "BMGUFS": "featagg_core.graph.bmgufs",
     "VocabularyCompressor": "featagg_core.vocab.compressor",
     "Pipeline": "featagg_core.runs.pipeline",

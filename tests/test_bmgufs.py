@@ -9,7 +9,9 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import adjusted_rand_score
 
-from featagg_core.graph.bmgufs import BMGUFS, BlockModel, _SelectionProblem, warmup
+from featagg_core.graph.block_model import BlockModel
+from featagg_core.graph.bmgufs import BMGUFS, warmup
+from featagg_core.graph.selection_problem import SelectionProblem
 from naive import onmtf_symmetric as naive_onmtf
 
 
@@ -135,7 +137,7 @@ def _problem(seed=0, n=40, f=15, k=3):
     Y[:, 0] = 0.0
     Y[0, 0] = 2.0                                      # a rare feature
     bm = BlockModel(n_blocks=k, n_iter=30, random_state=seed).fit(A)
-    return Y, bm, _SelectionProblem(sp.csr_matrix(Y), bm.labels_, bm.M_, 1e-6)
+    return Y, bm, SelectionProblem(sp.csr_matrix(Y), bm.labels_, bm.M_, 1e-6)
 
 
 def _dense_losses(Y, bm, r, delta=1e-6):
@@ -199,7 +201,7 @@ def test_one_projected_gradient_step_by_hand():
     model = BMGUFS(n_blocks=3, max_iter=1, beta_bar=0.3, gamma=1.5).fit(
         A, Y, block_model=bm)
     f = Y.shape[1]
-    prob = _SelectionProblem(sp.csr_matrix(Y), bm.labels_, bm.M_, 1e-6)
+    prob = SelectionProblem(sp.csr_matrix(Y), bm.labels_, bm.M_, 1e-6)
     r0 = np.full(f, 1 / np.sqrt(f))
     _, _, gb, gm, _ = prob.losses(r0)
     g = 0.7 * gb / np.linalg.norm(gb) + 0.3 * gm / np.linalg.norm(gm) + 1.5 / np.sqrt(f)
@@ -320,5 +322,14 @@ def test_artifact_round_trip(tmp_path):
     np.testing.assert_array_equal(bm2.M_, bm.M_)
 
 
-def test_warmup_runs():
+def test_warmup_compiles_the_bmgufs_kernels():
+    """``warmup()`` exists so a first BMGUFS fit does not wait for compilation: afterwards
+    every kernel of a fit (ONMtF, the block sums, H in both storages, the selection's
+    products) and the baselines' ``quad_diag_csr`` hold a compiled signature."""
+    from featagg_core._kernels import bmgufs as k
     warmup()
+    for kernel in (k.onmtf_symmetric, k.block_edge_sums, k.block_feature_sums,
+                   k.gram_squared_counts, k.gram_squared_fill, k.gram_squared_dense,
+                   k.sym_matvec_active, k.dense_sym_matvec_active, k.weighted_gram,
+                   k.quad_diag, k.quad_diag_csr):
+        assert kernel.signatures, kernel.py_func.__name__

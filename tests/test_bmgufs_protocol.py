@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import featagg_core.graph.support as support
-from featagg_core.graph.bmgufs import BMGUFS, BlockModel, _block_image
+import featagg_core.graph.block_model as block_model
+import featagg_core.graph.selection_problem as selection_problem
+from featagg_core.graph.block_model import BlockModel, block_image
+from featagg_core.graph.bmgufs import BMGUFS
 
 from test_bmgufs import _planted, _sbm
 
@@ -41,7 +43,7 @@ def test_no_labels_no_n_blocks_picks_k_by_the_eigengap_rule(seed, k):
 
 def test_eigengap_small_graph_dense_path_matches_by_hand():
     A, _ = _sbm(n=150, k=3, p_in=0.25, p_out=0.02, seed=3)
-    k, w, text = support.choose_n_blocks(A)
+    k, w, text = block_model.choose_n_blocks(A)
     assert k == _eigengap_by_hand(A) == 3
     assert w[0] >= w[1] >= w[2]
 
@@ -60,19 +62,19 @@ def test_labels_or_n_blocks_say_where_k_came_from():
 def test_h_storage_matches_brute_force(density):
     rng = np.random.default_rng(1)
     Y = sp.csr_matrix(rng.random((40, 25)) * (rng.random((40, 25)) < density))
-    H = support.gram_squared(Y)
+    H = selection_problem.gram_squared(Y)
     ref = (Y.T @ Y).toarray() ** 2
     dense = isinstance(H, np.ndarray)
-    assert dense == (np.count_nonzero(ref) >= support.DENSE_H_FILL * ref.size)
+    assert dense == (np.count_nonzero(ref) >= selection_problem.DENSE_H_FILL * ref.size)
     np.testing.assert_allclose(H if dense else H.toarray(), ref, rtol=1e-12)
 
 
 def test_dense_and_sparse_h_give_the_same_selection(monkeypatch):
     A, X, lab, _ = _planted(1)
     bm = BlockModel.from_labels(A, lab)
-    monkeypatch.setattr(support, "DENSE_H_FILL", 0.0)        # always dense
+    monkeypatch.setattr(selection_problem, "DENSE_H_FILL", 0.0)        # always dense
     a = BMGUFS(max_iter=60).fit(A, X, block_model=bm)
-    monkeypatch.setattr(support, "DENSE_H_FILL", 2.0)        # never dense
+    monkeypatch.setattr(selection_problem, "DENSE_H_FILL", 2.0)        # never dense
     b = BMGUFS(max_iter=60).fit(A, X, block_model=bm)
     np.testing.assert_allclose(a.scores_, b.scores_, rtol=1e-10, atol=1e-14)
     assert np.array_equal(a.history_["nnz"], b.history_["nnz"])
@@ -81,7 +83,7 @@ def test_dense_and_sparse_h_give_the_same_selection(monkeypatch):
 def test_h_size_guard_names_the_size():
     Y = sp.csr_matrix(np.ones((5, 30)))
     with pytest.raises(ValueError, match="co-occurrence.*GiB"):
-        support.gram_squared(Y, max_bytes=100)
+        selection_problem.gram_squared(Y, max_bytes=100)
 
 
 @pytest.mark.parametrize("d", [10, 40, 70])
@@ -91,11 +93,11 @@ def test_gamma_grid_keeps_d_features_and_is_the_largest_such_gamma(d):
     m = BMGUFS(gamma=3.0, max_iter=80).fit_gamma_grid(A, X, d, block_model=bm)
     # brute force: one plain fit per gamma of the grid
     nnz = {g: BMGUFS(gamma=g, max_iter=80).fit(A, X, block_model=bm).n_nonzero_
-           for g in support.GAMMA_GRID}
-    ok = [g for g in support.GAMMA_GRID if nnz[g] >= d]
+           for g in selection_problem.GAMMA_GRID}
+    ok = [g for g in selection_problem.GAMMA_GRID if nnz[g] >= d]
     assert m.gamma_ == max(ok)
     assert m.n_nonzero_ >= d
-    assert m.gamma_path_ == [(g, nnz[g]) for g in support.GAMMA_GRID if g >= m.gamma_]
+    assert m.gamma_path_ == [(g, nnz[g]) for g in selection_problem.GAMMA_GRID if g >= m.gamma_]
     with warnings.catch_warnings():
         warnings.simplefilter("error")                        # no "nnz(r) < d" warning
         assert m.select(d).size == d
@@ -104,8 +106,8 @@ def test_gamma_grid_keeps_d_features_and_is_the_largest_such_gamma(d):
 
 
 def test_gammas_from_walks_down_the_grid():
-    assert support.gammas_from(2.0) == [2.0, 1.0, 0.5, 0.25, 0.0]
-    assert support.gammas_from(0.7) == [0.7, 0.5, 0.25, 0.0]
+    assert selection_problem.gammas_from(2.0) == [2.0, 1.0, 0.5, 0.25, 0.0]
+    assert selection_problem.gammas_from(0.7) == [0.7, 0.5, 0.25, 0.0]
 
 
 def test_fit_quality_against_permutations_by_hand_and_the_warning():
@@ -117,18 +119,18 @@ def test_fit_quality_against_permutations_by_hand_and_the_warning():
     q = m.fit_quality_
     assert q["best_rre"] == pytest.approx(min(c.rre_ for c in m.candidates_))
     rng = np.random.default_rng(0)
-    null = np.mean([_block_image(A.tocsr().astype(float), rng.permutation(
+    null = np.mean([block_image(A.tocsr().astype(float), rng.permutation(
         m.candidates_[int(np.argmin(m.candidate_rre_))].labels_), 4)[2] for _ in range(5)])
     assert q["null_rre"] == pytest.approx(null)
     assert q["lift"] == pytest.approx((1 - q["best_rre"] ** 2) / (1 - null ** 2))
-    if q["best_rre"] >= support.POOR_FIT_RRE:
+    if q["best_rre"] >= block_model.POOR_FIT_RRE:
         assert m.fit_warning_ and "fits poorly" in m.fit_warning_
         assert any("fits poorly" in str(w.message) for w in caught)
     # a dense two-block graph is reconstructed well: no warning
     A2, lab2 = _sbm(n=60, k=2, p_in=0.9, p_out=0.05, seed=0)
     X2 = sp.csr_matrix(np.eye(60)[:, :10] + 0.1)
     m2 = BMGUFS(random_state=0, n_candidates=2, max_iter=3).fit(A2, X2, lab2)
-    assert m2.fit_quality_["best_rre"] < support.POOR_FIT_RRE
+    assert m2.fit_quality_["best_rre"] < block_model.POOR_FIT_RRE
     assert m2.fit_warning_ is None
 
 

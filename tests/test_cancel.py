@@ -183,7 +183,8 @@ def graph():
 
 
 def test_block_model_and_bmgufs_cancel(graph):
-    from featagg_core.graph.bmgufs import BMGUFS, BlockModel
+    from featagg_core.graph.block_model import BlockModel
+    from featagg_core.graph.bmgufs import BMGUFS
     progress, _ = _raise_on(2)
     bm = BlockModel(3)
     with pytest.raises(Cancelled):

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
 from featagg_core import metrics
+from featagg_core.agglomeration.defrag import Defrag
 from featagg_core.agglomeration.refrag import Refrag
 from naive import (Clustering, dense_impute, dense_operator, dense_prototypes, refrag_rerank,
                    unit_rows)
@@ -138,7 +139,6 @@ def test_refrag_finds_planted_rare_labels_more_often():
 
 
 def test_real_defrag_and_impute_query_run():
-    Defrag = pytest.importorskip("featagg_core.agglomeration.defrag").Defrag
     Xtr, Ytr, Xte, Yte, _, _ = _planted(1)
     dfg = Defrag(d0=6, random_state=0).fit(Xtr, Ytr)
     rng = np.random.default_rng(0)

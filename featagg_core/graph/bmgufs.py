@@ -5,11 +5,11 @@ Bai, Nguyen & Davidson, "Block Model Guided Unsupervised Feature Selection", KDD
 
 Two stages:
 
-1. :class:`BlockModel` — a block model ``A ~ F M F^T`` of the graph by symmetric
-   orthogonal non-negative matrix tri-factorisation (ONMtF, Ding, Li, Peng & Park, KDD 2006),
-   the soft memberships binarised by row argmax, the image matrix ``M`` recomputed from the
-   binary ``F`` as block densities, and the relative reconstruction error (RRE)
-   ``||A - F M F^T||_F / ||A||_F``.
+1. :class:`~featagg_core.graph.block_model.BlockModel` — a block model ``A ~ F M F^T`` of
+   the graph by symmetric orthogonal non-negative matrix tri-factorisation (ONMtF, Ding,
+   Li, Peng & Park, KDD 2006), the soft memberships binarised by row argmax, the image
+   matrix ``M`` recomputed from the binary ``F`` as block densities, and the relative
+   reconstruction error (RRE) ``||A - F M F^T||_F / ||A||_F``.
 2. :class:`BMGUFS` — ``n_candidates`` block models from random restarts, the lowest-RRE one
    (or a chosen one) guides a projected-gradient search for non-negative feature weights
    ``r`` (unit L2 norm) such that the graph induced by the weighted features,
@@ -25,8 +25,9 @@ Notation (n nodes, f features, k blocks; ``F`` binary n x k, ``D = F^T F``)::
           + gamma / sqrt(f) * 1
     r  <- max(r - eta g, 0) / ||max(r - eta g, 0)||,   r_0 = 1 / sqrt(f)
 
-How it is computed without anything n x n or f x f dense (derivation in the docstrings of
-:func:`_selection_losses`): ``P_F = F D^-1 F^T`` is an orthogonal projector, so with
+How it is computed without anything n x n or f x f dense (derivation in the docstring of
+:meth:`featagg_core.graph.selection_problem.SelectionProblem.losses`): ``P_F = F D^-1 F^T``
+is an orthogonal projector, so with
 ``G_r = Y R Y^T`` we have ``Ybar R Ybar^T = P_F G_r P_F`` and
 
     ||G_r - P_F G_r P_F||^2 = ||G_r||^2 - ||P_F G_r P_F||^2,
@@ -34,7 +35,7 @@ How it is computed without anything n x n or f x f dense (derivation in the docs
     ||G_r||^2 = r^T H r               with  H = (Y^T Y) o (Y^T Y)  (sparse f x f),
 
 so ``L_b = 1 - ||S R S^T||^2 / r^T H r``. ``H`` is built once by numba kernels
-(:func:`featagg_core.graph.support.gram_squared`: a symbolic pass counts its entries,
+(:func:`featagg_core.graph.selection_problem.gram_squared`: a symbolic pass counts its entries,
 so a too-large H is refused by size; bag-of-words attributes make it nearly full, and
 then it is stored dense, which is smaller than CSR and streams contiguous rows); each
 iteration costs one mat-vec over the rows of the still non-zero weights plus O(k^2 f)
@@ -73,256 +74,35 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 
-from featagg_core.graph.support import (
-    _SelectionProblem,
-    _block_image,
-    _check_adjacency,
-    _check_features,
-    _pinv,
+from featagg_core.graph.block_model import (
+    BlockModel,
     block_fit_quality,
-    bmgufs_artifact_state,
-    bmgufs_from_artifact_state,
     choose_n_blocks,
-    gammas_from,
-    projected_gradient,
-    regularized_adjacency,
     spectral_embedding,
 )
-from featagg_core._kernels import bmgufs as _k
-from featagg_core.utils.polling import call_polled, new_stop
+from featagg_core.graph.evaluation import known_class_mask
+from featagg_core.graph.inputs import (
+    BLOCK_INIT,
+    NON_NEGATIVE,
+    POSITIVE,
+    RANDOM_STATE,
+    check_adjacency,
+    check_node_features,
+)
+from featagg_core.graph.selection_problem import (
+    SelectionProblem,
+    gammas_from,
+    projected_gradient,
+)
 from featagg_core.utils.validation import (
     Interval,
-    Options,
     check_int,
     check_param,
     parameter_error,
     validate_params,
 )
 
-__all__ = ["BlockModel", "BMGUFS", "warmup"]
-
-_EPS = 1e-300
-
-# declared parameter constraints (featagg_core.utils.validation). random_state: what
-# sklearn.utils.check_random_state takes (a seed it refuses, above 2**32 - 1, fails there)
-_RANDOM_STATE = [Interval(Integral, 0, None, closed="left"), np.random.RandomState, None]
-_INIT = [Options(str, {"random", "spectral"})]
-_POSITIVE = [Interval(Real, 0, None, closed="neither")]
-_NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
-
-
-# ---------------------------------------------------------------------------
-# BlockModel
-# ---------------------------------------------------------------------------
-class BlockModel(BaseEstimator):
-    """Block model of an undirected graph by orthogonal non-negative tri-factorisation.
-
-    Fits ``A ~ F S F^T`` (``F >= 0`` n x k, ``S >= 0`` k x k) with Ding et al.'s (2006)
-    multiplicative updates for the symmetric case, binarises ``F`` by row argmax (ties to
-    the lower block), and recomputes the image matrix from the binary ``F`` as block
-    densities ``M = D^-1 F^T A F D^-1`` with ``D = F^T F`` (the least-squares ``M`` for
-    that partition). Everything is computed from sparse products; nothing n x n is formed.
-
-    Parameters
-    ----------
-    n_blocks : int
-        Number of blocks k.
-    n_iter : int, default 100
-        Multiplicative-update iterations (the paper uses 100).
-    random_state : int, RandomState or None, default 0
-        Seed of the initial ``F`` (the k-means seed for ``init="spectral"``).
-    init : {"spectral", "random"}, default "random"
-        ``"random"``: ``F_0`` uniform(0.1, 1.1). ``"spectral"``: one-hot k-means labels of
-        the spectral embedding of ``A`` plus 0.2 (Ding et al. start ONMtF from k-means
-        labels the same way); different seeds give different restarts.
-
-    Attributes
-    ----------
-    labels_ : ndarray of int64, shape (n,)
-        Block of each node (row argmax of the soft ``F``).
-    M_ : ndarray, shape (k, k)
-        Image matrix: edge density between blocks (0 rows/columns for empty blocks).
-    rre_ : float
-        Relative reconstruction error ``||A - F M F^T||_F / ||A||_F`` of the binary model.
-    block_sizes_ : ndarray, shape (k,)
-        Nodes per block (the diagonal of ``D``).
-    F_ : ndarray, shape (n, k)
-        Soft memberships from ONMtF.
-    S_ : ndarray, shape (k, k)
-        ONMtF's own (soft) image matrix.
-    objective_ : ndarray, shape (n_iter_ + 1,)
-        ``||A - F S F^T||_F^2`` before the first and after each kept update.
-    n_iter_ : int
-        Updates kept: ``n_iter``, or fewer when an update would have raised the objective
-        (the orthogonality-constrained updates can creep up near a partition; that update
-        is undone and the fit stops).
-
-    Notes
-    -----
-    Follows the paper: ONMtF with 100 iterations, argmax binarisation, RRE. Ours: the
-    initial ``F`` (random or spectral, unit-norm columns) with ``S_0 = F_0^T A F_0`` (its
-    least-squares value for orthonormal ``F_0``); ``F`` is updated before ``S``. From a
-    random start 100 iterations often stay near the symmetric saddle (on a clear planted
-    SBM the blocks came out barely better than chance); the spectral start reaches a
-    lower RRE on every graph we tried, so :class:`BMGUFS` uses it by default. It is not
-    better for the selection everywhere: on BlogCatalog the random-start models (no real
-    block structure) guided better selections (benchmarks/results/bmgufs.md).
-    Nodes without edges keep a zero row in ``F`` and land in block 0.
-    """
-
-    _parameter_constraints: dict = {
-        "n_blocks": [Interval(Integral, 1, None, closed="left")],
-        "n_iter": [Interval(Integral, 0, None, closed="left")],
-        "random_state": _RANDOM_STATE,
-        "init": _INIT,
-    }
-
-    def __init__(self, n_blocks=2, n_iter=100, random_state=0, init="random"):
-        self.n_blocks = n_blocks
-        self.n_iter = n_iter
-        self.random_state = random_state
-        self.init = init
-
-    def fit(self, A, y=None, _embedding=None, progress: Optional[Callable] = None):
-        """Fit the block model to the adjacency matrix ``A`` (n x n, symmetric, >= 0).
-
-        Parameters
-        ----------
-        A : sparse or dense matrix, shape (n, n)
-            Symmetric non-negative adjacency matrix with at least one edge.
-        y : None
-            Ignored (scikit-learn's signature).
-        _embedding : ndarray, shape (n, k), optional
-            A spectral embedding of ``A`` computed by the caller (``init="spectral"``;
-            :class:`BMGUFS` computes it once for all its restarts).
-        progress : callable(fraction, message), optional
-            Called at the start, after the initialisation and about every 0.1 s while
-            ONMtF runs; it may raise (e.g. :class:`featagg_core.utils.cancel.Cancelled`) to
-            stop: ONMtF then ends after its current update and the exception propagates.
-
-        Returns
-        -------
-        BlockModel
-            ``self``, fitted.
-
-        Raises
-        ------
-        ValueError
-            For a parameter outside ``_parameter_constraints``, more blocks than nodes, or
-            a bad ``A`` (not square or symmetric, negative weights, no edges).
-        """
-        validate_params(self.get_params(deep=False), self._parameter_constraints)
-        if progress is not None:
-            progress(0.0, "block model: starting")
-        A = _check_adjacency(A)
-        n = A.shape[0]
-        k = int(self.n_blocks)
-        if k > n:
-            raise parameter_error("n_blocks", f"at most the number of nodes ({n})", k)
-        n_iter = int(self.n_iter)
-        rng = check_random_state(self.random_state)
-        if self.init == "random":
-            F = rng.random_sample((n, k)) + 0.1
-        else:
-            from sklearn.cluster import KMeans
-            emb = spectral_embedding(A, k) if _embedding is None else _embedding
-            lab = KMeans(n_clusters=k, n_init=1,
-                         random_state=rng.randint(2 ** 31 - 1)).fit_predict(emb)
-            F = np.full((n, k), 0.2)
-            F[np.arange(n), lab] += 1.0
-        F /= np.linalg.norm(F, axis=0)[None, :]
-        F = np.ascontiguousarray(F)
-        S = np.ascontiguousarray(F.T @ (A @ F))
-        norm_a2 = float(np.dot(A.data, A.data))
-        tick = None
-        if progress is not None:
-            progress(0.1, "block model: ONMtF")
-
-            def tick():
-                progress(0.1, "block model: ONMtF")
-        stop = new_stop()
-        objective = call_polled(_k.onmtf_symmetric,
-                                (A.indptr, A.indices, A.data, norm_a2, F, S, n_iter, 1e-300,
-                                 stop), stop, tick)
-        self.F_ = F
-        self.S_ = S
-        self.objective_ = objective
-        self.n_iter_ = objective.shape[0] - 1
-        self.labels_ = np.argmax(F, axis=1).astype(np.int64)
-        self.block_sizes_, self.M_, self.rre_ = _block_image(A, self.labels_, k)
-        self.n_nodes_ = n
-        if progress is not None:
-            progress(1.0, f"block model: RRE {self.rre_:.4f}")
-        return self
-
-    def _check_fitted(self):
-        if not hasattr(self, "labels_"):
-            raise NotFittedError("This BlockModel is not fitted yet: call fit(A) first")
-
-    @classmethod
-    def from_labels(cls, A, labels, n_blocks=None):
-        """A binary block model with the given node partition (no ONMtF): ``M_`` and
-        ``rre_`` are computed from ``A``. Useful to guide BMGUFS by known communities.
-
-        Parameters
-        ----------
-        A : sparse or dense matrix, shape (n, n)
-            Symmetric non-negative adjacency matrix.
-        labels : array of int, shape (n,)
-            Block id of every node (>= 0).
-        n_blocks : int, optional
-            Number of blocks (default: the largest id + 1; empty blocks are allowed).
-
-        Returns
-        -------
-        BlockModel
-            Fitted, with ``n_iter_ = 0``, ``F_`` the one-hot memberships and ``S_ = M_``.
-
-        Raises
-        ------
-        ValueError
-            For a bad ``A`` or labels that are not ``n`` integer ids below ``n_blocks``.
-        """
-        A = _check_adjacency(A)
-        labels = np.asarray(labels)
-        if labels.shape != (A.shape[0],) or not np.issubdtype(labels.dtype, np.integer):
-            raise ValueError(f"labels: expected {A.shape[0]} integer block ids")
-        if labels.min() < 0:
-            raise ValueError("labels: block ids must be >= 0")
-        k = int(labels.max()) + 1 if n_blocks is None else int(n_blocks)
-        if labels.max() >= k:
-            raise ValueError(f"labels: block id {labels.max()} >= n_blocks={k}")
-        bm = cls(n_blocks=k, n_iter=0)
-        bm.labels_ = labels.astype(np.int64)
-        bm.block_sizes_, bm.M_, bm.rre_ = _block_image(A, bm.labels_, k)
-        F = np.zeros((A.shape[0], k))
-        F[np.arange(A.shape[0]), bm.labels_] = 1.0
-        bm.F_ = F
-        bm.S_ = bm.M_.copy()
-        bm.objective_ = np.array([(bm.rre_ ** 2) * float(np.dot(A.data, A.data))])
-        bm.n_iter_ = 0
-        bm.n_nodes_ = A.shape[0]
-        return bm
-
-    # artifacts protocol -------------------------------------------------------
-    def _artifact_state(self):
-        self._check_fitted()
-        meta = {"rre_": float(self.rre_), "n_nodes_": int(self.n_nodes_),
-                "n_iter_": int(self.objective_.shape[0] - 1)}
-        arrays = {"labels_": self.labels_, "M_": self.M_, "block_sizes_": self.block_sizes_,
-                  "F_": self.F_, "S_": self.S_, "objective_": self.objective_}
-        return meta, arrays
-
-    @classmethod
-    def _from_artifact_state(cls, params, meta, arrays):
-        obj = cls(**params)
-        obj.rre_ = float(meta["rre_"])
-        obj.n_nodes_ = int(meta["n_nodes_"])
-        obj.n_iter_ = int(meta.get("n_iter_", 0))
-        for name in ("labels_", "M_", "block_sizes_", "F_", "S_", "objective_"):
-            setattr(obj, name, np.asarray(arrays[name]))
-        obj.labels_ = obj.labels_.astype(np.int64)
-        return obj
+__all__ = ["BMGUFS", "warmup"]
 
 
 # ---------------------------------------------------------------------------
@@ -336,7 +116,7 @@ class BMGUFS(BaseEstimator):
     n_blocks : int or None, default None
         Number of blocks k. ``None`` uses the number of distinct classes in ``y`` given to
         :meth:`fit` (the paper's setting); without ``y``, the eigengap rule of
-        :func:`featagg_core.graph.support.choose_n_blocks` (the largest gap between
+        :func:`featagg_core.graph.block_model.choose_n_blocks` (the largest gap between
         consecutive leading eigenvalues of the normalised adjacency, k = 2..20);
         ``n_blocks_rule_`` says which k was chosen and why.
     beta_bar : float in [0, 1], default 0.6
@@ -360,7 +140,7 @@ class BMGUFS(BaseEstimator):
     candidate : int or None, default None
         Index of the candidate block model to use (None: the lowest RRE).
     block_init : {"spectral", "random"}, default "spectral"
-        How each ONMtF restart starts (see :class:`BlockModel`).
+        How each ONMtF restart starts (see :class:`featagg_core.graph.block_model.BlockModel`).
 
     Attributes
     ----------
@@ -383,7 +163,7 @@ class BMGUFS(BaseEstimator):
     fit_quality_ : dict
         ``best_rre``, ``worst_rre``, ``null_rre`` (a random partition of the best model's
         block sizes), ``explained`` (``1 - RRE^2`` of the best), ``null_explained``,
-        ``lift`` (their ratio): :func:`featagg_core.graph.support.block_fit_quality`.
+        ``lift`` (their ratio): :func:`featagg_core.graph.block_model.block_fit_quality`.
     fit_warning_ : str or None
         Set (and warned, ``UserWarning``) when every candidate has RRE >= 0.95.
     gamma_ : float, gamma_path_ : list of (gamma, nnz(r))
@@ -401,15 +181,15 @@ class BMGUFS(BaseEstimator):
     _parameter_constraints: dict = {
         "n_blocks": [Interval(Integral, 1, None, closed="left"), None],
         "beta_bar": [Interval(Real, 0, 1, closed="both")],
-        "gamma": _NON_NEGATIVE,
+        "gamma": NON_NEGATIVE,
         "n_candidates": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
-        "random_state": _RANDOM_STATE,
-        "learning_rate": _POSITIVE,
-        "delta": _POSITIVE,
+        "random_state": RANDOM_STATE,
+        "learning_rate": POSITIVE,
+        "delta": POSITIVE,
         "n_iter_block": [Interval(Integral, 0, None, closed="left")],
         "candidate": [Interval(Integral, 0, None, closed="left"), None],
-        "block_init": _INIT,
+        "block_init": BLOCK_INIT,
     }
 
     def __init__(self, n_blocks=None, beta_bar=0.6, gamma=2.0, n_candidates=10,
@@ -463,7 +243,7 @@ class BMGUFS(BaseEstimator):
             For a parameter outside ``_parameter_constraints``, a bad ``A`` or ``y``.
         """
         _, _, n_cand, _, _, _, n_iter_block = self._validate_params()
-        A = _check_adjacency(A)
+        A = check_adjacency(A)
         k, _ = self._resolve_k(y, A)
         seeds = check_random_state(self.random_state).randint(0, 2 ** 31 - 1, size=n_cand)
         if progress is not None:
@@ -495,7 +275,6 @@ class BMGUFS(BaseEstimator):
             yy = np.asarray(y)
             if yy.shape[0] != n:
                 raise ValueError(f"y: has {yy.shape[0]} entries but the graph has {n} nodes")
-            from featagg_core.graph.evaluation import known_class_mask
             k = int(np.unique(yy[known_class_mask(yy)]).size)
             rule = f"k = {k} blocks: the number of node classes"
         else:
@@ -561,10 +340,10 @@ class BMGUFS(BaseEstimator):
         tuple
             ``(A, cands, idx, rule, prob, block_s, precompute_s)``: the checked adjacency,
             the candidate block models, the chosen one's index and the rule that chose it,
-            the :class:`_SelectionProblem`, and the seconds of the two stages.
+            the :class:`featagg_core.graph.selection_problem.SelectionProblem`, and the seconds of the two stages.
         """
-        A = _check_adjacency(A)
-        Y = _check_features(X, A.shape[0])
+        A = check_adjacency(A)
+        Y = check_node_features(X, A.shape[0])
         t0 = time.perf_counter()
         cands, idx, rule = self._candidates(A, y, block_model, candidates, progress)
         block_s = time.perf_counter() - t0
@@ -572,7 +351,7 @@ class BMGUFS(BaseEstimator):
         t0 = time.perf_counter()
         if progress is not None:
             progress("selection", 0.0, "precomputing the sparse pieces of the objective")
-        prob = _SelectionProblem(Y, bm.labels_, bm.M_, delta)
+        prob = SelectionProblem(Y, bm.labels_, bm.M_, delta)
         return A, cands, idx, rule, prob, block_s, time.perf_counter() - t0
 
     def fit_gamma_grid(self, A, X, d, y=None, *, gammas=None,
@@ -581,7 +360,7 @@ class BMGUFS(BaseEstimator):
         """:meth:`fit`, then lower gamma until at least ``d`` weights are non-zero.
 
         Tries ``gammas`` in the given order (default: ``gamma`` itself, then the values
-        of :data:`featagg_core.graph.support.GAMMA_GRID` below it — the paper's grid
+        of :data:`featagg_core.graph.selection_problem.GAMMA_GRID` below it — the paper's grid
         {3, 2, 1}, then 0.5, 0.25, 0) and keeps the first whose ``nnz(r) >= d``: the
         sparsest selection that still has ``d`` features to rank, a rule that needs no
         labels. The block models and the precomputed terms are shared by all gammas.
@@ -613,7 +392,7 @@ class BMGUFS(BaseEstimator):
         if gammas is None:
             grid = gammas_from(gamma)
         else:
-            grid = [float(check_param("gammas", g, _NON_NEGATIVE)) for g in gammas]
+            grid = [float(check_param("gammas", g, NON_NEGATIVE)) for g in gammas]
         if not grid:
             raise parameter_error("gammas", "a non-empty list of numbers >= 0", gammas)
         A, cands, idx, rule, prob, block_s, precompute_s = self._prepare(
@@ -778,13 +557,65 @@ class BMGUFS(BaseEstimator):
             return sp.csr_matrix(X)[:, idx]
         return np.asarray(X)[:, idx]
 
-    # artifacts protocol (featagg_core.graph.support) ------------------------------
+    # artifacts protocol -------------------------------------------------------
     def _artifact_state(self):
-        return bmgufs_artifact_state(self)
+        """``(meta, arrays)`` of the fitted selector: the selection, the candidates' own
+        states prefixed ``cand<c>_``."""
+        self._check_fitted()
+        meta = {"n_iter_": int(self.n_iter_), "candidate_index_": int(self.candidate_index_),
+                "n_features_in_": int(self.n_features_in_),
+                "timings_": {k: float(v) for k, v in self.timings_.items()},
+                "n_candidates_fitted": len(self.candidates_),
+                "candidates": [bm.get_params() for bm in self.candidates_],
+                "candidate_meta": [bm._artifact_state()[0] for bm in self.candidates_]}
+        meta.update({"n_blocks_": int(self.n_blocks_), "n_blocks_rule_": self.n_blocks_rule_,
+                     "gamma_": float(self.gamma_),
+                     "gamma_path_": [[float(g), int(z)] for g, z in self.gamma_path_],
+                     "fit_quality_": {k: float(v) for k, v in self.fit_quality_.items()},
+                     "fit_warning_": self.fit_warning_})
+        arrays = {"scores_": self.scores_, "target_similarity_": self.target_similarity_,
+                  "induced_similarity_": self.induced_similarity_,
+                  "candidate_rre_": self.candidate_rre_}
+        for key, val in self.history_.items():
+            arrays[f"history_{key}"] = val
+        for c, bm in enumerate(self.candidates_):
+            for name, arr in bm._artifact_state()[1].items():
+                arrays[f"cand{c}_{name}"] = arr
+        return meta, arrays
 
     @classmethod
     def _from_artifact_state(cls, params, meta, arrays):
-        return bmgufs_from_artifact_state(cls, params, meta, arrays)
+        """A fitted BMGUFS from :meth:`_artifact_state`'s output (artifacts written before
+        ``n_blocks_``, ``gamma_``, ``fit_quality_`` ... existed get what can be rebuilt)."""
+        obj = cls(**params)
+        obj.scores_ = np.asarray(arrays["scores_"], dtype=np.float64)
+        obj.history_ = {key: np.asarray(arrays[f"history_{key}"])
+                        for key in ("L_b", "L_m", "nnz")}
+        obj.n_iter_ = int(meta["n_iter_"])
+        obj.n_features_in_ = int(meta["n_features_in_"])
+        obj.timings_ = dict(meta.get("timings_", {}))
+        obj.target_similarity_ = np.asarray(arrays["target_similarity_"])
+        obj.induced_similarity_ = np.asarray(arrays["induced_similarity_"])
+        obj.candidate_rre_ = np.asarray(arrays["candidate_rre_"])
+        cands = []
+        for c in range(int(meta["n_candidates_fitted"])):
+            sub = {name[len(f"cand{c}_"):]: arr for name, arr in arrays.items()
+                   if name.startswith(f"cand{c}_")}
+            cands.append(BlockModel._from_artifact_state(meta["candidates"][c],
+                                                         meta["candidate_meta"][c], sub))
+        obj.candidates_ = cands
+        obj.candidate_index_ = int(meta["candidate_index_"])
+        obj.block_model_ = cands[obj.candidate_index_]
+        # artifacts written before these attributes existed get what can be rebuilt
+        obj.n_blocks_ = int(meta.get("n_blocks_", obj.block_model_.M_.shape[0]))
+        obj.n_blocks_rule_ = meta.get("n_blocks_rule_", f"k = {obj.n_blocks_} blocks")
+        obj.gamma_ = float(meta.get("gamma_", obj.gamma))
+        obj.gamma_path_ = [(float(g), int(z)) for g, z in
+                           meta.get("gamma_path_", [[obj.gamma_, int(np.count_nonzero(
+                               obj.scores_))]])]
+        obj.fit_quality_ = dict(meta.get("fit_quality_", {}))
+        obj.fit_warning_ = meta.get("fit_warning_")
+        return obj
 
 
 def warmup() -> None:

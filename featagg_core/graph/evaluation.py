@@ -11,7 +11,7 @@ Only nodes with a known class take part (``y`` entries equal to -1, NaN or None 
 from __future__ import annotations
 
 import warnings
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -176,42 +176,4 @@ def evaluate_selection(X, y, selected: Sequence[int], n_clusters: Optional[int] 
     out = kmeans_scores(Xs, y, n_clusters=n_clusters, n_seeds=n_seeds,
                         random_state=random_state, progress=progress)
     out["d"] = int(idx.size)
-    return out
-
-
-@fill_doc
-def evaluate_rankings(X, y, rankings: dict, ds: Iterable[int], progress=None, **kw) -> dict:
-    """ACC/NMI for every method's ranking (best first) at every ``d``.
-
-    A ranking shorter than ``d`` is used whole.
-
-    Parameters
-    ----------
-    {graph_X_y}
-    rankings : dict
-        Method name -> feature indices, best first.
-    ds : iterable of int
-        The numbers of top features to score.
-    progress : callable, optional
-        ``progress(fraction, message)``, called before every (method, d) pair.
-    **kw
-        Passed to :func:`evaluate_selection` (``n_clusters``, ``n_seeds``, ``random_state``).
-
-    Returns
-    -------
-    dict
-        ``{method: {d: kmeans_scores dict}}``.
-    """
-    out = {}
-    ds = [int(d) for d in ds]
-    total = max(len(rankings) * len(ds), 1)
-    done = 0
-    for name, order in rankings.items():
-        order = np.asarray(order, dtype=np.int64)
-        out[name] = {}
-        for d in ds:
-            if progress is not None:
-                progress(done / total, f"{name}, d = {d}")
-            out[name][d] = evaluate_selection(X, y, order[:d], **kw)
-            done += 1
     return out

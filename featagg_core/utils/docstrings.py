@@ -306,7 +306,7 @@ DOCS: dict = _fragments(
         kinds : str, default="biuf"
             The allowed dtype kinds.
         """,
-    # --- KTXMLC, BMGUFS, vocabulary compression (ktxmlc, _ktxmlc_*, _bmgufs_support, vocab) --
+    # --- KTXMLC, BMGUFS, vocabulary compression (xmlc/, graph/, vocab/) ---------------------
     xml_X_Y="""
         X : sparse or dense matrix, shape (n, d)
             Features.
