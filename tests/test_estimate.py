@@ -56,7 +56,7 @@ def test_shared_stats_are_the_rows_sizes_and_give_the_same_estimates(ml):
     """multilabel_stats (computed once, shared by a page's many estimates) holds the same
     sizes as a direct count, no reference to the matrices, and every estimate and sampling
     plan made with it equals the one made without."""
-    from featagg_core.agglomeration.clustering import sampling_plan
+    from featagg_core.runs.estimate import sampling_plan
     data, split = ml
     st = E.multilabel_stats(data, split)
     Xtr, Ytr = data.X[split.train], data.Y[split.train]
@@ -224,8 +224,9 @@ def test_job_threads(monkeypatch):
 
 
 def test_sparse_pattern_helper():
+    from featagg_core.runs.calibration import _rand_csr
     rng = np.random.default_rng(0)
-    M = E._rand_csr(50, 50, 3, rng, symmetric=True)
+    M = _rand_csr(50, 50, 3, rng, symmetric=True)
     assert (M != M.T).nnz == 0 and M.shape == (50, 50)
     assert sp.isspmatrix_csr(M)
 

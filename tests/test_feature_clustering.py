@@ -14,9 +14,9 @@ from featagg_core.agglomeration.clustering import (
     default_batch_size,
     kmeans_feature_labels,
     random_balanced_labels,
-    sampling_plan,
     ward_feature_labels,
 )
+from featagg_core.runs.estimate import sampling_plan
 
 
 @pytest.fixture(scope="module")

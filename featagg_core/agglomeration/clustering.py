@@ -10,7 +10,6 @@ Signatures (called by ``experiment.run_pipeline`` for the spec
     random_balanced_labels(d, n_clusters, random_state=0) -> labels (int64, d)
     ward_feature_labels(R, n_clusters, max_features=None, progress=None, *,
                         random_state=0, return_centroids=False) -> labels [, centroids]
-    sampling_plan(data, split, spec, speed=None, budget_s=60.0) -> dict
     KMEANS_MAX_FEATURES = 20_000, WARD_MAX_FEATURES = 2_000, WARD_LIMIT = 5_000
 
 ``R`` is the L2-normalised feature representation (one csr row per feature) from
@@ -40,7 +39,7 @@ import scipy.sparse as sp
 from featagg_core.utils.validation import Interval, Options, check_param
 
 __all__ = ["kmeans_feature_labels", "random_balanced_labels", "ward_feature_labels",
-           "sampling_plan", "default_batch_size", "KMEANS_MAX_FEATURES", "WARD_MAX_FEATURES", "WARD_LIMIT",
+           "default_batch_size", "KMEANS_MAX_FEATURES", "WARD_MAX_FEATURES", "WARD_LIMIT",
            "MAX_CENTRE_BYTES"]
 
 #: default size guard the pages and the spec use for k-means (features fitted on)
@@ -499,116 +498,3 @@ def ward_feature_labels(R, n_clusters, max_features=None, progress=None, *, rand
     if return_centroids:
         return labels, centroids
     return labels
-
-
-# ----------------------------------------------------------------------------- planning
-def sampling_plan(data, split, spec, speed=None, budget_s: float = 60.0,
-                  stats=None) -> dict:
-    """What a baseline would cost on ``data``'s training rows, for a page to show first.
-
-    Estimates come from :mod:`featagg_core.runs.estimate`.
-
-    Parameters
-    ----------
-    data : MultiLabelData
-        The dataset.
-    split : Split
-        Its split (the training rows are costed).
-    spec : dict
-        A ``{"feature_clustering": {...}}`` spec (or its inner dict).
-    speed : optional
-        The machine's speed model (default :func:`featagg_core.runs.estimate.default_speed`).
-    budget_s : float, default 60.0
-        Seconds a fit may take before sampling is suggested.
-    stats : optional
-        ``featagg_core.runs.estimate.multilabel_stats(data, split)``, computed once for many
-        plans; None computes them here.
-
-    Returns
-    -------
-    dict
-        ``kind``, ``n_features``, ``n_fit`` (features the method is fitted on with this
-        spec's ``max_features``), ``needs_sampling`` (the spec samples, or a full fit would
-        take longer than ``budget_s``), ``seconds`` (the estimate for the spec as given),
-        ``seconds_full`` (on every feature; None for Ward above ``WARD_LIMIT``),
-        ``max_features_suggested`` (None when no sampling is needed; else the largest sample
-        estimated to fit in ``budget_s``, at least K, or Ward's default sample), ``message``
-        (one sentence for the page).
-
-    Raises
-    ------
-    ValueError
-        For a bad spec, a spec that does not fit the data, or more Ward clusters than its
-        largest sample.
-    """
-    from featagg_core.runs.spec import canonical_spec, check_spec_fits
-    from featagg_core.runs.estimate import _feature_clustering_total, _stats_for, default_speed
-    from featagg_core.runs.estimate import format_seconds as _fmt_s
-    inner = dict(spec.get("feature_clustering", spec))
-    full_spec = canonical_spec({"feature_clustering": inner})
-    check_spec_fits(full_spec, data)
-    inner = full_spec["feature_clustering"]
-    kind = inner["kind"]
-    speed = default_speed() if speed is None else speed
-    st = _stats_for(data, split, stats)
-    d = st.d
-    K = int(inner["n_clusters"])
-    mf = inner.get("max_features")
-
-    def secs(max_features):
-        return _feature_clustering_total(st, {**inner, "max_features": max_features}, speed)
-
-    if kind == "random_balanced":
-        t = secs(None)
-        return {"kind": kind, "n_features": d, "n_fit": d, "needs_sampling": False,
-                "seconds": t, "seconds_full": t, "max_features_suggested": None,
-                "message": f"A random balanced partition of {d:,} features: about "
-                           f"{_fmt_s(t)}."}
-    if kind == "ward":
-        m = min(d, WARD_MAX_FEATURES if mf is None else int(mf))
-        if K > min(m, WARD_LIMIT):
-            raise ValueError(f"Ward cannot make {K:,} clusters from a sample of at most "
-                             f"{min(d, WARD_LIMIT):,} features; use k-means or fewer "
-                             "clusters")
-        seconds = secs(m)
-        full = secs(d) if d <= WARD_LIMIT else None
-        needs = d > m
-        msg = (f"Ward runs on {m:,} of the {d:,} features (a seeded sample; the others join "
-               f"the nearest centroid): about {_fmt_s(seconds)}." if needs else
-               f"Ward on all {d:,} features: about {_fmt_s(seconds)}.")
-        return {"kind": kind, "n_features": d, "n_fit": m, "needs_sampling": needs,
-                "seconds": seconds, "seconds_full": full,
-                "max_features_suggested": m if needs else None, "message": msg}
-    full = secs(None)
-    n_fit = d if mf is None else min(d, int(mf))
-    seconds = secs(n_fit if n_fit < d else None)
-    needs = n_fit < d or full > budget_s
-    suggested = None
-    if needs:
-        if n_fit < d and seconds <= budget_s:
-            suggested = n_fit
-        else:                       # the largest sample (>= K) estimated within budget
-            lo, hi = K, max(K, min(d, n_fit) - 1)
-            if secs(lo) > budget_s:
-                suggested = lo
-            else:
-                while hi - lo > max(16, lo // 50):
-                    mid = (lo + hi) // 2
-                    if secs(mid) <= budget_s:
-                        lo = mid
-                    else:
-                        hi = mid
-                suggested = lo
-    if n_fit < d:
-        msg = (f"k-means is fitted on {n_fit:,} of the {d:,} features (a seeded sample; the "
-               f"others join the nearest centre): about {_fmt_s(seconds)} instead of "
-               f"{_fmt_s(full)} on all of them.")
-    elif full > budget_s:
-        msg = (f"k-means on all {d:,} features would take about {_fmt_s(full)}; on a sample "
-               f"of {suggested:,} features (the others join the nearest centre) about "
-               f"{_fmt_s(secs(suggested))}.")
-    else:
-        msg = f"k-means on all {d:,} features: about {_fmt_s(full)}."
-    return {"kind": kind, "n_features": d, "n_fit": n_fit, "needs_sampling": needs,
-            "seconds": seconds, "seconds_full": full, "max_features_suggested": suggested,
-            "message": msg}

@@ -1,6 +1,8 @@
-"""The calibration workload behind :func:`featagg_core.runs.estimate.measure_speed`: small
-versions of the kernels that dominate each method, timed in CPU seconds of the calling
-thread (moved out of ``estimate.py`` to keep it short; ``estimate`` re-exports these names).
+"""This machine's speed, measured: small versions of the kernels that dominate each method,
+timed in CPU seconds of the calling thread (:func:`calibrate`, the rates the cost model of
+:mod:`featagg_core.runs.estimate` divides work units by; ``measure_speed`` runs it in a thread
+limited to a job's threads), and :func:`warmup_kernels`, which compiles the kernels only the
+calibration calls.
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ def _rand_csr(n: int, m: int, per_row: int, rng, symmetric: bool = False) -> sp.
 
 def _xt_y_args(X: sp.csr_matrix, Y: sp.csr_matrix, stop: np.ndarray) -> tuple:
     """The arguments of ``_kernels.defrag.xt_y`` as the calibration passes them (one
-    builder for :func:`_calibrate` and :func:`warmup_kernels`, so both compile the same
+    builder for :func:`calibrate` and :func:`warmup_kernels`, so both compile the same
     signature)."""
     Xt = X.T.tocsr()
     return (Xt.indptr.astype(np.int64), Xt.indices.astype(np.int32),
@@ -64,8 +66,16 @@ def warmup_kernels() -> None:
     kd.xt_y(*_xt_y_args(X, Y, np.zeros(1, np.uint8)))
 
 
-def _calibrate() -> Dict[str, float]:
-    """The calibration proper (runs in the thread that measure_speed sets up)."""
+def calibrate() -> Dict[str, float]:
+    """Time each kernel family once, in the calling thread (``measure_speed`` runs it in a
+    thread limited to a job's threads).
+
+    Returns
+    -------
+    dict of str to float
+        Work units per CPU second of one thread, per kernel family, and ``wall_factor``
+        (wall / CPU seconds during the calibration, the machine's current load).
+    """
     from sklearn.cluster import KMeans
     from sklearn.cluster._kmeans import _mini_batch_step
 

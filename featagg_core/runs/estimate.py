@@ -9,6 +9,8 @@ Signatures::
     estimate_seconds(data, split, spec, speed=None) -> float     # wall seconds
     estimate_breakdown(data, split, spec, speed=None) -> dict    # seconds per part
     multilabel_stats(data, split) -> stats      # the sizes, once for many estimates (stats=)
+    sampling_plan(data, split, spec, speed=None, budget_s=60.0) -> dict   # a baseline's cost
+                                                # and the feature sample that fits budget_s
     format_seconds(seconds) -> str              # "under a second", "12 s", "4 min", "1.5 h"
 
 ``spec`` is any spec of docs/RUN_MODEL.md (it is made canonical first; a bad spec or one
@@ -46,12 +48,11 @@ from typing import Dict, Optional
 import numpy as np
 import scipy.sparse as sp
 
-# the calibration workload (moved to keep this module short; tests use _rand_csr from here)
-from featagg_core.runs.calibration import _calibrate, _rand_csr, _timed  # noqa: F401
+from featagg_core.runs.calibration import calibrate
 from featagg_core.utils.docstrings import fill_doc
 
 __all__ = ["measure_speed", "default_speed", "job_threads", "estimate_seconds",
-           "estimate_breakdown", "format_seconds", "multilabel_stats"]
+           "estimate_breakdown", "format_seconds", "multilabel_stats", "sampling_plan"]
 
 #: seconds a cached calibration stays valid (the machine's load changes)
 SPEED_MAX_AGE_S = 300.0
@@ -135,9 +136,9 @@ def measure_speed(threads: Optional[int] = None) -> Dict[str, float]:
             try:
                 from threadpoolctl import threadpool_limits
                 with threadpool_limits(limits=n_threads, user_api="openmp"):
-                    box["speed"] = _calibrate()
+                    box["speed"] = calibrate()
             except ImportError:
-                box["speed"] = _calibrate()
+                box["speed"] = calibrate()
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             box["error"] = exc
 
@@ -293,7 +294,7 @@ def multilabel_stats(data, split):
     -------
     object
         Pass it as ``stats=`` to :func:`estimate_seconds`, :func:`estimate_breakdown`
-        and ``feature_clustering.sampling_plan`` with the same ``data`` and ``split``.
+        and :func:`sampling_plan` with the same ``data`` and ``split``.
     """
     return _MLStats(data, split).freeze()
 
@@ -463,7 +464,7 @@ def _classifier_parts(st: _MLStats, clf: dict, xr, xr_ho, speed, C, solver=1.0,
              + C["label_rep"] * st.cross / speed["sparse"])
     nm = name or f"KTXMLC K={K}"
     if D > 0 and clf.get("one_vs_all", "auto") == "auto":
-        # the fit's one_vs_all="auto" rule (featagg_core.xmlc.support.flat_is_enough):
+        # the fit's one_vs_all="auto" rule (featagg_core.xmlc.tree_fitting.flat_is_enough):
         # the trees are grown, then replaced by one flat tree when the beam reaches every
         # leaf cluster and one-vs-all's training work is no more than the ensemble's.
         # "bisect" splits a node into min(K, ceil(labels / max_leaf)) groups.
@@ -761,3 +762,113 @@ def estimate_seconds(data, split, spec, speed: Optional[dict] = None,
     {bad_run_spec}
     """
     return estimate_breakdown(data, split, spec, speed, stats=stats)["total"]
+
+
+def sampling_plan(data, split, spec, speed=None, budget_s: float = 60.0,
+                  stats=None) -> dict:
+    """What a feature-clustering baseline would cost on ``data``'s training rows, and the
+    sample to fit it on when a full fit would not fit ``budget_s``, for a page to show first.
+
+    Parameters
+    ----------
+    data : MultiLabelData
+        The dataset.
+    split : Split
+        Its split (the training rows are costed).
+    spec : dict
+        A ``{"feature_clustering": {...}}`` spec (or its inner dict).
+    speed : optional
+        The machine's speed model (default :func:`default_speed`).
+    budget_s : float, default 60.0
+        Seconds a fit may take before sampling is suggested.
+    stats : optional
+        :func:`multilabel_stats` ``(data, split)``, computed once for many
+        plans; None computes them here.
+
+    Returns
+    -------
+    dict
+        ``kind``, ``n_features``, ``n_fit`` (features the method is fitted on with this
+        spec's ``max_features``), ``needs_sampling`` (the spec samples, or a full fit would
+        take longer than ``budget_s``), ``seconds`` (the estimate for the spec as given),
+        ``seconds_full`` (on every feature; None for Ward above ``WARD_LIMIT``),
+        ``max_features_suggested`` (None when no sampling is needed; else the largest sample
+        estimated to fit in ``budget_s``, at least K, or Ward's default sample), ``message``
+        (one sentence for the page).
+
+    Raises
+    ------
+    ValueError
+        For a bad spec, a spec that does not fit the data, or more Ward clusters than its
+        largest sample.
+    """
+    from featagg_core.agglomeration.clustering import WARD_LIMIT, WARD_MAX_FEATURES
+    from featagg_core.runs.spec import canonical_spec, check_spec_fits
+    inner = dict(spec.get("feature_clustering", spec))
+    full_spec = canonical_spec({"feature_clustering": inner})
+    check_spec_fits(full_spec, data)
+    inner = full_spec["feature_clustering"]
+    kind = inner["kind"]
+    speed = default_speed() if speed is None else speed
+    st = _stats_for(data, split, stats)
+    d = st.d
+    K = int(inner["n_clusters"])
+    mf = inner.get("max_features")
+
+    def secs(max_features):
+        return _feature_clustering_total(st, {**inner, "max_features": max_features}, speed)
+
+    if kind == "random_balanced":
+        t = secs(None)
+        return {"kind": kind, "n_features": d, "n_fit": d, "needs_sampling": False,
+                "seconds": t, "seconds_full": t, "max_features_suggested": None,
+                "message": f"A random balanced partition of {d:,} features: about "
+                           f"{format_seconds(t)}."}
+    if kind == "ward":
+        m = min(d, WARD_MAX_FEATURES if mf is None else int(mf))
+        if K > min(m, WARD_LIMIT):
+            raise ValueError(f"Ward cannot make {K:,} clusters from a sample of at most "
+                             f"{min(d, WARD_LIMIT):,} features; use k-means or fewer "
+                             "clusters")
+        seconds = secs(m)
+        full = secs(d) if d <= WARD_LIMIT else None
+        needs = d > m
+        msg = (f"Ward runs on {m:,} of the {d:,} features (a seeded sample; the others join "
+               f"the nearest centroid): about {format_seconds(seconds)}." if needs else
+               f"Ward on all {d:,} features: about {format_seconds(seconds)}.")
+        return {"kind": kind, "n_features": d, "n_fit": m, "needs_sampling": needs,
+                "seconds": seconds, "seconds_full": full,
+                "max_features_suggested": m if needs else None, "message": msg}
+    full = secs(None)
+    n_fit = d if mf is None else min(d, int(mf))
+    seconds = secs(n_fit if n_fit < d else None)
+    needs = n_fit < d or full > budget_s
+    suggested = None
+    if needs:
+        if n_fit < d and seconds <= budget_s:
+            suggested = n_fit
+        else:                       # the largest sample (>= K) estimated within budget
+            lo, hi = K, max(K, min(d, n_fit) - 1)
+            if secs(lo) > budget_s:
+                suggested = lo
+            else:
+                while hi - lo > max(16, lo // 50):
+                    mid = (lo + hi) // 2
+                    if secs(mid) <= budget_s:
+                        lo = mid
+                    else:
+                        hi = mid
+                suggested = lo
+    if n_fit < d:
+        msg = (f"k-means is fitted on {n_fit:,} of the {d:,} features (a seeded sample; the "
+               f"others join the nearest centre): about {format_seconds(seconds)} instead of "
+               f"{format_seconds(full)} on all of them.")
+    elif full > budget_s:
+        msg = (f"k-means on all {d:,} features would take about {format_seconds(full)}; on a sample "
+               f"of {suggested:,} features (the others join the nearest centre) about "
+               f"{format_seconds(secs(suggested))}.")
+    else:
+        msg = f"k-means on all {d:,} features: about {format_seconds(full)}."
+    return {"kind": kind, "n_features": d, "n_fit": n_fit, "needs_sampling": needs,
+            "seconds": seconds, "seconds_full": full, "max_features_suggested": suggested,
+            "message": msg}

@@ -363,7 +363,7 @@ def _multilabel_steps(data, split, steps, admit, deadline_of, progress, cancel_u
 
 def _tradeoff_run(data, split, s, runs_by_step, trade, deadline_of, progress):
     """One tradeoff run; a DEFRAG step at the same d0 fitted before is reused."""
-    from featagg_core.experiment import run_pipeline
+    from featagg_core.runs.run import run_pipeline
     base = None
     if s["d0"] is not None and s["kind"] != "per_tree":
         base = next((runs_by_step[id(t)] for t in trade if id(t) in runs_by_step
@@ -379,9 +379,9 @@ def _tradeoff_run(data, split, s, runs_by_step, trade, deadline_of, progress):
 def _tradeoff(split, steps, runs) -> Any:
     """The tradeoff runs (in the order they ran) as one Experiment: table, summary,
     verdict (with the one-vs-all against trees comparison)."""
+    from featagg_core.runs.experiments.base import Experiment
     from featagg_core.runs.experiments.multilabel import (
         CLASSIFIER_TITLES,
-        Experiment,
         _relative,
         _row,
         _tradeoff_summary,
@@ -427,8 +427,8 @@ def _tradeoff(split, steps, runs) -> Any:
 
 
 def _refrag(data, split, step, base_run, deadline_of, progress) -> Any:
-    from featagg_core.runs.experiments.multilabel import Experiment
-    from featagg_core.experiment import run_pipeline
+    from featagg_core.runs.experiments.base import Experiment
+    from featagg_core.runs.run import run_pipeline
     exp = Experiment("refrag_tuning", "REFRAG tuned on validation rows",
                      {"spec": step["spec"]}, split_id=split.split_id)
     cancel = deadline_of(step)
@@ -490,7 +490,7 @@ def _experiment_step(data, split, step, cancel, progress):
     from featagg_core.runs.experiments import graph as ge
     from featagg_core.runs.experiments import table as te
     from featagg_core.runs.evaluation import vocabulary_budget_curve
-    from featagg_core.runs.experiments.multilabel import Experiment
+    from featagg_core.runs.experiments.base import Experiment
     p = step["params"]
     if step["step"] == "bmgufs_protocol":
         return ge.bmgufs_protocol(data, split, p["ds"], bmgufs=p["bmgufs"],
@@ -557,7 +557,7 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
         For a budget that is not a positive number, or a ``replay`` that is not a triage
         report of this dataset.
     """
-    from featagg_core.experiment import make_split
+    from featagg_core.runs.split import make_split
     t_start = time.monotonic()
     budget_s = float(budget_s)
     if not budget_s > 0:
@@ -706,7 +706,7 @@ def _step_title(s) -> str:
 
 def _record(data, split, settings, seed, budget_s, stats, steps, experiments, speed_info,
             t_start, source, replayed) -> Dict[str, Any]:
-    from featagg_core.experiment import _jsonable
+    from featagg_core.runs.run import jsonable
     verdict = _stats_verdict(stats)
     for e in experiments:
         verdict += list(e.verdict)
@@ -722,7 +722,7 @@ def _record(data, split, settings, seed, budget_s, stats, steps, experiments, sp
     cancelled = any(s["status"] == "cancelled" for s in steps)
     name = stats.get("name") or "the dataset"
     src = source or "DATA"
-    return _jsonable({
+    return jsonable({
         "format": FORMAT, "title": f"Triage of {name}",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "status": "cancelled" if cancelled else "done",

@@ -62,6 +62,20 @@ class StateChecker:
 
     # -- errors
     def fail(self, field: str, message: str) -> NoReturn:
+        """Raise the checker's error naming the artifact, the class (or member) and ``field``.
+
+        Parameters
+        ----------
+        field : str
+            What is wrong (e.g. ``"meta field 'n_labels_'"`` or an array's member name).
+        message : str
+            Why.
+
+        Raises
+        ------
+        ArtifactError
+            Always (the ``error`` class the checker was made with).
+        """
         raise self.error(f"{self.where}: {self.label} {field}: {message}")
 
     def _pname(self, key):
@@ -71,6 +85,18 @@ class StateChecker:
         return f"meta field {key!r}"
 
     def aname(self, key):
+        """The member name of array ``key`` in the archive, for messages.
+
+        Parameters
+        ----------
+        key : str
+            The array's name without this member's prefix.
+
+        Returns
+        -------
+        str
+            ``arrays/<prefix><key>.npy``.
+        """
         return f"arrays/{self.prefix}{key}.npy"
 
     # -- scalars
@@ -110,46 +136,211 @@ class StateChecker:
         return v
 
     def p_int(self, key, lo=None, hi=INT32_MAX, none=False):
+        """The integer params field ``key``, in [lo, hi].
+
+        Parameters
+        ----------
+        key : str
+            The field's name.
+        lo, hi : number or None
+            The inclusive bounds (None: unbounded).
+        none : bool, default=False
+            Whether null is allowed.
+
+        Returns
+        -------
+        int or None
+            The value.
+        """
         return self._int(self._get(self.params, self._p, key, self._pname(key)),
                          self._pname(key), lo, hi, none)
 
     def p_float(self, key, lo=None, hi=None, none=False, lo_open=False):
+        """The finite number params field ``key``, in [lo, hi] (or (lo, hi] when ``lo_open``).
+
+        Parameters
+        ----------
+        key : str
+            The field's name.
+        lo, hi : number or None
+            The inclusive bounds (None: unbounded).
+        none : bool, default=False
+            Whether null is allowed.
+        lo_open : bool, default=False
+            Whether ``lo`` itself is refused.
+
+        Returns
+        -------
+        float or None
+            The value.
+        """
         return self._float(self._get(self.params, self._p, key, self._pname(key)),
                            self._pname(key), lo, hi, none, lo_open)
 
     def p_choice(self, key, choices):
+        """The params field ``key``, one of ``choices`` (equal value and type).
+
+        Parameters
+        ----------
+        key : str
+            The field's name.
+        choices : sequence
+            The allowed values.
+
+        Returns
+        -------
+        object
+            The value.
+        """
         return self._choice(self._get(self.params, self._p, key, self._pname(key)),
                             self._pname(key), choices)
 
     def p_bool(self, key, none=False):
+        """The boolean params field ``key``.
+
+        Parameters
+        ----------
+        key : str
+            The field's name.
+        none : bool, default=False
+            Whether null is allowed.
+
+        Returns
+        -------
+        bool or None
+            The value.
+        """
         return self.p_choice(key, (True, False, None) if none else (True, False))
 
     def p_any(self, key):
+        """The params field ``key``, unchecked (the caller checks it).
+
+        Parameters
+        ----------
+        key : str
+            The field's name.
+
+        Returns
+        -------
+        object
+            The value.
+        """
         return self._get(self.params, self._p, key, self._pname(key))
 
     def has_param(self, key) -> bool:
-        """True when ``key`` is in params (a parameter only some versions of a class have:
-        check it when present, so that it is never left unchecked)."""
+        """Whether ``key`` is in params (a parameter only some versions of a class have:
+        check it when present, so that it is never left unchecked).
+
+        Parameters
+        ----------
+        key : str
+            The field's name.
+
+        Returns
+        -------
+        bool
+            True when present.
+        """
         return key in self.params
 
     def m_int(self, key, lo=None, hi=INT32_MAX, none=False, optional=False):
+        """The integer meta field ``key``, in [lo, hi].
+
+        Parameters
+        ----------
+        key : str
+            The field's name.
+        lo, hi : number or None
+            The inclusive bounds (None: unbounded).
+        none : bool, default=False
+            Whether null is allowed.
+        optional : bool, default=False
+            Whether the field may be absent (then None is returned).
+
+        Returns
+        -------
+        int or None
+            The value.
+        """
         v = self._get(self.meta, self._m, key, self._mname(key), optional)
         return None if (optional and key not in self.meta) else \
             self._int(v, self._mname(key), lo, hi, none)
 
     def m_float(self, key, lo=None, hi=None, none=False, optional=False, finite=True):
+        """The number meta field ``key``, in [lo, hi].
+
+        Parameters
+        ----------
+        key : str
+            The field's name.
+        lo, hi : number or None
+            The inclusive bounds (None: unbounded).
+        none : bool, default=False
+            Whether null is allowed.
+        optional : bool, default=False
+            Whether the field may be absent (then None is returned).
+        finite : bool, default=True
+            Whether NaN and infinities are refused.
+
+        Returns
+        -------
+        float or None
+            The value.
+        """
         v = self._get(self.meta, self._m, key, self._mname(key), optional)
         return None if (optional and key not in self.meta) else \
             self._float(v, self._mname(key), lo, hi, none, finite=finite)
 
     def m_choice(self, key, choices):
+        """The meta field ``key``, one of ``choices`` (equal value and type).
+
+        Parameters
+        ----------
+        key : str
+            The field's name.
+        choices : sequence
+            The allowed values.
+
+        Returns
+        -------
+        object
+            The value.
+        """
         return self._choice(self._get(self.meta, self._m, key, self._mname(key)),
                             self._mname(key), choices)
 
     def m_any(self, key, optional=False):
+        """The meta field ``key``, unchecked (the caller checks it).
+
+        Parameters
+        ----------
+        key : str
+            The field's name.
+        optional : bool, default=False
+            Whether the field may be absent (then None is returned).
+
+        Returns
+        -------
+        object
+            The value.
+        """
         return self._get(self.meta, self._m, key, self._mname(key), optional)
 
     def m_list(self, key, length=None):
+        """The list meta field ``key`` (of ``length`` entries when given).
+
+        Parameters
+        ----------
+        key : str
+            The field's name.
+        length : int, optional
+            The number of entries it must have.
+
+        Returns
+        -------
+        list
+            The value (its entries unchecked).
+        """
         v = self._get(self.meta, self._m, key, self._mname(key))
         if not isinstance(v, list):
             self.fail(self._mname(key), f"must be a list, got {short_repr(v)}")
@@ -159,13 +350,44 @@ class StateChecker:
 
     # -- arrays
     def has(self, key) -> bool:
+        """Whether this member holds array ``key`` (an array only some states have).
+
+        Parameters
+        ----------
+        key : str
+            The array's name without this member's prefix.
+
+        Returns
+        -------
+        bool
+            True when present.
+        """
         return (self.prefix + key) in self.arrays
 
     def arr(self, key, kind: str, shape: Sequence[Optional[int]], *, lo=None, hi=None,
             finite=True, rule: str = "") -> np.ndarray:
-        """Array ``key``: dtype kind in ``kind`` ("i" = any integer, "f" = float), the given
-        shape (None = any length on that axis), values in [lo, hi] and finite; ``rule``
-        says in the message where the bounds come from."""
+        """Array ``key``, checked and claimed (an unclaimed array is refused by :meth:`finish`).
+
+        Parameters
+        ----------
+        key : str
+            The array's name without this member's prefix.
+        kind : {"i", "f", "n"}
+            Its dtype kind: any integer, float, or either.
+        shape : sequence of int or None
+            Its shape (None: any length on that axis).
+        lo, hi : number or None
+            Inclusive bounds of its values (None: unbounded).
+        finite : bool, default=True
+            Whether a float array must hold no NaN or infinity.
+        rule : str, optional
+            Where the bounds come from, for the message.
+
+        Returns
+        -------
+        numpy.ndarray
+            The array.
+        """
         full = self.prefix + key
         label = self.aname(key)
         if full not in self.arrays:
@@ -190,6 +412,22 @@ class StateChecker:
         return a
 
     def permutation(self, key, n: int, shape=None) -> np.ndarray:
+        """Array ``key``: a permutation of 0..n-1 (each row of it, for a 2-D ``shape``).
+
+        Parameters
+        ----------
+        key : str
+            The array's name without this member's prefix.
+        n : int
+            The number of items permuted.
+        shape : tuple of int, optional
+            Its shape (default ``(n,)``).
+
+        Returns
+        -------
+        numpy.ndarray
+            The array.
+        """
         a = self.arr(key, "i", shape or (n,), lo=0, hi=max(n - 1, 0))
         rows = a.reshape(-1, n) if n else a.reshape(-1, 0)
         for r in rows:
@@ -199,7 +437,17 @@ class StateChecker:
 
     def csr(self, data_key, indices_key, indptr_key, shape, *, finite=True) -> None:
         """The parts of a csr matrix of ``shape``: indptr n+1 non-decreasing from 0 to nnz,
-        indices in [0, n_cols), data finite."""
+        indices in [0, n_cols), data finite.
+
+        Parameters
+        ----------
+        data_key, indices_key, indptr_key : str
+            The names of its three arrays.
+        shape : tuple of int
+            (rows, columns) of the matrix.
+        finite : bool, default=True
+            Whether the data must hold no NaN or infinity.
+        """
         n, m = shape
         ptr = self.arr(indptr_key, "i", (n + 1,))
         nnz = int(ptr[-1]) if ptr.size else 0
@@ -210,7 +458,25 @@ class StateChecker:
         self.arr(data_key, "f", (nnz,), finite=finite)
 
     def sub(self, cls_name: str, params, meta, prefix: str, label: str) -> "StateChecker":
-        """A checker for a member of a composite artifact (arrays prefixed ``prefix``)."""
+        """Check a member of a composite artifact as its own class (its arrays prefixed
+        ``prefix``); its arrays count as claimed by this checker.
+
+        Parameters
+        ----------
+        cls_name : str
+            The member's class (an entry of the check table).
+        params, meta : dict
+            The member's params and meta.
+        prefix : str
+            The prefix of its array names, after this checker's own.
+        label : str
+            How messages name it.
+
+        Returns
+        -------
+        StateChecker
+            The member's checker (its ``meta`` already checked).
+        """
         sub = StateChecker(cls_name, params, meta, self.arrays, self.where, self.error,
                            self.checks, prefix=self.prefix + prefix, label=label)
         run_checks(sub)
@@ -218,6 +484,9 @@ class StateChecker:
         return sub
 
     def finish(self) -> None:
+        """Refuse what the class's check did not consume: a params field that is not a
+        constructor parameter (or an undeclared one that is not a plain JSON scalar), an
+        unexpected meta field, an unclaimed array (at the top level)."""
         ctor = set(_ctor_params(self.cls_name))
         for key in self.params:
             if key in self._p:
@@ -244,6 +513,18 @@ class StateChecker:
 
 
 def short_repr(v) -> str:
+    """``repr(v)`` cut to 60 characters, for messages.
+
+    Parameters
+    ----------
+    v : object
+        Any value read from a file.
+
+    Returns
+    -------
+    str
+        Its shortened repr.
+    """
     text = repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -254,7 +535,13 @@ def _num(v):
 
 def run_checks(c: StateChecker) -> None:
     """The declared check of ``c``'s class, framed by the parameter-name check, the
-    leftover check (:meth:`StateChecker.finish`) and the estimator's own parameter check."""
+    leftover check (:meth:`StateChecker.finish`) and the estimator's own parameter check.
+
+    Parameters
+    ----------
+    c : StateChecker
+        The checker of one artifact or member; its table must hold its class.
+    """
     fn = c.checks.get(c.cls_name)
     if fn is None:
         c.fail("class", "has no declared artifact checks, so it cannot be loaded")
@@ -268,7 +555,23 @@ def check_state(cls_name: str, params: dict, meta: dict, arrays: Dict[str, np.nd
                 where: str, error, checks: CheckTable) -> None:
     """Raise ``error`` (ArtifactError) unless (params, meta, arrays) is a consistent state of
     class ``cls_name``, as declared by ``checks``, that every method of the rebuilt
-    estimator can use safely."""
+    estimator can use safely.
+
+    Parameters
+    ----------
+    cls_name : str
+        The class the manifest names.
+    params, meta : dict
+        The manifest's ``params`` and ``meta``.
+    arrays : dict of str to numpy.ndarray
+        Every array of the artifact.
+    where : str
+        The file's name, for messages.
+    error : type
+        The exception raised (``ArtifactError``).
+    checks : mapping of str to callable
+        The check table (class name -> check function).
+    """
     run_checks(StateChecker(cls_name, params, meta, arrays, where, error, checks))
 
 

@@ -22,5 +22,19 @@ CHECKS: CheckTable = {**agglomeration.CHECKS, **xmlc.CHECKS, **graph.CHECKS, **v
 def validate_state(cls_name: str, params: dict, meta: dict, arrays: Dict[str, np.ndarray],
                    where: str, error) -> None:
     """Raise ``error`` (ArtifactError) unless (params, meta, arrays) is a consistent state of
-    class ``cls_name`` that every method of the rebuilt estimator can use safely."""
+    class ``cls_name`` that every method of the rebuilt estimator can use safely.
+
+    Parameters
+    ----------
+    cls_name : str
+        The class the manifest names.
+    params, meta : dict
+        The manifest's ``params`` and ``meta``.
+    arrays : dict of str to numpy.ndarray
+        Every array of the artifact.
+    where : str
+        The file's name, for messages.
+    error : type
+        The exception raised (``ArtifactError``).
+    """
     check_state(cls_name, params, meta, arrays, where, error, CHECKS)

@@ -27,7 +27,7 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from featagg_core.runs.experiments.multilabel import Experiment, run_specs
+from featagg_core.runs.experiments.base import Experiment, run_specs
 from featagg_core.utils.docstrings import fill_doc
 
 __all__ = ["bmgufs_protocol", "bmgufs_heatmap", "bmgufs_robustness", "perturb_edges",

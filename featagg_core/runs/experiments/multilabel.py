@@ -1,13 +1,9 @@
-"""The papers' experiments as sets of runs on one split (part of
+"""The DEFRAG and KTXMLC papers' experiments as sets of runs on one split (part of
 :mod:`featagg_core.experiment`; docs/RUN_MODEL.md).
 
-An :class:`Experiment` is what one click on a page (or one step of the triage) produces:
-the :class:`~featagg_core.experiment.Run` of every pipeline it fitted (each through
-``run_pipeline``, so every number comes from ``evaluate`` on held-out rows and every run
-can go to Compare), the tables built from those runs, a summary and a few sentences that
-say what the numbers mean.
-
-Multi-label experiments here:
+Each returns an :class:`~featagg_core.runs.experiments.base.Experiment`: the
+:class:`~featagg_core.runs.run.Run` of every pipeline it fitted, the tables built from those
+runs, a summary and a few sentences that say what the numbers mean.
 
 * :func:`defrag_tradeoff` — the DEFRAG paper's d0 trade-off: the same classifier settings
   on raw features and on DEFRAG features for every d0 (default 4, 8, 16, 32), on KTXMLC and
@@ -19,7 +15,7 @@ Multi-label experiments here:
   >= 98 % of the raw P@1 and how much faster it trains.
 * :func:`ktxmlc_sweep` — P@k and time against the number of trees T or the branching K
   (a fine grid, 2 to 64 with the paper's 5, 6, 10), next to the K elbow of the training
-  rows' label vectors (:func:`featagg_core.experiment.elbow`).
+  rows' label vectors (:func:`featagg_core.runs.evaluation.elbow`).
 
 Graph and table experiments live in :mod:`featagg_core.runs.experiments.graph` and
 :mod:`featagg_core.runs.experiments.table`. Each experiment takes ``progress(fraction,
@@ -30,15 +26,15 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from featagg_core.runs.experiments.base import Experiment, run_specs
 from featagg_core.utils.docstrings import fill_doc
 
-__all__ = ["Experiment", "defrag_tradeoff", "ktxmlc_sweep", "DEFAULT_D0S", "DEFAULT_TREES",
-           "DEFAULT_KS", "KEEP_P1", "run_specs"]
+__all__ = ["defrag_tradeoff", "ktxmlc_sweep", "DEFAULT_D0S", "DEFAULT_TREES", "DEFAULT_KS",
+           "KEEP_P1"]
 
 DEFAULT_D0S = (4, 8, 16, 32)
 DEFAULT_TREES = (1, 2, 3, 5, 8)
@@ -47,112 +43,6 @@ DEFAULT_KS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64)
 #: share of the raw P@1 a DEFRAG setting must keep to count as "no real loss"
 KEEP_P1 = 0.98
 CLASSIFIER_TITLES = {"ktxmlc": "KTXMLC", "ova": "One-vs-all", "per_tree": "KTXMLC, DEFRAG per tree"}
-
-
-def _jsonable(value):
-    from featagg_core.experiment import _jsonable as j
-    return j(value)
-
-
-@dataclass(eq=False)
-class Experiment:
-    """One experiment: its runs, tables (lists of records), summary and verdict.
-
-    ``status``: "done", "cancelled" (stopped by ``cancel``; the finished runs are kept)
-    or "failed" (``message`` says why). ``tables`` hold plain JSON-able records (one dict
-    per row, numbers as fractions and seconds); :meth:`frame` gives one as a DataFrame.
-    """
-    kind: str
-    title: str
-    params: Dict[str, Any]
-    runs: List[Any] = field(default_factory=list)
-    tables: Dict[str, List[dict]] = field(default_factory=dict)
-    summary: Dict[str, Any] = field(default_factory=dict)
-    verdict: List[str] = field(default_factory=list)
-    status: str = "done"
-    message: str = ""
-    seconds: float = 0.0
-    split_id: str = ""
-
-    def frame(self, name: str):
-        """One of the experiment's tables as a DataFrame.
-
-        Parameters
-        ----------
-        name : str
-            The table's name (a key of ``tables``; an unknown name gives an empty frame).
-
-        Returns
-        -------
-        pandas.DataFrame
-            One row per record.
-        """
-        import pandas as pd
-        return pd.DataFrame(self.tables.get(name, []))
-
-    def to_record(self) -> dict:
-        """Everything but the fitted pipelines, JSON-able (the triage JSON).
-
-        Returns
-        -------
-        dict
-            Kind, title, params, status, message, seconds, split id, summary, verdict, tables
-            and the runs' records.
-        """
-        return _jsonable({"kind": self.kind, "title": self.title, "params": self.params,
-                          "status": self.status, "message": self.message,
-                          "seconds": self.seconds, "split_id": self.split_id,
-                          "summary": self.summary, "verdict": list(self.verdict),
-                          "tables": self.tables,
-                          "runs": [r.to_record() for r in self.runs]})
-
-
-# ----------------------------------------------------------------------------- running
-@fill_doc
-def run_specs(data, split, specs: Sequence[dict], *, bases: Optional[Sequence] = None,
-              progress=None, cancel=None, weights: Optional[Sequence[float]] = None):
-    """``run_pipeline`` for each spec in turn; stops at the first cancelled run.
-
-    Parameters
-    ----------
-    {data_any}
-    {split_its}
-    specs : sequence of dict
-        The run specs.
-    bases : sequence, optional
-        ``bases[i]``: a base for the i-th run (a Run or Pipeline), or a callable receiving
-        the finished runs and returning one.
-    {progress}
-    {cancel_experiment_status}
-    weights : sequence of float, optional
-        Share the progress bar between the specs.
-
-    Returns
-    -------
-    runs : list of Run
-        The finished runs, in order.
-    cancelled : bool
-        Whether a run was cancelled.
-    """
-    from featagg_core.utils.cancel import Cancelled, cancelling_progress
-    from featagg_core.experiment import run_pipeline
-    w = np.asarray(weights if weights is not None else [1.0] * len(specs), float)
-    w = w / w.sum() if w.sum() > 0 else np.full(len(specs), 1.0 / max(len(specs), 1))
-    edges = np.concatenate([[0.0], np.cumsum(w)])
-    runs: List[Any] = []
-    for i, spec in enumerate(specs):
-        base = None if bases is None else bases[i]
-        if callable(base):
-            base = base(runs)
-        cb = cancelling_progress(progress, None, float(edges[i]), float(edges[i + 1]))
-        try:
-            run = run_pipeline(data, split, spec, progress=cb, cancel=cancel, base=base)
-        except Cancelled:
-            return runs, True
-        runs.append(run)
-        if run.status == "cancelled":
-            return runs, True
-    return runs, False
 
 
 def _train_seconds(run, defrag_seconds: Optional[float] = None) -> float:
@@ -382,7 +272,7 @@ def ktxmlc_sweep(data, split, param: str = "n_clusters",
     """P@k, train and predict time against ``param`` ("n_clusters" = K or "n_trees" = T).
 
     K values the labels cannot fill (K >= L) are dropped. With ``with_elbow`` (K only),
-    the K elbow of the training rows (:func:`featagg_core.experiment.elbow` on the same
+    the K elbow of the training rows (:func:`featagg_core.runs.evaluation.elbow` on the same
     grid) goes in ``summary["elbow"]``.
 
     Parameters
@@ -410,7 +300,7 @@ def ktxmlc_sweep(data, split, param: str = "n_clusters",
         For an unknown ``param`` or a spec without a KTXMLC classifier.
     """
     from featagg_core.runs.spec import canonical_spec
-    from featagg_core.experiment import elbow
+    from featagg_core.runs.evaluation import elbow
     if param not in ("n_clusters", "n_trees"):
         raise ValueError(f"param must be 'n_clusters' (K) or 'n_trees' (T), got {param!r}")
     t0 = time.perf_counter()

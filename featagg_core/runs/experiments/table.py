@@ -22,7 +22,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from featagg_core.runs.experiments.multilabel import Experiment, run_specs
+from featagg_core.runs.experiments.base import Experiment, run_specs
 from featagg_core.utils.docstrings import fill_doc
 
 __all__ = ["BUDGET_STEPS", "default_budget", "vocabulary_heldout", "vocabulary_experiment",
