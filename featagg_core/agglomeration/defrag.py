@@ -29,7 +29,7 @@ from featagg_core.utils.products import cluster_membership, exact_xt_y
 from featagg_core.utils.validation import Interval, Options, as_csr, check_param, validate_params
 from featagg_core.utils.docstrings import fill_doc
 
-__all__ = ["Defrag", "DefragTree", "feature_representation", "clustering_error",
+__all__ = ["Defrag", "feature_representation", "clustering_error",
            "balanced_depth_cap", "warmup"]
 
 #: how :meth:`Defrag.transform` may combine a cluster's features
@@ -356,10 +356,9 @@ class Defrag(TransformerMixin, BaseEstimator):
     sampling rules and the ``avg`` aggregation. Departures: an iteration cap
     (``max_iter``), stable tie-breaking by feature order, a per-node seed instead of one
     sequential generator (for thread-count-independent results), and no sampling by
-    default and no pruning (measured on Bibtex, Delicious and synthetic data, see
-    ``benchmarks/results/defrag.md``: both speed up the build by at most 1.5-4x and raise
-    the clustering error on the full representation; the original's 5 % label sample
-    is the costliest).
+    default and no pruning: both speed up the build little and raise the clustering error
+    on the full representation, the original's 5 % label sample most (measured in
+    ``benchmarks/results/defrag.md``).
 
     Edge cases: ``d <= d0`` (including d = 1) gives one cluster holding every feature;
     features with an all-zero representation (never seen in training) score 0 against

@@ -299,14 +299,12 @@ class Fiat(BaseEstimator):
         Weight of the imputed values relative to the observed ones (0 = no imputation,
         1 = restore perfectly correlated features exactly). An imputed feature is a
         guess, so it gets less weight than an observed one. 0.25 is the best single value
-        of {0.1, 0.25, 0.5, 1} measured on 80/20 validation splits of the training rows
-        (KTXMLC defaults, DEFRAG d0 = 8, half of each validation row's features erased;
-        ``benchmarks/refrag_fiat_bench.py --fiat-mix``), summed over Bibtex, Delicious and
-        Corel16k: P@1 gain over no imputation +0.9 / +1.0 / +0.9 points, against
-        +0.2 / -0.7 / +1.1 at 0.5 and -2.4 / -4.0 / +1.4 at 1. The best value depends on
-        the data (Corel16k's 8 features per row want more imputation), and imputing rows
-        that lost nothing changes P@1 by -0.6 / -1.7 / +1.2 at 0.25, so on most data FIAT
-        is for rows known to have lost features.
+        of {0.1, 0.25, 0.5, 1} on 80/20 validation splits of the training rows of Bibtex,
+        Delicious and Corel16k with half of each validation row's features erased
+        (``benchmarks/refrag_fiat_bench.py --fiat-mix``; measured in
+        ``benchmarks/results/fiat_mix.md``). The best value depends on the data, and
+        imputing rows that lost nothing can cost P@1, so on most data FIAT is for rows
+        known to have lost features.
     min_weight : float, default 0.0
         Drop off-diagonal operator entries below this weight (prunes weak pairs).
 
@@ -366,8 +364,8 @@ class Fiat(BaseEstimator):
             Ignored (scikit-learn's signature).
         progress : callable or None, default None
             ``progress(fraction, message)``, if given, is called before and after each of the
-            two steps (each well under a second at 10^5 features); it may raise (e.g.
-            :class:`featagg_core.utils.cancel.Cancelled`), which propagates.
+            two steps; it may raise (e.g. :class:`featagg_core.utils.cancel.Cancelled`),
+            which propagates.
 
         Returns
         -------

@@ -142,9 +142,8 @@ class Refrag(BaseEstimator):
     documents do not dominate a prototype. The linear mix of base score and affinity
     follows PfastreXML's re-ranker as the issue describes it. The propensity factor
     (``propensity_exponent``) is our addition; 0 gives the paper's formula. The shortlist
-    size, the nearest
-    prototype candidates and the base score normalisation are our choices (measured in
-    ``benchmarks/refrag_fiat_bench.py``). The defaults alpha = 0.4, gamma = 1,
+    size, the nearest prototype candidates and the base score normalisation are our
+    choices (measured by ``benchmarks/refrag_fiat_bench.py``). The defaults alpha = 0.4, gamma = 1,
     propensity_exponent = 0.5 were picked on a validation split (80/20 of the training
     data) of Delicious with KTXMLC as the base: the largest coverage@5 gain whose P@5 cost
     stays within 1 point (PfastreXML's alpha = 0.8, gamma = 30 change almost nothing
@@ -203,9 +202,8 @@ class Refrag(BaseEstimator):
             The feature clustering (or the feature cluster ids), fitted on data with the same
             d features.
         progress : callable(fraction, message), optional
-            Called between the steps (C^F, the label sums, the smoothing; each well under
-            a second at 10^5 features and 10^4 labels); it may raise (e.g.
-            :class:`featagg_core.utils.cancel.Cancelled`), which propagates.
+            Called between the steps (C^F, the label sums, the smoothing); it may raise
+            (e.g. :class:`featagg_core.utils.cancel.Cancelled`), which propagates.
 
         Returns
         -------

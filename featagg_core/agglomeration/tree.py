@@ -1,5 +1,6 @@
-"""The DEFRAG hierarchy as flat arrays (:class:`DefragTree`), re-exported by
-:mod:`featagg_core.agglomeration.defrag` (moved here whole to keep that module under 800 lines)."""
+"""The DEFRAG hierarchy as flat arrays (:class:`DefragTree`): the tree a
+:class:`featagg_core.agglomeration.defrag.Defrag` fit grows and keeps as ``tree_``, with
+its node walks, the plotly view the dashboard draws and its artifact arrays."""
 from __future__ import annotations
 
 from dataclasses import dataclass
