@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from featagg_core.vocab import compressor as V  # noqa: E402
+from featagg_core.vocab import counts  # noqa: E402
 from featagg_core.vocab.compressor import VocabularyCompressor, compress_columns  # noqa: E402
 
 from _common import md_header, md_row, shared_data, timed  # noqa: E402
@@ -85,7 +86,7 @@ def bench_scale(sizes, budgets, log):
     for n in sizes:
         c0, c1 = zipf_counts(n)
         vocab = np.arange(n)
-        prep, prep_cpu, _ = timed(lambda: V._Prepared(c0, c1, 1, True))
+        prep, prep_cpu, _ = timed(lambda: counts._Prepared(c0, c1, 1, True))
         atoms = prep.n_atoms
         del prep
         for m in budgets:
@@ -138,7 +139,7 @@ def bench_divisive_big(n, m, log, max_iter=20):
     """Divisive at the paper's scale, once (O(atoms m) per iteration, capped iterations)."""
     c0, c1 = zipf_counts(n)
     vocab = np.arange(n)
-    prep, prep_cpu, _ = timed(lambda: V._Prepared(c0, c1, 1, True))
+    prep, prep_cpu, _ = timed(lambda: counts._Prepared(c0, c1, 1, True))
     out = {}
     for method, kw in (("submodular", {}), ("divisive", {"max_iter": max_iter})):
         vc, cpu, wall = timed(lambda: VocabularyCompressor(m, method=method, **kw).fit_counts(
@@ -225,7 +226,7 @@ def bench_dp(tables, sizes, budgets, log, n_rep=5):
             if 20 <= k <= 2000:
                 inst.append((f"{name}:{c}", d.table[c].to_numpy(), d.labels))
     for label, vals, y in inst:
-        codes, vocab = V.factorize(vals)
+        codes, vocab = counts.factorize(vals)
         n = len(vocab)
         c1 = np.bincount(codes, weights=y, minlength=n).astype(np.int64)
         c0 = np.bincount(codes, minlength=n) - c1

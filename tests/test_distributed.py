@@ -23,16 +23,15 @@ from featagg_core.distributed import (
     ClusterError,
     defrag_distributed,
     describe_scheduler,
-    fit_defrag,
-    fit_ktxmlc,
     ktxmlc_distributed,
     load_xc_shards,
     scheduler_from_env,
     vocabulary_distributed,
 )
+from featagg_core.runs.steps import fit_classifier, fit_defrag
 from featagg_core.xmlc.ktxmlc import KTXMLC
 from featagg_core.data.synthetic import make_powerlaw_multilabel
-from featagg_core.vocab.compressor import factorize
+from featagg_core.vocab.counts import factorize
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -251,9 +250,10 @@ def test_ktxmlc_twin_makes_the_same_flat_tree_choice(client, xmlc_data):
 def test_ktxmlc_serial_twin_and_dispatch(xmlc_data):
     X, Y = xmlc_data
     params = dict(n_trees=1, max_leaf_labels=30, random_state=1)
-    single = fit_ktxmlc(X, Y, **params)
+    spec = {"kind": "ktxmlc", **params}          # the run model decides where it fits
+    single = fit_classifier(X, Y, spec)
     assert not hasattr(single, "distributed_info_")
-    dist = fit_ktxmlc(X, Y, scheduler="serial", **params)
+    dist = fit_classifier(X, Y, spec, scheduler="serial")
     assert_same_ktxmlc(single, dist, X[:300])
     with pytest.raises(ValueError, match="Y"):
         ktxmlc_distributed("serial", X, None)
@@ -403,7 +403,8 @@ def test_scheduler_from_env_and_description(client):
     bad = describe_scheduler("tcp://127.0.0.1:9", timeout=0.5)
     assert not bad["ok"] and "cannot be reached" in bad["message"]
     X, Y = near_tie_data(seed=7, copies=2)
-    assert_same_defrag(fit_defrag(X, Y, d0=4), fit_defrag(X, Y, scheduler=client, d0=4))
+    spec = {"d0": 4, "representation": "XY"}
+    assert_same_defrag(fit_defrag(X, Y, spec), fit_defrag(X, Y, spec, scheduler=client))
 
 
 # ---------------------------------------------------------------------------- processes

@@ -17,10 +17,9 @@ from featagg_core.vocab.compressor import (
     METHODS,
     VocabularyCompressor,
     compress_columns,
-    sort_order,
-    _prefix,
     warmup,
 )
+from featagg_core.vocab.counts import _prefix, sort_order
 
 
 def _mi_buckets(c0, c1, groups):

@@ -7,7 +7,8 @@ import pytest
 from sklearn.metrics import mutual_info_score
 
 from featagg_core.distributed import dask_client, distributed_threshold_compress
-from featagg_core.vocab.compressor import VocabularyCompressor, sort_order
+from featagg_core.vocab.compressor import VocabularyCompressor
+from featagg_core.vocab.counts import sort_order
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -8,7 +8,8 @@ import pytest
 from featagg_core._kernels import vocab as K
 from featagg_core.utils.polling import new_stop
 from featagg_core.data.samples import load_sample
-from featagg_core.vocab.compressor import VocabularyCompressor, _Prepared
+from featagg_core.vocab.compressor import VocabularyCompressor
+from featagg_core.vocab.counts import _Prepared
 
 
 def test_divide_and_conquer_dp_equals_the_quadratic_dp():

@@ -1,13 +1,12 @@
-"""Helpers of :mod:`featagg_core.vocab.compressor` (re-exported there): the label counts' mutual
-information, the 1-D input and 0/1 label checks, the counts of a column
-(:func:`factorize`, :func:`check_counts`), the sorted order and its atoms
-(:func:`sort_order`, ``_Prepared``), the JSON form of a vocabulary, the split of a global
-budget over columns (``_allocate``) and the start of the divisive clustering
-(``_divisive_init``)."""
-from __future__ import annotations
+"""A categorical column's label counts and the order the compressors work in: the column
+and its 0/1 labels checked (``_as_1d``, ``_check_labels``), its vocabulary and per-value
+label counts (:func:`factorize`, :func:`check_counts`), I(Z; C) of bucket counts
+(``_mi_from_counts``), the values sorted by P(C = 0 | x) (:func:`sort_order`) with their
+prefix counts (``_prefix``) and the atoms an optimiser may cut between (``_Prepared``).
 
-import math
-from typing import Dict
+Shared by :mod:`featagg_core.vocab.compressor`, the Dask twin
+(``featagg_core.distributed.vocab``) and the table experiments."""
+from __future__ import annotations
 
 import numpy as np
 import pandas as pd
@@ -194,76 +193,3 @@ class _Prepared:
 
     def to_values(self, ja):
         return self.bpos[np.asarray(ja, np.int64) - 1]
-
-
-def _json_values(vocab) -> list:
-    """The vocabulary as a JSON-ready list (str / int / float / bool keep their type,
-    missing values become null)."""
-    if vocab.dtype.kind in "iub":
-        return vocab.tolist()
-    if pd.api.types.infer_dtype(vocab, skipna=False) in ("string", "integer", "boolean"):
-        return vocab.tolist()  # fast path; the loop below handles missing values and floats
-    out = []
-    for v in vocab.tolist():
-        if isinstance(v, (str, bool, int)) or v is None:
-            out.append(v)
-        elif isinstance(v, float):
-            out.append(None if math.isnan(v) else v)
-        else:
-            raise ValueError(f"vocabulary: value {v!r} of type {type(v).__name__} cannot be "
-                             "exported (str, int, float and bool values can)")
-    return out
-
-
-def _allocate(n_values: Dict[str, int], budget: int, weights: Dict[str, float]) -> Dict[str, int]:
-    """Split ``budget`` buckets over columns in proportion to ``weights`` (largest
-    remainders), at least 1 and at most n_values per column; leftovers re-distributed."""
-    cols = list(n_values)
-    cap = np.array([n_values[c] for c in cols], np.int64)
-    w = np.array([max(weights[c], 0.0) for c in cols], np.float64)
-    if w.sum() <= 0:
-        w = np.ones(len(cols))
-    alloc = np.ones(len(cols), np.int64)
-    left = budget - len(cols)
-    while left > 0:
-        open_ = alloc < cap
-        if not open_.any():
-            break
-        share = np.where(open_, w, 0.0)
-        if share.sum() <= 0:
-            share = open_.astype(np.float64)
-        ideal = left * share / share.sum()
-        add = np.minimum(np.floor(ideal).astype(np.int64), cap - alloc)
-        if add.sum() == 0:  # hand out single buckets by largest remainder
-            rem = np.where(open_, ideal - np.floor(ideal), -1.0)
-            idx = np.argsort(-rem, kind="stable")[: left]
-            idx = idx[open_[idx]]
-            add = np.zeros_like(alloc)
-            add[idx] = 1
-        alloc += add
-        left -= int(add.sum())
-    return {c: int(a) for c, a in zip(cols, alloc)}
-
-
-def _divisive_init(c0, c1, order, m):
-    """Dhillon et al.'s initialisation for two classes: split the values by their most
-    likely class, then cut each group into equal-size pieces along P(C=0|x), with the
-    m clusters shared between the two groups in proportion to their sizes."""
-    n = len(order)
-    tot = (c0 + c1).astype(np.float64)
-    p0 = np.divide(c0, tot, out=np.full(n, 0.5), where=tot > 0)
-    grp = (p0[order] >= 0.5).astype(np.int64)  # sorted ascending: group 0 then group 1
-    n0 = int((grp == 0).sum())
-    n1 = n - n0
-    if m == 1 or n0 == 0 or n1 == 0:
-        ka, kb = (m, 0) if n1 == 0 else (0, m)
-    else:
-        ka = int(np.clip(round(m * n0 / n), 1, m - 1))
-        kb = m - ka
-    init = np.empty(n, np.int64)
-    pos = np.arange(n)
-    if n0:
-        init[order[:n0]] = (pos[:n0] * max(ka, 1)) // n0
-    if n1:
-        init[order[n0:]] = max(ka, 0) + (pos[: n1] * max(kb, 1)) // n1
-    return np.minimum(init, m - 1)

@@ -10,7 +10,8 @@ from featagg_core.artifacts.checks.checker import StateChecker
 def _vocabulary(c: StateChecker) -> None:
     import pandas as pd
 
-    from featagg_core.vocab.compressor import METHODS, _Prepared
+    from featagg_core.vocab.compressor import METHODS
+    from featagg_core.vocab.counts import _Prepared
     c.p_int("budget", 1)
     method = c.p_choice("method", METHODS)
     c.p_int("random_state", None, None, none=True)

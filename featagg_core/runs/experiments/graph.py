@@ -189,10 +189,10 @@ def _protocol_verdict(table, summary) -> List[str]:
 # ----------------------------------------------------------------------------- heat map
 def _training_graph(data, split):
     from featagg_core.runs.split import take_rows
-    from featagg_core.graph.bmgufs import _check_adjacency, _check_features
+    from featagg_core.graph.inputs import check_adjacency, check_node_features
     train = take_rows(data, split, "train")
-    A = _check_adjacency(train.A)
-    return train, A, _check_features(train.X, A.shape[0])
+    A = check_adjacency(train.A)
+    return train, A, check_node_features(train.X, A.shape[0])
 
 
 def _labels_for_k(train):
@@ -230,7 +230,7 @@ def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = 
                    cancel=None) -> Experiment:
     """ACC/NMI of BMGUFS's top-d features over beta_bar x gamma.
 
-    Default the authors' grids, :data:`featagg_core.graph.support.PAPER_BETAS` x
+    Default the authors' grids, :data:`featagg_core.graph.selection_problem.PAPER_BETAS` x
     ``PAPER_GAMMAS``. One set of candidate block models and one precomputed objective serve
     every cell.
 
@@ -256,10 +256,10 @@ def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = 
     ------
     {not_a_graph}
     """
-    from featagg_core.graph.support import PAPER_BETAS, PAPER_GAMMAS
+    from featagg_core.graph.selection_problem import PAPER_BETAS, PAPER_GAMMAS, SelectionProblem
     from featagg_core.utils.cancel import Cancelled, cancelling_progress
     from featagg_core.runs.evaluation import _rows
-    from featagg_core.graph.bmgufs import BMGUFS, _SelectionProblem
+    from featagg_core.graph.bmgufs import BMGUFS
     _check_graph(data, split)
     t0 = time.perf_counter()
     betas = [float(b) for b in (PAPER_BETAS if betas is None else betas)]
@@ -279,7 +279,7 @@ def bmgufs_heatmap(data, split, d: int = 64, betas: Optional[Sequence[float]] = 
                                    report(fr, f"block models: {m}"))
     _, idx, _ = model._candidates(A, _labels_for_k(train), None, cands, None)
     bm = cands[idx]
-    prob = _SelectionProblem(Y, bm.labels_, bm.M_, delta)
+    prob = SelectionProblem(Y, bm.labels_, bm.M_, delta)
     cells = [(b, g) for b in betas for g in gammas]
     grid = []
     try:

@@ -51,7 +51,7 @@ def atoms_per_column(table, labels, columns: Optional[Sequence] = None,
     dict
         Column -> number of atoms.
     """
-    from featagg_core.vocab.compressor import _Prepared, factorize
+    from featagg_core.vocab.counts import _Prepared, factorize
     y = np.asarray(labels)
     out = {}
     for c in (list(table.columns) if columns is None else columns):
