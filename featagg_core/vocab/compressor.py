@@ -135,8 +135,8 @@ class VocabularyCompressor(BaseEstimator):
         many buckets by the divide-and-conquer DP (O(m n log n): the bucket gain satisfies
         the quadrangle inequality on the sorted values, Iwata & Ozawa 2014) and keep it
         when it is better.  Both steps only raise F, so the (1 - 1/e - epsilon) guarantee
-        is kept, and small columns get the optimum (the local moves alone stopped at
-        0.9878 of it on Amazon's ROLE_DEPTNAME at m = 4).  Default True.
+        is kept, and small columns get the optimum, which the local moves alone can miss
+        (measured in ``benchmarks/results/vocab_dp.md``).  Default True.
     handle_unseen : {"prior", "dedicated"}
         Where :meth:`transform` puts values not seen in ``fit``: ``"prior"`` (default) -
         the bucket whose label distribution is closest (KL) to the prior P(C) of the fitting
