@@ -580,7 +580,7 @@ def _compress_distributed(args, data, split, columns) -> Dict[str, Any]:
     machine (forced split points), so it must not share that spec's runs."""
     import time
 
-    from featagg_core.distributed import vocabulary_distributed
+    from featagg_core.distributed.vocab import vocabulary_distributed
     from featagg_core.experiment import evaluate, take_rows
     from featagg_core.runs.pipeline import Pipeline
     from featagg_core.vocab.compressor import ColumnCompression

@@ -424,22 +424,6 @@ def is_future(obj) -> bool:
 
 # ---------------------------------------------------------------------------- block tasks
 @fill_doc
-def block_rows(block):
-    """The number of rows of a block (a task).
-
-    Parameters
-    ----------
-    {block}
-
-    Returns
-    -------
-    int
-        Its rows.
-    """
-    return int(block[0].shape[0])
-
-
-@fill_doc
 def row_nnz(block):
     """The non-zeros of each feature row of a block (a task).
 

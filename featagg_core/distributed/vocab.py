@@ -5,7 +5,8 @@ per value; the per-part tables are merged by a tree reduction of adjacent parts 
 rows on the left), which keeps the vocabulary in order of first appearance, the order
 ``VocabularyCompressor.fit`` uses (ties of P(C=0|x) are broken by it). The driver only
 sees the vocabulary-sized counts. The thresholding then runs as before (see
-:func:`vocabulary_distributed`).
+:func:`vocabulary_distributed`). :func:`distributed_threshold_compress` is the twin's first
+name and signature (it opens its own client), kept for existing callers.
 """
 from __future__ import annotations
 
@@ -17,15 +18,16 @@ import pandas as pd
 
 from featagg_core._kernels import vocab as _kv
 from featagg_core.distributed.blocks import is_future, tree_reduce
+from featagg_core.distributed.cluster import dask_client
 from featagg_core.distributed.executor import Executor, with_retries
 
-__all__ = ["vocabulary_distributed"]
+__all__ = ["vocabulary_distributed", "distributed_threshold_compress"]
 
 
 # ---------------------------------------------------------------------------- counting
 def _count_part(part):
     """``(vocabulary, counts0, counts1)`` of one part ``(values, labels)``."""
-    from featagg_core.vocab.compressor import _as_1d, _check_labels, factorize
+    from featagg_core.vocab.counts import _as_1d, _check_labels, factorize
 
     values, labels = part
     codes, vocab = factorize(_as_1d(values, "values"))
@@ -54,7 +56,7 @@ def _merge_counts(a, b):
 
 def _finish_counts(table):
     """The same vocabulary conversion as ``factorize`` applies to a whole column."""
-    from featagg_core.vocab.compressor import factorize
+    from featagg_core.vocab.counts import factorize
 
     vocab, c0, c1 = table
     _, vocab = factorize(vocab)  # already unique and in order: only the dtype rule applies
@@ -153,7 +155,7 @@ def vocabulary_distributed(client, values=None, labels=None, budget=100, *, coun
 def _fit_once(client, vc, values, labels, budget, counts, parts, epsilon, ff, n_parts,
               progress, t0):
     """One attempt of :func:`vocabulary_distributed` (a fresh executor)."""
-    from featagg_core.vocab.compressor import _Prepared, _as_1d, _check_labels, check_counts
+    from featagg_core.vocab.counts import _Prepared, _as_1d, _check_labels, check_counts
 
     with Executor(client) as ex:
         n_w = 1 if ex.serial else len(ex.workers())
@@ -251,3 +253,55 @@ def _fit_once(client, vc, values, labels, budget, counts, parts, epsilon, ff, n_
     if progress is not None:
         progress(1.0, "done")
     return vc
+
+
+def distributed_threshold_compress(values=None, labels=None, budget=100, *, counts=None,
+                                   epsilon=0.1, forced_fraction=None, n_parts=None,
+                                   client=None, scheduler_address=None, n_workers=2,
+                                   threads_per_worker=1, processes=False, refine=False):
+    """The first name of :func:`vocabulary_distributed` (kept for existing callers).
+
+    Where to run: ``client`` (a ``distributed.Client`` or ``"serial"``), else
+    ``scheduler_address``, else a ``LocalCluster(n_workers, threads_per_worker,
+    processes)`` started for the call (see :func:`dask_client`). Values are now counted
+    on the workers too.
+
+    Parameters
+    ----------
+    values, labels : 1-D arrays, optional
+        The column's values and the 0/1 labels (as for ``VocabularyCompressor.fit``).
+    budget : int, default=100
+        Buckets m.
+    counts : tuple (vocabulary, counts0, counts1), optional
+        Already counted, instead of ``values`` and ``labels``.
+    epsilon : float, default=0.1
+        Threshold decrease factor 1 + epsilon.
+    forced_fraction : float, optional
+        Share of the budget spent on forced split points (default ``epsilon``).
+    n_parts : int, optional
+        Tasks of the thresholding rounds.
+    refine : bool, default=False
+        Apply the single-machine local refinement to the merged split points.
+    client, scheduler_address, n_workers, threads_per_worker, processes
+        Where to run, as :func:`dask_client`.
+
+    Returns
+    -------
+    VocabularyCompressor
+        The fitted compressor.
+
+    Raises
+    ------
+    ValueError
+        Without ``values`` and ``labels`` or ``counts``, or for a bad parameter.
+    """
+    with dask_client(client, scheduler_address, n_workers, threads_per_worker, processes) as cl:
+        if values is None and labels is None and counts is None:
+            raise ValueError("values/labels: give both, or counts=(vocabulary, counts0, "
+                             "counts1)")
+        if counts is None and (values is None or labels is None):
+            raise ValueError("values/labels: give both, or counts=(vocabulary, counts0, "
+                             "counts1)")
+        return vocabulary_distributed(cl, values, labels, budget, counts=counts,
+                                      epsilon=epsilon, forced_fraction=forced_fraction,
+                                      n_parts=n_parts, refine=refine)

@@ -1,5 +1,9 @@
-"""Fitting one pipeline step on training rows (used by ``experiment.run_pipeline`` and by
+"""Fitting one pipeline step on training rows (used by ``runs.run.run_pipeline`` and by
 the sweeps that fit, so both fit a step the same way).
+
+Here or on a cluster is decided here: without a ``scheduler`` a step is fitted by its
+estimator's own ``fit``; with one, DEFRAG and KTXMLC are fitted by their Dask twins
+(:mod:`featagg_core.distributed`, the same models) and the other steps here.
 
 Every function takes the *training* arrays only; the caller slices them from the split.
 ``progress`` is a ``callback(fraction, message)`` (``featagg_core.utils.cancel.cancelling_progress``
@@ -85,15 +89,19 @@ def fit_defrag(X, Y, params: dict, progress: Progress = None, scheduler=None):
     Defrag
         The fitted model.
     """
-    from featagg_core.distributed import fit_defrag as fit
     params = {k: v for k, v in params.items() if k != "per_tree"}
 
     def levels(level, n_levels):
         _call(progress, level / max(n_levels, 1), f"DEFRAG: level {level} of {n_levels}")
 
     _call(progress, 0.0, f"DEFRAG: agglomerating {X.shape[1]:,} features")
-    return fit(X, Y if params["representation"] == "XY" else None, scheduler=scheduler,
-               progress=levels if progress is not None else None, **params)
+    Y = Y if params["representation"] == "XY" else None
+    report = levels if progress is not None else None
+    if scheduler is None:
+        from featagg_core.agglomeration.defrag import Defrag
+        return Defrag(**params).fit(X, Y, progress=report)
+    from featagg_core.distributed.defrag import defrag_distributed
+    return defrag_distributed(scheduler, X, Y, progress=report, **params)
 
 
 @fill_doc
@@ -117,14 +125,14 @@ def fit_classifier(X, Y, params: dict, progress: Progress = None, scheduler=None
     KTXMLC or OneVsAll
         The fitted model.
     """
-    from featagg_core.distributed import fit_ktxmlc
     from featagg_core.xmlc.ktxmlc import KTXMLC, OneVsAll
     kw = {k: v for k, v in params.items() if k != "kind"}
     model = KTXMLC(**kw) if params["kind"] == "ktxmlc" else OneVsAll(**kw)
     _call(progress, 0.0, f"{type(model).__name__}: training on {X.shape[0]:,} points")
     report = flexible_progress(progress, type(model).__name__)
     if scheduler is not None and params["kind"] == "ktxmlc":
-        return fit_ktxmlc(X, Y, scheduler=scheduler, progress=report, **kw)
+        from featagg_core.distributed.ktxmlc import ktxmlc_distributed
+        return ktxmlc_distributed(scheduler, X, Y, progress=report, **kw)
     model.fit(X, Y, progress=report)
     return model
 
