@@ -47,7 +47,10 @@ formats; :func:`warmup`), one module per format -- :mod:`.npz`, :mod:`.xc`,
 :mod:`.svmlight`, :mod:`.arff`, :mod:`.multilabel` (:func:`load_dataset`),
 :mod:`._graph_parts` (shared by the graph formats), :mod:`.matlab`, :mod:`.graphs`
 (:func:`load_graph`), :mod:`.planetoid`, :mod:`.tables` -- each importing only from the
-modules before it in that list.
+modules before it in that list. Built on the readers: :mod:`.synthetic` (data of any size
+with planted structure), :mod:`.samples` (the bundled sample datasets by name),
+:mod:`.mapped_npz` (the memory-mapped npz cache file) and :mod:`.cache` (a server-side data
+folder: listing, safe paths, the disk cache and a store of opened datasets).
 """
 from __future__ import annotations
 

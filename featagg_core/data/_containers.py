@@ -301,9 +301,9 @@ def _memoize_fingerprint(cls) -> None:
     """Make ``cls.fingerprint`` hash the content once and then return the same value while
     the container holds the same objects.
 
-    A fingerprint is a sha1 over every stored entry: ~0.3 s for 10^6 points with 1.5·10^7
-    non-zeros, and the dashboard reads it many times per script run (page namespaces, the
-    split, the run checks), which made a 10^6-row dataset's Data page take tens of seconds.
+    A fingerprint is a sha1 over every stored entry, and the dashboard reads it many times
+    per script run (page namespaces, the split, the run checks): on a large dataset that
+    cost is paid once (measured in ``benchmarks/results/data_notes.md``).
     The memo is keyed on the identity of the container's fields (and a sparse matrix's
     nnz): assigning a new matrix or name list recomputes it. Containers are treated as
     immutable once fingerprinted; changing the stored values of ``X`` in place is not seen.

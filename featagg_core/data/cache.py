@@ -57,7 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from featagg_core.data.mapped_npz import CACHE_VERSION, open_npz_cache, write_npz_cache
-from featagg_core.data import DatasetError
+from featagg_core.data._containers import DatasetError
 from featagg_core.utils.docstrings import fill_doc
 
 __all__ = ["DataFolder", "FolderFile", "DatasetStore", "CACHE_DIR_NAME",
@@ -66,8 +66,8 @@ __all__ = ["DataFolder", "FolderFile", "DatasetStore", "CACHE_DIR_NAME",
 
 #: the cache folder beside the sources (hidden: the listing never shows it)
 CACHE_DIR_NAME = ".featagg-cache"
-#: multi-label files from this size on get a disk cache (smaller ones parse in well under
-#: a second; caching them would only litter the folder)
+#: multi-label files from this size on get a disk cache (smaller ones parse quickly, see
+#: benchmarks/results/data_notes.md; caching them would only litter the folder)
 CONVERT_MIN_BYTES = 4 << 20
 
 _MULTILABEL_EXT = {".svm", ".svmlight", ".libsvm", ".arff"}

@@ -10,7 +10,8 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from featagg_core.data import MultiLabelData
+from featagg_core.data._containers import MultiLabelData
+from featagg_core.data._input import _atomic_write
 
 #: format version of the cache files (a file of another version is rebuilt)
 CACHE_VERSION = 1
@@ -49,7 +50,6 @@ def write_npz_cache(data: MultiLabelData, path: str, meta: dict) -> None:
     OSError
         When the file cannot be written (nothing is left behind).
     """
-    from featagg_core.data import _atomic_write
     arrays = {"meta": np.array(json.dumps(dict(meta, version=CACHE_VERSION))),
               "name": np.array(str(data.name or "")),
               "source": np.array(str(data.source or ""))}

@@ -229,20 +229,23 @@ def _synthetic(name):
 
 @functools.lru_cache(maxsize=None)
 def _load(name):
-    from featagg_core import data as _data
+    from featagg_core.data._containers import DatasetError
+    from featagg_core.data.graphs import load_graph
+    from featagg_core.data.multilabel import load_dataset
+    from featagg_core.data.tables import load_categorical
     info, fname, label = _REGISTRY[name]
     if fname is None:
         return _synthetic(name)
     path = os.path.join(SAMPLE_DIR, fname)
     if not os.path.exists(path):
-        raise _data.DatasetError("bundled sample file is missing (run "
+        raise DatasetError("bundled sample file is missing (run "
                                  "scripts/make_samples.py)", path=path)
     if info.kind == "multilabel":
-        d = _data.load_dataset(path)
+        d = load_dataset(path)
     elif info.kind == "graph":
-        d = _data.load_graph(path)
+        d = load_graph(path)
     else:
-        d = _data.load_categorical(path, label=label)
+        d = load_categorical(path, label=label)
     d.name = name
     d.source = f"sample_data/{fname}: {_SOURCES[name]}"
     return d

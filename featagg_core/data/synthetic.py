@@ -8,8 +8,9 @@
 * :func:`make_zipf_categorical` — Zipf-distributed categorical columns with a binary label
   whose rate ``P(C=1 | value)`` varies from value to value.
 
-Everything is vectorised numpy (no loop over rows, non-zeros or nodes), so 10^6 features and
-10^7 non-zeros take seconds. Results depend only on the arguments and ``random_state``.
+Everything is vectorised numpy (no loop over rows, non-zeros or nodes), so large sets are
+quick to make (timed in ``benchmarks/results/data_notes.md``). Results depend only on the
+arguments and ``random_state``.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from featagg_core.data import CategoricalData, GraphData, MultiLabelData
+from featagg_core.data._containers import CategoricalData, GraphData, MultiLabelData
 
 __all__ = ["make_powerlaw_multilabel", "make_attributed_sbm", "make_zipf_categorical"]
 

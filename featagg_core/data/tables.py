@@ -84,8 +84,8 @@ def _read_delimited(text: str, sep: str, header: bool, src: str):
     blank lines are skipped, a header name repeated gets ``.1``, ``.2`` ..., an empty one
     ``Unnamed: i``, a row shorter than the header is padded with missing values, a longer
     one is an error naming its line, and pandas' NA spellings are missing values. Unlike
-    pandas, a table of 10^5 columns costs milliseconds, not minutes (one block, no
-    per-column objects)."""
+    pandas it builds one block and no per-column objects, so very wide tables stay cheap
+    (measured in ``benchmarks/results/data_notes.md``)."""
     import csv
     import pandas as pd
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, quotechar='"',
@@ -160,9 +160,9 @@ def _check_parquet_size(raw: bytes, src: str) -> None:
 
 def _as_text(sub):
     """The cells of DataFrame ``sub`` as one 2-D object array of text, missing values as
-    ``"<NA>"``. Whole blocks at a time (a per-column loop costs ~1 ms of pandas overhead
-    per column: a CSV with 10^5 columns would take minutes): string columns as they are,
-    every other column through ``str`` of its Python value."""
+    ``"<NA>"``. Whole blocks at a time (a per-column loop pays pandas' overhead once per
+    column, which dominates on very wide tables; ``benchmarks/results/data_notes.md``):
+    string columns as they are, every other column through ``str`` of its Python value."""
     import pandas as pd
     na = sub.isna().to_numpy()
     dtypes = list(sub.dtypes)
