@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from featagg_core import KTXMLC, Defrag, VocabularyCompressor, load_artifact, metrics
-from featagg_core.__main__ import build_parser, main
+from featagg_core.__main__ import main
+from featagg_core.cli.main import build_parser
 from featagg_core.data import save_npz
 from featagg_core.experiment import make_split
 from featagg_core.data.samples import load_sample

@@ -1,7 +1,7 @@
-"""The ``featagg`` command line's argument parser (moved out of ``featagg_core.__main__`` to keep
-it short): the argparse types that refuse a value saying the range, the split options every
-command shares, and :func:`build`, which wires each subcommand to its ``cmd_*`` function of
-the CLI module it is given (``featagg_core.__main__`` re-exports these names).
+"""The ``featagg`` command line's argument parser: the argparse types that refuse a value
+saying the range, the split options every command shares, and :func:`build`, which declares
+each subcommand's options and wires it to its ``cmd_*`` function (``info``, ``multilabel``,
+``graph``, ``table`` and ``triage`` of this package).
 """
 from __future__ import annotations
 
@@ -64,20 +64,19 @@ def _split_args(sp, what="rows"):
                     help="seed of the random split (default 0, as the dashboard's)")
 
 
-def build(cli) -> argparse.ArgumentParser:
-    """The ``featagg`` argument parser, each subcommand calling ``cli.cmd_<name>``.
-
-    Parameters
-    ----------
-    cli : module
-        The CLI module (``featagg_core.__main__``, or ``__main__`` under ``python -m``) whose
-        ``cmd_*`` functions the subcommands run; the triage subcommand gets it too.
+def build() -> argparse.ArgumentParser:
+    """The ``featagg`` argument parser, each subcommand calling its ``cmd_<name>`` function.
 
     Returns
     -------
     argparse.ArgumentParser
         The parser.
     """
+    from featagg_core.cli.graph import cmd_select_features
+    from featagg_core.cli.info import cmd_info
+    from featagg_core.cli.multilabel import cmd_agglomerate, cmd_evaluate, cmd_predict, cmd_train
+    from featagg_core.cli.table import cmd_compress
+    from featagg_core.cli.triage import add_parser as add_triage
     p = argparse.ArgumentParser(
         prog="featagg",
         description="featagg: shrink and organise huge sparse feature and label spaces. Each "
@@ -95,6 +94,14 @@ def build(cli) -> argparse.ArgumentParser:
                         help="fit on the Dask cluster at ADDRESS (tcp://host:8786), or "
                              "'serial' for the distributed code path in this process")
 
+    def fitting(sp, func, what="rows", cluster=False):
+        """The options every fitting command ends with, and the function it runs."""
+        _split_args(sp, what)
+        common(sp)
+        if cluster:
+            scheduler(sp)
+        sp.set_defaults(func=func)
+
     s = sub.add_parser("info", help="statistics of a dataset, graph or table")
     s.add_argument("data", help="dataset file or sample:NAME")
     s.add_argument("--kind", choices=["multilabel", "graph", "table"],
@@ -103,7 +110,7 @@ def build(cli) -> argparse.ArgumentParser:
     s.add_argument("--label", help="label column of a table")
     s.add_argument("--features", help="node-feature file of a graph")
     s.add_argument("--classes", help="node-class file of a graph")
-    s.set_defaults(func=cli.cmd_info)
+    s.set_defaults(func=cmd_info)
 
     s = sub.add_parser("agglomerate", help="DEFRAG: cluster features into a balanced tree "
                                            "(fitted on the training rows of the split)")
@@ -114,10 +121,7 @@ def build(cli) -> argparse.ArgumentParser:
                    help="feature representation: XY = label-weighted XᵀY rows, X = data columns")
     s.add_argument("--out", help="write the fitted Defrag artifact here")
     s.add_argument("--clusters-csv", help="write feature,cluster CSV here")
-    _split_args(s)
-    common(s)
-    scheduler(s)
-    s.set_defaults(func=cli.cmd_agglomerate)
+    fitting(s, cmd_agglomerate, cluster=True)
 
     s = sub.add_parser("train", help="train KTXMLC or one-vs-all (optionally on DEFRAG features, "
                                      "with REFRAG re-ranking) on the training rows; evaluates "
@@ -146,17 +150,14 @@ def build(cli) -> argparse.ArgumentParser:
     s.add_argument("--shortlist", type=_int_in(1, 1_000_000), default=100, help="labels re-ranked by REFRAG (default 100)")
     s.add_argument("--k", type=_ks, default=[1, 3, 5], help="cut-offs, e.g. 1,3,5")
     s.add_argument("--out", help="write the trained pipeline (one artifact) here")
-    _split_args(s)
-    common(s)
-    scheduler(s)
-    s.set_defaults(func=cli.cmd_train)
+    fitting(s, cmd_train, cluster=True)
 
     s = sub.add_parser("predict", help="top-k labels of each point with a trained model or bundle")
     s.add_argument("model", help="artifact or bundle written by train")
     s.add_argument("data", help="multi-label dataset file or sample:NAME")
     s.add_argument("--k", type=_int_in(1, _MAX_K), default=5, help="labels per point (default 5)")
     s.add_argument("--out", help="write scores as text: header 'N L', then 'label:score ...'")
-    s.set_defaults(func=cli.cmd_predict)
+    s.set_defaults(func=cmd_predict)
 
     s = sub.add_parser("evaluate", help="P@k, nDCG@k, PSP@k, PSnDCG@k, coverage@k of a model")
     s.add_argument("model", help="artifact or bundle written by train")
@@ -165,7 +166,7 @@ def build(cli) -> argparse.ArgumentParser:
     s.add_argument("--test", help="held-out test file (the dataset's own test part)")
     s.add_argument("--k", type=_ks, default=[1, 3, 5], help="cut-offs, e.g. 1,3,5")
     _split_args(s)
-    s.set_defaults(func=cli.cmd_evaluate)
+    s.set_defaults(func=cmd_evaluate)
 
     s = sub.add_parser("select-features", help="BMGUFS: pick node features guided by a block "
                                                "model (fitted on the training nodes' subgraph)")
@@ -179,9 +180,7 @@ def build(cli) -> argparse.ArgumentParser:
     s.add_argument("--max-iter", type=_int_in(0, 1_000_000), default=200, help="gradient iterations (default 200)")
     s.add_argument("--d", type=_int_in(1, 10_000_000), default=64, help="features to select (default 64)")
     s.add_argument("--out", help="write the fitted BMGUFS artifact here")
-    _split_args(s, "nodes")
-    common(s)
-    s.set_defaults(func=cli.cmd_select_features)
+    fitting(s, cmd_select_features, "nodes")
 
     s = sub.add_parser("compress", help="compress categorical vocabularies to a budget of buckets "
                                         "(counts from the training rows)")
@@ -193,11 +192,7 @@ def build(cli) -> argparse.ArgumentParser:
                    choices=["submodular", "threshold", "dp", "frequency", "bucketing", "divisive"],
                    help="compression method (default submodular)")
     s.add_argument("--out", help="write the value→bucket mappings as JSON here")
-    _split_args(s)
-    common(s)
-    scheduler(s)
-    s.set_defaults(func=cli.cmd_compress)
+    fitting(s, cmd_compress, cluster=True)
 
-    from featagg_core.cli.triage import add_parser as add_triage
-    add_triage(sub, _split_args, common, cli)
+    add_triage(sub, _split_args, common)
     return p

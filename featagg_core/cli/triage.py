@@ -1,4 +1,4 @@
-"""The ``triage`` command of ``python -m featagg_core`` (registered by ``__main__``).
+"""The ``triage`` command of ``python -m featagg_core`` (registered by :mod:`featagg_core.cli.parser`).
 
     python -m featagg_core triage DATA --out report.html [--json report.json] [--budget-s 120]
 
@@ -15,6 +15,9 @@ import os
 import re
 import time
 from typing import Any, Dict
+
+from featagg_core.cli.command import CliError, Interrupted, _guess_kind, _progress, _split
+from featagg_core.cli.command import _load as _load_data
 
 __all__ = ["add_parser", "cmd_triage", "user_terms"]
 
@@ -57,11 +60,8 @@ def user_terms(message: str) -> str:
     return out
 
 
-def add_parser(sub, split_args, common, cli) -> None:
+def add_parser(sub, split_args, common) -> None:
     """Register ``triage``.
-
-    ``cli`` is the running command-line module (``__main__`` under ``python -m``): its
-    CliError, loaders and start time are used, never a second import of it.
 
     Parameters
     ----------
@@ -71,8 +71,6 @@ def add_parser(sub, split_args, common, cli) -> None:
         Adds the shared split options to a parser.
     common : callable
         Adds the shared ``--seed`` option.
-    cli : module
-        The running command-line module.
     """
     s = sub.add_parser("triage", help="quick dataset triage: a bounded battery of experiments "
                                       "and a self-contained HTML report (plus its JSON)")
@@ -94,17 +92,15 @@ def add_parser(sub, split_args, common, cli) -> None:
                                     "(same split and seeds, no time cuts)")
     split_args(s)
     common(s)
-    s.set_defaults(func=cmd_triage, _cli=cli)
+    s.set_defaults(func=cmd_triage)
 
 
 def _load(args):
     from featagg_core import data as d
-    cli = args._cli
-    CliError = cli.CliError
     path = args.data
     try:
-        if path.startswith("sample:") or (args.kind or cli._guess_kind(path)) != "multilabel":
-            return cli._load(path, args.kind, test=args.test, label=args.label,
+        if path.startswith("sample:") or (args.kind or _guess_kind(path)) != "multilabel":
+            return _load_data(path, args.kind, test=args.test, label=args.label,
                              features=args.features, classes=args.classes)
         if not os.path.exists(path):
             raise CliError(f"{path}: no such file")
@@ -142,9 +138,6 @@ def cmd_triage(args) -> Dict[str, Any]:
     CliError
         For input the command cannot use, or a budget too small for the loading done.
     """
-    cli = args._cli
-    CliError, Interrupted, _progress, _split = (cli.CliError, cli.Interrupted, cli._progress,
-                                                cli._split)
     _T0 = getattr(args, "started", None) or time.monotonic()
     from featagg_core.triage.report import write_report
     from featagg_core.triage.battery import run_triage
