@@ -200,7 +200,7 @@ def kmeans_feature_labels(R, n_clusters, random_state=0, max_features=None, prog
         Called after every batch and every chunk of assignments; may raise to stop.
     batch_size : int or None
         Rows per mini-batch. None: :func:`default_batch_size` (scikit-learn's 1024 up to
-        K = 7812, then fewer, down to 64, so one batch stays under a second).
+        K = 7812, then fewer, down to 64, so one batch stays short).
     max_iter : int
         Passes over the fitted features: ``max_iter * n // batch_size`` batches, no early
         stopping (a fixed amount of work, so the estimate is right; scikit-learn's ``fit``
@@ -225,7 +225,8 @@ def kmeans_feature_labels(R, n_clusters, random_state=0, max_features=None, prog
     reassignments of small clusters, and each batch is one call of the step function
     ``partial_fit`` itself calls (scikit-learn's ``_mini_batch_step``). ``partial_fit``
     is not called directly: its first batch must hold at least K rows, which at K in the
-    thousands makes one uninterruptible batch cost K² distances (6 s at K = 8192). So
+    thousands makes one uninterruptible batch cost K² distances (timed in
+    ``benchmarks/results/agglomeration_notes.md``). So
     with ``d <= max_features`` the labels are exactly those of
     ``MiniBatchKMeans(n_clusters=K, init=init, n_init=1, batch_size=b, max_iter=max_iter,
     max_no_improvement=None, random_state=random_state).fit(R)`` (the tests pin this).
@@ -326,8 +327,8 @@ def kmeans_feature_labels(R, n_clusters, random_state=0, max_features=None, prog
 def default_batch_size(n_clusters: int, low: int = 64, high: int = 1024,
                        pairs: int = 8_000_000) -> int:
     """Rows per k-means batch: scikit-learn's 1024, fewer when K is above ~7800 so that one
-    batch is at most ``pairs`` row-centre distances (~0.7 s once the dense centres no longer
-    fit in cache; a cancel waits for at most one batch). Also sizes assignment chunks.
+    batch is at most ``pairs`` row-centre distances (a cancel waits for at most one batch;
+    timed in ``benchmarks/results/agglomeration_notes.md``). Also sizes assignment chunks.
 
     Parameters
     ----------
