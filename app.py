@@ -15,18 +15,18 @@ import streamlit as st
 # loop serving every browser, a page's script) gets the GIL back only when the computing
 # thread is forced to drop it, every "switch interval" (5 ms by default): a page with many
 # small messages then waits for hundreds of those. 1 ms keeps other sessions responsive
-# while a job runs (measured: a Data page 6-8 s -> about 2 s beside a k-means job on a
-# loaded machine, together with 1 s job-panel redraws), for a negligible cost to the job.
+# while a job runs, for a negligible cost to the job (measured:
+# benchmarks/results/dashboard_notes.md).
 if sys.getswitchinterval() > 0.001:
     sys.setswitchinterval(0.001)
 
 st.set_page_config(page_title="featagg", page_icon="🧮", layout="wide",
                    initial_sidebar_state="expanded")
 
-from featagg_app.views import home
-from featagg_app.server import jobs, reaper
-from featagg_app import state as session
 from featagg_app.intake import sidebar  # noqa: E402
+from featagg_app.server import context, reaper  # noqa: E402
+from featagg_app.text import show_error  # noqa: E402
+from featagg_app.views import home  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 
@@ -49,8 +49,8 @@ def main() -> None:
     # child processes fill numba's cache in the order pages need it, jobs wait for the
     # kernels they need) and its session reaper (featagg_app/server/reaper.py: a closed or idle
     # session's runs are freed). FEATAGG_WARMUP=0 (in-process AppTest runs): neither.
-    if jobs.kernel_warmup_enabled():
-        jobs.kernels()
+    if context.kernel_warmup_enabled():
+        context.kernels()
         reaper.session_seen()
     if st.session_state.pop(reaper.FREED_KEY, False):
         st.info("This session was idle for a long time: its dataset and runs were freed to "
@@ -64,11 +64,11 @@ def main() -> None:
         sidebar.dataset_picker()
     except Exception as exc:  # noqa: BLE001 - never a traceback in the browser
         with st.sidebar:
-            session.show_error(exc, context="The dataset picker failed")
+            show_error(exc, context="The dataset picker failed")
     try:
         nav.run()
     except Exception as exc:  # noqa: BLE001 - st.stop/st.rerun are BaseException: not caught
-        session.show_error(exc, context=f"The page {nav.title!r} failed")
+        show_error(exc, context=f"The page {nav.title!r} failed")
 
 
 main()

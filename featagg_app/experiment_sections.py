@@ -2,7 +2,8 @@
 to the session (so Compare lists them), and the result drawn with the report's charts and
 tables (the same ones the triage report shows).
 
-Every section is an expander a page calls with its name, dataset and split::
+Every section is an expander a page calls with its name, dataset and split; its buttons
+go through :func:`featagg_app.runs_ui.run_section`::
 
     experiment_sections.defrag_tradeoff(PAGE, data, split)        # Feature agglomeration
     experiment_sections.ktxmlc_sweep(PAGE, data, split, spec)     # Extreme classification
@@ -18,41 +19,33 @@ from typing import Callable, Optional
 import plotly.graph_objects as go
 import streamlit as st
 
-from featagg_app import state as session
+from featagg_app import runs_ui, state
+from featagg_app.text import md_escape
+from featagg_core.runs.estimate import format_seconds
 from featagg_app.views import triage as tv
 
 __all__ = ["run_experiment", "show_experiment", "show_summary_table", "defrag_tradeoff",
            "ktxmlc_sweep", "bmgufs_protocol", "vocabulary_heldout"]
 
 
-def _estimate(data, split, specs) -> Optional[float]:
-    total = 0.0
-    for spec in specs:
-        e = session.estimate(data, split, spec)
-        if e is None:
-            return None
-        total += e
-    return total
-
-
-def run_experiment(page: str, slot: str, label: str, fn: Callable, *, start: bool,
+def run_experiment(page: str, data, split, slot: str, label: str, fn: Callable, *,
+                   key: str, button: str, container=None, disabled: bool = False,
                    estimate_s: Optional[float] = None):
-    """Submit ``fn(progress, cancel) -> Experiment`` as a job when ``start``; while it runs
-    draw its panel; once done add its finished runs to the session and keep it in the
+    """The experiment's button and job (:func:`featagg_app.runs_ui.run_section`):
+    ``fn(progress, cancel) -> Experiment`` is queued when the button is pressed; once done
+    its finished runs are in the session's registry and the Experiment is kept in the
     page's namespace. Returns the latest finished Experiment of ``slot`` (or None)."""
-    state = session.page_state(page)
-    if start:
-        session.submit_job(page, slot, label, fn, estimate_s=estimate_s, kind="experiment")
-    job = session.follow_job(page, slot)
-    if job is not None and job.status == "done":
-        exp = job.result
-        for run in exp.runs:
-            if run.status == "done":
-                session.add_run(run)
-        state.setdefault("experiments", {})[slot] = exp
+    page_ns = state.page_state(page)
+    sec = runs_ui.run_section(page, data, split, fn, slot=slot, key=key, button=button,
+                              layout="button", container=container, primary=False,
+                              disabled=disabled, label=label, estimate_s=estimate_s,
+                              kind="experiment")
+    if sec.job is not None and sec.job.status == "done":
+        exp = sec.job.result
+        page_ns.setdefault("experiments", {})[slot] = exp
         if exp.status == "cancelled":
             st.warning(f"{exp.title}: cancelled; the runs that finished are shown.")
-    return state.get("experiments", {}).get(slot)
+    return page_ns.get("experiments", {}).get(slot)
 
 
 def show_experiment(exp, key: str, table: bool = True) -> None:
@@ -62,7 +55,7 @@ def show_experiment(exp, key: str, table: bool = True) -> None:
     if exp.kind in EXPLAIN:
         st.caption(EXPLAIN[exp.kind])
     for v in rec["verdict"]:
-        st.markdown(session.md_escape(v))
+        st.markdown(md_escape(v))
     figs = experiment_figures(rec)
     if figs:
         cols = st.columns(min(len(figs), 2))
@@ -116,17 +109,17 @@ def defrag_tradeoff(page: str, data, split) -> None:
                   for k in classifiers]
         if per_tree:
             specs += [{"defrag": {"d0": d, "per_tree": True}, "classifier": {}} for d in d0s]
-        est = _estimate(data, split, specs) if d0s and classifiers else None
-        start = st.button(f"Run {len(specs)} fits (≈ {session.fmt_seconds(est)})",
-                          key=f"{page}_tr_run", disabled=not d0s or not classifiers)
+        est = runs_ui.estimate_total(data, split, specs) if d0s and classifiers else None
 
         def work(progress, cancel, d0s=tuple(d0s), classifiers=classifiers,
                  per_tree=per_tree):
             return run_tradeoff(data, split, d0s, classifiers, per_tree=per_tree,
                                 progress=progress, cancel=cancel)
 
-        exp = run_experiment(page, "tradeoff", "Raw vs DEFRAG", work, start=start,
-                             estimate_s=est)
+        exp = run_experiment(page, data, split, "tradeoff", "Raw vs DEFRAG", work,
+                             key=f"{page}_tr_run",
+                             button=f"Run {len(specs)} fits (≈ {format_seconds(est)})",
+                             disabled=not d0s or not classifiers, estimate_s=est)
         if exp is not None and exp.split_id == split.split_id:
             show_experiment(exp, f"{page}_tr")
 
@@ -154,16 +147,16 @@ def ktxmlc_sweep(page: str, data, split, classifier: dict) -> None:
         base = {"classifier": {**{k: v for k, v in classifier.items() if k != param},
                                "one_vs_all": "never"}}
         specs = [{"classifier": dict(base["classifier"], **{param: v})} for v in values]
-        est = _estimate(data, split, specs) if values else None
-        start = st.button(f"Run {len(specs)} fits (≈ {session.fmt_seconds(est)})",
-                          key=f"{page}_sw_run", disabled=not values)
+        est = runs_ui.estimate_total(data, split, specs) if values else None
 
         def work(progress, cancel, param=param, values=tuple(values), base=base):
             return sweep(data, split, param, values, spec=base, progress=progress,
                          cancel=cancel)
 
-        exp = run_experiment(page, f"sweep_{param}", f"KTXMLC sweep over {which}", work,
-                             start=start, estimate_s=est)
+        exp = run_experiment(page, data, split, f"sweep_{param}",
+                             f"KTXMLC sweep over {which}", work, key=f"{page}_sw_run",
+                             button=f"Run {len(specs)} fits (≈ {format_seconds(est)})",
+                             disabled=not values, estimate_s=est)
         if exp is not None and exp.split_id == split.split_id:
             _sweep_figure(exp, param, f"{page}_sw_fig_{param}")
 
@@ -171,7 +164,7 @@ def ktxmlc_sweep(page: str, data, split, classifier: dict) -> None:
 def _sweep_figure(exp, param, key):
     rows = [r for r in exp.tables.get("rows", []) if r.get("status") == "done"]
     for v in exp.verdict:
-        st.markdown(session.md_escape(v))
+        st.markdown(md_escape(v))
     if not rows:
         return
     name = "K" if param == "n_clusters" else "T"
@@ -227,13 +220,9 @@ def bmgufs_protocol(page: str, data, split, bmgufs: Optional[dict] = None) -> No
         n_cand = c3.number_input("Candidate block models", 1, 10, 3, key=f"{page}_bp_cand")
         extra["n_candidates"] = int(n_cand)
         b1, b2, b3 = st.columns(3)
-        one = session.estimate(data, split, {"feature_selection": {"kind": "bmgufs",
+        one = runs_ui.estimate(data, split, {"feature_selection": {"kind": "bmgufs",
                                                                    "d": max(ds or [8]),
                                                                    **extra}})
-        go_p = b1.button(f"Protocol (≈ {session.fmt_seconds(None if one is None else one * max(len(ds), 1) + 10)})",
-                         key=f"{page}_bp_run", disabled=not ds)
-        go_h = b2.button("β̄ × γ grid (33 selections)", key=f"{page}_bh_run")
-        go_r = b3.button("Noisy edges (6 levels)", key=f"{page}_br_run")
 
         def protocol(progress, cancel, ds=tuple(ds), extra=dict(extra)):
             return ex.bmgufs_protocol(data, split, ds, bmgufs=extra, progress=progress,
@@ -247,13 +236,18 @@ def bmgufs_protocol(page: str, data, split, bmgufs: Optional[dict] = None) -> No
             return ex.bmgufs_robustness(data, split, d, bmgufs=extra, progress=progress,
                                         cancel=cancel)
 
-        for slot, title, fn, start in (("protocol", "BMGUFS protocol", protocol, go_p),
-                                       ("heatmap", "BMGUFS grid", heatmap, go_h),
-                                       ("noise", "BMGUFS noisy edges", noise, go_r)):
-            exp = run_experiment(page, slot, title, fn, start=start,
-                                 estimate_s=None if one is None else
-                                 {"protocol": one * max(len(ds), 1) + 10,
-                                  "heatmap": one * 4, "noise": one * 6}[slot])
+        est = {} if one is None else {"protocol": one * max(len(ds), 1) + 10,
+                                      "heatmap": one * 4, "noise": one * 6}
+        for slot, title, fn, box, button, key, off in (
+                ("protocol", "BMGUFS protocol", protocol, b1,
+                 f"Protocol (≈ {format_seconds(est.get('protocol'))})", f"{page}_bp_run",
+                 not ds),
+                ("heatmap", "BMGUFS grid", heatmap, b2, "β̄ × γ grid (33 selections)",
+                 f"{page}_bh_run", False),
+                ("noise", "BMGUFS noisy edges", noise, b3, "Noisy edges (6 levels)",
+                 f"{page}_br_run", False)):
+            exp = run_experiment(page, data, split, slot, title, fn, key=key, button=button,
+                                 container=box, disabled=off, estimate_s=est.get(slot))
             if exp is not None and exp.split_id == split.split_id:
                 st.markdown(f"**{exp.title}**")
                 show_experiment(exp, f"{page}_{slot}")

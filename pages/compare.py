@@ -4,7 +4,7 @@ import streamlit as st
 
 from featagg_app.views import compare as cv
 from featagg_app.views import display
-from featagg_app import state as session
+from featagg_app import state
 
 st.title("Compare runs")
 
@@ -26,19 +26,19 @@ with st.expander("How to read this page", expanded=False):
         "rare labels more; coverage@k is the share of the test labels predicted correctly "
         "at least once. Train time is the fitting time of the run's steps.")
 
-all_runs = session.runs(status="done")
+all_runs = state.runs(status="done")
 if not all_runs:
     st.info("No runs yet. Train or fit something on another page (Feature agglomeration, "
             "Extreme classification, Rare labels, Graph features, Vocabulary compression) "
             "and it appears here.")
     st.stop()
 
-df = cv.runs_frame(session.run_record(r) for r in all_runs)
+df = cv.runs_frame(state.run_record(r) for r in all_runs)
 group_names = cv.groups(df)
-data = session.current_dataset()
+data = state.current_dataset()
 current_group = None
 try:
-    split = None if data is None else session.current_split(data)
+    split = None if data is None else state.current_split(data)
 except ValueError:                    # a dataset too small to split has no runs either
     split = None
 if split is not None:

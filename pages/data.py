@@ -3,20 +3,21 @@ import streamlit as st
 
 from featagg_app.views import data as dv
 from featagg_app.views import display
-from featagg_app import state as session
+from featagg_app import state
+from featagg_app.text import md_escape, show_error
 
 st.title("Data")
 
-data = session.current_dataset()
+data = state.current_dataset()
 if data is None:
-    data = session.require_dataset("multilabel")
-fp = data.fingerprint if session.current_dataset() is not data else session.current_fingerprint()
-st.caption(f"**{session.md_escape(session.dataset_label(data))}**"
-           + (f" · {session.md_escape(data.source)}" if getattr(data, "source", "") else ""))
+    data = state.require_dataset("multilabel")
+fp = data.fingerprint if state.current_dataset() is not data else state.current_fingerprint()
+st.caption(f"**{md_escape(state.dataset_label(data))}**"
+           + (f" · {md_escape(data.source)}" if getattr(data, "source", "") else ""))
 try:
-    st.caption(session.split_caption(session.current_split(data)))
+    st.caption(state.split_caption(state.current_split(data)))
 except ValueError as exc:             # e.g. a one-row upload: nothing to split
-    st.caption(f"No split: {session.md_escape(exc)}")
+    st.caption(f"No split: {md_escape(exc)}")
 
 with st.expander("How to read this page", expanded=False):
     st.markdown(
@@ -167,7 +168,7 @@ def _table_page():
         f"({s['total_vocabulary']:,} over all columns). Big vocabularies (ids, zip codes) make "
         f"one-hot features huge and most values are rare — the **Vocabulary compression** "
         f"page folds them into a few buckets that keep what they say about "
-        f"*{session.md_escape(data.label_name)}*.")
+        f"*{md_escape(data.label_name)}*.")
     cols = list(v["vocab"]["column"])
     if cols:
         col = st.selectbox("Top values of column", cols, key="data_top_values_column")
@@ -179,4 +180,4 @@ def _table_page():
 try:
     {"multilabel": _multilabel_page, "graph": _graph_page, "table": _table_page}[data.kind]()
 except Exception as exc:  # noqa: BLE001 - the message, never a traceback
-    session.show_error(exc, context="Could not compute the statistics of this dataset")
+    show_error(exc, context="Could not compute the statistics of this dataset")

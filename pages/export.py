@@ -8,7 +8,8 @@ import uuid
 import streamlit as st
 
 from featagg_app.views import export as ev
-from featagg_app import state as session
+from featagg_app import runs_ui, state
+from featagg_app.text import md_escape, show_error
 from featagg_app.intake.uploads import MAX_IMPORT_MB
 from featagg_core.artifacts.store import (
     ArtifactError,
@@ -44,27 +45,27 @@ with st.expander("How it works", expanded=False):
         "page. A pipeline fitted on this dataset with another split is refused (it could be "
         "scored on rows it was trained on).")
 
-data = session.current_dataset()
+data = state.current_dataset()
 try:
-    split = session.current_split(data) if data is not None else None
+    split = state.current_split(data) if data is not None else None
 except ValueError as exc:             # e.g. a one-row upload: nothing to evaluate on
-    st.caption(f"The current dataset cannot be split ({session.md_escape(exc)}): imports "
+    st.caption(f"The current dataset cannot be split ({md_escape(exc)}): imports "
                "cannot be evaluated on it.")
     data, split = None, None
-state = session.page_state(PAGE)
+page_ns = state.page_state(PAGE)
 
 # ---------------------------------------------------------------------------
 # download
 # ---------------------------------------------------------------------------
 st.header("Download")
-all_runs = [r for r in session.runs(status="done") if r.pipeline is not None]
+all_runs = [r for r in state.runs(status="done") if r.pipeline is not None]
 if not all_runs:
     st.info("Nothing trained in this session yet. Fit something on another page, then come "
             "back: every run's pipeline is listed here.")
 else:
-    titles = [session.run_title(r) for r in all_runs]
+    titles = [state.run_title(r) for r in all_runs]
     objects = ev.bundle_objects(all_runs, titles)
-    records = [session.run_record(r) for r in all_runs]
+    records = [state.run_record(r) for r in all_runs]
     fps = {r.dataset_fingerprint for r in all_runs}
     st.download_button(f"Bundle of all {len(objects)} pipelines + run table (.fgb)",
                        functools.partial(bundle_bytes, objects, info={"runs": records},
@@ -82,9 +83,9 @@ else:
         st.subheader(f"{ds_name}: {len(items)} run{'s' if len(items) != 1 else ''}")
         for run, title, key in reversed(items):
             with st.container(border=True):
-                st.markdown(f"**{session.md_escape(title)}** — "
-                            f"{session.md_escape(ev.describe_pipeline(run.pipeline))}")
-                st.caption(session.md_escape(session.run_record(run)["split_text"]))
+                st.markdown(f"**{md_escape(title)}** — "
+                            f"{md_escape(ev.describe_pipeline(run.pipeline))}")
+                st.caption(md_escape(state.run_record(run)["split_text"]))
                 cols = st.columns(4)
                 # the bytes are built only when the button is clicked (a model can be large)
                 cols[0].download_button("Artifact (.fgz)",
@@ -109,7 +110,7 @@ else:
 st.header("Import")
 st.caption(f"A pipeline artifact (.fgz) or bundle (.fgb) saved by featagg, at most "
            f"{MAX_IMPORT_MB} MB. It is evaluated on the dataset chosen in the sidebar"
-           + (f", on the test rows of {session.md_escape(split.describe())}."
+           + (f", on the test rows of {md_escape(split.describe())}."
               if split is not None else "."))
 upload = st.file_uploader("Artifact file", type=["fgz", "fgb", "zip"], key="artifact_upload",
                           max_upload_size=MAX_IMPORT_MB)
@@ -120,31 +121,31 @@ if size_mb > MAX_IMPORT_MB:
     st.error(f"{upload.name} is {size_mb:.0f} MB; the limit is {MAX_IMPORT_MB} MB.")
     st.stop()
 file_id = getattr(upload, "file_id", None) or f"{upload.name}:{upload.size}"
-if state.get("file_id") != file_id:
+if page_ns.get("file_id") != file_id:
     try:
         if is_bundle(upload):
             imported, info = load_bundle(upload)
         else:
             imported, info = {upload.name.rsplit(".", 1)[0]: load_artifact(upload)}, {}
     except (ArtifactError, ValueError) as exc:
-        state.pop("file_id", None)
+        page_ns.pop("file_id", None)
         # the loader's message starts with the file's name; the context already says it
         text = str(exc)
         if text.startswith(f"{upload.name}: "):
             exc = ValueError(text[len(upload.name) + 2:])
-        session.show_error(exc, context=f"{upload.name} was refused")
+        show_error(exc, context=f"{upload.name} was refused")
         st.stop()
-    state.update(file_id=file_id, name=upload.name, objects=imported,
+    page_ns.update(file_id=file_id, name=upload.name, objects=imported,
                  entries=ev.pipelines_from_import(imported, info),
                  manifests={k: getattr(o, "artifact_manifest_", {}) for k, o in imported.items()},
                  results={})
-entries, manifests, results = state["entries"], state["manifests"], state["results"]
-st.success(f"Loaded {len(entries)} object(s) from {session.md_escape(state['name'])}: "
-           + ", ".join(session.md_escape(k) for k, _, _ in entries))
+entries, manifests, results = page_ns["entries"], page_ns["manifests"], page_ns["results"]
+st.success(f"Loaded {len(entries)} object(s) from {md_escape(page_ns['name'])}: "
+           + ", ".join(md_escape(k) for k, _, _ in entries))
 
 
-def _evaluate(pipe, key):
-    """Score ``pipe`` on the current split's test rows (a job) and record it as a run."""
+def _evaluation(pipe):
+    """The job that scores ``pipe`` on the current split's test rows as a run."""
     name = ev.pipeline_name(pipe)
 
     def work(progress, cancel):
@@ -155,12 +156,12 @@ def _evaluate(pipe, key):
                    dataset_name=str(getattr(data, "name", "") or ""),
                    split_id=split.split_id, split=split, spec=pipe.spec, status="done",
                    metrics={"test": metrics}, model_sizes=pipe.model_sizes(), pipeline=pipe)
-    session.submit_job(PAGE, f"eval_{key}", f"Evaluate {name}", work)
+    return work
 
 
 for key, pipe, note in entries:
     with st.container(border=True):
-        obj = state["objects"].get(key)
+        obj = page_ns["objects"].get(key)
         if pipe is None and type(obj).__name__ == "VocabularyCompressor" \
                 and data is not None and data.kind == "table":
             # a vocabulary compressor saved on its own: say which column it compresses
@@ -169,11 +170,11 @@ for key, pipe, note in entries:
             pipe, note = as_pipeline(obj, column=col), f"compressing column {col!r}"
         if pipe is None:
             st.subheader(key)
-            st.warning(f"Cannot be evaluated on its own: {session.md_escape(note)}")
+            st.warning(f"Cannot be evaluated on its own: {md_escape(note)}")
             continue
         st.subheader(f"{key}: {ev.pipeline_name(pipe)}")
-        st.caption(session.md_escape(ev.describe_pipeline(pipe))
-                   + (f" · {session.md_escape(note)}" if note else ""))
+        st.caption(md_escape(ev.describe_pipeline(pipe))
+                   + (f" · {md_escape(note)}" if note else ""))
         manifest = manifests.get(key, {})
         if manifest:
             with st.expander("Manifest"):
@@ -189,17 +190,16 @@ for key, pipe, note in entries:
         if pipe.split_id is None:
             st.caption("An older artifact: the rows it was fitted on are unknown. If it was "
                        "fitted on this dataset, its test numbers may include rows it saw.")
-        if st.button("Evaluate on the current dataset", key=f"eval_{key}",
-                     disabled=session.running_job(PAGE, f"eval_{key}") is not None):
-            _evaluate(pipe, key)
-        job = session.follow_job(PAGE, f"eval_{key}")
+        job = runs_ui.run_section(PAGE, data, split, _evaluation(pipe), slot=f"eval_{key}",
+                                  key=f"eval_{key}", button="Evaluate on the current dataset",
+                                  layout="button", primary=False,
+                                  label=f"Evaluate {ev.pipeline_name(pipe)}").job
         if job is not None and job.status == "done":
-            run = session.add_run(job.result)
-            results[key] = run.run_id
+            results[key] = job.result.run_id
         elif job is not None and job.status == "failed":
             results.pop(key, None)
-        shown = session.get_run(results.get(key))
+        shown = state.get_run(results.get(key))
         if shown is not None:
-            st.caption(f"Evaluated as **{session.md_escape(session.run_title(shown))}** on "
-                       f"{session.md_escape(split.describe())}.")
+            st.caption(f"Evaluated as **{md_escape(state.run_title(shown))}** on "
+                       f"{md_escape(split.describe())}.")
             st.table(ev.result_table(shown.metrics["test"]))

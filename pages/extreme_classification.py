@@ -7,7 +7,8 @@ import numpy as np
 import streamlit as st
 
 from featagg_app.views import display
-from featagg_app import experiment_sections, state as session
+from featagg_app import experiment_sections, runs_ui, state
+from featagg_app.text import md_escape, show_error
 from featagg_app.views import xmlc as xv
 from featagg_core.artifacts.store import artifact_bytes
 from featagg_core.experiment import bucket_metrics, canonical_spec, elbow, predictions
@@ -24,8 +25,7 @@ PRESETS = {
 }
 #: settings of a preset that have no widget (KTXMLC parameters): the fast preset balances
 #: its 16-way clusters (a shallow tree), and runs 5 spherical k-means passes and 5 dual
-#: coordinate descent epochs instead of 20 (measured on 10^5 synthetic points: a third of
-#: the paper settings' time per tree, P@5 0.466 vs 0.470)
+#: coordinate descent epochs instead of 20 (measured: benchmarks/results/dashboard_notes.md)
 PRESET_EXTRAS = {"fast": {"balanced": True, "kmeans_max_iter": 5, "max_iter": 5}}
 #: the same in words, for the page
 PRESET_EXTRAS_TEXT = {"fast": "balanced clusters and 5 instead of 20 passes of k-means and of "
@@ -111,9 +111,9 @@ with st.expander("How it works", expanded=False):
         "PSP@k / PSnDCG@k (rare labels count more; propensities from the training rows), "
         "and coverage@k (share of the test set's labels predicted correctly at least once).")
 
-data = session.require_dataset("multilabel")
-split = session.current_split(data)
-state = session.page_state(PAGE, data)
+data = state.require_dataset("multilabel")
+split = state.current_split(data)
+page_ns = state.page_state(PAGE, data)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -122,8 +122,8 @@ def _train_label_counts(fingerprint, split_id, _Y, _rows):
     from featagg_app.views.data import column_counts_of_rows
     return column_counts_of_rows(_Y, _rows)
 
-st.caption(f"**{session.md_escape(session.dataset_label(data))}**")
-st.caption(session.split_caption(split))
+st.caption(f"**{md_escape(state.dataset_label(data))}**")
+st.caption(state.split_caption(split))
 
 # ------------------------------------------------------------------ features and model
 c1, c2 = st.columns(2)
@@ -133,14 +133,14 @@ is_tree = model_kind.startswith("KTXMLC")
 
 defrag_run, defrag_spec = None, None
 if features == FEATURES[1]:
-    session.follow_run(PAGE, "defrag_refit")
-    defrag_run = session.run_picker(
+    runs_ui.follow_run(PAGE, "defrag_refit")
+    defrag_run = runs_ui.run_picker(
         "DEFRAG run to agglomerate with", "agglomeration", split, key="xmlc_defrag_run",
-        on_refit=lambda r: session.submit_run(PAGE, data, split, r.spec, slot="defrag_refit"),
+        on_refit=lambda r: runs_ui.submit_run(PAGE, data, split, r.spec, slot="defrag_refit"),
         help="the DEFRAG runs of this session on this dataset, latest first")
     if defrag_run is not None:
         defrag_spec = defrag_run.spec["defrag"]
-        st.info(f"Using the DEFRAG clustering of **{session.md_escape(session.run_title(defrag_run))}**"
+        st.info(f"Using the DEFRAG clustering of **{md_escape(state.run_title(defrag_run))}**"
                 f": {data.X.shape[1]:,} features → "
                 f"{int(defrag_run.pipeline.defrag.n_clusters_):,} clusters, fitted on this "
                 "split's training rows.")
@@ -165,12 +165,12 @@ if is_tree:
         paper = canonical_spec({"classifier": dict(
             kind="ktxmlc", n_clusters=16, n_trees=3, max_depth=20,
             max_leaf_labels=min(100, L), beam_width=10, random_state=0)})
-        est = session.estimate(data, split, paper)
+        est = runs_ui.estimate(data, split, paper)
         st.session_state["xmlc_preset"] = ("fast" if est is not None and est > FAST_FROM_S
                                            else "paper")
         _apply_preset()
-    if state.get("elbow_K_pending") is not None:    # the elbow's K, once computed
-        st.session_state["xmlc_K"] = int(state.pop("elbow_K_pending"))
+    if page_ns.get("elbow_K_pending") is not None:    # the elbow's K, once computed
+        st.session_state["xmlc_K"] = int(page_ns.pop("elbow_K_pending"))
     # widgets not drawn on a run (One-vs-all picked) lose their state: refill from the
     # preset (the paper's values for "custom")
     for _k, _v in (PRESETS[st.session_state["xmlc_preset"]] or PRESETS["paper"]).items():
@@ -204,8 +204,8 @@ if is_tree:
                    "own values.")
     p1, p2, p3 = st.columns(3)
     K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), key="xmlc_K")
-    if state.get("elbow_applied") is not None:
-        p1.caption(f"K preselected from the elbow (K = {state['elbow_applied'][1]}).")
+    if page_ns.get("elbow_applied") is not None:
+        p1.caption(f"K preselected from the elbow (K = {page_ns['elbow_applied'][1]}).")
     n_trees = p1.number_input("Trees", 1, 10, key="xmlc_trees")
     depth = p2.number_input("Max depth", 1, 30, key="xmlc_depth")
     leaf = p2.number_input("Leaf size (max labels per leaf)", 1, max(1, L), key="xmlc_leaf")
@@ -229,23 +229,15 @@ if is_tree:
         ks = tuple(k for k in (2, 4, 8, 16, 32, 64) if k < L) or (2,)
         elbow_key = (split.split_id, None if defrag_run is None else defrag_run.run_id, ks)
         if st.toggle("Compute the elbow curve", key="xmlc_elbow_on"):
-            done = state.setdefault("elbow", {})
-            if elbow_key not in done and session.running_job(PAGE, "elbow") is None \
-                    and state.get("elbow_asked") != elbow_key:
-                state["elbow_asked"] = elbow_key
-                base_pipe = None if defrag_run is None else defrag_run.pipeline
-                session.submit_job(
-                    PAGE, "elbow", f"Elbow K = {', '.join(map(str, ks))}",
-                    lambda progress, cancel: elbow(data, split, ks, pipeline=base_pipe))
-            job = session.follow_job(PAGE, "elbow")
-            if job is not None and job.status == "done":
-                done[state.get("elbow_asked")] = job.result
-            if elbow_key in done:
-                el = done[elbow_key]
-                if (state.get("elbow_applied") or (None,))[0] != elbow_key:
+            base_pipe = None if defrag_run is None else defrag_run.pipeline
+            el = runs_ui.page_result(
+                PAGE, "elbow", elbow_key, f"Elbow K = {', '.join(map(str, ks))}",
+                lambda progress, cancel: elbow(data, split, ks, pipeline=base_pipe))
+            if el is not None:
+                if (page_ns.get("elbow_applied") or (None,))[0] != elbow_key:
                     # preselect the elbow's K in the K widget (drawn above: next run)
-                    state["elbow_applied"] = (elbow_key, int(el.elbow))
-                    state["elbow_K_pending"] = int(el.elbow)
+                    page_ns["elbow_applied"] = (elbow_key, int(el.elbow))
+                    page_ns["elbow_K_pending"] = int(el.elbow)
                     st.rerun()
                 display.plotly_chart(xv.elbow_figure(el))
                 st.write(f"Elbow at **K = {el.elbow}**"
@@ -264,41 +256,29 @@ if defrag_spec is not None:
 try:
     spec = canonical_spec(spec)
 except ValueError as exc:
-    session.show_error(exc)
+    show_error(exc)
     st.stop()
 
 if is_tree:
     experiment_sections.ktxmlc_sweep(PAGE, data, split, classifier)
 
 # ------------------------------------------------------------------ train
-b1, b2 = st.columns([1, 4])
-train_clicked = b1.button("Train", type="primary", key="xmlc_train",
-                          disabled=session.running_job(PAGE, "train") is not None)
-b2.caption(f"Estimated time: {session.approx_seconds(session.estimate(data, split, spec))} "
-           f"on this server ({split.train.size:,} training rows"
-           + (", reusing the picked DEFRAG run" if defrag_run is not None else "") + ").")
-if train_clicked:
-    try:
-        session.submit_run(PAGE, data, split, spec, slot="train", base=defrag_run)
-    except ValueError as exc:
-        session.show_error(exc, context="Training cannot start")
-session.follow_run(PAGE, "train")
 
 
 def _plain_classifier(run):
     return "rerank" not in run.spec and "impute" not in run.spec
 
 
-run = session.run_picker("Show run", "classifier", split, key="xmlc_show_run",
-                         where=_plain_classifier,
-                         on_refit=lambda r: session.submit_run(PAGE, data, split, r.spec,
-                                                               slot="train"),
-                         help="the classifier runs of this session on this dataset")
-if run is None:
-    st.info("Set the parameters and press **Train**.")
-    st.stop()
+run = runs_ui.run_section(
+    PAGE, data, split, spec, slot="train", key="xmlc_train", button="Train", base=defrag_run,
+    caption=f"on this server ({split.train.size:,} training rows"
+            + (", reusing the picked DEFRAG run" if defrag_run is not None else "") + ").",
+    error="Training cannot start",
+    picker=runs_ui.Picker("Show run", "classifier", "xmlc_show_run", where=_plain_classifier,
+                          help="the classifier runs of this session on this dataset"),
+    empty="Set the parameters and press **Train**.").run
 if run.spec != spec:
-    st.info(f"The results below are for **{session.md_escape(session.run_title(run))}**; "
+    st.info(f"The results below are for **{md_escape(state.run_title(run))}**; "
             "press **Train** to apply the new settings.")
 
 # ------------------------------------------------------------------ results
@@ -314,11 +294,11 @@ m3.metric("Predict (per point)", f"{run.timings.get('predict_ms_per_point', 0.0)
 m4.metric("Model size", f"{run.model_sizes.get('total', 0) / 2 ** 20:.2f} MB", border=True)
 
 st.subheader("Metrics on the test split")
-st.caption(f"{session.md_escape(session.run_title(run))} · {int(test['n_rows']):,} test rows "
-           f"of {session.md_escape(split.describe())}")
+st.caption(f"{md_escape(state.run_title(run))} · {int(test['n_rows']):,} test rows "
+           f"of {md_escape(split.describe())}")
 st.dataframe(table.style.format("{:.2f}"), width="stretch")
 
-views = state.setdefault("views", {})
+views = page_ns.setdefault("views", {})
 if views.get("run_id") != run.run_id:
     views.clear()
     views["run_id"] = run.run_id

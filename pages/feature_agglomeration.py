@@ -6,7 +6,9 @@ import streamlit as st
 
 from featagg_app.views import agglomeration as dv
 from featagg_app.views import display
-from featagg_app import experiment_sections, state as session
+from featagg_app import experiment_sections, runs_ui, state
+from featagg_app.text import md_escape, show_error
+from featagg_core.runs.estimate import format_seconds
 from featagg_core.artifacts.store import artifact_bytes
 from featagg_core.experiment import canonical_spec
 
@@ -16,11 +18,11 @@ BASELINES = {"random_balanced": "random balanced", "kmeans": "k-means (MiniBatch
 GUARD_S = 60.0          # a baseline estimated above this runs on a sample unless asked
 
 st.title(PAGE)
-data = session.require_dataset("multilabel")
-split = session.current_split(data)
-state = session.page_state(PAGE, data)
-st.caption(f"**{session.md_escape(session.dataset_label(data))}**")
-st.caption(session.split_caption(split))
+data = state.require_dataset("multilabel")
+split = state.current_split(data)
+page_ns = state.page_state(PAGE, data)
+st.caption(f"**{md_escape(state.dataset_label(data))}**")
+st.caption(state.split_caption(split))
 
 with st.expander("How it works", expanded=False):
     st.markdown(
@@ -97,20 +99,8 @@ try:
         "sample_points": sp_points / 100.0, "sample_labels": sp_labels / 100.0,
         "aggregation": aggregation}})
 except ValueError as exc:
-    session.show_error(exc)
+    show_error(exc)
     st.stop()
-
-r1, r2 = st.columns([1, 4])
-run_clicked = r1.button("Run", type="primary", key="fa_run",
-                        disabled=session.running_job(PAGE, "defrag") is not None)
-r2.caption(f"Estimated time: {session.approx_seconds(session.estimate(data, split, spec))} "
-           "on this server (DEFRAG on the training rows, then scoring the test rows).")
-if run_clicked:
-    try:
-        session.submit_run(PAGE, data, split, spec, slot="defrag")
-    except ValueError as exc:
-        session.show_error(exc, context="DEFRAG cannot run")
-
 
 def _baseline_spec(kind, K, representation, max_features=None):
     inner = {"kind": kind, "n_clusters": int(K), "representation": representation}
@@ -123,17 +113,24 @@ def _baseline_spec(kind, K, representation, max_features=None):
 
 def _submit_baseline(kind, K, representation, max_features=None):
     try:
-        session.submit_run(PAGE, data, split, _baseline_spec(kind, K, representation,
+        runs_ui.submit_run(PAGE, data, split, _baseline_spec(kind, K, representation,
                                                              max_features),
                            slot=f"base_{kind}")
     except ValueError as exc:
-        session.show_error(exc, context=f"The {BASELINES[kind]} baseline cannot run")
+        show_error(exc, context=f"The {BASELINES[kind]} baseline cannot run")
 
 
 experiment_sections.defrag_tradeoff(PAGE, data, split)
 
-new = session.follow_run(PAGE, "defrag")
-if new is not None:
+sec = runs_ui.run_section(
+    PAGE, data, split, spec, slot="defrag", key="fa_run", button="Run",
+    caption="on this server (DEFRAG on the training rows, then scoring the test rows).",
+    error="DEFRAG cannot run",
+    picker=runs_ui.Picker("Show run", "agglomeration", "fa_show_run",
+                          help="every DEFRAG run of this session on this dataset, latest "
+                               "first"),
+    empty="Choose the representation and d0, then press **Run**.")
+for new in sec.new:
     # the baselines are their own jobs, queued behind DEFRAG's: random balanced always
     # (it costs nothing), k-means when asked for and cheap enough to run in full
     K_new = int(new.pipeline.defrag.n_clusters_)
@@ -141,25 +138,18 @@ if new is not None:
     if K_new > 1:
         _submit_baseline("random_balanced", K_new, rep_new)
         if with_kmeans:
-            plan = session.sampling_plan(data, split,
+            plan = runs_ui.sampling_plan(data, split,
                                          _baseline_spec("kmeans", K_new, rep_new), GUARD_S)
             if not plan["needs_sampling"]:
                 _submit_baseline("kmeans", K_new, rep_new)
-
-run = session.run_picker("Show run", "agglomeration", split, key="fa_show_run",
-                         on_refit=lambda r: session.submit_run(PAGE, data, split, r.spec,
-                                                               slot="defrag"),
-                         help="every DEFRAG run of this session on this dataset, latest first")
-if run is None:
-    st.info("Choose the representation and d0, then press **Run**.")
-    st.stop()
+run = sec.run
 
 # ------------------------------------------------------------------ results
 model = run.pipeline.defrag
 K = int(model.n_clusters_)
 test = run.metrics["test"]
 if run.spec != spec:
-    st.caption(f"The results below are for **{session.md_escape(session.run_title(run))}**; "
+    st.caption(f"The results below are for **{md_escape(state.run_title(run))}**; "
                "press **Run** to apply the new settings.")
 red = dv.reduction_summary(test, d)
 m1, m2, m3, m4 = st.columns(4)
@@ -184,9 +174,9 @@ st.caption(f"Each baseline clusters the same {d:,} features of the training rows
            "errors are measured on the test rows.")
 rep_shown = run.spec["defrag"]["representation"]
 for kind in BASELINES:           # collect finished baselines before listing them
-    session.follow_run(PAGE, f"base_{kind}", draw=False)
+    runs_ui.follow_run(PAGE, f"base_{kind}", draw=False)
 baseline_runs = {}
-for r in session.runs(kind="feature_clustering", fingerprint=data.fingerprint,
+for r in state.runs(kind="feature_clustering", fingerprint=data.fingerprint,
                       split_id=split.split_id, status="done"):
     fc = r.spec["feature_clustering"]
     if fc["n_clusters"] == K and fc["representation"] == rep_shown:
@@ -195,43 +185,43 @@ bcols = st.columns(len(BASELINES))
 for col, (kind, title) in zip(bcols, BASELINES.items()):
     with col:
         st.markdown(f"**{title}**")
-        session.follow_run(PAGE, f"base_{kind}")
+        runs_ui.follow_run(PAGE, f"base_{kind}")
         if K < 2:
             st.caption("Needs at least two clusters.")
             continue
-        if session.running_job(PAGE, f"base_{kind}") is not None:
+        if runs_ui.running_job(PAGE, f"base_{kind}") is not None:
             continue
         try:
-            plan = session.sampling_plan(data, split, _baseline_spec(kind, K, rep_shown),
+            plan = runs_ui.sampling_plan(data, split, _baseline_spec(kind, K, rep_shown),
                                          GUARD_S)
         except ValueError as exc:          # e.g. Ward cannot make that many clusters
-            st.caption(f"Not offered: {session.md_escape(exc)}.")
+            st.caption(f"Not offered: {md_escape(exc)}.")
             continue
         if kind in baseline_runs:
-            st.caption(f"Done: {session.md_escape(session.run_title(baseline_runs[kind]))}.")
+            st.caption(f"Done: {md_escape(state.run_title(baseline_runs[kind]))}.")
         if not plan["needs_sampling"]:
-            if st.button(f"Run (≈ {session.fmt_seconds(plan['seconds'])})",
+            if st.button(f"Run (≈ {format_seconds(plan['seconds'])})",
                          key=f"fa_base_{kind}"):
                 _submit_baseline(kind, K, rep_shown)
                 st.rerun()
             continue
-        st.caption(session.md_escape(plan["message"]))
+        st.caption(md_escape(plan["message"]))
         if st.button(f"Run on {plan['max_features_suggested']:,} sampled features",
                      key=f"fa_base_{kind}_sampled"):
             _submit_baseline(kind, K, rep_shown, plan["max_features_suggested"])
             st.rerun()
         if plan["seconds_full"] is not None and kind == "kmeans":
             if st.button(f"Run on all {d:,} features (≈ "
-                         f"{session.fmt_seconds(plan['seconds_full'])})",
+                         f"{format_seconds(plan['seconds_full'])})",
                          key=f"fa_base_{kind}_full"):
                 _submit_baseline(kind, K, rep_shown, d)
                 st.rerun()
 
 errors = {"DEFRAG": float(test["clustering_error"])}
-titles = {"DEFRAG": session.run_title(run)}
+titles = {"DEFRAG": state.run_title(run)}
 for kind, r in baseline_runs.items():
     errors[BASELINES[kind]] = float(r.metrics["test"]["clustering_error"])
-    titles[BASELINES[kind]] = session.run_title(r)
+    titles[BASELINES[kind]] = state.run_title(r)
 e1, e2 = st.columns([1, 1])
 with e1:
     display.plotly_chart(dv.error_figure(errors, titles))
@@ -260,9 +250,9 @@ if max_lv > 1:
 else:
     levels = 1
     t2.caption("The tree is a single split level or a single cluster.")
-if state.get("root_run") != run.run_id:
-    state["root_run"], state["root"] = run.run_id, 0
-root = int(state.get("root", 0))
+if page_ns.get("root_run") != run.run_id:
+    page_ns["root_run"], page_ns["root"] = run.run_id, 0
+root = int(page_ns.get("root", 0))
 if root >= tree.n_nodes:
     root = 0
 options = dv.drill_options(tree, root, levels)
@@ -273,7 +263,7 @@ picked = t3.selectbox("Drill down to", options, index=options.index(root),
                       format_func=option_labels.__getitem__, key=f"fa_drill_{root}",
                       help="re-draw the tree from this node (pick an ancestor to go back up)")
 if picked != root:
-    state["root"] = int(picked)
+    page_ns["root"] = int(picked)
     st.rerun()
 display.plotly_chart(dv.tree_figure(tree, root=root, levels=levels, kind=kind,
                                     feature_names=names, feature_counts=counts))
@@ -291,7 +281,7 @@ if query and not hits:
     i2.caption("No feature name contains that text.")
 elif hits:
     i2.caption("Matches: " + ", ".join(
-        f"{session.md_escape(str(names[j]))} → cluster {int(model.labels_[j])}"
+        f"{md_escape(str(names[j]))} → cluster {int(model.labels_[j])}"
         for j in hits[:8]) + (" …" if len(hits) > 8 else ""))
 cluster = i1.number_input("Cluster", 0, K - 1, default_c, step=1,
                           key=f"fa_cluster_{default_c}")

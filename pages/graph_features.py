@@ -8,7 +8,8 @@ import streamlit as st
 
 from featagg_app.views import graph_features as bv
 from featagg_app.views import display
-from featagg_app import experiment_sections, state as session
+from featagg_app import experiment_sections, runs_ui, state
+from featagg_app.text import md_escape, show_error
 from featagg_core.artifacts.store import artifact_bytes
 from featagg_core.experiment import (
     DEFAULT_DS,
@@ -56,12 +57,12 @@ with st.expander("How it works", expanded=False):
         "compared with Laplacian score, SPEC, variance, random selection and all features "
         "— the paper's protocol.")
 
-data = session.require_dataset("graph")
-split = session.current_split(data)
-state = session.page_state(PAGE, data)
-st.caption(f"**{session.md_escape(session.dataset_label(data))}** · upload your own graph "
+data = state.require_dataset("graph")
+split = state.current_split(data)
+page_ns = state.page_state(PAGE, data)
+st.caption(f"**{md_escape(state.dataset_label(data))}** · upload your own graph "
            "(edge list, GraphML, GML, .mat, npz, with a node-feature file) in the sidebar.")
-st.caption(session.split_caption(split))
+st.caption(state.split_caption(split))
 
 X = getattr(data, "X", None)
 if X is None or X.shape[1] == 0:
@@ -113,38 +114,26 @@ def _spec(candidate=None):
 try:
     spec = _spec()
 except ValueError as exc:
-    session.show_error(exc)
+    show_error(exc)
     st.stop()
-r1, r2 = st.columns([1, 4])
-if r1.button("Run BMGUFS", type="primary", key="gf_run",
-             disabled=session.running_job(PAGE, "bmgufs") is not None):
-    try:
-        session.submit_run(PAGE, data, split, spec, slot="bmgufs")
-    except ValueError as exc:
-        session.show_error(exc, context="BMGUFS cannot run")
-r2.caption(f"Estimated time: {session.approx_seconds(session.estimate(data, split, spec))} "
-           f"({n_train:,} training nodes, {f:,} features).")
-session.follow_run(PAGE, "bmgufs")
 
 
 def _is_bmgufs(run):
     return run.spec["feature_selection"]["kind"] == "bmgufs"
 
 
-run = session.run_picker("Show run", "feature_selection", split, key="gf_show_run",
-                         where=_is_bmgufs,
-                         on_refit=lambda r: session.submit_run(PAGE, data, split, r.spec,
-                                                               slot="bmgufs"),
-                         help="the BMGUFS runs of this session on this graph")
-if run is None:
-    st.info("Set the parameters and press **Run BMGUFS**.")
-    st.stop()
+run = runs_ui.run_section(
+    PAGE, data, split, spec, slot="bmgufs", key="gf_run", button="Run BMGUFS",
+    caption=f"({n_train:,} training nodes, {f:,} features).", error="BMGUFS cannot run",
+    picker=runs_ui.Picker("Show run", "feature_selection", "gf_show_run", where=_is_bmgufs,
+                          help="the BMGUFS runs of this session on this graph"),
+    empty="Set the parameters and press **Run BMGUFS**.").run
 model = run.pipeline.selector
 train = split_rows(data, split, "train")
 test = run.metrics["test"]
 base_spec = dict(run.spec["feature_selection"], candidate=None)
 if base_spec != spec["feature_selection"]:
-    st.caption(f"Shown: **{session.md_escape(session.run_title(run))}**; press **Run BMGUFS** "
+    st.caption(f"Shown: **{md_escape(state.run_title(run))}**; press **Run BMGUFS** "
                "to apply the new settings.")
 
 # ------------------------------------------------------------------ block models
@@ -152,30 +141,30 @@ st.subheader("Block models")
 rre = [bm.rre_ for bm in model.candidates_]
 best = int(np.argmin(rre))
 labels = [f"#{c}: RRE {r:.4f}" + (" (lowest)" if c == best else "") for c, r in enumerate(rre)]
-if state.get("candidate_run") != run.run_id:
-    state["candidate_run"] = run.run_id
+if page_ns.get("candidate_run") != run.run_id:
+    page_ns["candidate_run"] = run.run_id
     st.session_state["gf_candidate"] = int(model.candidate_index_)
 choice = st.selectbox("Block model guiding the selection", list(range(len(rre))),
                       format_func=lambda c: labels[c], key="gf_candidate",
                       help="another candidate is a new run (the block models are fitted "
                            "again on the same training nodes, the same seed)")
-if int(choice) != int(model.candidate_index_) and session.running_job(PAGE, "bmgufs") is None \
-        and state.get("candidate_asked") != (run.run_id, int(choice)):
-    state["candidate_asked"] = (run.run_id, int(choice))
+if int(choice) != int(model.candidate_index_) and runs_ui.running_job(PAGE, "bmgufs") is None \
+        and page_ns.get("candidate_asked") != (run.run_id, int(choice)):
+    page_ns["candidate_asked"] = (run.run_id, int(choice))
     try:
-        session.submit_run(PAGE, data, split, canonical_spec(
+        runs_ui.submit_run(PAGE, data, split, canonical_spec(
             {"feature_selection": dict(run.spec["feature_selection"], candidate=int(choice))}),
             slot="bmgufs")
     except ValueError as exc:
-        session.show_error(exc)
+        show_error(exc)
     st.rerun()
 
-st.caption("Blocks: " + session.md_escape(model.n_blocks_rule_)
+st.caption("Blocks: " + md_escape(model.n_blocks_rule_)
            + f" · γ used {model.gamma_:g}"
            + (f" (tried {', '.join(f'{g:g} → {z} non-zero' for g, z in model.gamma_path_)})"
               if len(model.gamma_path_) > 1 else ""))
 if model.fit_warning_:
-    st.warning(session.md_escape(model.fit_warning_[0].upper() + model.fit_warning_[1:]),
+    st.warning(md_escape(model.fit_warning_[0].upper() + model.fit_warning_[1:]),
                icon="⚠️")
 k1, k2, k3, k4 = st.columns(4)
 k1.metric("RRE of the block model", f"{model.block_model_.rre_:.4f}", border=True)
@@ -226,19 +215,14 @@ else:
     if with_ndfs:
         methods["NDFS (graph)"] = {"kind": "ndfs", "affinity": "graph"}
     cmp_key = (run.run_id, int(n_seeds), bool(with_ndfs))
-    done = state.setdefault("compare", {})
-    if cc3.button("Compare with the baselines", key="gf_compare_btn",
-                  disabled=session.running_job(PAGE, "compare") is not None):
-        state["compare_asked"] = cmp_key
-        session.submit_job(PAGE, "compare", f"Baselines for {run.name}",
-                           lambda progress, cancel: feature_selection_comparison(
-                               data, split, base=run, methods=methods, n_seeds=int(n_seeds),
-                               progress=progress, cancel=cancel))
-    job = session.follow_job(PAGE, "compare")
-    if job is not None and job.status == "done":
-        done[state["compare_asked"]] = job.result
-    if cmp_key in done:
-        cmp = done[cmp_key]
+    pressed = cc3.button("Compare with the baselines", key="gf_compare_btn",
+                         disabled=runs_ui.running_job(PAGE, "compare") is not None)
+    cmp = runs_ui.page_result(
+        PAGE, "compare", cmp_key, f"Baselines for {run.name}",
+        lambda progress, cancel: feature_selection_comparison(
+            data, split, base=run, methods=methods, n_seeds=int(n_seeds),
+            progress=progress, cancel=cancel), pressed=pressed)
+    if cmp is not None:
         display.plotly_chart(bv.acc_nmi_figure(cmp))
         tab_acc, tab_nmi = st.tabs(["ACC table", "NMI table"])
         tab_acc.dataframe(bv.comparison_table(cmp, "acc"), width="stretch")

@@ -6,7 +6,8 @@ import streamlit as st
 
 from featagg_app.views import rare_labels as rv
 from featagg_app.views import display
-from featagg_app import state as session
+from featagg_app import runs_ui, state
+from featagg_app.text import md_escape, show_error
 from featagg_core.artifacts.store import artifact_bytes
 from featagg_core.experiment import (
     DEFAULT_ALPHAS,
@@ -16,6 +17,7 @@ from featagg_core.experiment import (
     erasure_curve,
     predictions,
     refrag_alpha_curve,
+    run_name,
     split_rows,
 )
 from featagg_core.agglomeration.fiat import erase_features
@@ -66,11 +68,11 @@ with st.expander("How it works", expanded=False):
         "The erasure experiment removes a fraction of every test point's features at random "
         "and compares the classifier's precision with and without FIAT.")
 
-data = session.require_dataset("multilabel")
-split = session.current_split(data)
-state = session.page_state(PAGE, data)
-st.caption(f"**{session.md_escape(session.dataset_label(data))}**")
-st.caption(session.split_caption(split))
+data = state.require_dataset("multilabel")
+split = state.current_split(data)
+page_ns = state.page_state(PAGE, data)
+st.caption(f"**{md_escape(state.dataset_label(data))}**")
+st.caption(state.split_caption(split))
 
 
 def _plain_classifier(run):
@@ -80,31 +82,23 @@ def _plain_classifier(run):
 # ---------------------------------------------------------------------------
 # the classifier both methods work on
 # ---------------------------------------------------------------------------
-session.follow_run(PAGE, "base")
-base = session.run_picker(
-    "Classifier run", "classifier", split, key="rl_base", where=_plain_classifier,
-    on_refit=lambda r: session.submit_run(PAGE, data, split, r.spec, slot="base"),
-    help="the classifier runs of this session on this dataset (Extreme classification page)")
-if base is None:
-    if session.running_job(PAGE, "base") is None:
-        default = canonical_spec(DEFAULT_CLASSIFIER)
-        from featagg_core.experiment import run_name
-        st.info("No classifier run on this split yet: REFRAG and FIAT work on top of one. "
-                "Train one on the **Extreme classification** page (your own settings, raw "
-                "or DEFRAG features), or train a small default here.")
-        if st.button(f"Train {run_name(default)} on raw features (estimated time: "
-                     f"{session.approx_seconds(session.estimate(data, split, default))})",
-                     key="rl_train_default", type="primary"):
-            session.submit_run(PAGE, data, split, default, slot="base")
-            st.rerun()
-    st.stop()
+default = canonical_spec(DEFAULT_CLASSIFIER)
+base = runs_ui.run_section(
+    PAGE, data, split, default, slot="base", key="rl_train_default", layout="fallback",
+    button=f"Train {run_name(default)} on raw features (estimated time: {{estimate}})",
+    picker=runs_ui.Picker("Classifier run", "classifier", "rl_base", where=_plain_classifier,
+                          help="the classifier runs of this session on this dataset "
+                               "(Extreme classification page)"),
+    empty="No classifier run on this split yet: REFRAG and FIAT work on top of one. "
+          "Train one on the **Extreme classification** page (your own settings, raw "
+          "or DEFRAG features), or train a small default here.").run
 
 has_defrag = "defrag" in base.spec
 clusters_note = (f"{int(base.pipeline.defrag.n_clusters_):,} feature clusters of its DEFRAG "
                  "step" if has_defrag else
                  "no DEFRAG step: REFRAG / FIAT fit their own DEFRAG-XY d0 = 8 on the "
                  "training rows")
-st.caption(f"Re-ranking and imputing for **{session.md_escape(session.run_title(base))}** "
+st.caption(f"Re-ranking and imputing for **{md_escape(state.run_title(base))}** "
            f"(P@5 {100 * base.metrics['test']['P@5']:.2f} %; {clusters_note}).")
 
 
@@ -156,28 +150,24 @@ with tab_r:
     try:
         r_spec = canonical_spec({**base.spec, "rerank": rerank})
     except ValueError as exc:
-        session.show_error(exc)
+        show_error(exc)
         st.stop()
-    b1, b2 = st.columns([1, 3])
-    if b1.button("Re-rank with REFRAG", type="primary", key="rl_refrag_run",
-                 disabled=session.running_job(PAGE, "refrag") is not None):
-        session.submit_run(PAGE, data, split, r_spec, slot="refrag", base=base)
-    b2.caption(f"Estimated time: "
-               f"{session.approx_seconds(session.estimate(data, split, r_spec))} (the classifier "
-               "is reused; REFRAG's prototypes are built from the training rows).")
-    session.follow_run(PAGE, "refrag")
-    ref = session.run_picker("REFRAG run", "classifier", split, key="rl_refrag_show",
-                             where=lambda r: "rerank" in r.spec and _on_base(r))
-    if ref is None:
-        st.info("Press **Re-rank with REFRAG**: α, γ and β are tuned on validation rows, "
-                "or switch tuning off and set them yourself.")
-    else:
+    ref = runs_ui.run_section(
+        PAGE, data, split, r_spec, slot="refrag", key="rl_refrag_run", base=base,
+        button="Re-rank with REFRAG", columns=(1, 3),
+        caption="(the classifier is reused; REFRAG's prototypes are built from the training "
+                "rows).",
+        picker=runs_ui.Picker("REFRAG run", "classifier", "rl_refrag_show", refit=False,
+                              where=lambda r: "rerank" in r.spec and _on_base(r)),
+        empty="Press **Re-rank with REFRAG**: α, γ and β are tuned on validation rows, "
+              "or switch tuning off and set them yourself.", stop=False).run
+    if ref is not None:
         if ref.spec != r_spec:
-            st.caption(f"Shown: **{session.md_escape(session.run_title(ref))}**; press "
+            st.caption(f"Shown: **{md_escape(state.run_title(ref))}**; press "
                        "**Re-rank with REFRAG** to apply the new settings.")
         tuning = getattr(ref.pipeline.reranker, "tuning_", None)
         if tuning is not None:
-            st.success(session.md_escape(ref.message), icon="🎯")
+            st.success(md_escape(ref.message), icon="🎯")
         flat = ref.metrics["test"]
         table = rv.metrics_table(flat)
         b, r = table.loc["classifier"], table.loc["REFRAG"]
@@ -191,7 +181,7 @@ with tab_r:
                    f"(classifier included), building the prototypes "
                    f"{ref.timings.get('rerank_s', 0.0):.2f} s.")
 
-        views = state.setdefault("refrag_views", {})
+        views = page_ns.setdefault("refrag_views", {})
         if views.get("run_id") != ref.run_id:
             views.clear()
             views["run_id"] = ref.run_id
@@ -228,19 +218,10 @@ with tab_r:
         st.subheader("The α trade-off")
         a_cur = float(ref.pipeline.reranker.alpha)     # a tuned run's chosen α, not the spec's
         alphas = tuple(sorted(set(DEFAULT_ALPHAS) | {a_cur}, reverse=True))
-        curves = state.setdefault("alpha_curves", {})
-        ckey = (ref.run_id, alphas)
-        if ckey not in curves:
-            if session.running_job(PAGE, "alpha") is None and state.get("alpha_asked") != ckey:
-                state["alpha_asked"] = ckey
-                session.submit_job(PAGE, "alpha", f"α curve of {ref.name}",
-                                   lambda progress, cancel: refrag_alpha_curve(
-                                       ref, data, split, alphas, ks=(5,)))
-            job = session.follow_job(PAGE, "alpha")
-            if job is not None and job.status == "done":
-                curves[state["alpha_asked"]] = job.result
-        if ckey in curves:
-            sweep = curves[ckey]
+        sweep = runs_ui.page_result(
+            PAGE, "alpha", (ref.run_id, alphas), f"α curve of {ref.name}",
+            lambda progress, cancel: refrag_alpha_curve(ref, data, split, alphas, ks=(5,)))
+        if sweep is not None:
             display.plotly_chart(rv.sweep_figure(sweep, a_cur))
             at1 = sweep[sweep["alpha"] == 1.0].iloc[0]
             base_cov, base_p5 = 100 * at1["coverage@5"], 100 * at1["P@5"]
@@ -275,39 +256,25 @@ with tab_f:
         f_spec = canonical_spec({**base.spec, "impute": {"kind": "fiat", "mix": float(mix),
                                                          "normalization": fnorm}})
     except ValueError as exc:
-        session.show_error(exc)
+        show_error(exc)
         st.stop()
-    g1, g2 = st.columns([1, 3])
-    if g1.button("Impute with FIAT", type="primary", key="rl_fiat_run",
-                 disabled=session.running_job(PAGE, "fiat") is not None):
-        session.submit_run(PAGE, data, split, f_spec, slot="fiat", base=base)
-    g2.caption(f"Estimated time: "
-               f"{session.approx_seconds(session.estimate(data, split, f_spec))} (FIAT's "
-               "operator from the training rows; the classifier is reused).")
-    session.follow_run(PAGE, "fiat")
-    fr = session.run_picker("FIAT run", "classifier", split, key="rl_fiat_show",
-                            where=lambda r: "impute" in r.spec and _on_base(r))
-    if fr is None:
-        st.info("Choose the mix and press **Impute with FIAT**.")
-    else:
+    fr = runs_ui.run_section(
+        PAGE, data, split, f_spec, slot="fiat", key="rl_fiat_run", base=base,
+        button="Impute with FIAT", columns=(1, 3),
+        caption="(FIAT's operator from the training rows; the classifier is reused).",
+        picker=runs_ui.Picker("FIAT run", "classifier", "rl_fiat_show", refit=False,
+                              where=lambda r: "impute" in r.spec and _on_base(r)),
+        empty="Choose the mix and press **Impute with FIAT**.", stop=False).run
+    if fr is not None:
         if fr.spec != f_spec:
-            st.caption(f"Shown: **{session.md_escape(session.run_title(fr))}**; press "
+            st.caption(f"Shown: **{md_escape(state.run_title(fr))}**; press "
                        "**Impute with FIAT** to apply the new settings.")
         n_eval = min(test_rows.X.shape[0], N_EVAL)
-        curves = state.setdefault("erasure_curves", {})
-        ekey = (fr.run_id, n_eval)
-        if ekey not in curves:
-            if session.running_job(PAGE, "erasure") is None and state.get("erasure_asked") != ekey:
-                state["erasure_asked"] = ekey
-                session.submit_job(PAGE, "erasure", f"Erasure curve of {fr.name}",
-                                   lambda progress, cancel: erasure_curve(
-                                       fr, data, split, DEFAULT_FRACTIONS, ks=rv.KS,
-                                       random_state=0, max_rows=n_eval))
-            job = session.follow_job(PAGE, "erasure")
-            if job is not None and job.status == "done":
-                curves[state["erasure_asked"]] = job.result
-        if ekey in curves:
-            curve = curves[ekey]
+        curve = runs_ui.page_result(
+            PAGE, "erasure", (fr.run_id, n_eval), f"Erasure curve of {fr.name}",
+            lambda progress, cancel: erasure_curve(fr, data, split, DEFAULT_FRACTIONS,
+                                                   ks=rv.KS, random_state=0, max_rows=n_eval))
+        if curve is not None:
             row0 = curve[curve["fraction"] == 0.0].iloc[0]
             rowp = curve[curve["fraction"] == float(p)].iloc[0]
             clean, erased, fiat = 100 * row0["P@1"], 100 * rowp["P@1"], 100 * rowp["P@1 FIAT"]

@@ -5,7 +5,8 @@ import re
 
 import streamlit as st
 
-from featagg_app import experiment_sections, state as session
+from featagg_app import experiment_sections, runs_ui, state
+from featagg_app.text import md_escape, show_error
 from featagg_app.views import triage as tv
 
 PAGE = "triage"
@@ -34,17 +35,17 @@ with st.expander("How it works", expanded=False):
         "in Compare), and the report records the split, the seeds and the library versions "
         "so that a second run reproduces its numbers.")
 
-data = session.current_dataset()
+data = state.current_dataset()
 if data is None:
-    data = session.require_dataset("multilabel")
+    data = state.require_dataset("multilabel")
 try:
-    split = session.current_split(data)
+    split = state.current_split(data)
 except ValueError as exc:
-    session.show_error(exc)
+    show_error(exc)
     st.stop()
-state = session.page_state(PAGE, data)
-st.caption(f"**{session.md_escape(session.dataset_label(data))}** · "
-           + session.md_escape(session.split_caption(split))
+page_ns = state.page_state(PAGE, data)
+st.caption(f"**{md_escape(state.dataset_label(data))}** · "
+           + md_escape(state.split_caption(split))
            + ("" if split.valid.size or data.kind != "multilabel" else
               " · no validation rows: REFRAG is tuned on rows carved from the training rows "
               "(set a validation share in the sidebar to tune on the split's own)."))
@@ -54,34 +55,31 @@ budget = c1.select_slider("Time budget", options=tv.BUDGETS, value=60, key="tri_
                           format_func=lambda s: f"{s} s" if s < 120 else f"{s // 60} min",
                           help="the battery is planned to finish within this time")
 c2.write("")
-start = c2.button("Run the triage", type="primary", key="tri_run")
-if start:
+source = state.current_source_id()
+
+
+def work(progress, cancel, data=data, split=split, budget=budget, source=source):
     from featagg_core.triage.battery import run_triage
-    source = session.current_source_id()
+    return run_triage(data, budget_s=float(budget), split=split, progress=progress,
+                      cancel=cancel, source=f"sample:{source}" if source and
+                      source != "upload" else "")
 
-    def work(progress, cancel, data=data, split=split, budget=budget, source=source):
-        return run_triage(data, budget_s=float(budget), split=split, progress=progress,
-                          cancel=cancel, source=f"sample:{source}" if source and
-                          source != "upload" else "")
 
-    session.submit_job(PAGE, "triage", f"Triage of {data.name or 'the dataset'}", work,
-                       estimate_s=float(budget), kind="triage")
-job = session.follow_job(PAGE, "triage")
-if job is not None and job.status == "done":
-    report = job.result
-    for run in report.runs:
-        if run.status == "done":
-            session.add_run(run)
-    state["record"] = report.record
+sec = runs_ui.run_section(PAGE, data, split, work, slot="triage", key="tri_run",
+                          button="Run the triage", layout="button", container=c2,
+                          label=f"Triage of {data.name or 'the dataset'}",
+                          estimate_s=float(budget), kind="triage")
+if sec.job is not None and sec.job.status == "done":
+    page_ns["record"] = sec.job.result.record
 
-record = state.get("record")
+record = page_ns.get("record")
 if record is None:
-    if session.running_job(PAGE, "triage") is None:
+    if not sec.running:
         st.info("Pick a budget and press **Run the triage**.")
     st.stop()
 
 st.subheader("Verdict")
-st.markdown("\n".join(f"- {session.md_escape(v)}" for v in record["verdict"]))
+st.markdown("\n".join(f"- {md_escape(v)}" for v in record["verdict"]))
 if record["status"] != "done":
     st.warning("The triage was cancelled: the report holds what finished.")
 name = re.sub(r"[^A-Za-z0-9_.-]+", "_", record["dataset"]["name"]) or "dataset"
@@ -102,7 +100,7 @@ with st.expander("Dataset", expanded=False):
 for i, exp in enumerate(record["experiments"]):
     st.subheader(exp["title"])
     for v in exp["verdict"]:
-        st.markdown(session.md_escape(v))
+        st.markdown(md_escape(v))
     for cap, fig in figs.get(str(i), []):
         st.plotly_chart(fig, width="stretch")
         st.caption(cap)

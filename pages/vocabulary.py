@@ -3,17 +3,18 @@ buckets while keeping as much information about the binary label as possible (Ba
 al., ICML 2019), against the DP optimum and the baselines — one run per method, fitted on
 the training rows of the session's split and scored on its test rows."""
 import functools
-import json
 
 import numpy as np
 import streamlit as st
 
 from featagg_app.views import display
-from featagg_app import experiment_sections, state as session
+from featagg_app import experiment_sections, runs_ui, state
+from featagg_app.text import md_escape, show_error
 from featagg_app.views import vocabulary as vv
+from featagg_app.views.compare import CURVE_SUFFIX
 from featagg_core.artifacts.store import artifact_bytes
 from featagg_core.data import CategoricalData
-from featagg_core.experiment import canonical_spec, default_budget, vocabulary_budget_curve
+from featagg_core.experiment import canonical_spec, default_budget
 from featagg_core.vocab.compressor import CONTIGUOUS
 
 PAGE = "Vocabulary compression"
@@ -60,8 +61,8 @@ with st.expander("How it works", expanded=False):
         "and the MI loss are measured on the test rows — values the training rows never had "
         "go to the fallback bucket, so a compression that overfits rare values shows it.")
 
-data = session.require_dataset("table")
-st.caption(f"**{session.md_escape(session.dataset_label(data))}** · upload your own table "
+data = state.require_dataset("table")
+st.caption(f"**{md_escape(state.dataset_label(data))}** · upload your own table "
            "(CSV / TSV / parquet with a 0/1 label column) in the sidebar.")
 
 table = data.table
@@ -77,13 +78,13 @@ label_choice = c1.selectbox("Label column", label_opts, index=0, key=f"vc_label_
 if label_choice != label_opts[0]:
     # another column as the label: a derived table (its own fingerprint, hence its own
     # runs); the split rows depend only on the row count and the seed, so they are the same
-    derived = session.page_state(PAGE + " (derived tables)").setdefault("tables", {})
+    derived = state.page_state(PAGE + " (derived tables)").setdefault("tables", {})
     dkey = (data.fingerprint, label_choice)
     if dkey not in derived:
         try:
             labels_, positive = vv.labels_from_column(table[label_choice])
         except ValueError as exc:
-            session.show_error(exc)
+            show_error(exc)
             st.stop()
         derived.clear()
         derived[dkey] = CategoricalData(table=table.drop(columns=[label_choice]),
@@ -94,9 +95,9 @@ if label_choice != label_opts[0]:
     table = data.table
 labels, label_name = np.asarray(data.labels), data.label_name
 feature_cols = list(table.columns)
-split = session.current_split(data)
-state = session.page_state(PAGE, data)
-st.caption(session.split_caption(split))
+split = state.current_split(data)
+page_ns = state.page_state(PAGE, data)
+st.caption(state.split_caption(split))
 if len(np.unique(labels)) < 2:
     st.error(f"The label {label_name!r} has only one class: there is nothing to keep.")
     st.stop()
@@ -110,14 +111,14 @@ if not columns:
 SCHEMES = ["per column", "global (uniform for baselines)",
            "global (MI-proportional for baselines)"]
 p1, p2, p3 = st.columns(3)
-if state.get("m_default_for") != (split.split_id, tuple(columns)):
+if page_ns.get("m_default_for") != (split.split_id, tuple(columns)):
     # a budget that compresses: about half the median number of distinct label rates
     # (default_budget); a budget above a column's levels would be lossless by construction
     m0, m_why = default_budget(data, split, columns)
-    state["m_default_for"], state["m_why"] = (split.split_id, tuple(columns)), m_why
+    page_ns["m_default_for"], page_ns["m_why"] = (split.split_id, tuple(columns)), m_why
     st.session_state["vc_m"] = m0
 m = p1.select_slider("Buckets per column m", options=vv.BUDGET_STEPS, key="vc_m",
-                     help="default: " + state.get("m_why", ""))
+                     help="default: " + page_ns.get("m_why", ""))
 scheme = p2.radio("Budget scheme", SCHEMES, index=1, key="vc_scheme")
 with st.expander("More settings", expanded=False):
     a1, a2, a3, a4 = st.columns(4)
@@ -171,69 +172,33 @@ def method_spec(meth, budget):
     return canonical_spec({"vocabulary": inner})
 
 
-def _key(spec_):
-    return json.dumps(spec_, sort_keys=True)
-
-
 try:
     specs = {meth: method_spec(meth, m) for meth in methods}
 except ValueError as exc:
-    session.show_error(exc)
+    show_error(exc)
     st.stop()
+# the MI-loss curves: every method refitted at every budget, each point a run of its own
+# (the method's run at m is its point at m); points fitted before are not fitted again
 budgets = [b for b in vv.BUDGET_STEPS if b <= min(1000, max(atoms.values()))] or [2]
-total_est = sum(session.estimate(data, split, sp_) or 0.0 for sp_ in specs.values())
-b1, b2 = st.columns([1, 4])
-if b1.button("Compress", type="primary", key="vc_run",
-             disabled=session.running_job(PAGE, "compress") is not None):
-    # one job for the methods, one for the curves: one queue place and one Cancel each
-    session.submit_runs(PAGE, data, split, list(specs.values()), slot="compress",
-                        label=f"Compress {len(columns)} column(s), m={m}, "
-                              f"{len(methods)} method(s)")
-    if curves_on:
-        asked = {meth: spec_ for meth, spec_ in specs.items()}
-        state["curve_specs"] = {meth: _key(spec_) for meth, spec_ in asked.items()}
-
-        def curves_job(progress, cancel):
-            from featagg_core.utils.cancel import cancelling_progress
-            out = {}
-            for i, (meth, spec_) in enumerate(asked.items()):
-                out[meth] = vocabulary_budget_curve(
-                    data, split, spec_, budgets, cancel=cancel,
-                    progress=cancelling_progress(progress, None, i / len(asked),
-                                                 (i + 1) / len(asked)))
-            return out
-        session.submit_job(PAGE, "curves", f"MI loss vs budget, {len(asked)} method(s)",
-                           curves_job)
-b2.caption(f"Estimated time: {session.approx_seconds(total_est)} for the "
-           f"{len(methods)} method(s) on {split.train.size:,} training rows"
-           + (", then the budget curves" if curves_on else "") + ".")
-
-curves = state.setdefault("curves", {})
-session.follow_run(PAGE, "compress")
-job = session.follow_job(PAGE, "curves")
-if job is not None and job.status == "done":
-    for meth, frame in job.result.items():
-        curves[(split.split_id, state["curve_specs"][meth])] = frame
-
-
-def latest_run(spec_):
-    hits = [r for r in session.runs(kind="vocabulary", fingerprint=data.fingerprint,
-                                    split_id=split.split_id, status="done") if r.spec == spec_]
-    return hits[-1] if hits else None
-
-
-results = {meth: latest_run(spec_) for meth, spec_ in specs.items()}
-if any(r is None for r in results.values()):
-    if session.running_job(PAGE, "compress") is None:
-        st.info("Set the parameters and press **Compress**.")
-    st.stop()
+curve_specs = {meth: [method_spec(meth, b) for b in budgets] for meth in methods}
+to_fit = [sp_ for meth in methods for b, sp_ in zip(budgets, curve_specs[meth])
+          if b != m and runs_ui.latest_runs_of(split, [sp_]) is None]
+sec = runs_ui.run_section(
+    PAGE, data, split, list(specs.values()), slot="compress", key="vc_run", button="Compress",
+    label=f"Compress {len(columns)} column(s), m={m}, {len(methods)} method(s)",
+    caption=f"for the {len(methods)} method(s) on {split.train.size:,} training rows"
+            + (", then the budget curves" if curves_on else "") + ".",
+    also=runs_ui.Batch("curves", to_fit if curves_on else [],
+                       f"MI loss vs budget, {len(methods)} method(s)", name_suffix=CURVE_SUFFIX),
+    empty="Set the parameters and press **Compress**.")
+results = dict(zip(specs, sec.runs))
 
 # ------------------------------------------------------------------ results
 summary = vv.summary_table(results)
 main_method = methods[0]
 run_main = results[main_method]
 cc_main = run_main.pipeline.vocabulary
-st.caption("Runs: " + ", ".join(session.md_escape(session.run_title(r)) for r in results.values())
+st.caption("Runs: " + ", ".join(md_escape(state.run_title(r)) for r in results.values())
            + f" · measured on the {int(run_main.metrics['test']['n_rows']):,} test rows.")
 k1, k2, k3, k4 = st.columns(4)
 k1.metric("I(X;C) of the columns (nats)", f"{summary['I(X;C) nats'].iloc[0]:.4f}")
@@ -256,9 +221,8 @@ with st.expander(f"Fitted against held-out MI, per column ({vv.METHOD_TITLES[mai
     experiment_sections.vocabulary_heldout(run_main, data, split)
 
 g1, g2 = st.columns([3, 2])
-got = {meth: curves.get((split.split_id, _key(specs[meth])))
-       for meth in methods}
-got = {k: v for k, v in got.items() if v is not None}
+got = {meth: runs_ui.latest_runs_of(split, curve_specs[meth]) for meth in methods}
+got = {meth: vv.curve_from_runs(rs) for meth, rs in got.items() if rs is not None}
 if got:
     display.plotly_chart(vv.loss_curve_figure(vv.curves_frame(got)), g1,
                     key="vc_fig_curves")

@@ -23,6 +23,7 @@ import pytest
 import scipy.sparse as sp
 
 from featagg_app import state as session_mod
+from featagg_app.text import md_escape
 from featagg_app.intake.uploads import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, parse_upload
 from featagg_app.server.warmup import warm_up
 from featagg_core.data import DatasetError, load_dataset
@@ -131,7 +132,7 @@ def test_bad_upload_shows_the_dataset_error_and_keeps_the_dataset():
         load_dataset(_named(BAD_XC, "broken.txt"))
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "Could not load this file" in errors[0]
-    assert session_mod.md_escape(str(info.value)) in errors[0]
+    assert md_escape(str(info.value)) in errors[0]
     assert "Traceback" not in errors[0]
     assert _dataset(at).fingerprint == before         # the session keeps its dataset
     # the error stays while the file is there, and goes once a good file replaces it
@@ -212,7 +213,8 @@ def _session_script():
     import numpy as np
     import scipy.sparse as sp
     import streamlit as st
-    from featagg_app import state as session
+    from featagg_app import runs_ui, state as session
+    from featagg_app.text import show_error
     from featagg_core.data import DatasetError, MultiLabelData
     from featagg_core.experiment import run_pipeline
 
@@ -244,19 +246,19 @@ def _session_script():
         st.session_state["title"] = session.run_title(r2)
         # the picker: on split2 it offers the latest run on split2; back on split 1 it
         # follows the latest run there
-        st.session_state["picked2"] = session.run_picker("Run", "agglomeration", split2,
+        st.session_state["picked2"] = runs_ui.run_picker("Run", "agglomeration", split2,
                                                          key="pick").run_id
         session.set_split_settings(a, 0.2, 0.0, 0)
-        st.session_state["picked1"] = session.run_picker("Run", "agglomeration", split,
+        st.session_state["picked1"] = runs_ui.run_picker("Run", "agglomeration", split,
                                                          key="pick2").run_id
         session.set_dataset(ml(2), origin="upload")       # another dataset: pages emptied
         st.session_state["after_switch"] = session.page_state("P").get("shown", "gone")
         st.session_state["n_runs"] = len(session.runs())  # the registry is kept
-        st.session_state["on_d2"] = session.run_picker("Run", "agglomeration",
+        st.session_state["on_d2"] = runs_ui.run_picker("Run", "agglomeration",
                                                        session.current_split(ml(2)),
                                                        key="pick3")
-        session.show_error(DatasetError("bad row", path="x.txt", line=3))
-        session.show_error(RuntimeError("kaboom"))
+        show_error(DatasetError("bad row", path="x.txt", line=3))
+        show_error(RuntimeError("kaboom"))
         st.session_state["graph"] = session.require_dataset("graph").name
         st.session_state["ml"] = session.require_dataset("multilabel").name
 
@@ -288,7 +290,7 @@ def _picker_script():
     import numpy as np
     import scipy.sparse as sp
     import streamlit as st
-    from featagg_app import state as session
+    from featagg_app import runs_ui, state as session
     from featagg_core.data import MultiLabelData
     from featagg_core.experiment import make_split, run_pipeline
 
@@ -301,7 +303,7 @@ def _picker_script():
         st.session_state["old"] = session.add_run(run_pipeline(data, other, {"defrag": {"d0": 2}}))
     data = st.session_state["data"]
     split = session.current_split(data)
-    picked = session.run_picker("Run", "agglomeration", split, key="pick",
+    picked = runs_ui.run_picker("Run", "agglomeration", split, key="pick",
                                 on_refit=lambda r: st.session_state.update(refit=r.run_id))
     st.session_state["picked"] = picked
 
@@ -374,8 +376,8 @@ def _app_calls(attr: str):
     """``(path, call)`` for every call of ``<something>.attr(...)`` in the app's sources:
     its pages, the view modules they call (featagg_app) and app.py."""
     import ast
-    sources = (sorted((ROOT / "pages").glob("*.py")) + sorted((ROOT / "featagg_app").glob("*.py"))
-               + [ROOT / "app.py"])
+    sources = (sorted((ROOT / "pages").glob("*.py"))
+               + sorted((ROOT / "featagg_app").rglob("*.py")) + [ROOT / "app.py"])
     for path in sources:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == attr:
@@ -587,9 +589,9 @@ def test_app_starts_the_warm_up_and_the_reaper_once_per_process(monkeypatch):
 
 def test_serve_starts_the_background_compilation_then_hands_over(monkeypatch):
     from streamlit.web import cli
-    from featagg_app.server import jobs, serve
+    from featagg_app.server import context, serve
     order = []
-    monkeypatch.setattr(jobs, "kernels", lambda: order.append("kernels"))
+    monkeypatch.setattr(context, "kernels", lambda: order.append("kernels"))
     monkeypatch.setattr(cli, "main", lambda args, prog_name: order.append(("run", args)))
     monkeypatch.setenv("FEATAGG_WARMUP", "1")
     for key in ("FEATAGG_PARALLEL_KERNELS", "NUMBA_CACHE_DIR", "MALLOC_ARENA_MAX"):

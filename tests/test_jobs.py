@@ -10,7 +10,8 @@ import pytest
 
 os.environ.setdefault("FEATAGG_WARMUP", "0")  # no background compilation in AppTest runs
 
-from featagg_app.server.jobs import JobQueueFull, JobRunner, friendly_error, status_text
+from featagg_app.runs_ui import status_text
+from featagg_app.server.jobs import JobQueueFull, JobRunner, friendly_error
 
 WAIT = 20.0   # generous: the machine is shared; nothing here asserts on time
 
@@ -286,8 +287,9 @@ def test_friendly_error_words():
 # ----------------------------------------------------------------------------- the widget
 _SCRIPT = '''
 import os, time
+os.environ["FEATAGG_WARMUP"] = "0"
 import streamlit as st
-from featagg_app import jobs
+from featagg_app import runs_ui
 
 FLAG = {flag!r}
 
@@ -297,21 +299,23 @@ def work(progress, cancel):
         time.sleep(0.01)
     return 42
 
-clicked = st.button("Run", key="go")
-res = jobs.run_in_page("slot", "Tiny job", work, estimate_s=3.0, start=clicked)
-if res is not None:
-    st.session_state["res"] = res
+sec = runs_ui.run_section("Test page", None, None, work, slot="slot", key="go", button="Run",
+                          layout="button", label="Tiny job", estimate_s=3.0)
+if sec.job is not None and sec.job.status == "done":
+    st.session_state["res"] = sec.job.result
+    st.session_state["collected"] = st.session_state.get("collected", 0) + 1
 if "res" in st.session_state:
     st.success(f"result {{st.session_state['res']}}")
 '''
+_CANCEL = "job:Test page:slot__cancel"
 
 
 def _settle(at, job_status, timeout=WAIT):
-    from featagg_app.server.jobs import _STATE_KEY
     end = time.time() + timeout
     while time.time() < end:
-        job = at.session_state[_STATE_KEY].get("slot") if _STATE_KEY in at.session_state \
-            else None
+        pages = at.session_state["featagg.pages"] if "featagg.pages" in at.session_state \
+            else {}
+        job = pages.get("Test page", {}).get("_jobs", {}).get("slot")
         if job is None or job.status in job_status:
             return job
         time.sleep(0.02)
@@ -329,12 +333,15 @@ def test_panel_shows_progress_and_the_page_gets_the_result(tmp_path):
     at.run()
     text = " ".join(m.value for m in at.markdown)
     assert "Tiny job" in text and "running for" in text and "of about 3 s" in text
-    assert [b.key for b in at.button] == ["go", "slot__cancel"]
+    assert [b.key for b in at.button] == ["go", _CANCEL]
+    assert at.button(key="go").disabled                  # one job per slot: no second press
     flag.write_text("go")
     _settle(at, ("done",))
     at.run()
     assert [s.value for s in at.success] == ["result 42"]
-    assert "slot__cancel" not in [b.key for b in at.button]
+    assert _CANCEL not in [b.key for b in at.button] and not at.button(key="go").disabled
+    at.run()                                             # the result is handed over once
+    assert at.session_state["collected"] == 1
     assert not at.exception
 
 
@@ -345,8 +352,11 @@ def test_cancel_button_cancels_the_job(tmp_path):
     at.button(key="go").click().run()
     job = _settle(at, ("running",))
     at.run()
-    at.button(key="slot__cancel").click().run()
+    at.button(key=_CANCEL).click().run()
     assert job.wait(WAIT) and job.status == "cancelled"
     at.run()
-    assert [i.value for i in at.info] == ["Tiny job: cancelled."]
+    # the slot's outcome stays said (a warning, as on every page) until the next press
+    assert [w.value for w in at.warning] == ["Tiny job: cancelled."]
+    at.run()
+    assert [w.value for w in at.warning] == ["Tiny job: cancelled."]
     assert not at.success and not at.exception

@@ -307,12 +307,13 @@ def test_page_elbow_plot(app_for):
 def test_page_says_when_its_estimate_is_not_known_yet(app_for, monkeypatch):
     # a server still compiling the kernels an estimate needs has no estimate yet: the
     # caption says so in words, not "about unknown"
-    from featagg_app import state as session
+    from featagg_app import runs_ui
+    from featagg_app.text import approx_seconds
 
-    assert session.approx_seconds(None) == "not known yet"
-    assert session.approx_seconds(12.3) == "about 12 s"
-    assert session.approx_seconds(0.2) == "under a second"
-    monkeypatch.setattr(session, "estimate", lambda data, split, spec: None)
+    assert approx_seconds(None) == "not known yet"
+    assert approx_seconds(12.3) == "about 12 s"
+    assert approx_seconds(0.2) == "under a second"
+    monkeypatch.setattr(runs_ui, "estimate", lambda data, split, spec: None)
     at = app_for("extreme_classification").run()
     ok(at)
     shown = [c.value for c in at.caption if c.value.startswith("Estimated time")]

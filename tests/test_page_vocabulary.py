@@ -10,6 +10,7 @@ from sklearn.metrics import mutual_info_score
 
 from page_util import click, ok, runs
 from featagg_app.views import vocabulary as vv
+from featagg_app.views.compare import CURVE_SUFFIX
 from featagg_core.data import CategoricalData
 from featagg_core.experiment import make_split, run_pipeline, vocabulary_budget_curve
 from featagg_core.vocab.compressor import VocabularyCompressor, compress_columns
@@ -80,6 +81,15 @@ def test_loss_curves_decrease_and_match_direct_runs():
         assert g.set_index("m").loc[5, "MI loss"] == pytest.approx((ix - iz) / ix)
     fig = vv.loss_curve_figure(long)
     assert len(fig.data) == 2 and fig.layout.xaxis.type == "log"
+    # the page draws a curve from one run per budget: the same numbers as the sweep
+    for meth in ("submodular", "bucketing"):
+        pts = [run_pipeline(data, split, {"vocabulary": {"method": meth, "budget": b,
+                                                         "columns": ["a"]}})
+               for b in (2, 5, 20)]
+        from_runs = vv.curve_from_runs(pts)
+        assert from_runs["m"].tolist() == [2, 5, 20]
+        cols = ["I(Z;C)", "I(X;C)", "MI loss", "buckets"]
+        assert np.allclose(from_runs[cols].to_numpy(float), curves[meth][cols].to_numpy(float))
 
 
 def test_split_curve_data_is_the_sorted_ratio_with_the_cuts():
@@ -137,10 +147,35 @@ def test_page_runs_on_the_default_adult_sample(app_for):
     ok(at)
     cards = {mm.label: mm.value for mm in at.metric}
     assert any(k.startswith("MI loss") for k in cards), cards
-    done = runs(at)
+    every = runs(at)
     methods = at.multiselect(key="vc_methods").value
+    done = [r for r in every if not r.name.endswith(CURVE_SUFFIX)]
     assert len(done) == len(methods) and "dp" in methods      # Adult columns are small
-    assert all(r.kind == "vocabulary" for r in done)
+    assert all(r.kind == "vocabulary" for r in every)
+    # the curves are runs too: every method at every other budget of the curve (its run at
+    # m is the point at m), and the chart draws their test MI loss
+    m = at.select_slider(key="vc_m").value
+    curve = [r for r in every if r.name.endswith(CURVE_SUFFIX)]
+    budgets = sorted({r.spec["vocabulary"]["budget"] for r in curve} | {m})
+    assert len(budgets) >= 3 and budgets[0] == 2
+    points = {(r.spec["vocabulary"]["method"], r.spec["vocabulary"]["budget"]) for r in curve}
+    assert len(curve) == len(points) == len(methods) * (len(budgets) - 1)
+    assert points == {(meth, b) for meth in methods for b in budgets if b != m}
+    import base64
+    fig = next(c for c in at.get("plotly_chart") if "MI loss versus budget" in c.proto.spec)
+
+    def _values(y):      # plotly writes numpy arrays as {"dtype": "f8", "bdata": base64}
+        if isinstance(y, dict):
+            return np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]).tolist()
+        return list(y)
+    drawn = {tr["name"]: _values(tr["y"]) for tr in json.loads(fig.proto.spec)["data"]}
+    loss = {(r.spec["vocabulary"]["method"], r.spec["vocabulary"]["budget"]):
+            r.metrics["test"]["MI loss"] for r in curve + done}
+    for meth in methods:
+        want = [loss[(meth, b)] for b in budgets]
+        got = [np.nan if v is None else v for v in drawn[vv.METHOD_TITLES[meth]]]
+        assert np.allclose(got, np.where(np.asarray(want) > 1e-12, want, np.nan),
+                           equal_nan=True), meth
     # with the same (uniform) split of the budget, the DP optimum loses the least on the
     # training rows it was fitted on (on the test rows any method may generalise better)
     fitted = {r.spec["vocabulary"]["method"]: r.pipeline.vocabulary.mi_loss for r in done}
@@ -150,7 +185,7 @@ def test_page_runs_on_the_default_adult_sample(app_for):
     # switch the picture to another column and method: no rerun of the compression
     _by_label(at.selectbox, "Column").set_value("education").run()
     assert not at.exception
-    assert len(runs(at)) == len(methods)
+    assert len(runs(at)) == len(every)
 
 
 def test_page_other_label_per_column_budget_and_threshold(app_for):

@@ -13,7 +13,8 @@ import pytest
 os.environ.setdefault("FEATAGG_WARMUP", "0")  # no server warm-up in this test process
 
 from featagg_app.server import warmup as W
-from featagg_app.server.jobs import JobRunner, panel_progress_text, status_text
+from featagg_app.runs_ui import panel_progress_text, status_text
+from featagg_app.server.jobs import JobRunner
 
 WAIT = 60.0        # generous: child processes start Python on a shared machine
 
@@ -39,7 +40,7 @@ def test_groups_in_order_moves_the_named_groups_first():
 
 def test_a_data_folder_server_compiles_the_readers_first(tmp_path, monkeypatch):
     import streamlit as st
-    from featagg_app.server import jobs
+    from featagg_app.server import context
     made = []
 
     class FakeWarmup:
@@ -57,7 +58,7 @@ def test_a_data_folder_server_compiles_the_readers_first(tmp_path, monkeypatch):
         else:
             monkeypatch.setenv("FEATAGG_DATA_DIR", folder)
         st.cache_resource.clear()
-        jobs._server_kernels()
+        context._server_kernels()
     st.cache_resource.clear()
     assert made[0] == {"freeze_gc": True}                     # the usual order
     assert made[1]["freeze_gc"] is True
@@ -267,17 +268,17 @@ def test_a_page_estimate_waits_for_the_kernels_it_would_compile(monkeypatch):
     """While the DEFRAG kernels compile in the background, a page's time estimate is
     "unknown" (it would compile xt_y_nnz in the visitor's rerun), and it is not cached:
     once they are ready, the real number comes."""
-    from featagg_app.server import jobs
-    from featagg_app import state as session
+    from featagg_app import runs_ui
+    from featagg_app.server import context
     from featagg_core.experiment import make_split
     from featagg_core.data.synthetic import make_powerlaw_multilabel
     gate = _Gate()
     gate.speed = lambda: dict(W.REFERENCE_SPEED)
-    monkeypatch.setattr(jobs, "kernels", lambda: gate)
+    monkeypatch.setattr(context, "kernels", lambda: gate)
     data = make_powerlaw_multilabel(300, 200, 12, random_state=0, test_size=0.25)
     split = make_split(data)
     spec = {"defrag": {"d0": 8}}
-    assert session.estimate(data, split, spec) is None
+    assert runs_ui.estimate(data, split, spec) is None
     gate.open.add("defrag")
-    est = session.estimate(data, split, spec)
+    est = runs_ui.estimate(data, split, spec)
     assert isinstance(est, float) and est > 0

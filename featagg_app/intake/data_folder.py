@@ -28,19 +28,21 @@ from typing import Optional
 
 import streamlit as st
 
+from featagg_app import runs_ui, state
 from featagg_app.intake import guidance
-from featagg_app import state as session
+from featagg_app.server import context
+from featagg_app.server.jobs import JobQueueFull
+from featagg_app.text import md_escape
 from featagg_core.data import DatasetError
 from featagg_core.data.cache import CONVERT_MIN_BYTES, DataFolder, DatasetStore
 
-ENV_DIR = "FEATAGG_DATA_DIR"
 ENV_CACHE_MB = "FEATAGG_DATA_CACHE_MB"
 ENV_MIN_MB = "FEATAGG_DATA_CACHE_MIN_MB"   # files from this size on get a disk cache
 DEFAULT_CACHE_MB = 4096
 #: seconds a folder listing is reused before the folder is walked again
 LISTING_TTL_S = 10
-#: wall seconds per byte of a first open on this machine (parse + cache write; measured on
-#: 133 MB of XC text: ~10 s at load 14 on 2 cores), and of opening a fresh cache
+#: wall seconds per byte of a first open (parse + cache write), and of opening a fresh
+#: cache (measured: benchmarks/results/dashboard_notes.md)
 FIRST_OPEN_S_PER_BYTE = 1 / 13e6
 CACHED_OPEN_S = 1.5
 
@@ -56,7 +58,7 @@ _log = logging.getLogger("featagg_app")
 
 def configured() -> bool:
     """True when the server was started with a data folder (``FEATAGG_DATA_DIR``)."""
-    return bool(os.environ.get(ENV_DIR, "").strip())
+    return context.data_dir() is not None
 
 
 def _min_bytes() -> int:
@@ -78,7 +80,7 @@ def _folder(root: str) -> Optional[DataFolder]:
 
 def get_folder() -> Optional[DataFolder]:
     """The server's :class:`DataFolder`, or None (unset, or not a readable folder)."""
-    root = os.environ.get(ENV_DIR, "").strip()
+    root = context.data_dir()
     return _folder(os.path.realpath(root)) if root else None
 
 
@@ -120,7 +122,6 @@ def _opts_key(options: dict) -> tuple:
 def open_in_job(relpath: str, options: Optional[dict] = None):
     """Queue the opening of ``relpath`` as a job of this session and remember it; returns
     the Job (None when the session's queue is full, which is said in the sidebar)."""
-    from featagg_app.server import jobs
     folder, store = get_folder(), get_store()
     options = dict(_opts_key(options or {}))
     entry = folder.describe(relpath)
@@ -139,10 +140,10 @@ def open_in_job(relpath: str, options: Optional[dict] = None):
         # parsing needs the readers' kernels: on a server still compiling them in the
         # background the job waits for them (compiling in the server would stall every
         # session); a cached open maps the npz and runs no kernel
-        job = jobs.get_runner().submit(session.session_id(), f"Opening {relpath}", work,
-                                       estimate_s=estimate, kind="open",
-                                       needs=() if cached else ("readers",))
-    except jobs.JobQueueFull as exc:
+        job = context.get_runner().submit(state.session_id(), f"Opening {relpath}", work,
+                                          estimate_s=estimate, kind="open",
+                                          needs=() if cached else ("readers",))
+    except JobQueueFull as exc:
         st.warning(str(exc), icon=":material/hourglass_top:")
         return None
     st.session_state[_JOB] = (relpath, _opts_key(options), job)
@@ -165,7 +166,7 @@ def _collect() -> None:
         return
     status, value = job.result
     if status == "ok":
-        session.set_dataset(value, origin="folder", source_id=relpath)
+        state.set_dataset(value, origin="folder", source_id=relpath)
         st.session_state[_CURRENT] = (relpath, value.fingerprint)
         return
     option = guidance.needed_option(value)
@@ -176,9 +177,9 @@ def _collect() -> None:
 def _in_use() -> Optional[str]:
     """The folder file this session's dataset came from (None when it is something else)."""
     cur = st.session_state.get(_CURRENT)
-    if cur is None or session.current_origin() != "folder":
+    if cur is None or state.current_origin() != "folder":
         return None
-    return cur[0] if session.current_fingerprint() == cur[1] else None
+    return cur[0] if state.current_fingerprint() == cur[1] else None
 
 
 def _options_widgets(relpath: str, option: str) -> Optional[dict]:
@@ -203,7 +204,6 @@ def _options_widgets(relpath: str, option: str) -> Optional[dict]:
 
 def folder_picker() -> None:
     """The "Data folder" part of the sidebar's dataset picker (call inside the sidebar)."""
-    from featagg_app.server import jobs
     folder = get_folder()
     if folder is None:
         st.warning("The server's data folder is not available (see the server log).",
@@ -235,7 +235,7 @@ def folder_picker() -> None:
         st.rerun()
     if held is not None and held[2].status in ("queued", "running"):
         if held[0] == rel:
-            jobs.job_panel(held[2], key="job:sidebar:folder", run_every=session.PANEL_REFRESH_S)
+            runs_ui.job_panel(held[2], key="job:sidebar:folder")
             return
         held[2].cancel()                  # another file was picked meanwhile
         st.session_state.pop(_JOB, None)
@@ -244,7 +244,7 @@ def folder_picker() -> None:
     result = st.session_state.get(_RESULT)
     if result is not None and result[0] == rel:
         _, _, status, text, option = result
-        st.error(f"Could not open this file: {session.md_escape(text)}", icon="⚠️")
+        st.error(f"Could not open this file: {md_escape(text)}", icon="⚠️")
         opts = _options_widgets(rel, option) if status == "needs" else None
         if opts is None and st.button("Try again", key=f"{K_FILE}:retry"):
             opts = {}
@@ -257,4 +257,4 @@ def folder_picker() -> None:
         st.session_state[_RESULT] = (rel, (), "error", guidance.ui_message(str(exc)), None)
         st.rerun()
     if job is not None:
-        jobs.job_panel(job, key="job:sidebar:folder", run_every=session.PANEL_REFRESH_S)
+        runs_ui.job_panel(job, key="job:sidebar:folder")

@@ -20,7 +20,8 @@ import streamlit as st
 
 from featagg_app.intake import data_folder
 from featagg_app.views import display
-from featagg_app import state as session
+from featagg_app import state
+from featagg_app.text import error_message, md_escape, show_error
 from featagg_core.data.samples import list_samples
 from featagg_app.intake.uploads import (
     EXTRA_FILES,
@@ -35,7 +36,7 @@ from featagg_app.intake.uploads import (
 SOURCE_SAMPLE = "Bundled sample"
 SOURCE_FOLDER = "Data folder"
 SOURCE_UPLOAD = "Upload a file"
-KIND_ORDER = {k: i for i, k in enumerate(session.KINDS)}
+KIND_ORDER = {k: i for i, k in enumerate(state.KINDS)}
 KIND_GROUP = {"multilabel": "Multi-label", "graph": "Graph", "table": "Table"}
 
 # session_state keys (widgets and bookkeeping of this module)
@@ -61,7 +62,7 @@ def _sample_options() -> tuple[list, dict]:
 def _sample_picker() -> None:
     names, info = _sample_options()
     if K_SAMPLE not in st.session_state:      # first run, or back from "Upload a file"
-        cur, default = session.current_source_id(), session.DEFAULT_SAMPLES["multilabel"]
+        cur, default = state.current_source_id(), state.DEFAULT_SAMPLES["multilabel"]
         st.session_state[K_SAMPLE] = (cur if cur in info else
                                       default if default in info else names[0])
     name = st.selectbox(
@@ -70,14 +71,14 @@ def _sample_picker() -> None:
         help="Small real datasets bundled with featagg (see sample_data/README.md).")
     s = info[name]
     st.caption(f"{s.description} ({s.shape_text})")
-    if session.current_source_id() == name:
+    if state.current_source_id() == name:
         return
     try:
-        data = session.load_sample_cached(name)
+        data = state.load_sample_cached(name)
     except Exception as exc:  # noqa: BLE001 - no traceback in the browser
-        session.show_error(exc, context=f"Could not load the sample {s.title}")
+        show_error(exc, context=f"Could not load the sample {s.title}")
         return
-    session.set_dataset(data, origin="sample", source_id=name)
+    state.set_dataset(data, origin="sample", source_id=name)
 
 
 def _file_id(f) -> str:
@@ -108,7 +109,7 @@ def _main_changed(kind: str, main) -> int:
 
 
 def _upload_picker() -> None:
-    kind = st.radio("Kind of data", list(session.KINDS), key=K_UPLOAD_KIND, horizontal=True,
+    kind = st.radio("Kind of data", list(state.KINDS), key=K_UPLOAD_KIND, horizontal=True,
                     format_func=lambda k: KIND_GROUP[k])
     st.caption(f"{FORMAT_HELP[kind]} Up to **{MAX_UPLOAD_MB} MB** per file"
                + (" (larger files: the server's *Data folder*)" if data_folder.configured()
@@ -136,7 +137,7 @@ def _upload_picker() -> None:
                                   help="Leave empty to let the reader find it.").strip() or None
         proposal = st.session_state.get(_LABEL_PROPOSAL)
         if proposal and label_col == proposal:
-            st.caption(f"Proposed **{session.md_escape(proposal)}** as the label: it is the "
+            st.caption(f"Proposed **{md_escape(proposal)}** as the label: it is the "
                        "file's only column of 0/1 values. Type another column to change it.")
     status, text, needs = st.session_state.get(_UPLOAD_RESULT, ("", "", None))
     if kind == "multilabel" and main is not None and "xml" not in extras and (
@@ -149,9 +150,9 @@ def _upload_picker() -> None:
     if main is None:
         last = st.session_state.get(_UPLOAD_DATA)
         if last is not None and last.kind == kind:
-            if session.current_fingerprint() != last.fingerprint:
-                session.set_dataset(last, origin="upload", source_id="upload")
-            result_slot.caption(f"Using your earlier upload **{session.md_escape(last.name)}**.")
+            if state.current_fingerprint() != last.fingerprint:
+                state.set_dataset(last, origin="upload", source_id="upload")
+            result_slot.caption(f"Using your earlier upload **{md_escape(last.name)}**.")
         return
     sig = (kind, _file_id(main), tuple(sorted((r, _file_id(f)) for r, f in extras.items())),
            label_col, n_labels)
@@ -165,17 +166,17 @@ def _upload_picker() -> None:
         except UploadError as exc:
             st.session_state[_UPLOAD_RESULT] = ("error", str(exc), exc.needs)
         except Exception as exc:  # noqa: BLE001 - load_upload only raises UploadError
-            st.session_state[_UPLOAD_RESULT] = ("error", session.error_message(exc), None)
+            st.session_state[_UPLOAD_RESULT] = ("error", error_message(exc), None)
         else:
             st.session_state[_UPLOAD_DATA] = data
-            session.set_dataset(data, origin="upload", source_id="upload")
-            st.session_state[_UPLOAD_RESULT] = ("ok", f"Loaded {session.dataset_label(data)}",
+            state.set_dataset(data, origin="upload", source_id="upload")
+            st.session_state[_UPLOAD_RESULT] = ("ok", f"Loaded {state.dataset_label(data)}",
                                                 None)
         st.rerun()                    # the widgets above follow the outcome (what to ask for)
     if status == "error":
-        result_slot.error(f"Could not load this file: {session.md_escape(text)}", icon="⚠️")
+        result_slot.error(f"Could not load this file: {md_escape(text)}", icon="⚠️")
     elif status == "ok":
-        result_slot.success(session.md_escape(text))
+        result_slot.success(md_escape(text))
 
 
 def load_upload(kind: str, name: str, raw: bytes, *, extras=None, label=None, n_labels=None):
@@ -201,9 +202,9 @@ def dataset_picker():
             data_folder.folder_picker()
         else:
             _upload_picker()
-        data = session.current_dataset()
+        data = state.current_dataset()
         if data is not None:
-            st.caption(f"In use: **{session.md_escape(session.dataset_label(data))}**")
+            st.caption(f"In use: **{md_escape(state.dataset_label(data))}**")
             split_picker(data)
         else:
             st.caption("No dataset in use yet.")
@@ -225,7 +226,7 @@ def _cluster_line() -> None:
     if scheduler is None:
         return
     status = _cluster_status(scheduler)
-    text = session.md_escape(status["message"])
+    text = md_escape(status["message"])
     if status["ok"]:
         st.caption(f"🖧 {text} DEFRAG and KTXMLC fits run there (the same models).")
     else:
@@ -238,9 +239,9 @@ def split_picker(data) -> None:
     validation fraction and seed of this session's split of ``data``. The widgets are new
     for every dataset, so each dataset keeps its own settings."""
     st.subheader("Split")
-    settings = session.split_settings(data)
+    settings = state.split_settings(data)
     tag = data.fingerprint[:12]
-    own = session.has_own_test(data)
+    own = state.has_own_test(data)
     with st.expander("Test / validation rows", expanded=False):
         how = None
         if own:
@@ -265,10 +266,10 @@ def split_picker(data) -> None:
     if (float(test), float(valid), int(seed), how) != (
             settings["test_size"], settings["valid_size"], settings["random_state"],
             settings["how"]):
-        session.set_split_settings(data, test, valid, seed, how)
+        state.set_split_settings(data, test, valid, seed, how)
     try:
-        split = session.current_split(data)
+        split = state.current_split(data)
     except ValueError as exc:
-        session.show_error(exc, context="This split cannot be made")
+        show_error(exc, context="This split cannot be made")
         return
-    st.caption(session.md_escape(split.describe()) + f" · id `{split.split_id[:8]}`")
+    st.caption(md_escape(split.describe()) + f" · id `{split.split_id[:8]}`")

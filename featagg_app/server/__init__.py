@@ -1,6 +1,8 @@
-"""The server side of the dashboard: what runs once per server, not per page.
+"""The server side of the dashboard: what runs once per server process, not per page.
 
-``jobs`` (the one bounded job runner), ``warmup`` (kernels compiled in the background),
-``reaper`` (freeing sessions that went away), ``memory`` (sizes and the shared-fits cache),
-``serve`` (the ``featagg-dashboard`` entry point), ``layout`` (where app.py and pages/ are).
+``jobs`` (the one bounded job runner, no streamlit), ``context`` (the server's runner,
+kernel warm-up and speed, created once with ``st.cache_resource``, and its data folder
+setting), ``warmup`` (kernels compiled in the background), ``reaper`` (freeing sessions
+that went away), ``memory`` (sizes and the shared-fits cache), ``serve`` (the
+``featagg-dashboard`` entry point), ``layout`` (where app.py and pages/ are).
 """

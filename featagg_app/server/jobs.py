@@ -1,10 +1,9 @@
-"""The dashboard's one bounded job runner, and the widget pages use while a job runs.
+"""The dashboard's one bounded job runner (no streamlit: the server's runner is
+:func:`featagg_app.server.context.get_runner`, the panel a page draws is
+:func:`featagg_app.runs_ui.job_panel`).
 
 Signatures::
 
-    get_runner() -> JobRunner              # the server's runner (st.cache_resource)
-    kernels() -> KernelWarmup | None       # the server's background compilation
-    machine_speed() -> dict | None         # the speed the estimates use (never measures)
     JobRunner(max_workers=None, max_queued_per_session=4, threads_per_job=None,
               gate=None, shared_bytes=None)
         .submit(session_id, label, fn, estimate_s=None, kind="", *, needs=None,
@@ -18,11 +17,8 @@ Signatures::
          queued), waiting_for (kernel groups still compiling), shared, elapsed_s,
          estimate_s, result, error, done, cancel(), wait(timeout)
     JobQueueFull (ValueError): a session already has max_queued_per_session jobs
-    job_panel(job, key, run_every=1.0)     # queue position, progress, elapsed, estimate,
-                                           # Cancel; st.rerun() when the job finishes
-    run_in_page(key, label=None, fn=None, estimate_s=None, kind="", start=False)
-        -> the finished job's result once, else None (draws the panel / the outcome)
-    forget(key)                            # drop a page's finished/cancelled/failed job
+    default_workers() -> int               # FEATAGG_JOB_WORKERS, else the cores
+    friendly_error(exc) -> str             # the line a failed job shows
 
 ``fn(progress, cancel)`` does the work in a worker thread: ``progress(fraction, message)``
 records how far it is and raises :class:`featagg_core.utils.cancel.Cancelled` once the job is
@@ -37,13 +33,13 @@ twenty, and thirty people pressing Train at once queue (each sees its place in l
 instead of thirty fits sharing two cores. Each worker thread runs numba
 (``numba.set_num_threads``, a per-thread setting) and OpenMP with ``threads_per_job =
 max(1, cores // max_workers)`` threads, so running jobs never use more threads than the
-machine has cores; :func:`get_runner` also caps the process-wide BLAS pool at that number.
+machine has cores; the server's runner (``context.get_runner``) also caps the process-wide BLAS pool at that number.
 A job submitted with ``needs`` (kernel groups, :mod:`featagg_app.server.warmup`) is passed over
 while the ``gate`` says those kernels are still compiling in the background: the next
 session's job starts instead, and the panel says what it waits for.
 
 Sharing: jobs submitted with the same ``share_key`` (an identical fit on identical data:
-``featagg_app.state.submit_run`` uses the run's ``spec_key`` plus the dataset's name and
+``featagg_app.runs_ui.submit_run`` uses the run's ``spec_key`` plus the dataset's name and
 feature/label names) are one computation. A second session's job subscribes to the queued
 or running one (it occupies no worker; it shows the same progress), and a job submitted
 after it finished gets the result from :attr:`JobRunner.shared` (a byte-bounded LRU,
@@ -68,18 +64,14 @@ import uuid
 from collections import OrderedDict, deque
 from typing import Any, Callable, Dict, List, Optional
 
-import streamlit as st
-
 from featagg_app.server.memory import SharedResults, shared_results_budget
 
-__all__ = ["Job", "JobRunner", "JobQueueFull", "get_runner", "job_panel", "run_in_page",
-           "forget", "default_workers", "friendly_error"]
+__all__ = ["Job", "JobRunner", "JobQueueFull", "default_workers", "friendly_error"]
 
 _log = logging.getLogger("featagg_app.server.jobs")
 
 STATUSES = ("queued", "running", "done", "cancelled", "failed")
 _FINAL = ("done", "cancelled", "failed")
-_STATE_KEY = "featagg.jobs"          # st.session_state: page key -> Job
 
 
 class JobQueueFull(ValueError):
@@ -123,7 +115,6 @@ class Job:
         self.result: Any = None
         self.error: Optional[str] = None
         self.shared = False          # the result is (or will be) another session's fit
-        self.submitted = time.time()
         self.started: Optional[float] = None
         self.finished: Optional[float] = None
         self.cancel_event = threading.Event()
@@ -156,13 +147,6 @@ class Job:
         return max(0.0, end - self.started)
 
     @property
-    def waited_s(self) -> float:
-        """Seconds spent in the queue."""
-        end = self.started if self.started is not None else (
-            self.finished if self.finished is not None else time.time())
-        return max(0.0, end - self.submitted)
-
-    @property
     def queue_position(self) -> Optional[int]:
         """1 for the next job to start, 2 for the one after, …; None unless queued."""
         if self.status != "queued":
@@ -177,13 +161,6 @@ class Job:
         if self.status != "queued" or task is None or gate is None or not task.needs:
             return []
         return [g.title for g in gate.pending(task.needs)]
-
-    @property
-    def remaining_s(self) -> Optional[float]:
-        """The estimate minus the elapsed time (never below 0), None without estimate."""
-        if self.estimate_s is None:
-            return None
-        return max(0.0, self.estimate_s - self.elapsed_s)
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Block until the job is finished (True) or ``timeout`` passes (False)."""
@@ -591,186 +568,3 @@ class JobRunner:
                 job.message = message or "cancelled"
             job.status = status
         job._finished_event.set()
-
-
-# ----------------------------------------------------------------------------- server runner
-def kernel_warmup_enabled() -> bool:
-    """False when the environment says ``FEATAGG_WARMUP=0`` (in-process AppTest runs)."""
-    return os.environ.get("FEATAGG_WARMUP", "1").strip() != "0"
-
-
-@st.cache_resource(show_spinner=False)
-def _server_kernels():
-    from featagg_app.intake import data_folder
-    from featagg_app.server.warmup import KernelWarmup, groups_in_order, watch_compiles
-    watch_compiles()
-    kw = {"freeze_gc": True}
-    if data_folder.configured():    # its first job is an open: the parser compiles first
-        kw["groups"] = groups_in_order(("readers",))
-    return KernelWarmup(**kw).start()
-
-
-def kernels():
-    """The server's :class:`featagg_app.server.warmup.KernelWarmup` (started on first use: the
-    background compilation of numba's kernels), or None with ``FEATAGG_WARMUP=0``."""
-    if not kernel_warmup_enabled():
-        return None
-    return _server_kernels()
-
-
-def machine_speed() -> Optional[dict]:
-    """This server's latest speed calibration for the estimates, measured in the
-    background (:meth:`KernelWarmup.speed`); None without a warm-up (the estimate then
-    measures it itself, as a library call does)."""
-    k = kernels()
-    return None if k is None else k.speed()
-
-
-@st.cache_resource(show_spinner=False)
-def _server_runner() -> JobRunner:
-    runner = JobRunner(gate=kernels())
-    if runner.threads_per_job < (os.cpu_count() or 1):
-        try:  # BLAS pools are process-wide: cap them once for the whole server
-            from threadpoolctl import threadpool_limits
-            threadpool_limits(limits=runner.threads_per_job, user_api="blas")
-        except Exception:  # noqa: BLE001
-            _log.debug("could not limit BLAS threads", exc_info=True)
-    _log.info("job runner: %d workers, %d threads per job, %.0f MB of shared fits",
-              runner.max_workers, runner.threads_per_job, runner.shared.max_bytes / 2 ** 20)
-    return runner
-
-
-def get_runner() -> JobRunner:
-    """The server's one :class:`JobRunner` (created on first use, shared by all sessions)."""
-    return _server_runner()
-
-
-# ----------------------------------------------------------------------------- widgets
-def _fmt_seconds(s: Optional[float]) -> str:
-    from featagg_core.runs.estimate import format_seconds
-    return "—" if s is None else format_seconds(s)
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def status_text(job: Job) -> str:
-    """One line for a job: "queued, 3rd in line", "running for 12 s of about 40 s", …"""
-    if job.status == "queued":
-        pos = job.queue_position
-        where = ("next in line" if pos == 1 else
-                 (f"{_ordinal(pos)} in line" if pos else "waiting"))
-        if job.shared:
-            where += ", together with an identical fit another session asked for"
-        est = f" · estimated run time {_fmt_seconds(job.estimate_s)}" \
-            if job.estimate_s is not None else ""
-        return f"**{job.label}** — queued, {where}{est}"
-    if job.status == "running":
-        est = (f" of about {_fmt_seconds(job.estimate_s)} (estimate)"
-               if job.estimate_s is not None else "")
-        also = " (an identical fit another session asked for: shared)" if job.shared else ""
-        return f"**{job.label}** — running for {_fmt_seconds(job.elapsed_s)}{est}{also}"
-    if job.status == "done":
-        if job.shared:
-            return (f"**{job.label}** — done (an identical fit on identical data was shared "
-                    "with another session)")
-        return f"**{job.label}** — done in {_fmt_seconds(job.elapsed_s)}"
-    if job.status == "cancelled":
-        return f"**{job.label}** — cancelled"
-    return f"**{job.label}** — failed: {job.error or job.message}"
-
-
-def panel_progress_text(job: Job) -> str:
-    """The line under a job's progress bar."""
-    if job.cancelled and not job.done:
-        return "cancelling…"
-    if job.status == "running":
-        return job.message
-    waiting = job.waiting_for
-    if waiting:
-        return ("the server started recently and is still compiling the kernels for "
-                + ", ".join(waiting) + "; other jobs run meanwhile")
-    return "waiting for a free worker"
-
-
-def _panel_body(job: Job, key: str) -> None:
-    if job.done:
-        st.rerun()                       # the whole page: it shows the outcome
-        return
-    with st.container(border=True):
-        st.markdown(status_text(job))
-        st.progress(float(job.progress), text=panel_progress_text(job))
-        if st.button("Cancel", key=f"{key}__cancel", disabled=job.cancelled,
-                     help="stop this job (the server frees its memory)"):
-            job.cancel()
-            st.rerun()
-
-
-def job_panel(job: Job, key: str, run_every: float = 1.0) -> None:
-    """Draw the panel of a queued or running job and redraw it every ``run_every`` s
-    (an ``st.fragment``); when the job has finished, rerun the page so it shows the
-    result. ``key`` must be unique on the page (it keys the Cancel button). Each redraw
-    is a fragment run that every other session pays for in GIL hand-offs while jobs
-    compute: once a second is the default."""
-
-    @st.fragment(run_every=run_every)
-    def _job_panel_fragment():
-        _panel_body(job, key)
-
-    if job.done:
-        return
-    _job_panel_fragment()
-
-
-def _jobs_state() -> dict:
-    return st.session_state.setdefault(_STATE_KEY, {})
-
-
-def run_in_page(key: str, label: Optional[str] = None, fn: Optional[Callable] = None,
-                estimate_s: Optional[float] = None, kind: str = "", start: bool = False):
-    """The page's whole "submit or show" step for one job slot ``key``.
-
-    With ``start=True`` (e.g. the Run button was pressed) any unfinished job in the slot
-    is cancelled and ``fn`` is submitted for this session. Then: a queued or running job
-    draws :func:`job_panel` and returns None; a finished job returns its result **once**
-    (the slot is emptied: store the result, e.g. ``session.add_run(run)``); a cancelled
-    or failed one shows its message (until the next start or :func:`forget`) and returns
-    None; an empty slot returns None. A full queue is reported with ``st.warning``.
-    """
-    from featagg_app import state as session
-    state = _jobs_state()
-    if start:
-        if fn is None:
-            raise ValueError("run_in_page(start=True) needs fn")
-        old = state.pop(key, None)
-        if old is not None and not old.done:
-            old.cancel()
-        try:
-            state[key] = get_runner().submit(session.session_id(), label or key, fn,
-                                             estimate_s=estimate_s, kind=kind)
-        except JobQueueFull as exc:
-            st.warning(str(exc))
-            return None
-    job = state.get(key)
-    if job is None:
-        return None
-    if job.status == "done":
-        state.pop(key, None)
-        return job.result
-    if job.status == "cancelled":
-        st.info(f"{job.label}: cancelled.")
-        return None
-    if job.status == "failed":
-        st.error(f"{job.label} failed: {job.error}")
-        return None
-    job_panel(job, key)
-    return None
-
-
-def forget(key: str) -> None:
-    """Empty a page's job slot (cancelling the job if it is still running)."""
-    job = _jobs_state().pop(key, None)
-    if job is not None and not job.done:
-        job.cancel()

@@ -248,7 +248,7 @@ class SessionReaper:
 # ----------------------------------------------------------------------------- the server
 @st.cache_resource(show_spinner=False)
 def _server_reaper() -> SessionReaper:
-    from featagg_app.server.jobs import get_runner
+    from featagg_app.server.context import get_runner
     reaper = SessionReaper(get_runner()).start()
     _log.info("featagg: sessions are freed %.0f s after they disconnect%s", reaper.grace_s,
               f", and after {reaper.idle_s / 60:.0f} min without activity"

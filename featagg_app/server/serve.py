@@ -13,12 +13,12 @@ and passes the same streamlit options):
    threads otherwise each keep their own free pages); Streamlit's ``runner.postScriptGC``
    off (``STREAMLIT_RUNNER_POST_SCRIPT_GC=false``): by default Streamlit runs a full
    ``gc.collect(2)`` after *every* script run, fragment runs included, and on this
-   server's heap (numba, scikit-learn, plotly, pandas: ~285,000 tracked objects) one
-   costs 0.14 s of CPU holding the GIL — with a class's job panels redrawing once a second
-   each, that alone was 30 % of the server's busy time in a 6-student profile. Cyclic
+   server's heap (numba, scikit-learn, plotly, pandas) each one holds the GIL for a
+   noticeable share of the server's busy time while a class's job panels redraw
+   (benchmarks/results/dashboard_notes.md). Cyclic
    garbage is still collected by Python's own generational collector, and the session
    reaper runs a full collection when it frees a closed session (where the memory is);
-2. starts the server's :class:`featagg_app.server.warmup.KernelWarmup` (``jobs.kernels()``):
+2. starts the server's :class:`featagg_app.server.warmup.KernelWarmup` (``context.kernels()``):
    child processes compile the kernels into numba's on-disk cache in the order pages need
    them while the pages are already served; jobs wait for the kernels they need;
 3. hands over to Streamlit's own command line, ``streamlit run app.py [options]``, in the
@@ -165,9 +165,9 @@ def main(argv=None) -> None:
     server_defaults()
     from featagg_app.server.memory import limit_malloc_arenas
     limit_malloc_arenas(int(os.environ.get("MALLOC_ARENA_MAX", "2") or 2))
-    from featagg_app.server import jobs
-    if jobs.kernel_warmup_enabled():
-        jobs.kernels()              # background compilation starts now, not at the 1st visit
+    from featagg_app.server import context
+    if context.kernel_warmup_enabled():
+        context.kernels()           # background compilation starts now, not at the 1st visit
     use_st_navigation_only()
     argv = with_upload_cap(argv)
     from streamlit.web import cli

@@ -26,12 +26,12 @@ inputs) — which writes numba's on-disk cache — and drop a ``<group>.done`` m
 thread in the server waits for the markers and then calls the same ``warmup()`` functions
 in the server, which only *load* the cache files the children wrote (numba looks for cache
 files when a dispatcher is first called with a signature, so files written by another
-process after the import are picked up); loading every group costs ~2 s of CPU. The job
+process after the import are picked up; benchmarks/results/dashboard_notes.md). The job
 runner (:mod:`featagg_app.server.jobs`) does not start a job until the groups it needs are ready,
 and says so in the job panel; jobs of ready groups run meanwhile. When a child dies or
 fails, its group is marked failed and counts as ready: the job then compiles in-process,
 as numba always does. Once every group is ready, the loader measures this machine's speed
-(``featagg_core.runs.estimate.measure_speed``, ~0.3 s) and re-measures it every
+(``featagg_core.runs.estimate.measure_speed``) and re-measures it every
 ``SPEED_MAX_AGE_S`` in the background, so no page ever calibrates inside a rerun; until
 the first measurement :meth:`KernelWarmup.speed` returns :data:`REFERENCE_SPEED`.
 
@@ -41,7 +41,7 @@ classifier's evaluation), the file readers (uploads), REFRAG/FIAT (Rare labels),
 (Graph feature selection), the vocabulary compressors, then the rest.
 
 No streamlit here; the state lives in the :class:`KernelWarmup` object (the server keeps
-one, created by ``featagg_app.server.jobs.kernels()``).
+one, created by ``featagg_app.server.context.kernels()``).
 """
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ GROUPS = (
     KernelGroup("defrag", "DEFRAG (feature agglomeration)",
                 ("featagg_core.agglomeration.defrag", "featagg_core.agglomeration.clustering")),
     # second, so the second compile worker takes it while the first compiles DEFRAG's
-    # own kernels: the exact XᵀY (15 s of JIT, about half of DEFRAG's) then is in the
+    # own kernels: the exact XᵀY (about half of DEFRAG's JIT) then is in the
     # cache when DEFRAG's warm-up reaches its XY fit. Self-contained groups still: "defrag"
     # compiles the product itself if this one is not done yet.
     KernelGroup("products", "the exact sparse products (DEFRAG's XᵀY, KTXMLC's label "
@@ -237,7 +237,7 @@ def watch_compiles(log: Optional[Callable[[str], None]] = None) -> Callable[[], 
     """Log every featagg kernel numba compiles in this process (not loads from its cache):
     "JIT in the server process: featagg_core._kernels.defrag.split_level, 3.1 s (thread
     featagg-job-1)". Returns a function giving the number seen so far. Installed once per
-    server process (``featagg_app.server.jobs.kernels``); the cold-start benchmark counts the lines.
+    server process (``featagg_app.server.context.kernels``); the cold-start benchmark counts the lines.
     """
     from numba.core import event as ev
 
@@ -361,7 +361,7 @@ class KernelWarmup:
         Where the progress lines go (default: stderr, the server log).
     freeze_gc : bool
         Once every group is loaded, ``gc.collect()`` then ``gc.freeze()`` (the server's
-        :func:`featagg_app.server.jobs.kernels` sets it; a test process keeps its collector).
+        :func:`featagg_app.server.context.kernels` sets it; a test process keeps its collector).
     """
 
     def __init__(self, groups: Sequence[KernelGroup] = GROUPS, processes: Optional[int] = None,
@@ -546,7 +546,7 @@ class KernelWarmup:
             # what is loaded now (modules, numba's dispatchers and compiled libraries,
             # scikit-learn, plotly, pandas) lives as long as the server: move it out of the
             # garbage collector's reach, so a full collection - the reaper's after freeing a
-            # session, Python's own - walks only what sessions created (0.14 s -> ~0). A
+            # session, Python's own - walks only what sessions created. A
             # session already open now keeps only Streamlit's own small objects past its
             # close if they form cycles: the reaper empties its state (the dataset, the
             # fits), which refcounting frees

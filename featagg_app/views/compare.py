@@ -27,6 +27,10 @@ from plotly.subplots import make_subplots
 
 from featagg_app.views.charts import PALETTE, style
 
+#: the end of the name of a run fitted as one point of a curve its page draws (the
+#: Vocabulary page's MI loss against the budget): Compare lists it, and picks it when asked
+CURVE_SUFFIX = " (budget curve)"
+
 #: identity columns of :func:`runs_frame`, in table order
 ID_COLUMNS = ["run", "name", "kind", "dataset", "split", "created", "status", "run_id",
               "split_id", "dataset_fingerprint", "group"]
@@ -211,7 +215,9 @@ def latest_runs(df: pd.DataFrame, kind: str, group: Optional[str] = None,
                 n: int = 6) -> List[str]:
     """run_ids of the ``n`` latest runs of ``kind`` (in ``group`` when given), oldest first.
 
-    When none of them is a plain classifier on raw features but an older run of the group
+    A curve's points (names ending in :data:`CURVE_SUFFIX`: a page refits a method at
+    every budget) are passed over while the group has other runs: the curve is drawn by
+    its page, and the runs a person asked for are the ones to compare. When none of them is a plain classifier on raw features but an older run of the group
     is, the latest such run takes the oldest one's place: a Triage or a d0 sweep adds many
     DEFRAG runs at once, and the deltas should still start from the raw classifier (see
     :func:`default_baseline`) rather than from one of the sweep's points.
@@ -219,6 +225,9 @@ def latest_runs(df: pd.DataFrame, kind: str, group: Optional[str] = None,
     sel = df[df["kind"] == kind]
     if group is not None:
         sel = sel[sel["group"] == group]
+    asked = sel[~sel["name"].astype(str).str.endswith(CURVE_SUFFIX)]
+    if len(asked):
+        sel = asked
     ids = sel["run_id"].tolist()
     latest = ids[-n:]
     if kind != "classifier" or len(ids) <= n:
@@ -241,38 +250,25 @@ def default_baseline(df: pd.DataFrame, run_ids: Sequence[str]) -> Optional[str]:
     return sel.index[0]
 
 
+#: unit -> (scale, format of a value, format of a difference)
+_FORMATS = {"%": (100.0, "{:.2f} %", "{:+.2f} pt"), "seconds": (1.0, "{:.2f} s", "{:+.2f} s"),
+            "ms per point": (1.0, "{:.3f} ms", "{:+.3f} ms"),
+            "MB": (1.0, "{:.2f} MB", "{:+.2f} MB"), "count": (1.0, "{:,.0f}", "{:+,.0f}")}
+_PLAIN = (1.0, "{:.4g}", "{:+.4g}")
+
+
 def _fmt(value, metric: str) -> str:
     if value is None or (isinstance(value, float) and not np.isfinite(value)):
         return "–"
-    unit = unit_of(metric)
-    if unit == "%":
-        return f"{100 * float(value):.2f} %"
-    if unit == "seconds":
-        return f"{float(value):.2f} s"
-    if unit == "ms per point":
-        return f"{float(value):.3f} ms"
-    if unit == "MB":
-        return f"{float(value):.2f} MB"
-    if unit == "count":
-        return f"{float(value):,.0f}"
-    return f"{float(value):.4g}"
+    scale, fmt, _ = _FORMATS.get(unit_of(metric), _PLAIN)
+    return fmt.format(scale * float(value))
 
 
 def _fmt_delta(delta, metric: str) -> str:
     if delta is None or not np.isfinite(delta):
         return "–"
-    unit = unit_of(metric)
-    if unit == "%":
-        return f"{100 * delta:+.2f} pt"
-    if unit == "seconds":
-        return f"{delta:+.2f} s"
-    if unit == "ms per point":
-        return f"{delta:+.3f} ms"
-    if unit == "MB":
-        return f"{delta:+.2f} MB"
-    if unit == "count":
-        return f"{delta:+,.0f}"
-    return f"{delta:+.4g}"
+    scale, _, fmt = _FORMATS.get(unit_of(metric), _PLAIN)
+    return fmt.format(scale * delta)
 
 
 def delta_frame(df: pd.DataFrame, run_ids: Sequence[str], metrics: Sequence[str],

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from featagg_app import state as session
+from featagg_app import state
+from featagg_app.text import md_escape
 
 from featagg_app.server.layout import APP_DIR as ROOT   # app.py + pages/: checkout or installed
 
@@ -66,6 +67,6 @@ def render() -> None:
         "to a baseline run; **Export** downloads their pipelines.\n\n"
         "Each browser tab has its own session: in a class, every student can pick their own "
         "dataset and runs without disturbing anyone else.")
-    data = session.current_dataset()
+    data = state.current_dataset()
     if data is not None:
-        st.info(f"Dataset in use: **{session.md_escape(session.dataset_label(data))}**")
+        st.info(f"Dataset in use: **{md_escape(state.dataset_label(data))}**")

@@ -1,6 +1,6 @@
 """Table and figure builders of the Vocabulary compression page (no streamlit here, so
 they are unit-testable): the summary of the methods' runs, the MI-loss versus budget curves
-(``experiment.vocabulary_budget_curve``), timings, the sorted P(C=0|x) curve with the split
+(from the runs of each budget, or ``experiment.vocabulary_budget_curve``), timings, the sorted P(C=0|x) curve with the split
 points, the per-column budget allocation, and the mapping files. Every number comes from a
 run's metrics or the core's sweeps; nothing here fits or scores."""
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from featagg_app.views import charts
-from featagg_core.vocab.compressor import ColumnCompression, _Prepared, factorize
+from featagg_core.vocab.compressor import ColumnCompression
+from featagg_core.vocab.counts import _Prepared, factorize
 
 METHOD_TITLES = {
     "submodular": "Submodular (stochastic greedy)",
@@ -74,6 +75,19 @@ def summary_table(runs: dict) -> pd.DataFrame:
                      "buckets": int(t["buckets"]),
                      "optimisation s": float(run.timings.get("vocabulary_s", 0.0)),
                      "total s": float(run.timings.get("total_s", 0.0))})
+    return pd.DataFrame(rows)
+
+
+def curve_from_runs(runs) -> pd.DataFrame:
+    """One method's MI-loss curve from its runs, one per budget: the frame
+    ``experiment.vocabulary_budget_curve`` gives (``m``, ``I(Z;C)``, ``I(X;C)``,
+    ``MI loss``, ``buckets``, ``fit_s``), measured on the runs' test rows."""
+    rows = []
+    for r in runs:
+        test = r.metrics["test"]
+        rows.append({"m": int(r.spec["vocabulary"]["budget"]),
+                     **{k: test[k] for k in ("I(Z;C)", "I(X;C)", "MI loss", "buckets")},
+                     "fit_s": float(r.timings.get("vocabulary_s", 0.0))})
     return pd.DataFrame(rows)
 
 
