@@ -36,7 +36,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from featagg_core.artifacts.checks.table import validate_state
+from featagg_core.artifacts.checks.checker import validate_state
+from featagg_core.artifacts.checks.table import CHECKS
 from featagg_core.artifacts.registry import ArtifactError, artifact_class, artifact_classes
 from featagg_core.utils.bounded import (
     Budget,
@@ -367,7 +368,7 @@ def _open_checked(path_or_file, budget: Budget) -> Tuple[Dict[str, Any], Dict[st
             raise ArtifactError(f"{where}: manifest.json does not match its checksum "
                                 "state_sha256 (the file was edited or damaged)")
         validate_state(cls_name, manifest["params"], manifest["meta"], arrays,
-                       f"{where}", ArtifactError)
+                       f"{where}", ArtifactError, CHECKS)
     return manifest, arrays
 
 

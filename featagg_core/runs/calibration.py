@@ -57,8 +57,8 @@ def warmup_kernels() -> None:
     The plain ``Xᵀ Y`` kernel ``_kernels.defrag.xt_y`` times the sparse product rate but no
     fit uses it any more (DEFRAG builds its representation with the exact product), so no
     fit's ``warmup()`` compiles it. Without this, the server's first calibration (run by
-    its kernel loader once every group is ready) compiled it in the server process: 9 s of
-    JIT under numba's lock on a loaded 2-core machine, stalling every session's rerun.
+    its kernel loader once every group is ready) compiled it in the server process, under
+    numba's lock, stalling every session's rerun (measured in benchmarks/results/cold_start.md).
     """
     from featagg_core._kernels import defrag as kd
     X = _rand_csr(6, 5, 2, np.random.default_rng(0))

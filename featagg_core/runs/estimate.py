@@ -3,7 +3,7 @@ model per spec family (no streamlit; nothing here fits a model).
 
 Signatures::
 
-    measure_speed(threads=None) -> dict         # ~0.3 s calibration, not cached
+    measure_speed(threads=None) -> dict         # a short calibration, not cached
     default_speed(threads=None) -> dict         # measure_speed, cached for 5 minutes
     job_threads() -> int                        # threads a job gets on the server's runner
     estimate_seconds(data, split, spec, speed=None) -> float     # wall seconds
@@ -107,7 +107,8 @@ def job_threads() -> int:
 
 
 def measure_speed(threads: Optional[int] = None) -> Dict[str, float]:
-    """Calibrate this machine (~0.3 s, plus kernel loading the first time).
+    """Calibrate this machine (a fraction of a second, plus kernel loading the first time;
+    measured in benchmarks/results/jobs.md).
 
     The kernels run in a helper thread limited to ``threads`` numba and OpenMP threads
     (default :func:`job_threads`), single-threaded work units are timed in CPU seconds of
@@ -279,7 +280,7 @@ def multilabel_stats(data, split):
 
     Row non-zeros of the training and held-out rows, their cross products and the
     non-zeros of XᵀY over the training rows: a pass over the rows and a sampled
-    count of XᵀY (about 0.2 s at 10^6 rows), which every estimate on ``split`` would
+    count of XᵀY (timed in benchmarks/results/jobs.md), which every estimate on ``split`` would
     otherwise repeat. The result holds no reference to ``data``'s matrices, is read-only,
     and may be shared (the dashboard keeps one per dataset and split).
 

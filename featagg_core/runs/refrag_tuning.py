@@ -14,8 +14,7 @@ Rule (:func:`choose`): a grid point is admissible when its P@5 change against th
 classifier on the tuning rows is at least ``-tune_max_drop`` (0.005 = half a point) with
 95 % confidence: the per-row changes ``d_i`` (P@5 of the re-ranked row minus the
 classifier's) give the bound ``mean(d) - 1.645 sd(d) / sqrt(n)``. A point estimate alone
-is not enough: on Bibtex's 976 validation rows a setting 0.4 point down there cost 0.7
-point on the test rows. Among the admissible points take the one with the largest
+is not enough (measured in benchmarks/results/refrag_tuning.md). Among the admissible points take the one with the largest
 coverage@5 (ties: higher P@5, then larger alpha); if none raises coverage@5 above the
 classifier's, take ``alpha = 1``. The metrics come from
 the evaluation path's ranking helper (:func:`featagg_core.runs.evaluation._ranking`).

@@ -300,9 +300,10 @@ def _choose(steps: List[dict], budget_s: float, must: int = 1) -> None:
     PLAN_SHARE of the budget; the first ``must`` steps always run (multi-label: raw KTXMLC
     and KTXMLC on DEFRAG d0 = 8, the pair the report is about) and, like the graph
     protocol, are marked ``must``: they are stopped at the overall deadline only, not at
-    ``OVERRUN`` times their estimate (on a loaded machine Cora's protocol overran 3x its
-    estimate and the report lost its main comparison). The graph protocol comes in two sizes (10 and 3 candidate block
-    models): the larger if it fits, else the smaller."""
+    ``OVERRUN`` times their estimate (on a loaded machine a protocol can overrun its
+    estimate several times over, and the report would lose its main comparison; measured in
+    benchmarks/results/triage.md). The graph protocol comes in two sizes (10 and 3
+    candidate block models): the larger if it fits, else the smaller."""
     used = 0.0
     have_protocol = False
     protocols = [i for i, s in enumerate(steps) if s["step"] == "bmgufs_protocol"]

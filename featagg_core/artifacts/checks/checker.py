@@ -1,8 +1,9 @@
-"""The machinery that checks an artifact's state: :class:`StateChecker` and :func:`check_state`.
+"""The machinery that checks an artifact's state: :class:`StateChecker` and
+:func:`validate_state`.
 
 A kernel trusts its arrays: a cluster id beyond ``n_clusters``, a tree child index outside
 the tree or a csr ``indptr`` that runs past its ``indices`` is an out-of-bounds read or
-write in compiled code, i.e. a crashed server. So :func:`check_state` checks, for the
+write in compiled code, i.e. a crashed server. So :func:`validate_state` checks, for the
 class named in the manifest, **everything** a kernel or a method will index with:
 
 * every ``params`` field against the constructor's parameter set (no field missing, none
@@ -33,12 +34,30 @@ from typing import Callable, Dict, Mapping, NoReturn, Optional, Sequence
 import numpy as np
 
 from featagg_core.artifacts.registry import ARTIFACT_CLASS_NAMES, artifact_class
+from featagg_core.utils.docstrings import fill
 
 INT32_MAX = 2**31 - 1
 MAX_TREES = 10_000
 
 #: what a family module declares: class name -> the function checking that class's state
 CheckTable = Mapping[str, Callable[["StateChecker"], None]]
+
+#: the numpydoc entries the accessors of :class:`StateChecker` share
+_ACCESSOR_DOCS = {
+    "key": "key : str\n    The field's name.",
+    "array_key": "key : str\n    The array's name without this member's prefix.",
+    "bounds": "lo, hi : number or None\n    The inclusive bounds (None: unbounded).",
+    "none": "none : bool, default=False\n    Whether null is allowed.",
+    "optional": "optional : bool, default=False\n    Whether the field may be absent (then "
+                "None is returned).",
+    "choices": "choices : sequence\n    The allowed values.",
+}
+
+
+def _accessor_doc(fn):
+    """Fill the shared entries (:data:`_ACCESSOR_DOCS`) into an accessor's docstring."""
+    fn.__doc__ = fill(fn.__doc__, _ACCESSOR_DOCS)
+    return fn
 
 
 class StateChecker:
@@ -84,13 +103,13 @@ class StateChecker:
     def _mname(self, key):
         return f"meta field {key!r}"
 
+    @_accessor_doc
     def aname(self, key):
         """The member name of array ``key`` in the archive, for messages.
 
         Parameters
         ----------
-        key : str
-            The array's name without this member's prefix.
+        {array_key}
 
         Returns
         -------
@@ -135,17 +154,15 @@ class StateChecker:
             self.fail(label, f"must be one of {list(choices)}, got {short_repr(v)}")
         return v
 
+    @_accessor_doc
     def p_int(self, key, lo=None, hi=INT32_MAX, none=False):
         """The integer params field ``key``, in [lo, hi].
 
         Parameters
         ----------
-        key : str
-            The field's name.
-        lo, hi : number or None
-            The inclusive bounds (None: unbounded).
-        none : bool, default=False
-            Whether null is allowed.
+        {key}
+        {bounds}
+        {none}
 
         Returns
         -------
@@ -155,17 +172,15 @@ class StateChecker:
         return self._int(self._get(self.params, self._p, key, self._pname(key)),
                          self._pname(key), lo, hi, none)
 
+    @_accessor_doc
     def p_float(self, key, lo=None, hi=None, none=False, lo_open=False):
         """The finite number params field ``key``, in [lo, hi] (or (lo, hi] when ``lo_open``).
 
         Parameters
         ----------
-        key : str
-            The field's name.
-        lo, hi : number or None
-            The inclusive bounds (None: unbounded).
-        none : bool, default=False
-            Whether null is allowed.
+        {key}
+        {bounds}
+        {none}
         lo_open : bool, default=False
             Whether ``lo`` itself is refused.
 
@@ -177,15 +192,14 @@ class StateChecker:
         return self._float(self._get(self.params, self._p, key, self._pname(key)),
                            self._pname(key), lo, hi, none, lo_open)
 
+    @_accessor_doc
     def p_choice(self, key, choices):
         """The params field ``key``, one of ``choices`` (equal value and type).
 
         Parameters
         ----------
-        key : str
-            The field's name.
-        choices : sequence
-            The allowed values.
+        {key}
+        {choices}
 
         Returns
         -------
@@ -195,15 +209,14 @@ class StateChecker:
         return self._choice(self._get(self.params, self._p, key, self._pname(key)),
                             self._pname(key), choices)
 
+    @_accessor_doc
     def p_bool(self, key, none=False):
         """The boolean params field ``key``.
 
         Parameters
         ----------
-        key : str
-            The field's name.
-        none : bool, default=False
-            Whether null is allowed.
+        {key}
+        {none}
 
         Returns
         -------
@@ -212,13 +225,13 @@ class StateChecker:
         """
         return self.p_choice(key, (True, False, None) if none else (True, False))
 
+    @_accessor_doc
     def p_any(self, key):
         """The params field ``key``, unchecked (the caller checks it).
 
         Parameters
         ----------
-        key : str
-            The field's name.
+        {key}
 
         Returns
         -------
@@ -227,14 +240,14 @@ class StateChecker:
         """
         return self._get(self.params, self._p, key, self._pname(key))
 
+    @_accessor_doc
     def has_param(self, key) -> bool:
         """Whether ``key`` is in params (a parameter only some versions of a class have:
         check it when present, so that it is never left unchecked).
 
         Parameters
         ----------
-        key : str
-            The field's name.
+        {key}
 
         Returns
         -------
@@ -243,19 +256,16 @@ class StateChecker:
         """
         return key in self.params
 
+    @_accessor_doc
     def m_int(self, key, lo=None, hi=INT32_MAX, none=False, optional=False):
         """The integer meta field ``key``, in [lo, hi].
 
         Parameters
         ----------
-        key : str
-            The field's name.
-        lo, hi : number or None
-            The inclusive bounds (None: unbounded).
-        none : bool, default=False
-            Whether null is allowed.
-        optional : bool, default=False
-            Whether the field may be absent (then None is returned).
+        {key}
+        {bounds}
+        {none}
+        {optional}
 
         Returns
         -------
@@ -266,19 +276,16 @@ class StateChecker:
         return None if (optional and key not in self.meta) else \
             self._int(v, self._mname(key), lo, hi, none)
 
+    @_accessor_doc
     def m_float(self, key, lo=None, hi=None, none=False, optional=False, finite=True):
         """The number meta field ``key``, in [lo, hi].
 
         Parameters
         ----------
-        key : str
-            The field's name.
-        lo, hi : number or None
-            The inclusive bounds (None: unbounded).
-        none : bool, default=False
-            Whether null is allowed.
-        optional : bool, default=False
-            Whether the field may be absent (then None is returned).
+        {key}
+        {bounds}
+        {none}
+        {optional}
         finite : bool, default=True
             Whether NaN and infinities are refused.
 
@@ -291,15 +298,14 @@ class StateChecker:
         return None if (optional and key not in self.meta) else \
             self._float(v, self._mname(key), lo, hi, none, finite=finite)
 
+    @_accessor_doc
     def m_choice(self, key, choices):
         """The meta field ``key``, one of ``choices`` (equal value and type).
 
         Parameters
         ----------
-        key : str
-            The field's name.
-        choices : sequence
-            The allowed values.
+        {key}
+        {choices}
 
         Returns
         -------
@@ -309,15 +315,14 @@ class StateChecker:
         return self._choice(self._get(self.meta, self._m, key, self._mname(key)),
                             self._mname(key), choices)
 
+    @_accessor_doc
     def m_any(self, key, optional=False):
         """The meta field ``key``, unchecked (the caller checks it).
 
         Parameters
         ----------
-        key : str
-            The field's name.
-        optional : bool, default=False
-            Whether the field may be absent (then None is returned).
+        {key}
+        {optional}
 
         Returns
         -------
@@ -326,13 +331,13 @@ class StateChecker:
         """
         return self._get(self.meta, self._m, key, self._mname(key), optional)
 
+    @_accessor_doc
     def m_list(self, key, length=None):
         """The list meta field ``key`` (of ``length`` entries when given).
 
         Parameters
         ----------
-        key : str
-            The field's name.
+        {key}
         length : int, optional
             The number of entries it must have.
 
@@ -349,13 +354,13 @@ class StateChecker:
         return v
 
     # -- arrays
+    @_accessor_doc
     def has(self, key) -> bool:
         """Whether this member holds array ``key`` (an array only some states have).
 
         Parameters
         ----------
-        key : str
-            The array's name without this member's prefix.
+        {array_key}
 
         Returns
         -------
@@ -364,14 +369,14 @@ class StateChecker:
         """
         return (self.prefix + key) in self.arrays
 
+    @_accessor_doc
     def arr(self, key, kind: str, shape: Sequence[Optional[int]], *, lo=None, hi=None,
             finite=True, rule: str = "") -> np.ndarray:
         """Array ``key``, checked and claimed (an unclaimed array is refused by :meth:`finish`).
 
         Parameters
         ----------
-        key : str
-            The array's name without this member's prefix.
+        {array_key}
         kind : {"i", "f", "n"}
             Its dtype kind: any integer, float, or either.
         shape : sequence of int or None
@@ -411,13 +416,13 @@ class StateChecker:
                                      f"[{lo}, {hi}]" + (f" ({rule})" if rule else ""))
         return a
 
+    @_accessor_doc
     def permutation(self, key, n: int, shape=None) -> np.ndarray:
         """Array ``key``: a permutation of 0..n-1 (each row of it, for a 2-D ``shape``).
 
         Parameters
         ----------
-        key : str
-            The array's name without this member's prefix.
+        {array_key}
         n : int
             The number of items permuted.
         shape : tuple of int, optional
@@ -551,8 +556,8 @@ def run_checks(c: StateChecker) -> None:
     _estimator_param_check(c)
 
 
-def check_state(cls_name: str, params: dict, meta: dict, arrays: Dict[str, np.ndarray],
-                where: str, error, checks: CheckTable) -> None:
+def validate_state(cls_name: str, params: dict, meta: dict, arrays: Dict[str, np.ndarray],
+                   where: str, error, checks: CheckTable) -> None:
     """Raise ``error`` (ArtifactError) unless (params, meta, arrays) is a consistent state of
     class ``cls_name``, as declared by ``checks``, that every method of the rebuilt
     estimator can use safely.
