@@ -224,15 +224,6 @@ def warm_up(modules=MODULES, report: Optional[WarmupReport] = None,
     return report
 
 
-def start_background(modules=MODULES) -> WarmupReport:
-    """Run :func:`warm_up` in a daemon thread of this process; returns its report at once
-    (``report.done`` is set when it finishes). The server uses :class:`KernelWarmup`."""
-    report = WarmupReport()
-    threading.Thread(target=warm_up, args=(modules, report), name="featagg-warmup",
-                     daemon=True).start()
-    return report
-
-
 def watch_compiles(log: Optional[Callable[[str], None]] = None) -> Callable[[], int]:
     """Log every featagg kernel numba compiles in this process (not loads from its cache):
     "JIT in the server process: featagg_core._kernels.defrag.split_level, 3.1 s (thread
