@@ -6,7 +6,8 @@ and passes the same streamlit options):
 
 1. sets the server's defaults (each only when the environment does not say otherwise):
    ``FEATAGG_PARALLEL_KERNELS=0`` when the job runner gives every job one thread (workers
-   = cores, the default: a ``prange`` kernel cannot pay there and compiles 2-4x slower),
+   = cores, the default: a ``prange`` kernel cannot pay there and compiles slower; the
+   measurement: benchmarks/results/cold_start.md, "Serial or parallel kernels in the server"),
    with numba's cache in ``.cache/numba-server/`` of the checkout, or
    ``~/.cache/featagg/numba-server/`` for an installed package (numba's cache index does
    not tell the serial and parallel variants apart); glibc's malloc limited to 2 arenas (many session
