@@ -48,7 +48,7 @@ def app_for(page: str, data=None, *, origin: str = "upload", source_id=None, run
         The page's file name in ``pages/`` (``"data"`` or ``"data.py"``); ``"app"`` is the
         whole app (``app.py``: sidebar and navigation).
     data : dataset or None
-        The session's dataset, stored as ``session.set_dataset(data, origin, source_id)``
+        The session's dataset, stored as ``state.set_dataset(data, origin, source_id)``
         stores it (and, like it, with every page's namespace emptied when it is not the
         dataset ``state`` already holds). None: the page picks its default sample itself.
     origin, source_id : str

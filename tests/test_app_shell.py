@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from featagg_app import state as session_mod
+from featagg_app import state
 from featagg_app.text import md_escape
 from featagg_app.intake.uploads import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, parse_upload
 from featagg_app.server.warmup import warm_up
@@ -213,7 +213,7 @@ def _session_script():
     import numpy as np
     import scipy.sparse as sp
     import streamlit as st
-    from featagg_app import runs_ui, state as session
+    from featagg_app import runs_ui, state
     from featagg_app.text import show_error
     from featagg_core.data import DatasetError, MultiLabelData
     from featagg_core.experiment import run_pipeline
@@ -227,40 +227,40 @@ def _session_script():
     step = st.session_state.get("step", 0)
     if step == 0:
         a = ml(1)
-        session.set_dataset(a, origin="upload")
-        split = session.current_split(a)
-        st.session_state["split_same"] = session.current_split(a) is split
-        session.page_state("P")["shown"] = "run on a"
-        session.set_dataset(a, origin="upload")           # same data: pages keep state
-        st.session_state["after_same"] = session.page_state("P").get("shown")
-        r1 = session.add_run(run_pipeline(a, split, {"defrag": {"d0": 2}}))
-        r2 = session.add_run(run_pipeline(a, split, {"defrag": {"d0": 3}}))
-        session.add_run(r1)                                # adding again: still one entry
-        session.set_split_settings(a, 0.3, 0.0, 5)
-        split2 = session.current_split(a)
-        r3 = session.add_run(run_pipeline(a, split2, {"defrag": {"d0": 2}}))
+        state.set_dataset(a, origin="upload")
+        split = state.current_split(a)
+        st.session_state["split_same"] = state.current_split(a) is split
+        state.page_state("P")["shown"] = "run on a"
+        state.set_dataset(a, origin="upload")           # same data: pages keep state
+        st.session_state["after_same"] = state.page_state("P").get("shown")
+        r1 = state.add_run(run_pipeline(a, split, {"defrag": {"d0": 2}}))
+        r2 = state.add_run(run_pipeline(a, split, {"defrag": {"d0": 3}}))
+        state.add_run(r1)                                # adding again: still one entry
+        state.set_split_settings(a, 0.3, 0.0, 5)
+        split2 = state.current_split(a)
+        r3 = state.add_run(run_pipeline(a, split2, {"defrag": {"d0": 2}}))
         st.session_state["ids"] = [r1.run_id, r2.run_id, r3.run_id]
         st.session_state["splits"] = [split.split_id, split2.split_id]
-        st.session_state["by_split"] = [r.run_id for r in session.runs(split_id=split.split_id)]
-        st.session_state["got"] = session.get_run(r2.run_id) is r2
-        st.session_state["title"] = session.run_title(r2)
+        st.session_state["by_split"] = [r.run_id for r in state.runs(split_id=split.split_id)]
+        st.session_state["got"] = state.get_run(r2.run_id) is r2
+        st.session_state["title"] = state.run_title(r2)
         # the picker: on split2 it offers the latest run on split2; back on split 1 it
         # follows the latest run there
         st.session_state["picked2"] = runs_ui.run_picker("Run", "agglomeration", split2,
                                                          key="pick").run_id
-        session.set_split_settings(a, 0.2, 0.0, 0)
+        state.set_split_settings(a, 0.2, 0.0, 0)
         st.session_state["picked1"] = runs_ui.run_picker("Run", "agglomeration", split,
                                                          key="pick2").run_id
-        session.set_dataset(ml(2), origin="upload")       # another dataset: pages emptied
-        st.session_state["after_switch"] = session.page_state("P").get("shown", "gone")
-        st.session_state["n_runs"] = len(session.runs())  # the registry is kept
+        state.set_dataset(ml(2), origin="upload")       # another dataset: pages emptied
+        st.session_state["after_switch"] = state.page_state("P").get("shown", "gone")
+        st.session_state["n_runs"] = len(state.runs())  # the registry is kept
         st.session_state["on_d2"] = runs_ui.run_picker("Run", "agglomeration",
-                                                       session.current_split(ml(2)),
+                                                       state.current_split(ml(2)),
                                                        key="pick3")
         show_error(DatasetError("bad row", path="x.txt", line=3))
         show_error(RuntimeError("kaboom"))
-        st.session_state["graph"] = session.require_dataset("graph").name
-        st.session_state["ml"] = session.require_dataset("multilabel").name
+        st.session_state["graph"] = state.require_dataset("graph").name
+        st.session_state["ml"] = state.require_dataset("multilabel").name
 
 
 def test_session_api_contract():
@@ -290,7 +290,7 @@ def _picker_script():
     import numpy as np
     import scipy.sparse as sp
     import streamlit as st
-    from featagg_app import runs_ui, state as session
+    from featagg_app import runs_ui, state
     from featagg_core.data import MultiLabelData
     from featagg_core.experiment import make_split, run_pipeline
 
@@ -300,9 +300,9 @@ def _picker_script():
         st.session_state["data"] = MultiLabelData(X=X, Y=Y, name="d")
         data = st.session_state["data"]
         other = make_split(data, test_size=0.4, random_state=9)
-        st.session_state["old"] = session.add_run(run_pipeline(data, other, {"defrag": {"d0": 2}}))
+        st.session_state["old"] = state.add_run(run_pipeline(data, other, {"defrag": {"d0": 2}}))
     data = st.session_state["data"]
-    split = session.current_split(data)
+    split = state.current_split(data)
     picked = runs_ui.run_picker("Run", "agglomeration", split, key="pick",
                                 on_refit=lambda r: st.session_state.update(refit=r.run_id))
     st.session_state["picked"] = picked
@@ -319,7 +319,7 @@ def test_run_picker_never_reuses_a_run_of_another_split():
 
 def test_require_dataset_rejects_unknown_kind():
     with pytest.raises(ValueError, match="kind must be one of"):
-        session_mod.require_dataset("images")
+        state.require_dataset("images")
 
 
 def test_uncaught_errors_are_redacted_in_the_browser():
