@@ -18,7 +18,9 @@ API::
     Picker(label, kind, key, where=None, help=None, refit=True)     # which runs to show
     Batch(slot, specs, label, name_suffix="")      # more runs queued by the same press
     Section: clicked, running, job, new, run, runs
-    page_result(page, slot, key, label, fn, pressed=None)  # a computation that is no run
+    queue_runs(page, data, split, work, *, slot, …) -> Job | None   # without a press: the
+        runs a page queues by itself, a widget's change; its slot's run_section follows it
+    page_result(page, slot, key, label, fn, pressed=None, button=None)  # no run
     run_picker(label, kind, split, key, *, where, on_refit, help, container) -> Run | None
     estimate(data, split, spec) / estimate_total(data, split, specs) -> seconds | None
     sampling_plan(data, split, spec, budget_s) -> dict
@@ -548,15 +550,36 @@ class Section:
     runs: Optional[list] = None      # the latest run of each spec (a list of specs)
 
 
-def _submit(page, data, split, work, sec_slot, *, base, label, estimate_s, kind):
-    if callable(work):
-        return submit_job(page, sec_slot, label or sec_slot, work, estimate_s=estimate_s,
-                          kind=kind)
-    if isinstance(work, dict):
-        return submit_run(page, data, split, work, slot=sec_slot, base=base, label=label,
-                          estimate_s=estimate_s)
-    return submit_runs(page, data, split, list(work), slot=sec_slot,
-                       label=label or f"{len(work)} runs", estimate_s=estimate_s)
+def queue_runs(page: str, data, split, work, *, slot: str, label: Optional[str] = None,
+               base=None, estimate_s: Optional[float] = None, kind: str = "",
+               name_suffix: str = "", error: Optional[str] = "The run cannot start",
+               rerun: bool = False):
+    """Queue ``work`` in ``page``'s ``slot`` as :func:`run_section` queues a press: a spec
+    (one run, ``base``: a run whose fitted steps it reuses), a list of specs (one job,
+    ``label``, ``name_suffix`` added to the runs' names) or ``fn(progress, cancel)``
+    (a job of ``kind``).
+    A page calls it for the runs it queues without a press (the baselines behind a new
+    DEFRAG run, another block model picked in a select box); the :func:`run_section` of
+    ``slot`` follows the job (its panel, its runs into the registry). A spec the core
+    refuses is shown with ``error`` as context and nothing is queued. ``rerun``: rerun the
+    page once the job is queued (when the slot's section is already drawn above, so it
+    shows the job's panel). Returns the Job, None when nothing was queued."""
+    try:
+        if callable(work):
+            job = submit_job(page, slot, label or slot, work, estimate_s=estimate_s, kind=kind)
+        elif isinstance(work, dict):
+            job = submit_run(page, data, split, work, slot=slot, base=base, label=label,
+                             estimate_s=estimate_s)
+        else:
+            job = submit_runs(page, data, split, list(work), slot=slot,
+                              label=label or f"{len(work)} runs", estimate_s=estimate_s,
+                              name_suffix=name_suffix)
+    except ValueError as exc:
+        show_error(exc, context=error)
+        return None
+    if rerun and job is not None:
+        st.rerun()
+    return job
 
 
 def latest_runs_of(split, specs) -> Optional[list]:
@@ -576,7 +599,8 @@ def latest_runs_of(split, specs) -> Optional[list]:
 def run_section(page: str, data, split, work, *, slot: str, key: Optional[str] = None,
                 button: str = "Run", caption: str = "", label: Optional[str] = None,
                 layout: str = "row", columns=(1, 4), container=None, primary: bool = True,
-                disabled: bool = False, start: Optional[bool] = None, base=None,
+                disabled: bool = False, start: Optional[bool] = None,
+                offer: Optional[Callable] = None, base=None,
                 estimate_s: Optional[float] = None, kind: str = "",
                 error: str = "The run cannot start", picker: Optional[Picker] = None,
                 empty: Optional[str] = None, stop: bool = True,
@@ -587,6 +611,9 @@ def run_section(page: str, data, split, work, *, slot: str, key: Optional[str] =
     specs (one job fitting them one after the other), or ``fn(progress, cancel)`` returning
     a Run or an object with ``runs`` (an experiment, a triage report): the finished runs
     go to the session's registry. ``slot`` names the job in the page (one at a time).
+    ``work=None`` (layout ``"button"``): the section queues nothing of its own (no
+    button); its slot holds what ``offer``, the picker's refits or :func:`queue_runs`
+    queue there, and it draws their panel and collects their runs.
 
     Layouts:
 
@@ -595,7 +622,12 @@ def run_section(page: str, data, split, work, *, slot: str, key: Optional[str] =
       outcome), then ``picker``'s select box, or with a list of specs and no picker the
       latest run of each spec;
     * ``"button"``: the button alone (in ``container``), then the panel (an experiment,
-      the triage, an import's evaluation); ``start`` instead of a button: the caller's own;
+      the triage, an import's evaluation); ``start`` instead of a button: the caller's
+      own (its value); ``offer`` instead of a button: the caller's own buttons when the
+      work depends on which is pressed (a baseline in full or on a sample): after the
+      panel, and only while no job of the slot runs, ``offer()`` draws them and returns
+      the spec (or list of specs) of the one pressed (None: none was), which is queued,
+      and the page reruns to show its panel;
     * ``"fallback"``: the panel and the picker first; when there is no run to show, the
       info ``empty`` and the button, whose label ``button`` may say ``{estimate}``.
 
@@ -604,24 +636,24 @@ def run_section(page: str, data, split, work, *, slot: str, key: Optional[str] =
     A spec the core refuses is shown with ``error`` as context. ``also``: more runs the
     same press queues as a job of their own (:class:`Batch`). Returns a :class:`Section`.
     """
+    if work is None and layout != "button":
+        raise ValueError("run_section: work=None needs layout='button'")
     sec = Section()
-    specs = [work] if isinstance(work, dict) else (None if callable(work) else list(work))
-    kind = kind or ("run" if specs is not None else "")
+    specs = None if work is None or callable(work) else \
+        ([work] if isinstance(work, dict) else list(work))
+    makes_runs = not callable(work)     # the job's result is a Run or a list of Runs
 
-    def submit() -> None:
-        try:
-            est = estimate_s
-            if est is None and specs is not None and len(specs) > 1:
-                est = estimate_total(data, split, specs)
-            _submit(page, data, split, work, slot, base=base, label=label, estimate_s=est,
-                    kind=kind)
-            if also is not None and also.specs:
-                submit_runs(page, data, split, also.specs, slot=also.slot, label=also.label,
-                            name_suffix=also.name_suffix)
-        except ValueError as exc:
-            show_error(exc, context=error)
+    def submit(what, rerun: bool = False) -> None:
+        job = queue_runs(page, data, split, what, slot=slot, label=label, base=base,
+                         estimate_s=estimate_s, kind=kind, error=error)
+        if job is None:
             return
+        if also is not None and also.specs:
+            queue_runs(page, data, split, also.specs, slot=also.slot, label=also.label,
+                       name_suffix=also.name_suffix, error=error)
         sec.clicked = True
+        if rerun:
+            st.rerun()
 
     busy = running_job(page, slot) is not None
     if layout == "row":
@@ -631,20 +663,21 @@ def run_section(page: str, data, split, work, *, slot: str, key: Optional[str] =
         c2.caption(f"Estimated time: {approx_seconds(estimate_total(data, split, specs))} "
                    f"{caption}".rstrip())
         if pressed:
-            submit()
+            submit(work)
     elif layout == "button":
         box = st if container is None else container
-        pressed = start if start is not None else box.button(
-            button, type="primary" if primary else "secondary", key=key,
-            disabled=disabled or busy)
-        if pressed:
-            submit()
+        if work is not None and offer is None:
+            pressed = start if start is not None else box.button(
+                button, type="primary" if primary else "secondary", key=key,
+                disabled=disabled or busy)
+            if pressed:
+                submit(work)
     elif layout != "fallback":
         raise ValueError(f"run_section: unknown layout {layout!r}")
 
     sec.job = job = follow_job(page, slot)
     if job is not None and job.status == "done":
-        if specs is not None:
+        if makes_runs:
             found = job.result if isinstance(job.result, list) else [job.result]
             sec.new = _collect_runs(page, slot, found, draw=True)
         else:       # an experiment's or a triage's runs: the finished ones, silently
@@ -653,10 +686,14 @@ def run_section(page: str, data, split, work, *, slot: str, key: Optional[str] =
     if also is not None:
         follow_run(page, also.slot)
     sec.running = running_job(page, slot) is not None
+    if offer is not None and not sec.running:
+        chosen = offer()
+        if chosen is not None:
+            submit(chosen, rerun=True)
 
     if picker is not None:
-        refit = (lambda r: submit_run(page, data, split, r.spec, slot=slot)) \
-            if picker.refit else None
+        refit = (lambda r: queue_runs(page, data, split, r.spec, slot=slot, error=error,
+                                      rerun=True)) if picker.refit else None
         sec.run = run_picker(picker.label, picker.kind, split, picker.key,
                              where=picker.where, on_refit=refit, help=picker.help)
         missing = sec.run is None
@@ -673,9 +710,7 @@ def run_section(page: str, data, split, work, *, slot: str, key: Optional[str] =
                 st.info(empty)
             text = button.format(estimate=approx_seconds(estimate_total(data, split, specs)))
             if st.button(text, key=key, type="primary" if primary else "secondary"):
-                submit()
-                if sec.clicked:
-                    st.rerun()
+                submit(work, rerun=True)
         st.stop()
     if empty and not sec.running:
         st.info(empty)
@@ -685,12 +720,19 @@ def run_section(page: str, data, split, work, *, slot: str, key: Optional[str] =
 
 
 def page_result(page: str, slot: str, key, label: str, fn: Callable, *,
-                pressed: Optional[bool] = None):
+                pressed: Optional[bool] = None, button: Optional[str] = None,
+                button_key: Optional[str] = None, container=None):
     """A computation of the page that is no run (an elbow curve, a sweep of α, a
     comparison table), done once per ``key`` in a job of ``slot``: returns its result once
     it is there (kept in the page's namespace), None meanwhile (the panel shows). It is
     queued when it is missing: by itself (once per ``key``: not again after it failed or
-    was cancelled), or with ``pressed`` (a button's value) when the button was pressed."""
+    was cancelled), or with ``pressed`` (a button's value) when the button was pressed.
+    ``button``: the label of a button drawn here (``button_key``, in ``container``;
+    disabled while the job runs) whose press queues it (it is then ``pressed``)."""
+    if button is not None:
+        box = st if container is None else container
+        pressed = box.button(button, key=button_key,
+                             disabled=running_job(page, slot) is not None)
     ns = state.page_state(page)
     done = ns.setdefault("_results", {}).setdefault(slot, {})
     asked = ns.setdefault("_asked", {})

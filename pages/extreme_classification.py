@@ -133,11 +133,14 @@ is_tree = model_kind.startswith("KTXMLC")
 
 defrag_run, defrag_spec = None, None
 if features == FEATURES[1]:
-    runs_ui.follow_run(PAGE, "defrag_refit")
-    defrag_run = runs_ui.run_picker(
-        "DEFRAG run to agglomerate with", "agglomeration", split, key="xmlc_defrag_run",
-        on_refit=lambda r: runs_ui.submit_run(PAGE, data, split, r.spec, slot="defrag_refit"),
-        help="the DEFRAG runs of this session on this dataset, latest first")
+    # no Run of its own: the picker's refit of a run of another split is its slot's job
+    defrag_run = runs_ui.run_section(
+        PAGE, data, split, None, slot="defrag_refit", layout="button",
+        error="DEFRAG cannot run", stop=False,
+        picker=runs_ui.Picker("DEFRAG run to agglomerate with", "agglomeration",
+                              "xmlc_defrag_run",
+                              help="the DEFRAG runs of this session on this dataset, latest "
+                                   "first")).run
     if defrag_run is not None:
         defrag_spec = defrag_run.spec["defrag"]
         st.info(f"Using the DEFRAG clustering of **{md_escape(state.run_title(defrag_run))}**"

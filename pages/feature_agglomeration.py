@@ -111,13 +111,15 @@ def _baseline_spec(kind, K, representation, max_features=None):
     return {"feature_clustering": inner}
 
 
-def _submit_baseline(kind, K, representation, max_features=None):
-    try:
-        runs_ui.submit_run(PAGE, data, split, _baseline_spec(kind, K, representation,
-                                                             max_features),
-                           slot=f"base_{kind}")
-    except ValueError as exc:
-        show_error(exc, context=f"The {BASELINES[kind]} baseline cannot run")
+def _baseline_error(kind):
+    return f"The {BASELINES[kind]} baseline cannot run"
+
+
+def _queue_baseline(kind, K, representation):
+    """Queue the ``kind`` baseline with no press (behind a new DEFRAG run); its section
+    below draws its panel and collects its run."""
+    runs_ui.queue_runs(PAGE, data, split, _baseline_spec(kind, K, representation),
+                       slot=f"base_{kind}", error=_baseline_error(kind))
 
 
 experiment_sections.defrag_tradeoff(PAGE, data, split)
@@ -136,12 +138,12 @@ for new in sec.new:
     K_new = int(new.pipeline.defrag.n_clusters_)
     rep_new = new.spec["defrag"]["representation"]
     if K_new > 1:
-        _submit_baseline("random_balanced", K_new, rep_new)
+        _queue_baseline("random_balanced", K_new, rep_new)
         if with_kmeans:
             plan = runs_ui.sampling_plan(data, split,
                                          _baseline_spec("kmeans", K_new, rep_new), GUARD_S)
             if not plan["needs_sampling"]:
-                _submit_baseline("kmeans", K_new, rep_new)
+                _queue_baseline("kmeans", K_new, rep_new)
 run = sec.run
 
 # ------------------------------------------------------------------ results
@@ -173,49 +175,61 @@ st.caption(f"Each baseline clusters the same {d:,} features of the training rows
            f"K = {K:,} clusters (representation {run.spec['defrag']['representation']}); all "
            "errors are measured on the test rows.")
 rep_shown = run.spec["defrag"]["representation"]
-for kind in BASELINES:           # collect finished baselines before listing them
-    runs_ui.follow_run(PAGE, f"base_{kind}", draw=False)
-baseline_runs = {}
-for r in state.runs(kind="feature_clustering", fingerprint=data.fingerprint,
-                      split_id=split.split_id, status="done"):
-    fc = r.spec["feature_clustering"]
-    if fc["n_clusters"] == K and fc["representation"] == rep_shown:
-        baseline_runs[fc["kind"]] = r          # the latest of each kind
+
+
+def _baseline_runs():
+    """The latest finished baseline run of each kind with the shown run's K and
+    representation on this split."""
+    out = {}
+    for r in state.runs(kind="feature_clustering", fingerprint=data.fingerprint,
+                        split_id=split.split_id, status="done"):
+        fc = r.spec["feature_clustering"]
+        if fc["n_clusters"] == K and fc["representation"] == rep_shown:
+            out[fc["kind"]] = r          # the latest of each kind
+    return out
+
+
+def _offer_baseline(kind):
+    """The buttons of the ``kind`` baseline (drawn while none of its jobs runs): in full
+    when cheap enough, else on a sample of features (k-means: or in full on request).
+    Returns the spec of the one pressed, None when none was."""
+    if K < 2:
+        st.caption("Needs at least two clusters.")
+        return None
+    try:
+        plan = runs_ui.sampling_plan(data, split, _baseline_spec(kind, K, rep_shown), GUARD_S)
+    except ValueError as exc:          # e.g. Ward cannot make that many clusters
+        st.caption(f"Not offered: {md_escape(exc)}.")
+        return None
+    done = _baseline_runs().get(kind)
+    if done is not None:
+        st.caption(f"Done: {md_escape(state.run_title(done))}.")
+    if not plan["needs_sampling"]:
+        if st.button(f"Run (≈ {format_seconds(plan['seconds'])})", key=f"fa_base_{kind}"):
+            return _baseline_spec(kind, K, rep_shown)
+        return None
+    st.caption(md_escape(plan["message"]))
+    pressed = None
+    if st.button(f"Run on {plan['max_features_suggested']:,} sampled features",
+                 key=f"fa_base_{kind}_sampled"):
+        pressed = _baseline_spec(kind, K, rep_shown, plan["max_features_suggested"])
+    if plan["seconds_full"] is not None and kind == "kmeans":
+        if st.button(f"Run on all {d:,} features (≈ "
+                     f"{format_seconds(plan['seconds_full'])})",
+                     key=f"fa_base_{kind}_full"):
+            pressed = _baseline_spec(kind, K, rep_shown, d)
+    return pressed
+
+
 bcols = st.columns(len(BASELINES))
 for col, (kind, title) in zip(bcols, BASELINES.items()):
     with col:
         st.markdown(f"**{title}**")
-        runs_ui.follow_run(PAGE, f"base_{kind}")
-        if K < 2:
-            st.caption("Needs at least two clusters.")
-            continue
-        if runs_ui.running_job(PAGE, f"base_{kind}") is not None:
-            continue
-        try:
-            plan = runs_ui.sampling_plan(data, split, _baseline_spec(kind, K, rep_shown),
-                                         GUARD_S)
-        except ValueError as exc:          # e.g. Ward cannot make that many clusters
-            st.caption(f"Not offered: {md_escape(exc)}.")
-            continue
-        if kind in baseline_runs:
-            st.caption(f"Done: {md_escape(state.run_title(baseline_runs[kind]))}.")
-        if not plan["needs_sampling"]:
-            if st.button(f"Run (≈ {format_seconds(plan['seconds'])})",
-                         key=f"fa_base_{kind}"):
-                _submit_baseline(kind, K, rep_shown)
-                st.rerun()
-            continue
-        st.caption(md_escape(plan["message"]))
-        if st.button(f"Run on {plan['max_features_suggested']:,} sampled features",
-                     key=f"fa_base_{kind}_sampled"):
-            _submit_baseline(kind, K, rep_shown, plan["max_features_suggested"])
-            st.rerun()
-        if plan["seconds_full"] is not None and kind == "kmeans":
-            if st.button(f"Run on all {d:,} features (≈ "
-                         f"{format_seconds(plan['seconds_full'])})",
-                         key=f"fa_base_{kind}_full"):
-                _submit_baseline(kind, K, rep_shown, d)
-                st.rerun()
+        # the baseline's job (queued behind DEFRAG's or by its buttons): panel, then buttons
+        runs_ui.run_section(PAGE, data, split, None, slot=f"base_{kind}", layout="button",
+                            offer=functools.partial(_offer_baseline, kind),
+                            error=_baseline_error(kind))
+baseline_runs = _baseline_runs()
 
 errors = {"DEFRAG": float(test["clustering_error"])}
 titles = {"DEFRAG": state.run_title(run)}

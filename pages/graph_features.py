@@ -122,12 +122,13 @@ def _is_bmgufs(run):
     return run.spec["feature_selection"]["kind"] == "bmgufs"
 
 
-run = runs_ui.run_section(
+sec = runs_ui.run_section(
     PAGE, data, split, spec, slot="bmgufs", key="gf_run", button="Run BMGUFS",
     caption=f"({n_train:,} training nodes, {f:,} features).", error="BMGUFS cannot run",
     picker=runs_ui.Picker("Show run", "feature_selection", "gf_show_run", where=_is_bmgufs,
                           help="the BMGUFS runs of this session on this graph"),
-    empty="Set the parameters and press **Run BMGUFS**.").run
+    empty="Set the parameters and press **Run BMGUFS**.")
+run = sec.run
 model = run.pipeline.selector
 train = split_rows(data, split, "train")
 test = run.metrics["test"]
@@ -148,16 +149,14 @@ choice = st.selectbox("Block model guiding the selection", list(range(len(rre)))
                       format_func=lambda c: labels[c], key="gf_candidate",
                       help="another candidate is a new run (the block models are fitted "
                            "again on the same training nodes, the same seed)")
-if int(choice) != int(model.candidate_index_) and runs_ui.running_job(PAGE, "bmgufs") is None \
+if int(choice) != int(model.candidate_index_) and not sec.running \
         and page_ns.get("candidate_asked") != (run.run_id, int(choice)):
+    # another block model: a new run in the Run's slot (its panel shows above)
     page_ns["candidate_asked"] = (run.run_id, int(choice))
-    try:
-        runs_ui.submit_run(PAGE, data, split, canonical_spec(
-            {"feature_selection": dict(run.spec["feature_selection"], candidate=int(choice))}),
-            slot="bmgufs")
-    except ValueError as exc:
-        show_error(exc)
-    st.rerun()
+    runs_ui.queue_runs(
+        PAGE, data, split,
+        {"feature_selection": dict(run.spec["feature_selection"], candidate=int(choice))},
+        slot="bmgufs", error="BMGUFS cannot run", rerun=True)
 
 st.caption("Blocks: " + md_escape(model.n_blocks_rule_)
            + f" · γ used {model.gamma_:g}"
@@ -215,13 +214,12 @@ else:
     if with_ndfs:
         methods["NDFS (graph)"] = {"kind": "ndfs", "affinity": "graph"}
     cmp_key = (run.run_id, int(n_seeds), bool(with_ndfs))
-    pressed = cc3.button("Compare with the baselines", key="gf_compare_btn",
-                         disabled=runs_ui.running_job(PAGE, "compare") is not None)
     cmp = runs_ui.page_result(
         PAGE, "compare", cmp_key, f"Baselines for {run.name}",
         lambda progress, cancel: feature_selection_comparison(
             data, split, base=run, methods=methods, n_seeds=int(n_seeds),
-            progress=progress, cancel=cancel), pressed=pressed)
+            progress=progress, cancel=cancel),
+        button="Compare with the baselines", button_key="gf_compare_btn", container=cc3)
     if cmp is not None:
         display.plotly_chart(bv.acc_nmi_figure(cmp))
         tab_acc, tab_nmi = st.tabs(["ACC table", "NMI table"])

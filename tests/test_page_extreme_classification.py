@@ -292,6 +292,14 @@ def test_page_reuses_a_defrag_run_of_the_same_split_only(app_for):
     assert any("fitted on another split" in w.value for w in at.warning)
     assert any(b.label.startswith("Refit DEFRAG-XY d0=8") for b in at.button)
     assert any("No DEFRAG run on this split" in i.value for i in at.info)
+    # the refit: DEFRAG with the run's spec on the current split, then used by the page
+    click(at, "xmlc_defrag_run__refit")
+    ok(at)
+    refit = [r for r in runs(at) if r.kind == "agglomeration"][-1]
+    assert refit.run_id != defrag_run.run_id and refit.split_id != defrag_run.split_id
+    assert refit.spec == defrag_run.spec
+    assert any("Using the DEFRAG clustering of" in i.value for i in at.info)
+    assert not any(b.label.startswith("Refit DEFRAG-XY d0=8") for b in at.button)
 
 
 def test_page_elbow_plot(app_for):

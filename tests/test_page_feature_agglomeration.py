@@ -189,3 +189,32 @@ def test_page_on_a_tiny_uploaded_dataset_with_one_cluster(app_for):
     assert any("random 20 % test split" in c.value for c in at.caption)
     tab = [df.value for df in at.dataframe][0]
     assert sorted(tab["name"]) == [f"f{j}" for j in range(6)]
+
+
+def test_page_baseline_buttons_queue_their_own_runs(app_for):
+    # the baselines after a DEFRAG run: random balanced queued by itself, Ward and k-means
+    # on a press of their buttons, each collected into the registry once it is done
+    from featagg_core.data import MultiLabelData
+    rng = np.random.default_rng(5)
+    X = sp.random(120, 64, density=0.15, format="csr", random_state=rng, dtype=np.float32)
+    Y = sp.csr_matrix((rng.random((120, 5)) < 0.3).astype(np.float32))
+    data = MultiLabelData(X=X, Y=Y, name="small.txt")
+    at = app_for("feature_agglomeration", data, timeout=120)
+    at.run()
+    at.checkbox(key="fa_km").uncheck()
+    click(at, "fa_run")
+    ok(at)
+    K = _agglomeration(at)[-1].pipeline.defrag.n_clusters_
+    assert set(_baselines(at)) == {"random_balanced"}
+    assert sum(c.value.startswith("Done: ") for c in at.caption) == 1
+    assert at.button(key="fa_base_ward").label.startswith("Run (≈ ")
+    click(at, "fa_base_ward")
+    ok(at)
+    base = _baselines(at)
+    assert set(base) == {"random_balanced", "ward"}
+    assert base["ward"].spec["feature_clustering"]["n_clusters"] == K
+    assert sum(c.value.startswith("Done: ") for c in at.caption) == 2
+    click(at, "fa_base_kmeans")
+    ok(at)
+    assert set(_baselines(at)) == {"random_balanced", "ward", "kmeans"}
+    assert len([r for r in runs(at) if r.kind == "feature_clustering"]) == 3
