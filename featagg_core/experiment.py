@@ -19,14 +19,13 @@ and the sweeps (``runs.evaluation``), and the papers' experiments, sets of runs 
 (``runs.experiments.table``); the triage that runs them within a time budget is
 :mod:`featagg_core.triage.battery`.
 """
-from featagg_core.runs.evaluation import (  # noqa: F401 - _evaluate: importable here before
+from featagg_core.runs.evaluation import (
     BUCKET_NAMES,
     DEFAULT_ALPHAS,
     DEFAULT_DS,
     DEFAULT_FRACTIONS,
     SELECTION_BASELINES,
     Predictions,
-    _evaluate,
     bucket_metrics,
     check_applicable,
     elbow,
@@ -57,38 +56,10 @@ from featagg_core.runs.experiments.table import (
     vocabulary_heldout,
 )
 from featagg_core.runs.pipeline import Pipeline, as_pipeline
-from featagg_core.runs.run import (  # noqa: F401 - KS, _jsonable: importable here before
-    KS,
-    STATUSES,
-    Run,
-    plan_run,
-    run_pipeline,
-)
-from featagg_core.runs.run import jsonable as _jsonable  # noqa: F401
-from featagg_core.runs.spec import (  # noqa: F401 - the others: importable here before
-    canonical_spec,
-    check_spec_fits,
-    run_name,
-    spec_json,
-    spec_kind,
-    sub_spec,
-)
-from featagg_core.runs.split import ROWS, Split, make_split, split_rows, take_rows  # noqa: F401
-from featagg_core.runs.steps import (  # noqa: F401 - importable here before
-    fit_classifier,
-    fit_defrag,
-    fit_feature_clustering,
-    fit_fiat,
-    fit_per_tree,
-    fit_refrag,
-    fit_selector,
-    fit_vocabulary,
-)
-from featagg_core.utils.cancel import (  # noqa: F401 - the others: importable here before
-    Cancelled,
-    cancelling_progress,
-    check_cancel,
-)
+from featagg_core.runs.run import STATUSES, Run, plan_run, run_pipeline
+from featagg_core.runs.spec import canonical_spec, run_name, spec_kind
+from featagg_core.runs.split import ROWS, Split, make_split, split_rows
+from featagg_core.utils.cancel import Cancelled
 
 __all__ = ["Split", "make_split", "split_rows", "ROWS", "canonical_spec", "run_name",
            "spec_kind", "Run", "plan_run", "run_pipeline", "Pipeline", "as_pipeline",
