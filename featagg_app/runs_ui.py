@@ -20,6 +20,7 @@ API::
     Section: clicked, running, job, new, run, runs
     queue_runs(page, data, split, work, *, slot, …) -> Job | None   # without a press: the
         runs a page queues by itself, a widget's change; its slot's run_section follows it
+    latest_runs_of(split, specs) -> list | None ; specs_without_runs(split, specs) -> list
     page_result(page, slot, key, label, fn, pressed=None, button=None)  # no run
     run_picker(label, kind, split, key, *, where, on_refit, help, container) -> Run | None
     estimate(data, split, spec) / estimate_total(data, split, specs) -> seconds | None
@@ -596,6 +597,14 @@ def latest_runs_of(split, specs) -> Optional[list]:
     return out
 
 
+def specs_without_runs(split, specs) -> list:
+    """The specs of ``specs`` (canonical) with no finished run on ``split`` yet, in order:
+    what is left to fit (one pass over the registry)."""
+    done = [r.spec for r in state.runs(fingerprint=split.dataset_fingerprint,
+                                       split_id=split.split_id, status="done")]
+    return [spec for spec in specs if spec not in done]
+
+
 def run_section(page: str, data, split, work, *, slot: str, key: Optional[str] = None,
                 button: str = "Run", caption: str = "", label: Optional[str] = None,
                 layout: str = "row", columns=(1, 4), container=None, primary: bool = True,
@@ -655,12 +664,17 @@ def run_section(page: str, data, split, work, *, slot: str, key: Optional[str] =
         if rerun:
             st.rerun()
 
+    def expected_s() -> Optional[float]:     # what the caption and button promise
+        if estimate_s is not None:
+            return estimate_s
+        return None if specs is None else estimate_total(data, split, specs)
+
     busy = running_job(page, slot) is not None
     if layout == "row":
         c1, c2 = st.columns(list(columns))
         pressed = c1.button(button, type="primary" if primary else "secondary", key=key,
                             disabled=disabled or busy)
-        c2.caption(f"Estimated time: {approx_seconds(estimate_total(data, split, specs))} "
+        c2.caption(f"Estimated time: {approx_seconds(expected_s())} "
                    f"{caption}".rstrip())
         if pressed:
             submit(work)
@@ -708,7 +722,7 @@ def run_section(page: str, data, split, work, *, slot: str, key: Optional[str] =
         if not sec.running:
             if empty:
                 st.info(empty)
-            text = button.format(estimate=approx_seconds(estimate_total(data, split, specs)))
+            text = button.format(estimate=approx_seconds(expected_s()))
             if st.button(text, key=key, type="primary" if primary else "secondary"):
                 submit(work, rerun=True)
         st.stop()

@@ -181,8 +181,9 @@ except ValueError as exc:
 # (the method's run at m is its point at m); points fitted before are not fitted again
 budgets = [b for b in vv.BUDGET_STEPS if b <= min(1000, max(atoms.values()))] or [2]
 curve_specs = {meth: [method_spec(meth, b) for b in budgets] for meth in methods}
-to_fit = [sp_ for meth in methods for b, sp_ in zip(budgets, curve_specs[meth])
-          if b != m and runs_ui.latest_runs_of(split, [sp_]) is None]
+to_fit = runs_ui.specs_without_runs(split, [sp_ for meth in methods
+                                             for b, sp_ in zip(budgets, curve_specs[meth])
+                                             if b != m])
 sec = runs_ui.run_section(
     PAGE, data, split, list(specs.values()), slot="compress", key="vc_run", button="Compress",
     label=f"Compress {len(columns)} column(s), m={m}, {len(methods)} method(s)",
