@@ -11,7 +11,8 @@ from featagg_core.distributed import vocab as dist_vocab
 from featagg_core import load_artifact
 from featagg_core.__main__ import main
 from featagg_core.data import load_categorical, save_npz
-from featagg_core.experiment import make_split, take_rows
+from featagg_core.experiment import make_split
+from featagg_core.runs.split import take_rows
 from featagg_core.data.synthetic import make_powerlaw_multilabel, make_zipf_categorical
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
