@@ -4,5 +4,5 @@
 ``docstrings`` (numpydoc fragments filled in at import), ``cancel`` (cooperative
 cancellation), ``polling`` (progress while one long kernel runs), ``products`` (exactly
 summed sparse products), ``bounded`` (reading untrusted zip / npy / JSON / XML within a
-budget).
+budget), ``timing`` (fit timings with their spread, and when a speed-up may be stated).
 """
