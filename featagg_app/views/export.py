@@ -14,7 +14,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from featagg_core.experiment import Pipeline, as_pipeline, canonical_spec, run_name
+from featagg_core.experiment import Pipeline, as_pipeline, canonical_spec
+from featagg_core.runs.spec import fitted_run_name
 
 #: step classes and what they are called in the page
 STEP_TITLES = {"imputer": "FIAT", "defrag": "DEFRAG", "feature_clustering": "feature clustering",
@@ -174,12 +175,14 @@ def pipelines_from_import(objects: Dict[str, Any], info: Optional[dict] = None
 
 
 def pipeline_name(pipe) -> str:
-    """The run name of a pipeline's spec ("KTXMLC K=2 T=3 · DEFRAG d0=8"), or its step
+    """The run name of a pipeline's spec and what its fit chose ("KTXMLC K=2 T=3 · DEFRAG
+    d0=8", "KTXMLC K=16 T=3 → one flat tree"), or its step
     classes for an older artifact wrapped by ``as_pipeline`` ("Defrag + KTXMLC (older
     artifact)")."""
     if pipe.split_id is not None:
         try:
-            return run_name(canonical_spec(pipe.spec))
+            spec = canonical_spec(pipe.spec)
+            return fitted_run_name(spec, pipe)
         except (ValueError, KeyError, TypeError):
             pass
     # an older artifact: its spec only names the steps (the defaults would lie about

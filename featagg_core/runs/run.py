@@ -52,6 +52,7 @@ from featagg_core.runs.pipeline import Pipeline
 from featagg_core.runs.spec import (
     canonical_spec,
     check_spec_fits,
+    fitted_run_name,
     run_name,
     spec_json,
     spec_kind,
@@ -425,6 +426,7 @@ def run_pipeline(data, split: Split, spec: dict, progress: Optional[Callable] = 
         run.timings["predict_ms_per_point"] = 1e3 * seconds / max(split.test.size, 1)
         run.model_sizes = pipe.model_sizes()
         run.pipeline = pipe
+        run.name = fitted_run_name(run.spec, pipe)   # + what the fit chose (one flat tree, k)
         run.status = "done"
     except Cancelled:
         run.status, run.message, run.metrics = "cancelled", "cancelled before it finished", {}

@@ -28,7 +28,8 @@ import numpy as np
 
 from featagg_core.utils.docstrings import fill_doc
 
-__all__ = ["canonical_spec", "spec_kind", "run_name", "check_spec_fits", "STEP_ORDER",
+__all__ = ["canonical_spec", "spec_kind", "run_name", "fitted_run_name", "fit_choices",
+           "check_spec_fits", "STEP_ORDER",
            "KINDS", "FEATURE_SELECTION_KINDS", "FEATURE_CLUSTERING_KINDS"]
 
 #: top-level spec keys, in canonical order
@@ -536,6 +537,52 @@ def _seed(params: dict) -> str:
     return f" seed={rs}" if rs not in (None, 0) else ""
 
 
+#: how a setting that differs from its default is written in a run name (parameter ->
+#: short name); the seed is written " seed=N" by _seed, the headline settings are not
+#: repeated; a parameter not listed here is written by its own name
+_SHORT = {"max_depth": "depth", "max_leaf_labels": "leaf", "beam_width": "beam",
+          "kmeans_max_iter": "k-means passes", "max_iter": "iterations", "sample_points": "points",
+          "sample_labels": "labels", "propensity_exponent": "β", "gamma": "γ",
+          "n_prototype_candidates": "prototypes", "normalization": "C^F norm",
+          "n_candidates": "candidates", "learning_rate": "η", "block_init": "restarts",
+          "min_count": "min count", "epsilon": "ε", "n_neighbors": "neighbours",
+          "tune_max_drop": "max P@5 drop", "n_iter_block": "block iterations"}
+#: settings written as a word rather than name=value (parameter -> {value: word})
+_WORDS = {"one_vs_all": {"never": "trees always"}, "keep_d": {False: "γ as given"},
+          "balanced": {True: "balanced", False: "unbalanced"}, "refine": {False: "no refine"},
+          "normalize": {False: "rows not normalised"}}
+
+
+def _value(v) -> str:
+    if isinstance(v, list):
+        return f"[{len(v)}]" if len(v) > 3 else "[" + ",".join(_value(x) for x in v) + "]"
+    return _g(v)
+
+
+def _changed(params: dict, defaults: dict, shown=()) -> str:
+    """" depth=4 leaf=10 beam=5": every setting of ``params`` other than the ``shown`` ones
+    (and the seed, written by :func:`_seed`) that differs from ``defaults``, in their
+    order."""
+    out = []
+    for key, value in params.items():
+        if key in shown or key in ("kind", "random_state", "defrag") or key not in defaults:
+            continue
+        default = defaults[key]
+        if value == default and type(value) is type(default):
+            continue
+        if isinstance(value, float) and isinstance(default, (int, float)) \
+                and not isinstance(default, bool) and float(default) == value:
+            continue
+        word = _WORDS.get(key, {}).get(value) if not isinstance(value, list) else None
+        if word is not None:
+            out.append(word)
+        elif key == "candidate":
+            out.append(f"block model #{value}")
+        else:
+            out.append(f"{_SHORT.get(key, key)}={_value(value)}")
+    return "".join(" " + part for part in out)
+
+
 def _defrag_name(d: dict, standalone: bool) -> str:
     rep = d["representation"]
     if standalone:
@@ -544,7 +591,19 @@ def _defrag_name(d: dict, standalone: bool) -> str:
         head = "DEFRAG" + ("" if rep == "XY" else f"-{rep}") + f" d0={d['d0']}"
     if d.get("per_tree"):
         head += " per tree"
-    return head + _seed(d)
+    return head + _changed(d, _defrag_defaults(True), ("d0", "representation", "per_tree")) \
+        + _seed(d)
+
+
+def _own_clustering(step: dict) -> str:
+    """" on DEFRAG d0=16": REFRAG's / FIAT's own feature clustering, when it is not the
+    default one they fit without a DEFRAG step."""
+    own = step.get("defrag")
+    if own is None:
+        return ""
+    name = _defrag_name(own, standalone=False)
+    default = _defrag_name(dict(_defrag_defaults(False), per_tree=False), standalone=False)
+    return "" if name == default else " on " + name
 
 
 _SELECTION_TITLES = {"laplacian": "Laplacian score", "spec": "SPEC", "ndfs": "NDFS",
@@ -553,10 +612,13 @@ _SELECTION_TITLES = {"laplacian": "Laplacian score", "spec": "SPEC", "ndfs": "ND
 
 @fill_doc
 def run_name(spec: dict) -> str:
-    """A short human name for a canonical spec.
+    """A short human name for a canonical spec: its headline settings and every setting
+    that differs from its default.
 
-    "KTXMLC K=2 T=3 · DEFRAG d0=8", "One-vs-all C=1", "DEFRAG-XY d0=8", "k-means K=256
-    (XY)", "BMGUFS d=64 β̄=0.6 γ=2", "Vocabulary submodular m=10", "… + REFRAG α=0.4".
+    "KTXMLC K=2 T=3 · DEFRAG d0=8", "KTXMLC K=16 T=1 depth=4 leaf=10 beam=5", "One-vs-all
+    C=1", "DEFRAG-XY d0=8", "k-means K=256 (XY)", "BMGUFS d=64 β̄=0.6 γ=2", "BMGUFS d=64
+    β̄=0.6 γ=2 k=7", "Vocabulary submodular m=10", "… + REFRAG α=0.4". What the fit chose
+    (one flat tree, the number of blocks) is added by :func:`fitted_run_name`.
 
     {canonical_spec_params}
 
@@ -570,41 +632,189 @@ def run_name(spec: dict) -> str:
         c = spec["classifier"]
         if c["kind"] == "ktxmlc":
             name = f"KTXMLC K={c['n_clusters']} T={c['n_trees']}"
+            shown = ("n_clusters", "n_trees")
         else:
             name = f"One-vs-all C={_g(c['C'])}"
-        name += _seed(c)
+            shown = ("C",)
+        name += _changed(c, _classifier_defaults(c["kind"]), shown) + _seed(c)
         if "defrag" in spec:
             name += " · " + _defrag_name(spec["defrag"], standalone=False)
         if "rerank" in spec:
-            name += (" + REFRAG tuned" if spec["rerank"].get("tune")
-                     else f" + REFRAG α={_g(spec['rerank']['alpha'])}")
+            r = spec["rerank"]
+            name += (" + REFRAG tuned" if r.get("tune") else f" + REFRAG α={_g(r['alpha'])}")
+            name += _changed(r, _rerank_defaults(), ("alpha", "tune")) + _seed(r) \
+                + _own_clustering(r)
         if "impute" in spec:
-            name += f" + FIAT mix={_g(spec['impute']['mix'])}"
+            i = spec["impute"]
+            name += f" + FIAT mix={_g(i['mix'])}" + _changed(i, _impute_defaults(), ("mix",)) \
+                + _own_clustering(i)
         return name
     if kind == "agglomeration":
         return _defrag_name(spec["defrag"], standalone=True)
     if kind == "feature_clustering":
         fc = spec["feature_clustering"]
+        rest = _changed(fc, _FEATURE_CLUSTERING[fc["kind"]],
+                        ("n_clusters", "representation")) + _seed(fc)
         if fc["kind"] == "random_balanced":
-            return f"random balanced K={fc['n_clusters']}" + _seed(fc)
+            return f"random balanced K={fc['n_clusters']}" + rest
         title = "k-means" if fc["kind"] == "kmeans" else "Ward"
-        return f"{title} K={fc['n_clusters']} ({fc['representation']})" + _seed(fc)
+        return f"{title} K={fc['n_clusters']} ({fc['representation']})" + rest
     if kind == "feature_selection":
         fs = spec["feature_selection"]
         if fs["kind"] == "bmgufs":
-            return (f"BMGUFS d={fs['d']} β̄={_g(fs['beta_bar'])} γ={_g(fs['gamma'])}"
-                    + _seed(fs))
+            name = f"BMGUFS d={fs['d']} β̄={_g(fs['beta_bar'])} γ={_g(fs['gamma'])}"
+            if fs["n_blocks"] is not None:
+                name += f" k={fs['n_blocks']}"
+            return name + _changed(fs, _selection_defaults("bmgufs"),
+                                   ("d", "beta_bar", "gamma", "n_blocks")) + _seed(fs)
         if fs["kind"] == "all":
             return "all features"
         title = _SELECTION_TITLES[fs["kind"]]
         if "affinity" in fs:
             title += " (kNN)" if fs["affinity"] == "knn" else " (graph)"
-        return f"{title} d={fs['d']}" + _seed(fs)
+        return f"{title} d={fs['d']}" + _changed(fs, _selection_defaults(fs["kind"]),
+                                                 ("d", "affinity")) + _seed(fs)
     v = spec["vocabulary"]
     name = f"Vocabulary {v['method']} m={v['budget']}"
     if v["allocation"] != "per_column":
         name += f" ({v['allocation']} allocation)"
-    return name
+    if v["columns"] is not None:
+        name += f" on {len(v['columns'])} column" + ("s" if len(v["columns"]) != 1 else "")
+    return name + _changed(v, _vocabulary_defaults(),
+                           ("method", "budget", "allocation", "columns")) + _seed(v)
+
+
+def _is_flat(model) -> bool:
+    """True when a fitted KTXMLC holds one flat tree: a root whose children are all labels
+    (one-vs-all), which ``one_vs_all="auto"`` or a label set that fits one leaf gives."""
+    trees = getattr(model, "trees_", None)
+    n_labels = getattr(model, "n_labels_", None)
+    if not isinstance(trees, (list, tuple)) or len(trees) != 1 or not n_labels:
+        return False
+    try:
+        return int(trees[0]["n_children"][0]) == int(n_labels) and n_labels > 1
+    except (KeyError, IndexError, TypeError, ValueError):
+        return False
+
+
+def _text(value) -> Optional[str]:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _classifier_choices(model, params: dict) -> list:
+    """What a fitted classifier chose that its spec did not fix: the form it took (one
+    flat tree rather than label trees: ``form_`` when the model says, else read off its
+    trees), fewer trees than asked, and a C it picked (``C_``); its own summary
+    (``choice_``) only when it is short and the model says nothing else."""
+    members = getattr(model, "models_", None)       # the per-tree ensemble (DefragKTXMLC)
+    if isinstance(members, (list, tuple)) and members and getattr(model, "defrags_", None):
+        flat = sum(_is_flat(m) for m in members)
+        if flat == len(members):
+            return ["one flat tree per member"]
+        return [f"{flat} of {len(members)} members flat"] if flat else []
+    out = []
+    form = _text(getattr(model, "form_", None))
+    trees = getattr(model, "trees_", None)
+    if params.get("kind") == "ktxmlc":
+        if form == "flat" or (form is None and _is_flat(model)):
+            out.append("one flat tree")
+        elif form is not None and form != "trees":
+            out.append(form)
+        elif form == "trees" and params.get("form", "trees") != "trees":
+            out.append("label trees")
+        if form != "flat" and not _is_flat(model) and isinstance(trees, (list, tuple)) \
+                and 0 < len(trees) < int(params.get("n_trees", 1)):
+            out.append(f"{len(trees)} tree" + ("s" if len(trees) > 1 else ""))
+    c_fit = getattr(model, "C_", None)
+    if isinstance(c_fit, (int, float)) and not isinstance(c_fit, bool) \
+            and (not isinstance(params.get("C"), (int, float))
+                 or float(params["C"]) != float(c_fit)):
+        out.append(f"C={_g(float(c_fit))}")
+    choice = _text(getattr(model, "choice_", None))
+    if not out and form is None and choice is not None and len(choice) <= 40:
+        out.append(choice)
+    return out
+
+
+_K_SOURCES = {"classes": "from the classes", "eigengap": "by the eigengap rule",
+              "given": "given", "block model": "from the given block model"}
+
+
+def _selector_choices(model, params: dict) -> list:
+    """BMGUFS: the number of blocks and where it came from (``k_source_`` when the model
+    says, else its ``n_blocks_rule_`` sentence), and a γ lowered to keep d features."""
+    if params.get("kind") != "bmgufs":
+        return []
+    out = []
+    k = getattr(model, "n_blocks_", None)
+    if isinstance(k, (int, np.integer)) and params.get("n_blocks") is None:
+        source = _text(getattr(model, "k_source_", None))
+        rule = _text(getattr(model, "n_blocks_rule_", None)) or ""
+        if source is None:
+            source = ("eigengap" if "eigengap" in rule else
+                      "classes" if "class" in rule else
+                      "block model" if "block model" in rule else None)
+        where = _K_SOURCES.get(source, source) if source is not None else None
+        out.append(f"k={int(k)}" + (f" {where}" if where else ""))
+    gamma = getattr(model, "gamma_", None)
+    if isinstance(gamma, (int, float)) and isinstance(params.get("gamma"), (int, float)) \
+            and float(gamma) != float(params["gamma"]):
+        out.append(f"γ lowered to {_g(float(gamma))}")
+    return out
+
+
+@fill_doc
+def fit_choices(spec: dict, pipeline) -> list:
+    """What the fit of a canonical spec chose that the spec left open: one flat tree instead
+    of KTXMLC's label trees, the number of blocks BMGUFS took (from the node classes or the
+    eigengap rule), a γ it lowered, a C picked on validation rows.
+
+    Read defensively from the fitted steps (an older artifact's steps may lack them).
+
+    Parameters
+    ----------
+    {canonical_spec}
+    pipeline : Pipeline or None
+        The fitted pipeline of that spec.
+
+    Returns
+    -------
+    list of str
+        Short phrases ("one flat tree", "k=7 from the classes"), empty when the fit chose
+        nothing the spec did not say.
+    """
+    if pipeline is None:
+        return []
+    out = []
+    clf = getattr(pipeline, "classifier", None)
+    if clf is not None and "classifier" in spec:
+        out += _classifier_choices(clf, spec["classifier"])
+    sel = getattr(pipeline, "selector", None)
+    if sel is not None and "feature_selection" in spec:
+        out += _selector_choices(sel, spec["feature_selection"])
+    return out
+
+
+@fill_doc
+def fitted_run_name(spec: dict, pipeline) -> str:
+    """:func:`run_name` followed by what the fit chose (:func:`fit_choices`): "KTXMLC K=16
+    T=3 → one flat tree", "BMGUFS d=64 β̄=0.6 γ=2 → k=7 from the classes".
+
+    The same spec fitted on the same data and split gives the same name.
+
+    Parameters
+    ----------
+    {canonical_spec}
+    pipeline : Pipeline or None
+        The fitted pipeline of that spec (None: the spec's name alone).
+
+    Returns
+    -------
+    str
+        The name.
+    """
+    choices = fit_choices(spec, pipeline)
+    return run_name(spec) + (" → " + ", ".join(choices) if choices else "")
 
 
 @fill_doc
