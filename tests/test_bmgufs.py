@@ -233,26 +233,85 @@ def test_planted_features_ranked_first_and_beat_variance_and_random(seed):
     assert acc["bmgufs"] > acc["variance"] and acc["bmgufs"] > acc["random"], acc
 
 
-def test_select_reports_nnz_below_d():
+def test_select_follows_the_gamma_path_to_d_features():
+    """gamma = 3 leaves fewer than d weights: select(d) returns d features, the top d of
+    the first gamma below it that keeps d (checked against one plain fit per gamma) —
+    the same as fit_gamma_grid(d) — without a warning."""
+    from featagg_core.graph.selection_problem import gammas_from
     A, X, lab, _ = _planted(0)
     model = BMGUFS(n_blocks=4, n_candidates=1, gamma=3.0).fit(A, X)
     nnz = model.n_nonzero_
     assert 0 < nnz < X.shape[1]
-    with pytest.warns(UserWarning, match=r"nnz\(r\) < d"):
-        idx = model.select(nnz + 5)
-    assert idx.size == nnz
-    assert np.all(model.scores_[idx] > 0)
-    assert set(idx) == set(np.flatnonzero(model.scores_))
-    with pytest.raises(ValueError, match="only"):
-        model.select(nnz + 5, strict=True)
+    d = nnz + 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # no warning on the gamma path
+        idx = model.select(d)
+    assert idx.size == d
+    bm = model.block_model_
+    plain = {g: BMGUFS(gamma=g).fit(A, X, block_model=bm).scores_ for g in gammas_from(3.0)}
+    g_used = next(g for g in gammas_from(3.0) if np.count_nonzero(plain[g]) >= d)
+    assert g_used < 3.0 and model.last_selection_["gamma"] == g_used
+    assert model.last_selection_["how"] == "gamma path"
+    np.testing.assert_array_equal(idx, np.argsort(-plain[g_used], kind="stable")[:d])
+    grid = BMGUFS(n_blocks=4, n_candidates=1, gamma=3.0).fit_gamma_grid(A, X, d,
+                                                                         block_model=bm)
+    np.testing.assert_array_equal(grid.select(d), idx)
+    assert model.gamma_ == 3.0 and model.n_nonzero_ == nnz          # the fit is unchanged
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        top = model.select(nnz)
-    # ordered by weight, ties to the lower index
-    w = model.scores_[top]
-    assert np.all(np.diff(w) <= 0)
-    Xs = model.transform(X, nnz)
-    assert sp.issparse(Xs) and Xs.shape == (X.shape[0], nnz)
+        top = model.select(nnz)                         # enough at the fitted gamma
+    np.testing.assert_array_equal(top, np.argsort(-model.scores_, kind="stable")[:nnz])
+    Xs = model.transform(X, d)
+    assert sp.issparse(Xs)
+    np.testing.assert_array_equal(Xs.toarray(), X.toarray()[:, idx])
+
+
+def test_select_fills_by_score_and_warns_at_the_end_of_the_path():
+    """Only gamma = 5 allowed (a one-value path): select(d) warns, returns d features, the
+    non-zero weights first in weight order, then the zero-weight ones by how long they
+    held a non-zero weight (replayed here with max_iter = t for every t), then index."""
+    from featagg_core.graph.bmgufs import SelectionFilledWarning
+    A, X, lab, _ = _planted(0)
+    bm = BlockModel.from_labels(A, lab)
+    T = 60
+    m = BMGUFS(gamma=5.0, max_iter=T).fit_gamma_grid(A, X, X.shape[1], gammas=[5.0],
+                                                    block_model=bm)
+    nnz = m.n_nonzero_
+    assert 0 < nnz < X.shape[1] - 10
+    d = nnz + 10
+    with pytest.warns(SelectionFilledWarning, match=r"nnz\(r\) < d"):
+        idx = m.select(d)
+    assert idx.size == d and m.last_selection_["filled"] == 10
+    np.testing.assert_array_equal(idx[:nnz], np.argsort(-m.scores_, kind="stable")[:nnz])
+    # by hand: the last t after which each weight was still non-zero
+    held = np.zeros(X.shape[1], dtype=np.int64)
+    for t in range(1, T + 1):
+        r_t = BMGUFS(gamma=5.0, max_iter=t).fit(A, X, block_model=bm).scores_
+        held[r_t > 0] = t
+    rest = np.flatnonzero(m.scores_ == 0)
+    want = rest[np.lexsort((rest, -held[rest]))][:10]
+    assert len(set(held[want])) > 1                      # the order is not just the index
+    np.testing.assert_array_equal(idx[nnz:], want)
+    with pytest.raises(ValueError, match="only"):
+        m.select(d, strict=True)
+    with pytest.warns(SelectionFilledWarning, match="only 72 features"):
+        assert m.select(500).size == X.shape[1]
+
+
+def test_select_on_a_loaded_artifact_fills_and_warns(tmp_path):
+    """An artifact keeps no training features: past nnz(r) it fills (and says why)."""
+    from featagg_core.artifacts.store import load_artifact, save_artifact
+    from featagg_core.graph.bmgufs import SelectionFilledWarning
+    A, X, lab, _ = _planted(0)
+    m = BMGUFS(n_blocks=4, n_candidates=1, gamma=3.0).fit(A, X)
+    save_artifact(m, tmp_path / "m.fgz")
+    back = load_artifact(tmp_path / "m.fgz")
+    nnz = back.n_nonzero_
+    with pytest.warns(SelectionFilledWarning, match="artifact"):
+        idx = back.select(nnz + 3)
+    assert idx.size == nnz + 3
+    assert set(idx[:nnz]) == set(np.flatnonzero(back.scores_))
+    np.testing.assert_array_equal(back.select(nnz), m.select(nnz))
 
 
 def test_history_candidates_and_progress():

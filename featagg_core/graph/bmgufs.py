@@ -102,7 +102,12 @@ from featagg_core.utils.validation import (
     validate_params,
 )
 
-__all__ = ["BMGUFS", "warmup"]
+__all__ = ["BMGUFS", "SelectionFilledWarning", "warmup"]
+
+
+class SelectionFilledWarning(UserWarning):
+    """:meth:`BMGUFS.select` was asked for more features than have a non-zero weight at
+    any gamma it could reach, and filled the rest by score (the message says how many)."""
 
 
 # ---------------------------------------------------------------------------
@@ -160,6 +165,15 @@ class BMGUFS(BaseEstimator):
         Updates performed (fewer than ``max_iter`` only if every weight hit 0).
     n_blocks_ : int, n_blocks_rule_ : str
         The number of blocks used and a sentence saying how it was chosen.
+    k_source_ : str
+        Where k came from, in one word: ``"given"`` (``n_blocks``), ``"classes"`` (the
+        number of classes in ``y``), ``"eigengap"`` (the no-label rule) or ``"block
+        model"`` (``block_model=`` / ``candidates=``); None for an old artifact whose
+        sentence does not say.
+    last_selection_ : dict
+        Set by :meth:`select`: ``d``, the ``gamma`` whose weights gave the features,
+        their ``n_nonzero``, ``how`` (``"fitted gamma"``, ``"gamma path"`` or ``"filled
+        by score"``) and how many were ``filled``.
     fit_quality_ : dict
         ``best_rre``, ``worst_rre``, ``null_rre`` (a random partition of the best model's
         block sizes), ``explained`` (``1 - RRE^2`` of the best), ``null_explained``,
@@ -265,20 +279,22 @@ class BMGUFS(BaseEstimator):
         return out
 
     def _resolve_k(self, y, A):
-        """``(k, how it was chosen)``: ``n_blocks``; else the number of classes in ``y``
-        (the paper's setting); else the eigengap rule (:func:`choose_n_blocks`)."""
+        """``(k, (sentence, source))``: ``n_blocks`` ("given"); else the number of classes
+        in ``y`` ("classes", the paper's setting); else the eigengap rule ("eigengap",
+        :func:`choose_n_blocks`)."""
         n = A.shape[0]
         if self.n_blocks is not None:
             k = int(self.n_blocks)
-            rule = f"k = {k} blocks (given)"
+            rule = (f"k = {k} blocks (given)", "given")
         elif y is not None:
             yy = np.asarray(y)
             if yy.shape[0] != n:
                 raise ValueError(f"y: has {yy.shape[0]} entries but the graph has {n} nodes")
             k = int(np.unique(yy[known_class_mask(yy)]).size)
-            rule = f"k = {k} blocks: the number of node classes"
+            rule = (f"k = {k} blocks: the number of node classes", "classes")
         else:
-            k, _, rule = choose_n_blocks(A)
+            k, _, sentence = choose_n_blocks(A)
+            rule = (sentence, "eigengap")
         if k > n:
             raise parameter_error("n_blocks", f"at most the number of nodes ({n})", k)
         return k, rule
@@ -327,6 +343,8 @@ class BMGUFS(BaseEstimator):
         self._set_block_state(A, cands, idx, rule, prob)
         self.gamma_ = float(gamma)
         self.gamma_path_ = [(float(gamma), self.n_nonzero_)]
+        self._keep_path(prob, beta, max_iter, eta, {float(gamma): (self.scores_, self._alive)},
+                        gammas_from(gamma)[1:])
         return self
 
     def _prepare(self, A, X, y, block_model, candidates, progress, delta):
@@ -397,7 +415,7 @@ class BMGUFS(BaseEstimator):
             raise parameter_error("gammas", "a non-empty list of numbers >= 0", gammas)
         A, cands, idx, rule, prob, block_s, precompute_s = self._prepare(
             A, X, y, block_model, candidates, progress, delta)
-        path, selection_s = [], 0.0
+        path, selection_s, tried, rest = [], 0.0, {}, []
         for i, g in enumerate(grid):
             sub = None if progress is None else (
                 lambda stage, frac, msg, i=i, g=g: progress(
@@ -405,14 +423,26 @@ class BMGUFS(BaseEstimator):
             self._set_selection(prob, beta, g, max_iter, eta, sub)
             selection_s += self.timings_["selection"]
             path.append((float(g), self.n_nonzero_))
+            tried[float(g)] = (self.scores_, self._alive)
             if self.n_nonzero_ >= d:
+                rest = grid[i + 1:]
                 break
         self.timings_ = {"block_models": block_s, "precompute": precompute_s,
                          "selection": selection_s}
         self._set_block_state(A, cands, idx, rule, prob)
         self.gamma_ = path[-1][0]
         self.gamma_path_ = path
+        self._keep_path(prob, beta, max_iter, eta, tried, rest)
         return self
+
+    def _keep_path(self, prob, beta, max_iter, eta, tried, rest):
+        """What :meth:`select` needs to follow the gamma path later: the checked features
+        (a reference, not a copy; H is rebuilt when needed, not kept), the selection's
+        settings, the gammas still to try below ``gamma_`` and the weights (and
+        "held on" counts) of every gamma already fitted."""
+        self._path = {"Y": prob.Y, "beta": float(beta), "max_iter": int(max_iter),
+                      "eta": float(eta), "delta": float(prob.delta),
+                      "below": [float(g) for g in rest], "fits": dict(tried)}
 
     def _candidates(self, A, y, block_model, candidates, progress):
         """``(candidate block models, index of the one to use, how k was chosen)``."""
@@ -432,8 +462,8 @@ class BMGUFS(BaseEstimator):
                 raise ValueError(f"block_model: fitted on {bm.labels_.shape[0]} nodes but "
                                  f"the graph has {n}")
         if block_model is not None or candidates is not None:
-            rule = f"k = {cands[0].M_.shape[0]} blocks (from the given block model" + \
-                ("s)" if block_model is None else ")")
+            rule = (f"k = {cands[0].M_.shape[0]} blocks (from the given block model"
+                    + ("s)" if block_model is None else ")"), "block model")
         else:
             rule = self._resolve_k(y, A)[1]
         rre = np.array([bm.rre_ for bm in cands])
@@ -457,7 +487,7 @@ class BMGUFS(BaseEstimator):
         self.target_similarity_ = prob.P
         self.n_features_in_ = prob.n_features
         self.n_blocks_ = int(bm.M_.shape[0])
-        self.n_blocks_rule_ = rule
+        self.n_blocks_rule_, self.k_source_ = rule
         rs = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
         self.fit_quality_, self.fit_warning_ = block_fit_quality(A, cands, int(rs))
         if self.fit_warning_:
@@ -467,10 +497,11 @@ class BMGUFS(BaseEstimator):
         """The projected-gradient search for r (module docstring) on a precomputed
         problem: sets ``scores_``, ``history_``, ``n_iter_``, ``induced_similarity_``."""
         t0 = time.perf_counter()
-        r, self.history_, self.n_iter_, Q = projected_gradient(prob, beta, gamma, max_iter,
-                                                               eta, progress)
+        r, self.history_, self.n_iter_, Q, alive = projected_gradient(
+            prob, beta, gamma, max_iter, eta, progress, return_alive=True)
         self.scores_ = r
         self.induced_similarity_ = Q
+        self._alive = alive
         self.timings_ = {"selection": time.perf_counter() - t0}
 
     # ------------------------------------------------------------------
@@ -485,47 +516,102 @@ class BMGUFS(BaseEstimator):
         return int(np.count_nonzero(self.scores_))
 
     def select(self, d, strict: bool = False) -> np.ndarray:
-        """Indices of the top-``d`` features by weight (ties to the lower index).
+        """Indices of ``d`` features, largest weight first: never fewer than ``d`` without a
+        warning.
 
-        Only features with a non-zero weight are ever returned. When fewer than ``d``
-        weights are non-zero (the paper's "nnz(r) < d" case) this warns and returns just
-        the non-zero ones, or raises ``ValueError`` with ``strict=True``; lower ``gamma``
-        to keep more features.
+        When the fitted gamma left at least ``d`` weights non-zero: the top ``d`` by weight
+        (ties to the lower index). Otherwise the selection **follows the gamma path**, as
+        :meth:`fit_gamma_grid` and the dashboard do: the gammas of
+        :data:`featagg_core.graph.selection_problem.GAMMA_GRID` below ``gamma_`` (the
+        paper's {3, 2, 1}, then 0.5, 0.25, 0), each a new projected-gradient search on the
+        same block model, until one leaves ``d`` non-zero weights; its top ``d`` are
+        returned, so ``fit(A, X).select(d)`` equals ``fit_gamma_grid(A, X, d).select(d)``.
+        ``last_selection_`` says which gamma they came from. Weights of gammas already
+        searched are kept, so asking again costs nothing.
+
+        When even the last gamma keeps fewer than ``d`` (or the model was loaded from an
+        artifact, which holds no training features to search with, or ``d`` is larger than
+        the number of features), the non-zero ones come first by weight and the rest are
+        **filled by score** — the zero-weight features that kept a non-zero weight for the
+        most updates of that search first, then the lower index — and a
+        :class:`SelectionFilledWarning` (a ``UserWarning``; the dashboard shows it) says
+        how many were filled.
 
         Parameters
         ----------
         d : int >= 1
             Number of features wanted.
         strict : bool, default=False
-            Raise instead of warning when fewer than ``d`` weights are non-zero.
+            Raise ``ValueError`` instead of filling by score.
 
         Returns
         -------
         ndarray of int64
-            Feature indices, largest weight first (``min(d, nnz(r))`` of them).
+            ``min(d, n_features_in_)`` feature indices, in the order above.
 
         Raises
         ------
         sklearn.exceptions.NotFittedError
             Before :meth:`fit`.
         ValueError
-            For a bad ``d``, or ``nnz(r) < d`` with ``strict=True``.
+            For a bad ``d``, or with ``strict=True`` when the selection would be filled.
         """
         self._check_fitted()
         d = check_int("d", d, 1)
-        r = self.scores_
-        order = np.argsort(-r, kind="stable")
+        r, alive, gamma, how = self._weights_for(d)
+        f = r.size
         nnz = int(np.count_nonzero(r))
+        order = np.lexsort((np.arange(f), -alive, -r))
+        take = min(d, f)
+        self.last_selection_ = {"d": int(d), "gamma": float(gamma), "n_nonzero": nnz,
+                                "how": how if nnz >= d else "filled by score",
+                                "filled": max(0, take - nnz)}
         if nnz < d:
-            msg = (f"d: asked for {d} features but only {nnz} of the {r.size} BMGUFS weights "
-                   f"are non-zero (nnz(r) < d); lower gamma (now "
-                   f"{getattr(self, 'gamma_', self.gamma):g}) to keep more")
+            fitted = getattr(self, "gamma_", self.gamma)
+            why = ("the model was loaded from an artifact, which keeps no training features "
+                   "to lower gamma with" if how == "no path" else
+                   f"even at gamma {gamma:g}, the lowest on the path from {fitted:g}")
+            msg = (f"d: asked for {d} features but only {nnz} of the {f} BMGUFS weights are "
+                   f"non-zero (nnz(r) < d; {why})")
             if strict:
                 raise ValueError(msg)
-            warnings.warn(msg + f"; returning the {nnz} non-zero ones", UserWarning,
-                          stacklevel=2)
-            return order[:nnz].astype(np.int64)
-        return order[:d].astype(np.int64)
+            extra = (f"; the {take - nnz} others are the zero-weight features that held a "
+                     "non-zero weight longest in the search" if take > nnz else "")
+            if d > f:
+                extra += f"; there are only {f} features"
+            warnings.warn(msg + f"; returning {take} features{extra}",
+                          SelectionFilledWarning, stacklevel=2)
+        return order[:take].astype(np.int64)
+
+    def _weights_for(self, d):
+        """``(r, held-on counts, gamma, how)``: the fitted weights when they keep ``d``
+        non-zero, else the first gamma below ``gamma_`` on the path that does (searched now
+        and remembered), else the last one reached (``how`` says which)."""
+        r = self.scores_
+        alive = getattr(self, "_alive", None)
+        if alive is None:
+            alive = np.zeros(r.size, dtype=np.int64)
+        gamma = float(getattr(self, "gamma_", self.gamma))
+        if int(np.count_nonzero(r)) >= d:
+            return r, alive, gamma, "fitted gamma"
+        path = getattr(self, "_path", None)
+        if path is None:
+            return r, alive, gamma, "no path"
+        prob = None
+        for g in path["below"]:
+            if g not in path["fits"]:
+                if prob is None:
+                    bm = self.block_model_
+                    prob = SelectionProblem(path["Y"], bm.labels_, bm.M_, path["delta"])
+                r_g, _, _, _, a_g = projected_gradient(prob, path["beta"], g,
+                                                       path["max_iter"], path["eta"],
+                                                       return_alive=True)
+                path["fits"][g] = (r_g, a_g)
+            r, alive = path["fits"][g]
+            gamma = g
+            if int(np.count_nonzero(r)) >= d:
+                return r, alive, gamma, "gamma path"
+        return r, alive, gamma, "end of the path"
 
     def transform(self, X, d, strict: bool = False):
         """The columns of ``X`` selected by :meth:`select` (sparse stays sparse).
@@ -539,7 +625,7 @@ class BMGUFS(BaseEstimator):
 
         Returns
         -------
-        scipy.sparse.csr_matrix or ndarray, shape (n, min(d, nnz(r)))
+        scipy.sparse.csr_matrix or ndarray, shape (n, min(d, n_features_in_))
             The selected columns, in :meth:`select`'s order.
 
         Raises
@@ -609,6 +695,7 @@ class BMGUFS(BaseEstimator):
         # artifacts written before these attributes existed get what can be rebuilt
         obj.n_blocks_ = int(meta.get("n_blocks_", obj.block_model_.M_.shape[0]))
         obj.n_blocks_rule_ = meta.get("n_blocks_rule_", f"k = {obj.n_blocks_} blocks")
+        obj.k_source_ = _k_source_of(obj.n_blocks_rule_)
         obj.gamma_ = float(meta.get("gamma_", obj.gamma))
         obj.gamma_path_ = [(float(g), int(z)) for g, z in
                            meta.get("gamma_path_", [[obj.gamma_, int(np.count_nonzero(
@@ -616,6 +703,16 @@ class BMGUFS(BaseEstimator):
         obj.fit_quality_ = dict(meta.get("fit_quality_", {}))
         obj.fit_warning_ = meta.get("fit_warning_")
         return obj
+
+
+def _k_source_of(rule: str):
+    """``k_source_`` read back from an ``n_blocks_rule_`` sentence (artifacts keep the
+    sentence only); None when it does not say."""
+    for word, source in (("(given)", "given"), ("node classes", "classes"),
+                         ("eigengap", "eigengap"), ("given block model", "block model")):
+        if word in rule:
+            return source
+    return None
 
 
 def warmup() -> None:

@@ -128,6 +128,7 @@ class SelectionProblem:
         self.P = Mp / Mp.sum(axis=1, keepdims=True)
         self.delta = float(delta)
         self.n_features = f
+        self.Y = Y                                          # a reference, for the gamma path
 
     def H_matvec(self, r: np.ndarray, active: np.ndarray) -> np.ndarray:
         """``H r`` from the rows of the active features only (``r`` is zero elsewhere),
@@ -203,7 +204,7 @@ class SelectionProblem:
 
 
 def projected_gradient(prob: SelectionProblem, beta: float, gamma: float, max_iter: int,
-                       eta: float, progress=None):
+                       eta: float, progress=None, return_alive: bool = False):
     """BMGUFS's projected-gradient search for the feature weights r on a precomputed
     problem (the update of the :mod:`featagg_core.graph.bmgufs` module docstring).
 
@@ -221,6 +222,11 @@ def projected_gradient(prob: SelectionProblem, beta: float, gamma: float, max_it
         Step size.
     progress : callable(stage, fraction, message), optional
         Called every 10 iterations or 0.25 s (stage ``"selection"``); it may raise to stop.
+    return_alive : bool, default=False
+        Also return, for every feature, the number of updates after which its weight was
+        still non-zero the last time (``max_iter``-ish for the survivors, 0 for a feature
+        zeroed by the first update): how long it held on, the order in which
+        :meth:`featagg_core.graph.bmgufs.BMGUFS.select` fills past the non-zero weights.
 
     Returns
     -------
@@ -233,6 +239,8 @@ def projected_gradient(prob: SelectionProblem, beta: float, gamma: float, max_it
         not kept, and a ``UserWarning`` says so).
     Q : ndarray, shape (k, k)
         The induced image distribution at the returned r.
+    alive : ndarray of int64, shape (f,)
+        Only with ``return_alive``: see above.
     """
     f = prob.n_features
     clock = Throttle(0.25)
@@ -240,6 +248,7 @@ def projected_gradient(prob: SelectionProblem, beta: float, gamma: float, max_it
     spars = gamma / math.sqrt(f)
     hist_b, hist_m, hist_nnz = [], [], []
     active = np.arange(f, dtype=np.int64)
+    alive = np.zeros(f, dtype=np.int64)
     n_done = 0
     Q = None
     for it in range(max_iter + 1):
@@ -266,6 +275,7 @@ def projected_gradient(prob: SelectionProblem, beta: float, gamma: float, max_it
         r = r_new / norm
         active = np.flatnonzero(r).astype(np.int64)
         n_done = it + 1
+        alive[active] = n_done
         if progress is not None and (n_done % 10 == 0 or n_done == max_iter
                                      or clock.due()):
             progress("selection", n_done / max(max_iter, 1),
@@ -273,6 +283,8 @@ def projected_gradient(prob: SelectionProblem, beta: float, gamma: float, max_it
                      f"{active.size} non-zero weights")
     history = {"L_b": np.array(hist_b), "L_m": np.array(hist_m),
                "nnz": np.array(hist_nnz, dtype=np.int64)}
+    if return_alive:
+        return r, history, n_done, Q, alive
     return r, history, n_done, Q
 
 
