@@ -8,6 +8,7 @@
     python -m featagg_core select-features GRAPH --d 64 --out bmgufs.fgz
     python -m featagg_core compress TABLE --label income --budget 100 --out mapping.json
     python -m featagg_core triage DATA --out report.html --json report.json --budget-s 120
+    python -m featagg_core health DATA --test TEST --json alerts.json
 
 Every command that fits goes through ``featagg_core.experiment``: ``make_split`` (the
 dataset's own test part when it has one, else a random 20 % of the rows / nodes;
@@ -141,6 +142,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+    if result is None:                    # the command printed its own text (health)
+        return 0
     json.dump(result, sys.stdout, indent=1, default=lambda o: o.item() if hasattr(o, "item") else str(o))
     sys.stdout.write("\n")
     return 0

@@ -76,6 +76,7 @@ def build() -> argparse.ArgumentParser:
     from featagg_core.cli.info import cmd_info
     from featagg_core.cli.multilabel import cmd_agglomerate, cmd_evaluate, cmd_predict, cmd_train
     from featagg_core.cli.table import cmd_compress
+    from featagg_core.cli.health import add_parser as add_health
     from featagg_core.cli.triage import add_parser as add_triage
     p = argparse.ArgumentParser(
         prog="featagg",
@@ -195,4 +196,5 @@ def build() -> argparse.ArgumentParser:
     fitting(s, cmd_compress, cluster=True)
 
     add_triage(sub, _split_args, common)
+    add_health(sub, _split_args)
     return p
