@@ -43,8 +43,11 @@ with st.expander("How it works", expanded=False):
         "   - reproduces M at block level (**L_m**, a KL divergence between the rows of M "
         "and of the block-level similarity of the features).\n\n"
         "**Knobs.** **β̄** weighs L_m against L_b (0: only L_b, 1: only L_m). **γ** pushes "
-        "weights to exactly 0 (larger γ → fewer non-zero weights; if fewer than d stay "
-        "non-zero you get a warning and only those). **Iterations**: gradient steps (the "
+        "weights to exactly 0 (larger γ → fewer non-zero weights; when fewer than d stay "
+        "non-zero, γ is lowered down the paper's grid 3, 2, 1, then 0.5, 0.25, 0, until "
+        "d do — as the library's `BMGUFS.select(d)` does — and if even γ = 0 keeps "
+        "fewer, the rest are filled by score with a warning). **Iterations**: gradient "
+        "steps (the "
         "paper uses 200). **d**: how many of the top-weighted features to keep.\n\n"
         "**Training and test nodes.** The split in the sidebar holds some nodes out: "
         "BMGUFS and every baseline are fitted on the graph *induced by the training nodes* "
@@ -89,10 +92,6 @@ beta = c2.slider("β̄ (weight of L_m)", 0.0, 1.0, 0.6, 0.05, key="gf_beta")
 gamma = c2.number_input("γ (sparsity)", 0.0, 10.0, 2.0, 0.5, key="gf_gamma")
 max_iter = c3.number_input("Iterations", 1, 1000, 200, 10, key="gf_iter")
 d = c3.number_input("d (features to keep)", 1, int(f), int(min(64, f)), key="gf_d")
-keep_d = c3.checkbox("Lower γ until d weights stay non-zero", value=True, key="gf_keep_d",
-                     help="walks down the paper's grid {3, 2, 1} (then 0.5, 0.25, 0) from "
-                          "the γ above, keeping the first that leaves at least d features; "
-                          "off: the γ above as it is (fewer than d features may come back)")
 with st.expander("More settings", expanded=False):
     m1, m2, m3 = st.columns(3)
     init = m1.radio("ONMtF restarts start from", ["spectral", "random"], key="gf_init",
@@ -105,7 +104,7 @@ with st.expander("More settings", expanded=False):
 def _spec(candidate=None):
     return canonical_spec({"feature_selection": {
         "kind": "bmgufs", "d": int(d), "n_blocks": None if k_auto else int(k),
-        "keep_d": bool(keep_d), "beta_bar": float(beta),
+        "keep_d": True, "beta_bar": float(beta),
         "gamma": float(gamma), "n_candidates": int(n_cand), "max_iter": int(max_iter),
         "random_state": int(seed), "learning_rate": float(eta), "block_init": str(init),
         "candidate": candidate}})
