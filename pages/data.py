@@ -3,7 +3,8 @@ import streamlit as st
 
 from featagg_app.views import data as dv
 from featagg_app.views import display
-from featagg_app import state
+from featagg_app import health_ui, state
+from featagg_app.keys import data_key
 from featagg_app.text import md_escape, show_error
 
 st.title("Data")
@@ -15,9 +16,14 @@ fp = data.fingerprint if state.current_dataset() is not data else state.current_
 st.caption(f"**{md_escape(state.dataset_label(data))}**"
            + (f" · {md_escape(data.source)}" if getattr(data, "source", "") else ""))
 try:
-    st.caption(state.split_caption(state.current_split(data)))
+    split = state.current_split(data)
+    st.caption(state.split_caption(split))
 except ValueError as exc:             # e.g. a one-row upload: nothing to split
+    split = None
     st.caption(f"No split: {md_escape(exc)}")
+
+# is the data sound? first, before any statistic (cheap checks inline, label errors on ask)
+health_ui.health_section("data", data, split)
 
 with st.expander("How to read this page", expanded=False):
     st.markdown(
@@ -171,7 +177,7 @@ def _table_page():
         f"*{md_escape(data.label_name)}*.")
     cols = list(v["vocab"]["column"])
     if cols:
-        col = st.selectbox("Top values of column", cols, key="data_top_values_column")
+        col = st.selectbox("Top values of column", cols, key=data_key("data_top_values_column", data))
         st.dataframe(_table_top_values(fp, col, data), hide_index=True, width="stretch",
                      column_config={"rows": display.COUNT, "positive rate":
                                     st.column_config.NumberColumn(format="%.1f %%")})

@@ -5,7 +5,8 @@ import re
 
 import streamlit as st
 
-from featagg_app import experiment_sections, runs_ui, state
+from featagg_app import experiment_sections, health_ui, runs_ui, state
+from featagg_app.keys import data_key
 from featagg_app.text import md_escape, show_error
 from featagg_app.views import triage as tv
 
@@ -51,7 +52,7 @@ st.caption(f"**{md_escape(state.dataset_label(data))}** · "
               "(set a validation share in the sidebar to tune on the split's own)."))
 
 c1, c2 = st.columns([2, 1])
-budget = c1.select_slider("Time budget", options=tv.BUDGETS, value=60, key="tri_budget",
+budget = c1.select_slider("Time budget", options=tv.BUDGETS, value=60, key=data_key("tri_budget", data),
                           format_func=lambda s: f"{s} s" if s < 120 else f"{s // 60} min",
                           help="the battery is planned to finish within this time")
 c2.write("")
@@ -74,10 +75,21 @@ if sec.job is not None and sec.job.status == "done":
 
 record = page_ns.get("record")
 if record is None:
+    # the data's health first, before anything has run (cheap checks; the triage adds
+    # the label errors when its budget allows)
+    health_ui.health_section(PAGE, data, split)
     if not sec.running:
         st.info("Pick a budget and press **Run the triage**.")
     st.stop()
 
+advice = (record.get("recommendation") or {}).get("text")
+if advice:
+    st.subheader("Recommendation")
+    st.info(md_escape(advice), icon=":material/lightbulb:")
+health = record.get("health")
+if health is not None:
+    health_ui.show_alerts(health.get("alerts"), why=health.get("why", ""),
+                          note=tv.label_errors_note(record))
 st.subheader("Verdict")
 st.markdown("\n".join(f"- {md_escape(v)}" for v in record["verdict"]))
 if record["status"] != "done":

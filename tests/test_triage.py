@@ -152,6 +152,20 @@ def test_graph_and_table_batteries(speed):
     assert kinds[0] == "bmgufs_protocol" and rep.record["dataset"]["stats"]["nodes"] == 200
     page = render_html(rep.record)
     assert 'data-figure="exp0-selection"' in page
+    # the graph's bottom line names a selector and d (or all features), from the table
+    sel = [r for r in rep.record["experiments"][0]["tables"]["selection"] if "ACC" in r]
+    best = max(sel, key=lambda r: r["ACC"])
+    text = rep.record["recommendation"]["text"]
+    assert (f"d = {best['d']} features with {best['method']}" in text
+            if best["method"] != "all features" else text.startswith("Keep all")), text
+    # a section in the report is never also "not in this report" (the smaller protocol,
+    # planned only when the larger does not fit, is not missing)
+    titles = {e["title"] for e in rep.record["experiments"]}
+    missing = " ".join(v for v in rep.record["verdict"] if v.startswith("Not in this report"))
+    assert not any(T._step_title(s) in missing for s in rep.record["budget"]["steps"]
+                   if s["status"] == "done"), missing
+    assert isinstance(rep.record["health"]["alerts"], list)
+    assert titles
     rng = np.random.default_rng(0)
     a = rng.integers(0, 30, 2000)
     t = CategoricalData(table=pd.DataFrame({"a": a.astype(str),
@@ -161,6 +175,7 @@ def test_graph_and_table_batteries(speed):
     rep = T.run_triage(t, budget_s=600, speed=speed)
     kinds = [e["kind"] for e in rep.record["experiments"]]
     assert kinds[0] == "vocabulary"
+    assert rep.record["recommendation"]["text"].startswith("Compress every column to m = ")
     cols = rep.record["experiments"][0]["tables"]["columns"]
     assert cols[-1]["column"] == "total" and not math.isnan(cols[-1]["held-out MI loss"])
     # the verdict on the exact DP says the worst ratio, or that it matches when it does
@@ -315,3 +330,169 @@ def test_time_chart_labels_do_not_overlap():
     for i, a in enumerate(shown):
         for b in shown[i + 1:]:
             assert abs(a[0] - b[0]) >= _LABEL_GAP[0] or abs(a[1] - b[1]) >= _LABEL_GAP[1]
+
+
+# ----------------------------------------------------------------------------- honest timings
+def _sleeper(seconds, cold=0.0):
+    """A "fit" that sleeps ``seconds`` (``cold`` more on its first call: compilation)."""
+    import time
+    calls = []
+
+    def fit():
+        time.sleep(seconds + (cold if not calls else 0.0))
+        calls.append(1)
+    fit.calls = calls
+    return fit
+
+
+def test_a_fit_of_known_length_is_timed_once_or_repeated_to_cover_0_2_s():
+    from featagg_core.utils.timing import MIN_TOTAL_S, time_fit
+    slow = time_fit(_sleeper(0.25))
+    assert slow.repeats == 1 and 0.25 <= slow.seconds < 0.4 and not slow.too_fast
+    short = time_fit(_sleeper(0.04))
+    # 0.04 s a fit: repeated until the repeats add up to 0.2 s (5 fits, 6 on jitter)
+    assert 5 <= short.repeats <= 6 and short.total >= MIN_TOTAL_S
+    assert 0.04 <= short.seconds < 0.08 and len(short.cpu) == short.repeats
+    assert all(c < 0.02 for c in short.cpu)          # sleeping costs no CPU
+    # a fit already made (>= 0.2 s) is not run again
+    fit = _sleeper(1.0)
+    again = time_fit(fit, first=(0.3, 0.29))
+    assert not fit.calls and again.wall == (0.3,) and again.cpu == (0.29,)
+
+
+def test_compilation_is_not_timed():
+    from featagg_core.utils.timing import time_fit
+    fit = _sleeper(0.05, cold=0.5)
+    t = time_fit(fit, warm=fit)
+    assert max(t.wall) < 0.2 and 0.05 <= t.seconds < 0.1
+    assert len(fit.calls) == t.repeats + 1           # the warm call, untimed
+
+
+def test_a_fast_function_is_too_fast_to_time():
+    from featagg_core.utils.timing import compare, time_fit
+    fast = time_fit(lambda: sum(range(10)))
+    assert fast.too_fast and fast.text() == "too fast to time"
+    claim = compare(fast, time_fit(_sleeper(0.25)))
+    assert claim.kind == "too_fast" and math.isnan(claim.ratio)
+    assert "too fast to time" in claim.text() and "×" not in claim.text()
+
+
+def test_speed_ups_only_outside_the_spread():
+    from featagg_core.utils.timing import compare, time_fit
+    a, b = time_fit(_sleeper(0.06)), time_fit(_sleeper(0.06))
+    same = compare(a, b)
+    assert same.kind == "same" and "no measurable difference" in same.text()
+    assert "×" not in same.text()
+    slow, fast = time_fit(_sleeper(0.3)), time_fit(_sleeper(0.06))
+    claim = compare(slow, fast)
+    assert claim.kind == "faster" and 3.5 < claim.ratio < 5.5
+    assert claim.text().startswith(f"trains {claim.ratio:.1f}× faster")
+    assert compare(fast, slow).kind == "slower"
+    # one timing each, 10 % apart: within the assumed noise, so no claim
+    from featagg_core.utils.timing import Timing
+    assert compare(Timing((1.0,)), Timing((0.9,))).kind == "same"
+    assert compare(Timing((1.0,)), Timing((0.5,))).kind == "faster"
+
+
+def test_tradeoff_claims_follow_the_timings_and_one_model_is_reported_once():
+    """Hand-made rows and timings: a DEFRAG row whose spread is clear of the raw one gets
+    its ratio, an overlapping one "no measurable difference"; KTXMLC rows equal to
+    One-vs-all's (one flat tree) are named as such and the verdict reports them once."""
+    from featagg_core.runs.experiments.multilabel import _relative, _tradeoff_summary
+    from featagg_core.utils.timing import Timing
+
+    def row(kind, d0, p1, secs):
+        name = {"ktxmlc": "KTXMLC", "ova": "One-vs-all"}[kind]
+        return {"kind": kind, "classifier": name, "d0": d0, "status": "done", "P@1": p1,
+                "P@5": p1 / 2, "features": 100 if d0 is None else 20, "model_bytes": 10,
+                "train_s": secs}
+    rows = [row("ova", None, 0.60, 1.0), row("ova", 8, 0.595, 0.3),
+            row("ova", 16, 0.594, 0.95)]
+    timings = {0: Timing((1.0, 1.02, 0.98)), 1: Timing((0.3, 0.31, 0.29)),
+               2: Timing((0.95, 0.97, 0.93))}
+    _relative(rows, timings)
+    assert rows[1]["speed"] == f"{1.0 / 0.3:.1f}× faster"
+    assert abs(rows[1]["speed-up"] - 1.0 / 0.3) < 1e-9
+    assert rows[2]["speed"] == "no measurable difference" and math.isnan(rows[2]["speed-up"])
+    _, verdict = _tradeoff_summary(rows, ["ova"], False)
+    assert "no measurable difference" in verdict[0] and "d0 = 16" in verdict[0]
+    kt = [dict(r, kind="ktxmlc", classifier="KTXMLC", **{"same model as": "One-vs-all"})
+          for r in rows]
+    _relative(kt, timings)
+    _, verdict = _tradeoff_summary(kt + rows, ["ktxmlc", "ova"], False)
+    assert sum("KTXMLC" in v for v in verdict) == 1 and "one flat tree" in verdict[0]
+
+
+def test_no_claim_from_timings_under_0_2_s(report):
+    """The fixture's set has 360 rows: every fit is a few milliseconds. A row is timed
+    until its repeats cover 0.2 s or said to be too fast; no sentence claims a speed-up
+    or a slow-down unless both timings behind it cover 0.2 s."""
+    rec = report.record
+    exp = next(e for e in rec["experiments"] if e["kind"] == "defrag_tradeoff")
+    rows = [r for r in exp["tables"]["rows"] if r.get("status") == "done"]
+    raw = {r["kind"]: r for r in rows if r["d0"] is None}
+    for r in rows:
+        assert r["fits timed"] >= 1 and r["train_min_s"] <= r["train_s"] <= r["train_max_s"]
+        sp = r.get("speed", "")
+        if sp.endswith("faster") or sp.endswith("slower"):
+            ref = raw["ktxmlc" if r["kind"] == "per_tree" else r["kind"]]
+            assert r["train_total_s"] >= 0.2 and ref["train_total_s"] >= 0.2
+        elif r["d0"] is not None:
+            assert sp in ("no measurable difference", "too fast to time")
+    claims = [v for v in rec["verdict"] if "× faster" in v or "× slower" in v]
+    for v in claims:
+        assert any(r.get("speed", "") in v for r in rows if r.get("speed", "").endswith(
+            ("faster", "slower"))), v
+    assert "0.0 s vs 0.0 s" not in " ".join(rec["verdict"])
+
+
+def test_the_same_triage_twice_gives_the_same_recommendation(data, report, speed):
+    again = T.run_triage(data, budget_s=600, speed=speed, source="synthetic")
+    a, b = report.record["recommendation"], again.record["recommendation"]
+    assert a["text"] == b["text"] and a["choice"] == b["choice"]
+    assert a["choice"]["seeds"] >= 3 and len(a["evidence"]["raw"]) >= 3
+    assert a["text"].startswith("Train ") and "validation P@1" in a["text"]
+
+
+def test_the_recommendation_follows_the_validation_rows(data, report):
+    """Recomputed by hand from the runs: the raw classifier with the higher validation
+    P@1 and DEFRAG at the largest d0 keeping 98 % of it over the seeds."""
+    from featagg_core.triage.recommend import KEEP_P1
+    rec = report.record["recommendation"]
+    ev = rec["evidence"]
+    trade = next(e for e in report.experiments if e.kind == "defrag_tradeoff")
+    raws = [(r, run) for r, run in zip(trade.tables["rows"], trade.runs)
+            if r["d0"] is None and r["kind"] != "per_tree" and not r.get("same model as")]
+    best = max(raws, key=lambda p: p[1].metrics["valid"]["P@1"])
+    assert rec["choice"]["classifier"] == best[0]["kind"]
+    assert ev["raw"][0] == best[1].metrics["valid"]["P@1"]
+    keeps = bool(ev["defrag"]) and np.mean(ev["defrag"]) >= KEEP_P1 * np.mean(ev["raw"])
+    assert (rec["choice"]["features"] == "defrag") == keeps
+
+
+def test_the_offline_report_opens_with_the_recommendation_and_the_alerts(data, report,
+                                                                         speed):
+    """The HTML report: the recommendation, then the health alerts (most serious first,
+    each with its count as in the JSON), then the verdict; a replay gives the same alerts."""
+    import html as _html
+    rec = report.record
+    alerts = rec["health"]["alerts"]
+    assert alerts, "the synthetic set has unused features at least"
+    order = {"error": 0, "warning": 1, "info": 2}
+    assert [order[a["severity"]] for a in alerts] == sorted(order[a["severity"]]
+                                                            for a in alerts)
+    page = render_html(rec)
+    body = page.split("<body>")[1]
+    i_rec, i_health, i_verdict = (body.index("<h2>Recommendation</h2>"),
+                                  body.index("<h2>Data health</h2>"),
+                                  body.index("<h2>Verdict</h2>"))
+    assert i_rec < i_health < i_verdict
+    assert _html.escape(rec["recommendation"]["text"]) in body
+    pos = [body.index(f'data-alert="{a["type"]}"') for a in alerts]
+    assert pos == sorted(pos)
+    for i, a in enumerate(alerts):
+        assert f'data-path="health/alerts/{i}/count" data-value="{a["count"]!r}"' in body
+        assert _html.escape(a["message"]) in body and _html.escape(a["hint"]) in body
+    again = T.run_triage(data, replay=json.loads(json.dumps(rec)), speed=speed)
+    assert json.dumps(again.record["health"]["alerts"]) == json.dumps(rec["health"]["alerts"])
+

@@ -12,14 +12,14 @@ import plotly.graph_objects as go
 from featagg_core.triage.report import figures, format_value, render_html, report_json
 
 __all__ = ["experiment_figures", "steps_frame", "summary_frame", "stats_frame",
-           "html_bytes", "json_bytes", "BUDGETS"]
+           "html_bytes", "json_bytes", "BUDGETS", "label_errors_note"]
 
 #: the time budgets the page offers (seconds)
 BUDGETS = [30, 60, 120, 300, 600]
 
 _SUMMARY = {
     "defrag_tradeoff": ["classifier", "d0", "features", "P@1", "P@5", "PSP@5", "coverage@5",
-                        "train_s", "P@1 kept", "speed-up"],
+                        "train_s", "P@1 kept", "speed", "same model as"],
     "refrag_tuning": ["alpha", "gamma", "beta", "base P@5", "P@5", "base coverage@5",
                       "coverage@5"],
     "vocabulary": ["column", "values", "buckets", "fitted MI loss", "held-out MI loss",
@@ -80,3 +80,27 @@ def html_bytes(record: dict) -> bytes:
 
 def json_bytes(record: dict) -> bytes:
     return report_json(record).encode("utf-8")
+
+
+def label_errors_note(record: dict) -> str:
+    """Whether the triage looked for label errors, in a sentence ("" when it says nothing).
+
+    Parameters
+    ----------
+    record : dict
+        The triage record.
+
+    Returns
+    -------
+    str
+        E.g. "Label errors looked for (out-of-fold scores of the classifier, 4.2 s)." or
+        "Label errors not looked for: no time left (…)".
+    """
+    le = (record.get("health") or {}).get("label_errors") or {}
+    if record["dataset"]["kind"] != "multilabel" or not le:
+        return ""
+    if le.get("checked"):
+        secs = le.get("seconds")
+        return ("Label errors looked for (out-of-fold scores of the default classifier"
+                + (f", {secs:.1f} s" if secs is not None else "") + ").")
+    return f"Label errors not looked for: {le.get('why', '')}. A larger budget includes them."

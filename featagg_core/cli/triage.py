@@ -118,6 +118,18 @@ def _load(args):
         raise CliError(user_terms(str(exc))) from None
 
 
+def _alert_lines(record) -> list:
+    """The health alerts of a triage record for the command's output, most serious first:
+    severity, type, count, message, hint and a few examples (the full row lists are in
+    ``--json``); a one-item list saying why when the checks did not run."""
+    from featagg_core.triage.report import alert_examples
+    h = record.get("health") or {}
+    if h.get("alerts") is None:
+        return [{"severity": "info", "type": "not_checked", "message": h.get("why", "")}]
+    return [{k: a.get(k) for k in ("severity", "type", "count", "message", "hint")}
+            | {"examples": alert_examples(a)} for a in h["alerts"]]
+
+
 def cmd_triage(args) -> Dict[str, Any]:
     """``featagg triage DATA``: the triage battery within ``--budget-s`` seconds.
 
@@ -130,7 +142,8 @@ def cmd_triage(args) -> Dict[str, Any]:
     -------
     dict
         The files written (``report``, ``json``), the status, dataset name and fingerprint,
-        the split, the verdict, seconds and budget, and every step's title, status,
+        the split, the recommendation, the health alerts (most serious first, a few
+        examples each), the verdict, seconds and budget, and every step's title, status,
         estimate and seconds.
 
     Raises
@@ -189,7 +202,10 @@ def cmd_triage(args) -> Dict[str, Any]:
     rec = rep.record
     return {"report": paths.get("html"), "json": paths.get("json"), "status": rec["status"],
             "dataset": rec["dataset"]["name"], "fingerprint": rec["dataset"]["fingerprint"],
-            "split": rec["split"]["description"], "verdict": rec["verdict"],
+            "split": rec["split"]["description"],
+            "recommendation": (rec.get("recommendation") or {}).get("text", ""),
+            "alerts": _alert_lines(rec),
+            "verdict": rec["verdict"],
             "seconds": round(time.monotonic() - _T0, 1), "budget_s": args.budget_s,
             "steps": [{k: s.get(k) for k in ("title", "status", "estimate_s", "seconds")}
                       for s in rec["budget"]["steps"]]}

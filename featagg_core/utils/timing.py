@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Tuple
 
 __all__ = ["Timing", "SpeedClaim", "time_fit", "compare", "MIN_TOTAL_S", "NOISE",
-           "MAX_REPEATS"]
+           "MAX_REPEATS", "seconds_text"]
 
 #: the repeats of one fit must add up to at least this many seconds for a time to be stated
 MIN_TOTAL_S = 0.2
@@ -81,17 +81,29 @@ class Timing:
         return max(max(self.wall), (1.0 + NOISE) * self.seconds)
 
     def text(self) -> str:
-        """``"0.84 s"``, ``"0.031 s (min 0.029, max 0.036 over 7 fits)"`` or
-        ``"too fast to time"``."""
+        """The timing in words.
+
+        Returns
+        -------
+        str
+            ``"0.84 s"``, ``"0.031 s (min 0.029, max 0.036 over 7 fits)"`` or
+            ``"too fast to time"``.
+        """
         if self.too_fast:
             return "too fast to time"
         if self.repeats == 1:
-            return _secs(self.seconds)
-        return (f"{_secs(self.seconds)} (min {_secs(min(self.wall), False)}, max "
-                f"{_secs(max(self.wall), False)} over {self.repeats} fits)")
+            return seconds_text(self.seconds)
+        return (f"{seconds_text(self.seconds)} (min {seconds_text(min(self.wall), False)}, max "
+                f"{seconds_text(max(self.wall), False)} over {self.repeats} fits)")
 
     def to_dict(self) -> dict:
-        """The JSON of this timing: median wall and CPU seconds, min, max, repeats."""
+        """The JSON of this timing.
+
+        Returns
+        -------
+        dict
+            Median wall and CPU seconds, min, max, repeats, ``too_fast``.
+        """
         return {"seconds": self.seconds, "cpu_seconds": self.cpu_seconds,
                 "min_s": min(self.wall), "max_s": max(self.wall),
                 "repeats": self.repeats, "too_fast": self.too_fast}
@@ -109,10 +121,21 @@ class SpeedClaim:
     after: Timing
 
     def text(self, verb: str = "trains") -> str:
-        """One phrase: ``"trains 3.5× faster (2.10 s → 0.60 s)"``, ``"trains 1.8× slower
-        (…)"``, ``"trains with no measurable difference (0.31 s vs 0.29 s)"`` or
-        ``"is too fast to time (both fits under 0.2 s in total)"``."""
-        b, a = _secs(self.before.seconds), _secs(self.after.seconds)
+        """The claim in one phrase.
+
+        Parameters
+        ----------
+        verb : str, default="trains"
+            The phrase's verb.
+
+        Returns
+        -------
+        str
+            ``"trains 3.5× faster (2.10 s → 0.60 s)"``, ``"trains 1.8× slower (…)"``,
+            ``"trains with no measurable difference (0.31 s vs 0.29 s)"`` or ``"trains too
+            fast to time (…)"``.
+        """
+        b, a = seconds_text(self.before.seconds), seconds_text(self.after.seconds)
         if self.kind == "too_fast":
             return (f"{verb} too fast to time (the repeated fits add up to less than "
                     f"{MIN_TOTAL_S:g} s)")
@@ -131,7 +154,21 @@ def _median(v) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
-def _secs(s: float, unit: bool = True) -> str:
+def seconds_text(s: float, unit: bool = True) -> str:
+    """Seconds with the digits a timing has: ``0.031 s``, ``0.84 s``, ``12.3 s``.
+
+    Parameters
+    ----------
+    s : float
+        Seconds.
+    unit : bool, default=True
+        Append `` s``.
+
+    Returns
+    -------
+    str
+        The text.
+    """
     out = f"{s:.3f}" if s < 0.1 else f"{s:.2f}" if s < 10 else f"{s:.1f}"
     return out + (" s" if unit else "")
 
