@@ -8,6 +8,8 @@ is :mod:`featagg_app.runs_ui`'s.
 
 API::
 
+    durable_session() -> str          # app.py, first: the session key of the URL (?session=)
+    save_session()                    # app.py, last: the run's state into the server's store
     session_id() -> str
     current_dataset() / current_fingerprint() / current_origin() / current_source_id()
     set_dataset(data, origin="sample"|"upload", source_id=None)      # the sidebar
@@ -26,6 +28,16 @@ features) both stay, for Compare and Export. The registry is kept across dataset
 (Compare compares across them); a page that reuses an upstream run takes it through
 ``runs_ui.run_picker``, which only hands out runs fitted on the current split.
 
+**Durable sessions.** The page URL carries the session's key (``?session=KEY``, made by
+:func:`featagg_app.server.sessions.new_key`). :func:`durable_session` runs first on every
+script run: a new browser session whose URL names a known key gets that session's state
+back (dataset, uploads, split, runs, page namespaces, widget values such as Large text);
+a missing, made-up or expired key gets a new session and a new key in the URL; a page
+change that dropped the parameter gets it back. :func:`save_session` runs last and hands
+the state to the server's store (:func:`featagg_app.server.context.get_sessions`), which
+bounds it (docs/ARCHITECTURE.md, "Durable sessions"). Jobs run under the durable session's
+id (:func:`session_id`), so a reload finds its running job again.
+
 **Page state.** :func:`page_state` is a page's own dict (which run it shows, drill-down
 position, its job slots, …); all of them are emptied when the session switches dataset
 (their queued and running jobs cancelled first), so a page never shows Bibtex's results
@@ -33,6 +45,8 @@ over Delicious.
 """
 from __future__ import annotations
 
+import hmac
+import logging
 import uuid
 from typing import Optional
 
@@ -54,11 +68,145 @@ _RUNS = "featagg.runs"              # list of experiment.Run, oldest first
 _SPLITS = "featagg.splits"          # fingerprint -> (settings tuple, Split)
 _SPLIT_SETTINGS = "featagg.split_settings"   # fingerprint -> dict like DEFAULT_SPLIT
 _SESSION_ID = "featagg.session_id"
+_SESSION_KEY = "featagg.session_key"       # the durable session's key (also in the URL)
+#: set for one run when the URL named a session this server does not have
+SESSION_NOTICE = "featagg.session_unknown"
+#: the URL query parameter that carries the session key (a contract: keep the name)
+QUERY_PARAM = "session"
+#: widget value kinds that may be given back through st.session_state (buttons, uploads,
+#: selections and editors cannot be set that way)
+_SETTABLE = frozenset({"bool_value", "int_value", "double_value", "string_value",
+                       "double_array_value", "int_array_value", "string_array_value"})
+
+_log = logging.getLogger("featagg_app")
+
+
+def _same(a, b) -> bool:
+    return (isinstance(a, str) and isinstance(b, str)
+            and hmac.compare_digest(a.encode("utf-8", "surrogatepass"),
+                                    b.encode("utf-8", "surrogatepass")))
+
+
+def _url_key() -> Optional[str]:
+    try:
+        value = st.query_params.get(QUERY_PARAM)
+    except Exception:  # noqa: BLE001
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def _set_url_key(key: str) -> None:
+    try:
+        if st.query_params.get(QUERY_PARAM) != key:
+            st.query_params[QUERY_PARAM] = key
+    except Exception:  # noqa: BLE001 - no URL (a bare script run)
+        _log.debug("featagg: cannot set the session query parameter", exc_info=True)
+
+
+def _restore(rec, key: str) -> None:
+    for k, v in rec.values.items():
+        if k in (_SESSION_KEY, SESSION_NOTICE):
+            continue
+        try:
+            st.session_state[k] = v
+        except Exception:  # noqa: BLE001 - a value Streamlit refuses stays behind
+            _log.debug("featagg: could not restore %r", k, exc_info=True)
+    st.session_state[_SESSION_KEY] = key
+    st.session_state[_SESSION_ID] = rec.sid
+
+
+def durable_session() -> str:
+    """Tie this browser session to its durable session (``app.py`` calls it first on every
+    script run); returns the session's key, which the URL then carries.
+
+    * this browser session has a key: it stays (the URL gets it back when a page change
+      dropped it; a URL naming another known session switches to that one);
+    * a new browser session whose URL names a known key: that session's state comes back;
+    * otherwise (no key, a made-up or expired one): a new session, a new key in the URL,
+      and :data:`SESSION_NOTICE` set when the URL named one (``app.py`` says so).
+    """
+    from featagg_app.server import context
+    store = context.get_sessions()
+    url_key = _url_key()
+    mine = st.session_state.get(_SESSION_KEY)
+    if mine is not None:
+        if url_key is not None and not _same(url_key, mine):
+            rec = store.lookup(url_key)
+            if rec is not None:
+                _restore(rec, url_key)
+                return url_key
+        if store.lookup(mine) is None:        # forgotten meanwhile: keep this tab's work
+            store.create(key=mine, sid=session_id())
+        _set_url_key(mine)
+        return mine
+    if url_key is not None:
+        rec = store.lookup(url_key)
+        if rec is not None:
+            _restore(rec, url_key)
+            _set_url_key(url_key)
+            return url_key
+        st.session_state[SESSION_NOTICE] = True
+    key, rec = store.create()
+    st.session_state[_SESSION_KEY] = key
+    st.session_state[_SESSION_ID] = rec.sid
+    _set_url_key(key)
+    return key
+
+
+def _widget_kinds(keys) -> dict:
+    """user key -> widget value kind of the ``keys`` that belong to widgets ({} when
+    unknown: only plain values are kept then)."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+        ss = get_script_run_ctx().session_state._state
+        out = {}
+        for k in keys:
+            wid = ss.get_widget_id_from_key(k)
+            if wid is None:
+                continue
+            meta = ss.get_widget_metadata(wid)
+            out[k] = getattr(meta, "value_type", None) or "?"
+        return out
+    except Exception:  # noqa: BLE001 - internals moved: only plain values are kept
+        return {}
+
+
+def save_session() -> None:
+    """Hand this run's state to the server's store under the session's key (``app.py``
+    calls it when a script run ends, however it ends). Widget values are kept when they
+    can be given back (not buttons, uploads or selections)."""
+    key = st.session_state.get(_SESSION_KEY)
+    if key is None:
+        return
+    from featagg_app.server import context
+    from featagg_app.server.sessions import _plain
+    keys = list(st.session_state.keys())
+    kinds = _widget_kinds(keys)
+    values = {}
+    for k in keys:
+        if k in (_SESSION_KEY, SESSION_NOTICE):
+            continue
+        try:
+            v = st.session_state[k]
+        except Exception:  # noqa: BLE001
+            continue
+        if k in kinds:
+            if kinds[k] not in _SETTABLE or isinstance(v, dict) or not _plain(v):
+                continue
+        elif not str(k).startswith("featagg.") and not _plain(v):
+            continue
+        elif str(k).startswith("featagg_upload_"):      # an uploader never seen this run
+            continue
+        values[k] = v
+    if not context.get_sessions().save(key, values):
+        context.get_sessions().create(key=key, sid=session_id())
+        context.get_sessions().save(key, values)
 
 
 def session_id() -> str:
-    """A stable id of this browser session (the job runner's fairness and cancel key):
-    Streamlit's own session id when running under Streamlit, else one made up once."""
+    """A stable id of this person's session (the job runner's fairness and cancel key):
+    the durable session's id (:func:`durable_session`; a reload keeps it), Streamlit's own
+    session id when a page runs without it, else one made up once."""
     sid = st.session_state.get(_SESSION_ID)
     if sid is None:
         from streamlit.runtime.scriptrunner import get_script_run_ctx

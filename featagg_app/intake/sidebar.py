@@ -3,7 +3,9 @@ picker, the session's split of that dataset, and the display options.
 
 Pick a bundled sample (grouped by kind), a file of the server's data folder (when the
 server has one: ``FEATAGG_DATA_DIR``, see :mod:`featagg_app.intake.data_folder`), or upload a
-file. Uploads speak the dashboard's language: an ARFF without its XML asks for the number
+file. Each kind of data keeps its last upload (its bytes too: the session's durable state,
+:class:`featagg_app.server.sessions.Upload`), so switching to graph data and back, or
+reloading the page, finds it again. Uploads speak the dashboard's language: an ARFF without its XML asks for the number
 of label columns at the end, a table with a single 0/1 column proposes it as the label,
 replacing the main file clears its companion files, and the dataset keeps the uploaded
 file's name. The chosen dataset is kept per
@@ -19,6 +21,7 @@ from __future__ import annotations
 import streamlit as st
 
 from featagg_app.intake import data_folder
+from featagg_app.server.sessions import Upload
 from featagg_app.views import display
 from featagg_app import state
 from featagg_app.text import error_message, md_escape, show_error
@@ -50,7 +53,7 @@ _UPLOAD_RESULT = "featagg.upload_result"    # ("ok"|"error", text, needed option
 _UPLOAD_MAIN = "featagg.upload_main"        # kind -> file id of the main file seen last
 _COMPANION_GEN = "featagg.companion_gen"    # kind -> generation of the companion uploaders
 _LABEL_PROPOSAL = "featagg.label_proposal"  # the 0/1 column proposed for the last table
-_UPLOAD_DATA = "featagg.upload_data"        # last successfully parsed upload
+_UPLOADS = "featagg.uploads"                # kind -> sessions.Upload: the last good upload
 
 
 def _sample_options() -> tuple[list, dict]:
@@ -148,7 +151,8 @@ def _upload_picker() -> None:
             help="MULAN ARFF files keep the labels as the last attributes; its XML label "
                  "header (under Optional companion files) would name them instead.")
     if main is None:
-        last = st.session_state.get(_UPLOAD_DATA)
+        held = st.session_state.get(_UPLOADS, {}).get(kind)
+        last = None if held is None else held.data
         if last is not None and last.kind == kind:
             if state.current_fingerprint() != last.fingerprint:
                 state.set_dataset(last, origin="upload", source_id="upload")
@@ -158,17 +162,20 @@ def _upload_picker() -> None:
            label_col, n_labels)
     if st.session_state.get(_UPLOAD_SIG) != sig:
         st.session_state[_UPLOAD_SIG] = sig
+        raw = main.getvalue()
+        extra_raw = {r: (f.name, f.getvalue()) for r, f in extras.items()}
         try:
             with result_slot, st.spinner(f"Reading {main.name}…"):
-                data = load_upload(kind, main.name, main.getvalue(),
-                                   extras={r: (f.name, f.getvalue()) for r, f in extras.items()},
+                data = load_upload(kind, main.name, raw, extras=extra_raw,
                                    label=label_col, n_labels=n_labels)
         except UploadError as exc:
             st.session_state[_UPLOAD_RESULT] = ("error", str(exc), exc.needs)
         except Exception as exc:  # noqa: BLE001 - load_upload only raises UploadError
             st.session_state[_UPLOAD_RESULT] = ("error", error_message(exc), None)
         else:
-            st.session_state[_UPLOAD_DATA] = data
+            st.session_state.setdefault(_UPLOADS, {})[kind] = Upload(
+                kind=kind, name=main.name, raw=raw, extras=extra_raw, label=label_col,
+                n_labels=n_labels, data=data, fingerprint=data.fingerprint)
             state.set_dataset(data, origin="upload", source_id="upload")
             st.session_state[_UPLOAD_RESULT] = ("ok", f"Loaded {state.dataset_label(data)}",
                                                 None)

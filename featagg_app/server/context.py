@@ -5,6 +5,7 @@ use (``st.cache_resource``), and the settings the server was started with.
 API::
 
     get_runner() -> JobRunner              # the server's one job runner
+    get_sessions() -> SessionStore         # the server's durable sessions (key in the URL)
     kernels() -> KernelWarmup | None       # the background compilation (None: FEATAGG_WARMUP=0)
     kernel_warmup_enabled() -> bool
     machine_speed() -> dict | None         # the speed the estimates use (never measures)
@@ -19,6 +20,7 @@ from typing import Optional
 import streamlit as st
 
 from featagg_app.server.jobs import JobRunner
+from featagg_app.server.sessions import SessionStore
 
 #: the server's data folder (``scripts/dashboard.sh --data-dir DIR`` sets it)
 ENV_DATA_DIR = "FEATAGG_DATA_DIR"
@@ -79,3 +81,22 @@ def _server_runner() -> JobRunner:
 def get_runner() -> JobRunner:
     """The server's one :class:`JobRunner` (created on first use, shared by all sessions)."""
     return _server_runner()
+
+
+@st.cache_resource(show_spinner=False)
+def _server_sessions() -> SessionStore:
+    runner = get_runner()
+    store = SessionStore(busy=lambda sid: bool(runner.jobs(sid)),
+                         on_drop=runner.cancel_session)
+    _log.info("durable sessions: %.0f MB in memory, %.0f MB spilled at most, kept %s",
+              store.mem_bytes / 2 ** 20, store.spill_bytes / 2 ** 20,
+              f"{store.idle_s / 60:.0f} min after their last use" if store.idle_s
+              else "until a cap needs their room")
+    return store
+
+
+def get_sessions() -> SessionStore:
+    """The server's one :class:`featagg_app.server.sessions.SessionStore` (created on first
+    use): every person's durable session, found by the key in the page URL. A forgotten
+    session's jobs are cancelled; a session with a queued or running job is kept."""
+    return _server_sessions()

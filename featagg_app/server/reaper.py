@@ -18,20 +18,24 @@ Every ``every_s`` seconds a daemon thread compares the sessions it has seen with
 runtime's session manager (``Runtime.instance()._session_mgr``, its active websocket
 sessions). A session whose websocket has been gone for ``grace_s`` (default: the server's
 ``server.disconnectedSessionTTL``, which ``scripts/dashboard.sh`` sets to 60 s) — or that
-the runtime no longer knows at all — is closed: its jobs are cancelled
-(``runner.cancel_session``), its session state is cleared, the runtime is asked to close
-it (``close_session``: Streamlit's own shutdown, uploaded files and caches), and the freed
-memory is handed back to the system (:func:`featagg_app.server.memory.release_memory`). A session
-still connected but without a script run or a job for ``idle_s`` (``FEATAGG_IDLE_SESSION_MIN``,
-default 120 min; 0 = never) keeps its connection but loses its ``featagg.*`` state (runs,
-dataset, page namespaces); its next run says so (:data:`FREED_KEY`).
+the runtime no longer knows at all — is closed: its session state is cleared, the runtime
+is asked to close it (``close_session``: Streamlit's own shutdown, uploaded files and
+caches), and the freed memory is handed back to the system
+(:func:`featagg_app.server.memory.release_memory`). Its *work* is not lost: it belongs to
+its durable session (:mod:`featagg_app.server.sessions`, the key in the URL), whose jobs
+keep running and which no open tab uses any more, so the sweep spills it to disk
+(``sessions.spill_detached``) until a reload brings it back, it expires, or the spill cap
+needs its room (``sessions.sweep``; a forgotten durable session's jobs are cancelled). A
+session still connected but without a script run or a job for ``idle_s``
+(``FEATAGG_IDLE_SESSION_MIN``, default 120 min; 0 = never) keeps its connection but loses
+its ``featagg.*`` state (runs, dataset, page namespaces) and its durable session; its next
+run says so (:data:`FREED_KEY`).
 
 No module-level mutable state: the registry lives in the :class:`SessionReaper`.
 """
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import weakref
@@ -47,12 +51,10 @@ _PREFIX = "featagg."
 
 
 def idle_seconds() -> float:
-    """``FEATAGG_IDLE_SESSION_MIN`` in seconds (default 120 minutes; 0 = never)."""
-    raw = os.environ.get("FEATAGG_IDLE_SESSION_MIN", "").strip()
-    try:
-        return max(0.0, float(raw) * 60.0) if raw else 7200.0
-    except ValueError:
-        return 7200.0
+    """``FEATAGG_IDLE_SESSION_MIN`` in seconds (default 120 minutes; 0 = never): the
+    durable sessions' (:func:`featagg_app.server.sessions.idle_seconds`)."""
+    from featagg_app.server.sessions import idle_seconds as durable_idle
+    return durable_idle()
 
 
 def _configured_ttl() -> float:
@@ -74,12 +76,17 @@ def _runtime_manager():
 
 
 class _Seen:
-    __slots__ = ("state", "last_run", "gone_since")
+    __slots__ = ("state", "last_run", "gone_since", "durable")
 
-    def __init__(self, state, now: float):
+    def __init__(self, state, now: float, durable: Optional[str] = None):
         self.state = state
         self.last_run = now
         self.gone_since: Optional[float] = None
+        self.durable = durable
+
+    def job_sid(self, sid: str) -> str:
+        """The id its jobs run under: its durable session's, else the Streamlit one."""
+        return self.durable or sid
 
 
 class SessionReaper:
@@ -101,11 +108,16 @@ class SessionReaper:
         ``get_session_info``, ``close_session``) or None; default: the running server's.
     release : callable or None
         Called after sessions were freed (default: :func:`featagg_app.server.memory.release_memory`).
+    sessions : SessionStore or None
+        The durable sessions (:func:`featagg_app.server.context.get_sessions`): each sweep
+        spills those no open tab uses and expires the idle ones; an idle session freed
+        here is forgotten there too.
     """
 
     def __init__(self, runner, grace_s: Optional[float] = None,
                  idle_s: Optional[float] = None, every_s: float = 10.0,
-                 manager: Optional[Callable] = None, release: Optional[Callable] = None):
+                 manager: Optional[Callable] = None, release: Optional[Callable] = None,
+                 sessions=None):
         self.runner = runner
         self.grace_s = _configured_ttl() if grace_s is None else float(grace_s)
         self.idle_s = idle_seconds() if idle_s is None else float(idle_s)
@@ -115,6 +127,7 @@ class SessionReaper:
             from featagg_app.server.memory import release_memory
             release = release_memory
         self._release = release
+        self.sessions = sessions
         self._lock = threading.Lock()
         self._seen: Dict[str, _Seen] = {}
         self._stop = threading.Event()
@@ -123,9 +136,10 @@ class SessionReaper:
         self.freed_idle = 0
 
     # -- registry
-    def seen(self, session_id: str, state=None) -> None:
+    def seen(self, session_id: str, state=None, durable: Optional[str] = None) -> None:
         """Session ``session_id`` ran a script now; ``state`` is its ``SessionState`` (kept
-        as a weak reference, so the reaper never keeps a session alive)."""
+        as a weak reference, so the reaper never keeps a session alive); ``durable`` is
+        the id of the durable session it shows (its jobs run under that id)."""
         now = time.time()
         with self._lock:
             rec = self._seen.get(session_id)
@@ -136,10 +150,11 @@ class SessionReaper:
                         ref = weakref.ref(state)
                     except TypeError:
                         ref = lambda s=state: s  # noqa: E731 - not weak-referenceable
-                self._seen[session_id] = _Seen(ref, now)
+                self._seen[session_id] = _Seen(ref, now, durable)
             else:
                 rec.last_run = now
                 rec.gone_since = None
+                rec.durable = durable or rec.durable
 
     def known(self) -> List[str]:
         with self._lock:
@@ -173,11 +188,15 @@ class SessionReaper:
                 continue
             rec.gone_since = None
             if (self.idle_s > 0 and now - rec.last_run >= self.idle_s and state is not None
-                    and not self.runner.jobs(sid) and not state.get(FREED_KEY, False)
+                    and not self.runner.jobs(rec.job_sid(sid))
+                    and not state.get(FREED_KEY, False)
                     and self._script_idle(mgr, sid)):
-                self._free_idle(sid, state)
+                self._free_idle(sid, state, rec.job_sid(sid))
                 rec.last_run = now
                 done.append((sid, "idle"))
+        with self._lock:
+            live = {r.durable for s, r in self._seen.items() if s in active and r.durable}
+        done += self._sweep_durable(live, now)
         if done:
             freed = self._release()
             _log.info("featagg: freed %d session(s) (%s); %.0f MB returned to the system",
@@ -185,11 +204,27 @@ class SessionReaper:
                       (freed or 0) / 2 ** 20)
         return done
 
-    def _close(self, mgr, sid: str, state) -> None:
+    def _sweep_durable(self, live: set, now: float) -> List[Tuple[str, str]]:
+        """Spill the durable sessions no open tab uses, expire the idle ones."""
+        if self.sessions is None:
+            return []
         try:
-            self.runner.cancel_session(sid)
-        except Exception:  # noqa: BLE001
-            _log.debug("featagg reaper: cancel_session failed", exc_info=True)
+            self.sessions.spill_detached(live, grace_s=self.grace_s, now=now)
+            return [(sid, f"durable {why}") for sid, why in self.sessions.sweep(now)]
+        except Exception:  # noqa: BLE001 - the server must never lose its reaper
+            _log.exception("featagg reaper: sweeping the durable sessions failed")
+            return []
+
+    def _close(self, mgr, sid: str, state) -> None:
+        # its jobs are not cancelled: they belong to its durable session (a reload of the
+        # same URL follows them); a session without one ran them under this id
+        with self._lock:
+            rec = self._seen.get(sid)
+        if rec is None or rec.durable is None:
+            try:
+                self.runner.cancel_session(sid)
+            except Exception:  # noqa: BLE001
+                _log.debug("featagg reaper: cancel_session failed", exc_info=True)
         if state is not None:
             try:
                 state.clear()
@@ -212,8 +247,10 @@ class SessionReaper:
         state = getattr(getattr(info, "session", None), "_state", None)
         return state is not None and "NOT_RUNNING" in str(state)
 
-    def _free_idle(self, sid: str, state) -> None:
-        self.runner.cancel_session(sid)
+    def _free_idle(self, sid: str, state, job_sid: Optional[str] = None) -> None:
+        self.runner.cancel_session(job_sid or sid)
+        if self.sessions is not None and job_sid:
+            self.sessions.drop_sid(job_sid)
         try:
             keys = [k for k in list(state.filtered_state) if str(k).startswith(_PREFIX)]
             for k in keys:
@@ -248,8 +285,8 @@ class SessionReaper:
 # ----------------------------------------------------------------------------- the server
 @st.cache_resource(show_spinner=False)
 def _server_reaper() -> SessionReaper:
-    from featagg_app.server.context import get_runner
-    reaper = SessionReaper(get_runner()).start()
+    from featagg_app.server.context import get_runner, get_sessions
+    reaper = SessionReaper(get_runner(), sessions=get_sessions()).start()
     _log.info("featagg: sessions are freed %.0f s after they disconnect%s", reaper.grace_s,
               f", and after {reaper.idle_s / 60:.0f} min without activity"
               if reaper.idle_s else "")
@@ -272,4 +309,9 @@ def session_seen() -> None:
     if ctx is None:
         return
     state = getattr(ctx.session_state, "_state", None)
-    get_reaper().seen(str(ctx.session_id), state)
+    durable = None
+    try:
+        durable = st.session_state.get("featagg.session_id")
+    except Exception:  # noqa: BLE001
+        pass
+    get_reaper().seen(str(ctx.session_id), state, durable)
