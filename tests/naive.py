@@ -82,11 +82,16 @@ def refrag_rerank(r, X, S, k, Ytr, queries=None):
     unit-row ``X`` as the points compared with the prototypes (e.g. the FIAT-imputed
     points when ``impute_query``)."""
     from featagg_core import metrics
+    # the knobs the re-ranking uses: the parameters, or the fitted ones of alpha="auto"
+    if r.alpha == "auto":
+        alpha, gamma, beta = r.alpha_, r.gamma_, r.propensity_exponent_
+    else:
+        alpha, gamma, beta = r.alpha, r.gamma, r.propensity_exponent
     Q = unit_rows(dense(X) if queries is None else np.asarray(queries, np.float64))
     P = r.prototypes_.toarray()
     has = np.linalg.norm(P, axis=1) > 0
     w = metrics.inverse_propensity(Ytr)
-    w = (w / w.max()) ** r.propensity_exponent
+    w = (w / w.max()) ** beta
     cos = Q @ P.T
     Sd = S.toarray().astype(np.float64)
     stored = S.toarray() != 0                  # test scores are all non-zero when stored
@@ -99,14 +104,14 @@ def refrag_rerank(r, X, S, k, Ytr, queries=None):
             mx = max(base.values())
             base = {l: v / mx for l, v in base.items()}
         cand = dict()
-        aff = lambda l: w[l] * np.exp(-r.gamma / 2 * (2 - 2 * cos[i, l])) if has[l] else 0.0
+        aff = lambda l: w[l] * np.exp(-gamma / 2 * (2 - 2 * cos[i, l])) if has[l] else 0.0
         for l, v in base.items():
-            cand[l] = r.alpha * v + (1 - r.alpha) * aff(l)
-        if r.alpha < 1:
+            cand[l] = alpha * v + (1 - alpha) * aff(l)
+        if alpha < 1:
             others = [l for l in range(P.shape[0]) if l not in base and has[l] and cos[i, l] > 0]
             others = sorted(others, key=lambda l: (-cos[i, l], l))[:r.n_prototype_candidates]
             for l in others:
-                cand[l] = (1 - r.alpha) * aff(l)
+                cand[l] = (1 - alpha) * aff(l)
         ranked = sorted(cand, key=lambda l: (-cand[l], l))[:k]
         out.append([(l, cand[l]) for l in ranked])
     return out

@@ -256,8 +256,10 @@ def test_one_vs_all_auto_keeps_one_flat_tree_where_the_beam_prunes_nothing(small
     X, Y = small
     params = dict(n_clusters=4, n_trees=n_trees, max_leaf_labels=max_leaf, beam_width=beam,
                   random_state=2)
-    trees = KTXMLC(one_vs_all="never", **params).fit(X, Y)
-    auto = KTXMLC(**params).fit(X, Y)  # one_vs_all="auto", the default
+    trees = KTXMLC(one_vs_all="never", form="trees", **params).fit(X, Y)
+    # one_vs_all="auto" (the default), the rule of the trees' form (form="auto" chooses
+    # between the forms on validation rows instead: tested below)
+    auto = KTXMLC(form="trees", **params).fit(X, Y)
     expect = _flat_by_hand(trees.trees_, Y.toarray(), beam)
     assert expect == {(3, 8, 10): True, (3, 8, 4): False, (1, 5, 100): False,
                       (3, 20, 10): True}[(n_trees, max_leaf, beam)]
@@ -572,10 +574,103 @@ def test_defrag_choice_with_all_candidates_is_loose_enough(small):
 
 def test_logistic_and_mixed_trees_are_calibrated_per_loss(small):
     X, Y = small
-    m = KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2, loss="mixed").fit(X, Y)
+    m = KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2, loss="mixed",
+               form="trees").fit(X, Y)
     groups = set(m.calibration_)
     assert 0 in groups and 1000 in groups  # label classifiers of each loss apart
     S = m.predict_scores(X[:40], k=Y.shape[1], beam_width=10 ** 6).toarray()
     np.testing.assert_allclose(S, _brute_force_scores(m, X[:40], 0), rtol=2e-5, atol=1e-7)
     with pytest.raises(ValueError, match="loss"):
         KTXMLC(loss="hinge").fit(X, Y)
+
+
+# ----------------------------------------------------------------------------- form="auto"
+def _by_hand_choice(X, Y, params, seed):
+    """KTXMLC(form="auto")'s documented choice, recomputed independently: 20 % of the rows
+    (default_rng(seed).permutation) held out; flat and trees at C, then the leader at C/2
+    and 2C; best P@1, P@5 among the candidates within one paired standard error."""
+    n = X.shape[0]
+    nv = round(0.2 * n)
+    perm = np.random.default_rng(seed).permutation(n)
+    va, fi = np.sort(perm[:nv]), np.sort(perm[nv:])
+    rows = []
+
+    def fit(form, C):
+        m = KTXMLC(form=form, one_vs_all="never", C=C, random_state=seed,
+                   **params).fit(X[fi], Y[fi])
+        S = m.predict_scores(X[va], k=5).toarray()
+        Yv = Y[va].toarray()
+        top1 = np.argmax(np.where(S > 0, S, -1), axis=1)
+        hits1 = Yv[np.arange(nv), top1] * (S.max(axis=1) > 0)
+        rows.append(dict(form=form, C=C, hits=hits1,
+                         p1=float(metrics.precision_at_k(Y[va], m.predict_scores(X[va], 5), 1)),
+                         p5=float(metrics.precision_at_k(Y[va], m.predict_scores(X[va], 5), 5))))
+
+    def best():
+        p1 = [r["hits"].mean() for r in rows]
+        b = int(np.argmax(p1))
+        tied = [j for j, r in enumerate(rows)
+                if (rows[b]["hits"] - r["hits"]).mean()
+                <= (rows[b]["hits"] - r["hits"]).std(ddof=1) / np.sqrt(nv) + 1e-12]
+        return max(tied, key=lambda j: (round(rows[j]["p5"], 12), -j))
+
+    fit("flat", 0.5)
+    fit("trees", 0.5)
+    lead = rows[best()]["form"]
+    fit(lead, 0.25)
+    fit(lead, 1.0)
+    return rows, rows[best()]
+
+
+@pytest.mark.parametrize("make,expect", [
+    # labels over few feature groups, 3 labels a point: the trees lead on P@1 and P@5
+    (dict(n_samples=2000, n_features=400, n_labels=60, avg_labels=3, noise=0.3,
+          feature_clusters=2), "trees"),
+    # 6 labels a point over 3 groups: the flat model leads on both
+    (dict(n_samples=2000, n_features=400, n_labels=60, avg_labels=6, noise=0.3,
+          feature_clusters=3), "flat"),
+])
+def test_form_auto_picks_the_form_that_wins_on_validation_rows(make, expect):
+    d = make_powerlaw_multilabel(random_state=1, **make)
+    params = dict(n_clusters=4, max_leaf_labels=5, beam_width=12)
+    rows, win = _by_hand_choice(d.X, d.Y, params, seed=0)
+    # the sets are built so that this form wins, by the independent comparison at C = 0.5
+    flat, trees = rows[0], rows[1]
+    better = "trees" if (trees["p1"], trees["p5"]) > (flat["p1"], flat["p5"]) else "flat"
+    assert better == expect and win["form"] == expect, [(r["form"], r["C"], r["p1"], r["p5"])
+                                                       for r in rows]
+    auto = KTXMLC(random_state=0, **params).fit(d.X, d.Y)
+    assert (auto.form_, auto.C_) == (win["form"], win["C"])
+    assert [(r["form"], r["C"]) for r in auto.selection_] == [(r["form"], r["C"]) for r in rows]
+    np.testing.assert_allclose([r["P@1"] for r in auto.selection_], [r["p1"] for r in rows])
+    np.testing.assert_allclose([r["P@5"] for r in auto.selection_], [r["p5"] for r in rows])
+    assert ("one flat model" if expect == "flat" else "label trees") in auto.choice_
+    # the winner refitted on all rows: the same model as that form fitted directly
+    direct = KTXMLC(form=win["form"], C=win["C"], one_vs_all="never", random_state=0,
+                    **params).fit(d.X, d.Y)
+    assert (auto.predict_scores(d.X_test if d.X_test is not None else d.X, k=5)
+            != direct.predict_scores(d.X_test if d.X_test is not None else d.X, k=5)).nnz == 0
+    assert len(auto.trees_) == (1 if expect == "flat" else len(direct.trees_))
+
+
+def test_form_choice_rule_by_hand():
+    from featagg_core.xmlc.form_choice import pick_candidate
+    n = 100
+    a = np.r_[np.ones(60), np.zeros(40)]
+    b = np.r_[np.ones(59), np.zeros(41)]          # one row behind a: tied on P@1
+    c = np.r_[np.ones(40), np.zeros(60)]          # 20 rows behind: not tied
+    assert pick_candidate([a, b, c], [0.30, 0.31, 0.50]) == (1, [0, 1])  # P@5 decides
+    assert pick_candidate([a, b, c], [0.31, 0.30, 0.50]) == (0, [0, 1])
+    assert pick_candidate([c, a], [0.9, 0.1]) == (1, [1])                 # P@1 decides
+    assert len(a) == n
+
+
+def test_form_auto_without_enough_rows_keeps_the_fixed_rule(small):
+    X, Y = small
+    m = KTXMLC(n_clusters=4, max_leaf_labels=8, random_state=2).fit(X[:200], Y[:200])
+    ref = KTXMLC(n_clusters=4, max_leaf_labels=8, random_state=2,
+                 form="trees").fit(X[:200], Y[:200])
+    assert m.selection_ == [] and "without a choice" in m.choice_
+    assert (m.predict_scores(X, k=5) != ref.predict_scores(X, k=5)).nnz == 0
+    with pytest.raises(ValueError, match="form"):
+        KTXMLC(form="forest").fit(X, Y)

@@ -145,7 +145,7 @@ def test_without_validation_rows_they_are_carved_from_training(data):
     assert run.status == "done" and info["rows"] == "carved"
     assert info["n_rows"] == round(0.2 * split.train.size)
     assert "carved from the training rows" in run.message
-    assert run.name.endswith("+ REFRAG tuned")
+    assert "+ REFRAG tuned" in run.name  # (the name may go on with what the fit chose)
 
 
 def test_tune_spec_is_checked():

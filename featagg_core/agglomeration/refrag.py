@@ -44,6 +44,12 @@ from featagg_core.utils.docstrings import fill_doc
 __all__ = ["Refrag", "l2_normalize_rows", "warmup"]
 
 SCORE_NORMALIZATIONS = {"none": 0, "max": 1, "minmax": 2}
+#: (alpha, gamma, propensity_exponent) of ``alpha="auto"`` when no validation rows were
+#: given: the earlier fixed defaults (tuned once on Delicious; they can cost P@5 elsewhere,
+#: which is why "auto" tunes whenever it has validation rows)
+FALLBACK = (0.4, 1.0, 0.5)
+#: the largest P@5 drop the tuning accepts (``refrag_choice.MAX_DROP``)
+MAX_DROP = 0.005
 
 
 def l2_normalize_rows(X) -> sp.csr_matrix:
@@ -91,9 +97,17 @@ class Refrag(BaseEstimator):
 
     Parameters
     ----------
-    alpha : float in [0, 1], default 0.4
+    alpha : "auto" or float in [0, 1], default "auto"
         Weight of the (row-normalised) base score; ``1 - alpha`` goes to the prototype
-        affinity. ``alpha = 1`` returns the base ranking unchanged.
+        affinity. ``alpha = 1`` returns the base ranking unchanged. ``"auto"``: alpha,
+        gamma and ``propensity_exponent`` are tuned together on validation rows (the
+        ``validation=`` argument of :meth:`fit`, or :meth:`tune`) by
+        :func:`featagg_core.agglomeration.refrag_choice.choose`: the largest coverage@5
+        gain whose P@5 change against the classifier is >= -``MAX_DROP`` (half a point)
+        with 95 % confidence, else alpha = 1 (the classifier's ranking); the given gamma
+        and propensity_exponent are then not used. Without validation rows nothing can
+        be tuned: the fixed fallback (``FALLBACK``: alpha = 0.4, gamma = 1,
+        propensity_exponent = 0.5) is used and ``tuned_`` is False.
     gamma : float >= 0, default 1.0
         Sharpness of the affinity exp(-gamma/2 ||x - xi_l||^2) (on unit vectors
         ||x - xi||^2 = 2 - 2 cos). Large gamma: only very close prototypes count
@@ -127,6 +141,11 @@ class Refrag(BaseEstimator):
 
     Attributes
     ----------
+    alpha_, gamma_, propensity_exponent_ : float
+        The knobs the re-ranking uses (the parameters when alpha is a number; the tuned
+        or fallback values with ``alpha="auto"``); ``tuned_`` : bool, whether they were
+        tuned on validation rows; ``choice_`` : one sentence saying what was chosen and
+        why.
     prototypes_ : csr (L, d)       unit-norm label prototypes (rows), zero for labels
                                    without training examples
     operator_ : csr (d, d)         M^T (used when ``impute_query``)
@@ -143,15 +162,15 @@ class Refrag(BaseEstimator):
     follows PfastreXML's re-ranker as the issue describes it. The propensity factor
     (``propensity_exponent``) is our addition; 0 gives the paper's formula. The shortlist
     size, the nearest prototype candidates and the base score normalisation are our
-    choices (measured by ``benchmarks/refrag_fiat_bench.py``). The defaults alpha = 0.4, gamma = 1,
-    propensity_exponent = 0.5 were picked on a validation split (80/20 of the training
-    data) of Delicious with KTXMLC as the base: the largest coverage@5 gain whose P@5 cost
-    stays within 1 point (PfastreXML's alpha = 0.8, gamma = 30 change almost nothing
-    there). Artifacts store the prototypes, the operator
+    choices (measured by ``benchmarks/refrag_fiat_bench.py``). ``alpha="auto"`` (default)
+    tunes the three knobs on validation rows: no fixed setting is safe everywhere (the
+    earlier fixed alpha = 0.4, gamma = 1, propensity_exponent = 0.5, picked on Delicious,
+    cost P@5 points on Enron; figures in ``benchmarks/results/``). PfastreXML's alpha = 0.8,
+    gamma = 30 change almost nothing on our data. Artifacts store the prototypes, the operator
     and the clustering (``labels_``), so a loaded Refrag needs no Defrag.
     """
 
-    def __init__(self, alpha=0.4, gamma=1.0, shortlist_size=100, n_prototype_candidates=10,
+    def __init__(self, alpha="auto", gamma=1.0, shortlist_size=100, n_prototype_candidates=10,
                  normalization="cosine", prune_threshold=0.0, score_normalization="max",
                  impute_query=False, propensity_exponent=0.5, propensity_A=0.55,
                  propensity_B=1.5):
@@ -169,7 +188,7 @@ class Refrag(BaseEstimator):
 
     #: what every ``__init__`` parameter may be (checked at the start of :meth:`fit`)
     _parameter_constraints = {
-        "alpha": [Interval(Real, 0, 1, closed="both")],
+        "alpha": [Options(str, {"auto"}), Interval(Real, 0, 1, closed="both")],
         "gamma": [Interval(Real, 0, None, closed="left")],
         "shortlist_size": [Interval(Integral, 1, None, closed="left")],
         "n_prototype_candidates": [Interval(Integral, 0, None, closed="left")],
@@ -189,8 +208,8 @@ class Refrag(BaseEstimator):
         validate_params(self.get_params(deep=False), self._parameter_constraints)
 
     # -- fit ---------------------------------------------------------------
-    def fit(self, X, Y, defrag, progress=None):
-        """Build the label prototypes.
+    def fit(self, X, Y, defrag, progress=None, validation=None):
+        """Build the label prototypes (and, with ``alpha="auto"``, tune the knobs).
 
         Parameters
         ----------
@@ -204,6 +223,10 @@ class Refrag(BaseEstimator):
         progress : callable(fraction, message), optional
             Called between the steps (C^F, the label sums, the smoothing); it may raise
             (e.g. :class:`featagg_core.utils.cancel.Cancelled`), which propagates.
+        validation : tuple (X_valid, scores_valid, Y_valid), optional
+            Rows not used to train the base classifier, its scores for them (at least
+            ``shortlist_size`` wide) and their true labels: with ``alpha="auto"`` the
+            knobs are tuned on them (:meth:`tune`); ignored for a numeric alpha.
 
         Returns
         -------
@@ -250,8 +273,111 @@ class Refrag(BaseEstimator):
         self.n_clusters_ = int(n_clusters)
         self.n_features_in_ = int(X.shape[1])
         self.n_labels_ = int(Y.shape[1])
+        self._set_knobs()
+        if self.alpha == "auto" and validation is not None:
+            self.tune(*validation)
         if progress is not None:
             progress(1.0, "REFRAG: done")
+        return self
+
+    def _set_knobs(self):
+        """``alpha_``/``gamma_``/``propensity_exponent_``: the parameters, or the fallback
+        with ``alpha="auto"`` (until :meth:`tune`)."""
+        if self.alpha == "auto":
+            self.alpha_, self.gamma_, self.propensity_exponent_ = FALLBACK
+            self.tuned_ = False
+            self.choice_ = (f"not tuned (no validation rows given): fallback alpha = "
+                            f"{FALLBACK[0]:g}, gamma = {FALLBACK[1]:g}, propensity_exponent = "
+                            f"{FALLBACK[2]:g}")
+        else:
+            self.alpha_, self.gamma_ = float(self.alpha), float(self.gamma)
+            self.propensity_exponent_ = float(self.propensity_exponent)
+            self.tuned_ = False
+            self.choice_ = "alpha, gamma and propensity_exponent as set"
+
+    def _knobs(self):
+        """(alpha, gamma, propensity_exponent) the re-ranking uses: the parameters when
+        alpha is a number (so ``set_params`` takes effect at once), else the fitted ones."""
+        if self.alpha != "auto":
+            return float(self.alpha), float(self.gamma), float(self.propensity_exponent)
+        return (float(getattr(self, "alpha_", FALLBACK[0])),
+                float(getattr(self, "gamma_", FALLBACK[1])),
+                float(getattr(self, "propensity_exponent_", FALLBACK[2])))
+
+    @fill_doc
+    def tune(self, X_valid, scores_valid, Y_valid, max_drop=MAX_DROP):
+        """Tune alpha, gamma and propensity_exponent on validation rows (``alpha="auto"``).
+
+        Every point of :data:`featagg_core.agglomeration.refrag_choice.TUNE_GRID` re-ranks
+        the rows (the knob-independent part, :meth:`candidates`, is computed once) and
+        :func:`featagg_core.agglomeration.refrag_choice.choose` picks one (module
+        docstring there). Sets ``alpha_``, ``gamma_``, ``propensity_exponent_``,
+        ``tuned_ = True``, ``choice_`` and ``tuning_table_`` (every grid point's P@5,
+        coverage@5 and P@5 change bound).
+
+        Parameters
+        ----------
+        X_valid : sparse matrix (n, d)
+            Validation rows (never rows the base classifier was trained on).
+        scores_valid : sparse matrix (n, L)
+            The base classifier's scores for them (at least ``shortlist_size`` wide).
+        Y_valid : sparse matrix (n, L)
+            Their true 0/1 labels.
+        max_drop : float in [0, 1), default=MAX_DROP
+            The largest P@5 drop (fraction) the rule accepts.
+
+        Returns
+        -------
+        Refrag
+            ``self``.
+
+        Raises
+        ------
+        {not_fitted}
+        ValueError
+            When ``alpha`` is not "auto", or for matrices that do not match.
+        """
+        from featagg_core.agglomeration import refrag_choice as rc
+
+        self._check_fitted()
+        if self.alpha != "auto":
+            raise ValueError(f"tune() needs alpha='auto', got alpha={self.alpha!r}")
+        max_drop = float(check_param("max_drop", max_drop,
+                                     [Interval(Real, 0, 1, closed="left")]))
+        Y_valid = _check_labels(Y_valid, _as_csr(X_valid).shape[0])
+        cand = self.candidates(X_valid, scores_valid)
+        base_top = _k.score_candidates(cand["labels"], cand["base"], cand["cosine"],
+                                       cand["shortlisted"], self._weights(0.0), 1.0, 1.0,
+                                       rc.K)[0]
+        pts = rc.grid_points()
+        tops = [base_top]
+        for pt in pts:
+            tops.append(_k.score_candidates(cand["labels"], cand["base"], cand["cosine"],
+                                            cand["shortlisted"],
+                                            self._weights(pt["propensity_exponent"]),
+                                            pt["alpha"], pt["gamma"], rc.K)[0])
+        scored = rc.batch_scores(Y_valid, tops, rc.K)
+        p5, c5 = f"P@{rc.K}", f"coverage@{rc.K}"
+        base = {p5: scored[0][0], c5: scored[0][1]}
+        table = [{**pt, p5: a, c5: b, f"P@{rc.K} change bound": lcb}
+                 for pt, (a, b, lcb) in zip(pts, scored[1:])]
+        best = rc.choose(table, base, max_drop)
+        self.alpha_, self.gamma_ = float(best["alpha"]), float(best["gamma"])
+        self.propensity_exponent_ = float(best["propensity_exponent"])
+        self.tuned_ = True
+        self.tuning_table_ = table
+        n = Y_valid.shape[0]
+        if best["alpha"] == 1.0:
+            self.choice_ = (f"alpha = 1 (the classifier's ranking): no setting raised "
+                            f"coverage@5 without risking more than {100 * max_drop:g} P@5 "
+                            f"points, on {n} validation rows")
+        else:
+            self.choice_ = (f"alpha = {self.alpha_:g}, gamma = {self.gamma_:g}, "
+                            f"propensity_exponent = {self.propensity_exponent_:g}: "
+                            f"coverage@5 {100 * best[c5]:.1f} vs {100 * base[c5]:.1f}, "
+                            f"P@5 {100 * best[p5]:.2f} vs {100 * base[p5]:.2f} on {n} "
+                            "validation rows (the largest coverage gain whose P@5 change is "
+                            f">= -{100 * max_drop:g} points with 95 % confidence)")
         return self
 
     def _set_derived(self):
@@ -305,8 +431,11 @@ class Refrag(BaseEstimator):
         {not_fitted}
         """
         self._check_fitted()
+        return self._weights(self._knobs()[2])
+
+    def _weights(self, beta):
         w = np.asarray(self.inv_propensity_, dtype=np.float64)
-        beta = float(self.propensity_exponent)
+        beta = float(beta)
         out = (w / w.max()) ** beta if (beta > 0 and w.size and w.max() > 0) \
             else np.ones_like(w)
         return np.where(self._has_proto, out, 0.0)
@@ -358,7 +487,7 @@ class Refrag(BaseEstimator):
             PT.indptr.astype(np.int64), PT.indices.astype(np.int64), PT.data,
             self.label_weights(), S.indptr.astype(np.int64), S.indices.astype(np.int64),
             S.data,
-            float(self.alpha), float(self.gamma), int(self.n_prototype_candidates), int(k),
+            *self._knobs()[:2], int(self.n_prototype_candidates), int(k),
             self.n_labels_)
         valid = top_l >= 0
         counts = valid.sum(axis=1)
@@ -432,7 +561,7 @@ class Refrag(BaseEstimator):
         self._check_params()
         top_l, top_s = _k.score_candidates(cand["labels"], cand["base"], cand["cosine"],
                                            cand["shortlisted"], self.label_weights(),
-                                           float(self.alpha), float(self.gamma), int(k))
+                                           *self._knobs()[:2], int(k))
         valid = top_l >= 0
         indptr = np.concatenate([[0], np.cumsum(valid.sum(axis=1))]).astype(np.int64)
         out = sp.csr_matrix((top_s[valid].astype(np.float32), top_l[valid], indptr),
@@ -470,7 +599,7 @@ class Refrag(BaseEstimator):
         ok = lab >= 0
         cos = np.zeros(lab.shape[0])
         cos[ok] = np.asarray(Q[rows[ok]].multiply(self.prototypes_[lab[ok]]).sum(axis=1)).ravel()
-        aff = np.exp(-0.5 * float(self.gamma) * (2.0 - 2.0 * cos))
+        aff = np.exp(-0.5 * self._knobs()[1] * (2.0 - 2.0 * cos))
         aff *= self.label_weights()[np.maximum(lab, 0)]
         aff[~ok] = 0.0
         return aff.reshape(labels.shape)
@@ -481,6 +610,12 @@ class Refrag(BaseEstimator):
         P, T = self.prototypes_, self.operator_
         meta = {"n_clusters": self.n_clusters_, "n_features": self.n_features_in_,
                 "n_labels": self.n_labels_}
+        if self.alpha == "auto":
+            # the knobs the fit chose (a numeric alpha needs none: the parameters are them)
+            meta.update(alpha_=self._knobs()[0], gamma_=self._knobs()[1],
+                        propensity_exponent_=self._knobs()[2],
+                        tuned_=bool(getattr(self, "tuned_", False)),
+                        choice_=str(getattr(self, "choice_", "")))
         arrays = {"labels": self.labels_, "label_frequency": self.label_frequency_,
                   "inv_propensity": self.inv_propensity_,
                   "P_indptr": P.indptr, "P_indices": P.indices, "P_data": P.data,
@@ -503,6 +638,11 @@ class Refrag(BaseEstimator):
         if obj.labels_.shape[0] != d or obj.label_frequency_.shape[0] != L:
             raise ValueError("labels / label_frequency do not match n_features / n_labels")
         obj._set_derived()
+        obj._set_knobs()
+        if obj.alpha == "auto" and "alpha_" in meta:
+            obj.alpha_, obj.gamma_ = float(meta["alpha_"]), float(meta["gamma_"])
+            obj.propensity_exponent_ = float(meta["propensity_exponent_"])
+            obj.tuned_, obj.choice_ = bool(meta.get("tuned_")), str(meta.get("choice_", ""))
         return obj
 
 

@@ -91,14 +91,20 @@ def _train_spec(args) -> Dict[str, Any]:
         spec["classifier"] = {"kind": "ktxmlc", "n_clusters": args.n_clusters,
                               "n_trees": args.n_trees, "max_leaf_labels": args.max_leaf_labels,
                               "C": args.C, "beam_width": args.beam_width,
-                              "one_vs_all": args.one_vs_all, "random_state": args.seed}
+                              "one_vs_all": args.one_vs_all,
+                              "form": getattr(args, "form", "auto"), "random_state": args.seed}
         if args.max_depth is not None:
             spec["classifier"]["max_depth"] = args.max_depth
     if args.refrag:
         rr: Dict[str, Any] = {"kind": "refrag", "shortlist": args.shortlist}
+        # REFRAG as the dashboard runs it: alpha, gamma and beta tuned on validation rows
+        # (featagg_core.runs.refrag_tuning) unless --alpha fixes alpha (and --gamma gamma)
+        rr["tune"] = args.alpha is None
         if args.alpha is not None:
             rr["alpha"] = args.alpha
-        if args.gamma is not None:
+            rr["gamma"] = 1.0 if args.gamma is None else args.gamma
+            rr["propensity_exponent"] = 0.5
+        elif args.gamma is not None:
             rr["gamma"] = args.gamma
         if not args.defrag:
             rr["defrag"] = {"d0": 8, "representation": args.representation,
@@ -172,7 +178,8 @@ def _load_pipeline(path: str):
             return as_pipeline(objects, info)
         return as_pipeline(load_artifact(path))
     except ValueError as exc:
-        raise CliError(f"{path}: {exc}")
+        message = str(exc)             # an ArtifactError already names the file
+        raise CliError(message if message.startswith(path) else f"{path}: {message}")
 
 
 def cmd_predict(args) -> Dict[str, Any]:

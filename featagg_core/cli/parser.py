@@ -141,12 +141,18 @@ def build() -> argparse.ArgumentParser:
                    help="auto (KTXMLC's default): one flat one-vs-all tree instead of the "
                         "trees when the beam reaches every leaf cluster and that costs no "
                         "more training work; never: always the trees")
+    s.add_argument("--form", choices=["auto", "trees", "flat"], default="auto",
+                   help="auto (KTXMLC's default): choose the flat model or the trees and C "
+                        "among C/2, C, 2C on 20%% validation rows of the training rows; "
+                        "trees / flat: that form at --C")
     s.add_argument("--defrag", type=_int_in(1, 1_000_000, zero_ok=True), metavar="D0", default=0,
                    help="agglomerate features with DEFRAG (leaf size D0) before training")
     s.add_argument("--representation", choices=["XY", "X"], default="XY",
                    help="DEFRAG representation (default XY)")
     s.add_argument("--refrag", action="store_true", help="add REFRAG rare-label re-ranking")
-    s.add_argument("--alpha", type=_float_in(0, 1), help="REFRAG mixing weight (default: library's)")
+    s.add_argument("--alpha", type=_float_in(0, 1),
+                   help="REFRAG mixing weight, fixed (default: alpha, gamma and beta tuned on "
+                        "validation rows, as the dashboard does)")
     s.add_argument("--gamma", type=_float_in(0, 1e6), help="REFRAG affinity bandwidth (default: library's)")
     s.add_argument("--shortlist", type=_int_in(1, 1_000_000), default=100, help="labels re-ranked by REFRAG (default 100)")
     s.add_argument("--k", type=_ks, default=[1, 3, 5], help="cut-offs, e.g. 1,3,5")

@@ -10,7 +10,8 @@ the re-ranking of the validation rows is repeated over :data:`TUNE_GRID`:
 * ``gamma`` (sharpness of the prototype affinity) in {0.5, 1, 2, 4};
 * ``beta`` = ``propensity_exponent`` (tilt towards rare labels) in {0, 0.5, 1}.
 
-Rule (:func:`choose`): a grid point is admissible when its P@5 change against the
+Rule (:func:`choose`, defined with REFRAG in
+:mod:`featagg_core.agglomeration.refrag_choice`, which ``Refrag(alpha="auto")`` uses too): a grid point is admissible when its P@5 change against the
 classifier on the tuning rows is at least ``-tune_max_drop`` (0.005 = half a point) with
 95 % confidence: the per-row changes ``d_i`` (P@5 of the re-ranked row minus the
 classifier's) give the bound ``mean(d) - 1.645 sd(d) / sqrt(n)``. A point estimate alone
@@ -29,110 +30,32 @@ the run's message says so. Test rows are never looked at.
 from __future__ import annotations
 
 import copy
-import itertools
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from featagg_core.agglomeration.refrag_choice import (  # the rule lives with REFRAG
+    TUNE_GRID,
+    K,
+    Z,
+    batch_scores,
+    choose,
+    grid_points,
+)
 from featagg_core.utils.cancel import check_cancel
 from featagg_core.utils.docstrings import fill_doc
 
 __all__ = ["TUNE_GRID", "CARVE_FRACTION", "grid_points", "choose", "tune_on_rows",
            "tune_reranker"]
 
-TUNE_GRID = {"alpha": (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3),
-             "gamma": (0.5, 1.0, 2.0, 4.0),
-             "propensity_exponent": (0.0, 0.5, 1.0)}
 #: share of the training rows carved out for tuning when the split has no validation rows
 CARVE_FRACTION = 0.2
-#: a setting is kept only if the lower one-sided 95 % confidence bound of its P@5 change
-#: on the tuning rows (paired per row against the classifier) is within the allowed drop
-Z = 1.645
-K = 5
-
-
-def grid_points(grid: Dict[str, tuple] = TUNE_GRID) -> List[Dict[str, float]]:
-    """Every (alpha, gamma, propensity_exponent) of the grid.
-
-    alpha = 1 once (the other two knobs do nothing there).
-
-    Parameters
-    ----------
-    grid : dict of str to tuple, default=TUNE_GRID
-        The values of each knob.
-
-    Returns
-    -------
-    list of dict
-        One dict of knob values per point.
-    """
-    pts = [{"alpha": 1.0, "gamma": float(grid["gamma"][0]),
-            "propensity_exponent": float(grid["propensity_exponent"][0])}]
-    for a, g, b in itertools.product(grid["alpha"], grid["gamma"],
-                                     grid["propensity_exponent"]):
-        if float(a) != 1.0:
-            pts.append({"alpha": float(a), "gamma": float(g), "propensity_exponent": float(b)})
-    return pts
-
-
-def choose(table: List[dict], base: Dict[str, float], max_drop: float, k: int = K) -> dict:
-    """The grid row the module docstring's rule picks from ``table``.
-
-    Parameters
-    ----------
-    table : list of dict
-        Rows with the knobs, ``P@k``, ``coverage@k`` and, when known, ``P@k change
-        bound``: the lower confidence bound of the P@k change against the classifier.
-    base : dict of str to float
-        The classifier's own metrics.
-    max_drop : float
-        The largest P@k drop the rule accepts.
-    k : int, default=K
-        The cut-off of the rule.
-
-    Returns
-    -------
-    dict
-        The chosen row.
-    """
-    p, c = f"P@{k}", f"coverage@{k}"
-    bound = f"P@{k} change bound"
-    feasible = [r for r in table
-                if (r[bound] if bound in r else r[p] - base[p]) >= -max_drop - 1e-12]
-    gains = [r for r in feasible if r[c] > base[c] + 1e-12]
-    if not gains:
-        return next(r for r in table if r["alpha"] == 1.0)
-    return max(gains, key=lambda r: (round(r[c], 12), round(r[p], 12), r["alpha"]))
 
 
 def _batch_scores(Y, tops: List[np.ndarray], k: int) -> List[Tuple[float, float, float]]:
-    """``(P@k, coverage@k, P@k change bound)`` of each (n, k) top-label array for the
-    true labels ``Y``, through the metrics kernels of
-    :func:`featagg_core.metrics.ranking_metrics` (``rank_gains`` once over all arrays
-    stacked, ``covered_labels`` per array): the same numbers, without one parallel launch
-    per grid point. The bound is ``mean(d) - Z * sd(d) / sqrt(n)`` of the per-row P@k
-    change ``d`` against ``tops[0]`` (the classifier's own ranking)."""
-    import scipy.sparse as sp
-
-    from featagg_core._kernels import metrics as mk
-    from featagg_core.metrics import _check_true
-    Y = _check_true(Y)
-    n = Y.shape[0]
-    tiled = sp.vstack([Y] * len(tops), format="csr")
-    tiled.sort_indices()
-    gains = mk.rank_gains(tiled.indptr, tiled.indices, np.ascontiguousarray(np.vstack(tops)),
-                          np.ones(Y.shape[1]))
-    hits = gains.sum(axis=1).reshape(len(tops), n)
-    present = np.count_nonzero(np.diff(Y.tocsc().indptr))
-    out = []
-    for j, top in enumerate(tops):
-        cov = mk.covered_labels(Y.indptr, Y.indices, np.ascontiguousarray(top[:, :k]),
-                                Y.shape[1])
-        d = (hits[j] - hits[0]) / k
-        lcb = float(d.mean() - Z * d.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
-        out.append((float(hits[j].mean() / k) if n else 0.0,
-                    float(cov.sum() / present) if present else 0.0, lcb))
-    return out
+    """:func:`featagg_core.agglomeration.refrag_choice.batch_scores` (kept under its old
+    name for callers of this module)."""
+    return batch_scores(Y, tops, k)
 
 
 @fill_doc

@@ -34,6 +34,10 @@ def tree_model_artifact_state(model):
                 bias_value=model._bias_value, W_shape=list(model.W_.shape),
                 calibration=[[g, *v] for g, v in sorted(model.calibration_.items())],
                 train_time_=getattr(model, "train_time_", None))
+    # what a KTXMLC(form="auto") fit chose (absent from artifacts saved before the choice)
+    for key in ("form_", "C_", "choice_"):
+        if hasattr(model, key):
+            meta[key] = getattr(model, key)
     arrays = dict(W_data=model.W_.data.astype(np.float32),
                   W_indices=model.W_.indices.astype(np.int32),
                   W_indptr=model.W_.indptr.astype(np.int64), bias_w=model.bias_w_,
@@ -72,6 +76,7 @@ def tree_model_from_artifact_state(cls, params, meta, arrays):
             f"this {cls.__name__} artifact holds fitted state version {version!r} "
             f"(saved by an older featagg); this featagg reads version {STATE_VERSION}: "
             "its node scores are calibrated differently, so the model must be refitted")
+    params = {**getattr(cls, "_params_added_later", {}), **params}
     obj = cls(**params)
     off = np.asarray(arrays["node_offsets"], np.int64)
     trees = []
@@ -92,4 +97,10 @@ def tree_model_from_artifact_state(cls, params, meta, arrays):
                   np.asarray(arrays["bias_w"]), off, meta["bias_value"],
                   arrays["calibration_a"], arrays["calibration_b"], groups)
     obj.train_time_ = meta.get("train_time_")
+    if hasattr(obj, "form"):
+        # KTXMLC: what its fit chose; older artifacts say nothing: derived from the trees
+        flat = len(trees) == 1 and int(trees[0]["n_children"][0]) == int(meta["n_labels_"])
+        obj.form_ = str(meta.get("form_", "flat" if flat else "trees"))
+        obj.C_ = float(meta.get("C_", params.get("C", obj.C)))
+        obj.choice_ = str(meta.get("choice_", "saved before KTXMLC chose its own form"))
     return obj

@@ -66,6 +66,12 @@ __all__ = ["KTXMLC", "OneVsAll", "DefragKTXMLC", "warmup"]
 _SCORES = {"calibrated": 0, "l2-hinge": 2, "l3-hinge": 3}
 _LOSSES = {"squared_hinge": 0, "log": 1, "mixed": -1}
 
+def _is_flat(trees, L) -> bool:
+    """Whether ``trees`` is one flat tree (the root's children are every label)."""
+    return len(trees) == 1 and int(trees[0]["n_children"][0]) == int(L) \
+        and bool(np.all(trees[0]["label"][1:] >= 0))
+
+
 # ----------------------------------------------------------------------------- model base
 class _TreeModel(BaseEstimator):
     """Shared storage and beam-search prediction of KTXMLC and OneVsAll.
@@ -103,10 +109,10 @@ class _TreeModel(BaseEstimator):
         :class:`featagg_core.utils.validation.InvalidParameterError` naming the first bad one)."""
         validate_params(self.get_params(deep=False), self._parameter_constraints)
 
-    def _solver_spec(self, calib):
+    def _solver_spec(self, calib, C=None):
         self._validate_params()
         loss = getattr(self, "loss", "squared_hinge")
-        C = float(self.C)
+        C = float(self.C if C is None else C)
         C_log = C if loss == "log" else float(getattr(self, "C_log", 10.0))
         return core.SolverSpec(C, float(self.eps), int(self.max_iter),
                                float(self.weight_threshold), float(self.bias), calib,
@@ -154,8 +160,8 @@ class _TreeModel(BaseEstimator):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; "
                                  "call fit(X, Y) first")
 
-    def _fit_tail(self, X, Y, trees_or_n, spec, calib, progress):
-        solver = self._solver_spec(calib)
+    def _fit_tail(self, X, Y, trees_or_n, spec, calib, progress, C=None, flat_rule=None):
+        solver = self._solver_spec(calib, C)
         n_jobs = self._n_jobs()
         X = check_X(X)
         Y = check_Y(Y, X.shape[0])
@@ -174,7 +180,9 @@ class _TreeModel(BaseEstimator):
         else:
             trees_or_n = [core.ova_tree(Y.shape[1])]
         flat_beam = None
-        if getattr(self, "one_vs_all", "never") == "auto":
+        if flat_rule is None:
+            flat_rule = getattr(self, "one_vs_all", "never") == "auto"
+        if flat_rule:
             flat_beam = int(self.beam_width)
         out = fit_trees_and_nodes(X, Y, R, spec, solver, trees_or_n, n_jobs, progress, stop,
                                    flat_beam)
@@ -327,10 +335,20 @@ class KTXMLC(_TreeModel):
     one_vs_all : "auto" or "never", "auto": when the beam reaches every leaf cluster of
         every grown tree (the trees would prune nothing at prediction) and one-vs-all
         costs no more training work than the ensemble, train one flat tree (one-vs-all)
-        instead (see Notes); "never": always the trees.
+        instead (see Notes); "never": always the trees (with ``form="auto"``: the flat
+        model is not a candidate).
+    form : "auto", "trees" or "flat", default "auto". "auto": the fit chooses between
+        the flat model (one-vs-all) and the label trees, and C among ``{C/2, C, 2C}``,
+        on validation rows carved from the training rows, then refits the winner on all
+        of them (see Notes); "trees": the label trees (and ``one_vs_all``'s rule) at
+        ``C``; "flat": one-vs-all at ``C``.
 
     Attributes
     ----------
+    form_ : "flat" or "trees", the form fitted; ``C_`` : the C it was fitted with;
+        ``choice_`` : one sentence saying what was chosen and on what evidence;
+        ``selection_`` : the candidates tried (list of dicts: ``form``, ``C``, ``P@1``,
+        ``P@5`` on the validation rows, ``work``, ``chosen``; empty when none was tried).
     trees_, W_, bias_w_, node_offsets_, calibration_a_, calibration_b_, calibration_ :
         the fitted trees, stacked node classifiers and their calibration (see
         ``_TreeModel``); ``n_features_in_``, ``n_labels_``, ``train_time_`` (s),
@@ -383,6 +401,21 @@ class KTXMLC(_TreeModel):
       single layer), cheaper to train and to predict than the trees. Sets with more labels
       than ``beam_width * max_leaf_labels`` always keep their trees. A label set that fits
       one leaf (L <= ``max_leaf_labels``) is one flat tree whatever this setting.
+    * ``form="auto"`` (default): no single fixed setting wins on every set (the flat model
+      leads on P@1 where the trees lead on P@5, e.g. Corel16k; see
+      ``benchmarks/results/xmlc.md``), so the data chooses.
+      :func:`featagg_core.xmlc.form_choice.carve_rows` carves 20 % of the training rows
+      (seeded by ``random_state``) as validation rows; candidates are fitted on the
+      others (at most 50,000 of them): first the flat model and the trees at ``C`` (the
+      flat model only when L <= ``beam_width * max_leaf_labels``, where its n x L work
+      stays within the trees' order; the trees only when L > ``max_leaf_labels``), then
+      the leading form at ``C/2`` and ``2C`` (4 candidate fits at most, on 80 % of the
+      rows). The winner (:func:`featagg_core.xmlc.form_choice.pick_candidate`): best
+      validation P@1, P@5 deciding between candidates whose P@1 differs by less than
+      one standard error of the paired per-row difference. It is refitted on all
+      training rows, so the fitted model equals ``KTXMLC(form=form_, C=C_,
+      one_vs_all="never")`` fitted directly. Fewer than 50 validation rows: no choice,
+      the trees (or one flat tree by ``one_vs_all``'s rule) at ``C``.
     """
 
     def __init__(self, n_clusters=16, n_trees=3, max_depth=20, max_leaf_labels=100, C=0.5,
@@ -391,7 +424,8 @@ class KTXMLC(_TreeModel):
                  min_cluster_size=2, kmeans_oversampling=2.0, kmeans_rounds=None,
                  kmeans_max_iter=20, kmeans_tol=1e-4, eps=0.1, max_iter=20,
                  weight_threshold=0.1, bias=1.0, normalize=True, calibration_rows=64,
-                 loss="squared_hinge", C_log=10.0, n_jobs=None, one_vs_all="auto"):
+                 loss="squared_hinge", C_log=10.0, n_jobs=None, one_vs_all="auto",
+                 form="auto"):
         self.n_clusters = n_clusters
         self.n_trees = n_trees
         self.max_depth = max_depth
@@ -419,6 +453,11 @@ class KTXMLC(_TreeModel):
         self.C_log = C_log
         self.n_jobs = n_jobs
         self.one_vs_all = one_vs_all
+        self.form = form
+
+    #: parameters added after KTXMLC artifacts were first saved, with the value that
+    #: describes such an artifact's model (it was fitted without the choice of form)
+    _params_added_later = {"form": "trees"}
 
     _parameter_constraints: dict = {
         **_TreeModel._parameter_constraints,
@@ -439,6 +478,7 @@ class KTXMLC(_TreeModel):
         "loss": [Options(str, set(_LOSSES))],
         "C_log": POSITIVE,
         "one_vs_all": [Options(str, {"auto", "never"})],
+        "form": [Options(str, {"auto", "trees", "flat"})],
     }
 
     def _tree_spec(self):
@@ -477,8 +517,88 @@ class KTXMLC(_TreeModel):
             bad ``X`` / ``Y`` (no rows, not 0/1, row counts that differ, NaN).
         """
         validate_params(self.get_params(deep=False), self._parameter_constraints)
-        spec, n_trees, calib = self._fit_plan(n_label_columns(Y))
-        return self._fit_tail(X, Y, n_trees, spec, calib, progress)
+        if self.form != "auto":
+            self._fit_form(X, Y, self.form, float(self.C), None, progress)
+            self.selection_ = []
+            self.choice_ = (f"{self.form} as set (C = {float(self.C):g})")
+            return self
+        X = check_X(X)
+        Y = check_Y(Y, X.shape[0])
+        form, C, table, reason = self._choose_form(X, Y, sub_progress(progress, 0.0, 0.5,
+                                                                        "choosing the form"))
+        self._fit_form(X, Y, form, C, False if table else None,
+                       sub_progress(progress, 0.5, 1.0, f"refit ({form}, C = {C:g})")
+                       if table else progress)
+        self.selection_ = table
+        self.choice_ = reason
+        return self
+
+    def _fit_form(self, X, Y, form, C, flat_rule, progress):
+        """Fit one form ("flat": one-vs-all as one flat tree; "trees": the label trees,
+        replaced by one flat tree under ``flat_rule`` (None: ``one_vs_all``'s rule)) at
+        ``C``; sets ``form_`` (what was fitted) and ``C_``."""
+        if form == "flat":
+            self._fit_tail(X, Y, None, None, int(self.calibration_rows), progress, C=C)
+        else:
+            spec, n_trees, calib = self._fit_plan(n_label_columns(Y))
+            self._fit_tail(X, Y, n_trees, spec, calib, progress, C=C, flat_rule=flat_rule)
+        self.form_ = "flat" if _is_flat(self.trees_, self.n_labels_) else "trees"
+        self.C_ = float(C)
+        return self
+
+    def _choose_form(self, X, Y, progress):
+        """``(form, C, table, reason)``: the form and C :mod:`featagg_core.xmlc.form_choice`
+        picks on validation rows carved from (X, Y) (see Notes); ``table`` is empty when no
+        choice was made (too few rows, or a single candidate)."""
+        from featagg_core.xmlc import form_choice as fc
+
+        n, L = X.shape[0], Y.shape[1]
+        spec = self._tree_spec()
+        C0 = float(self.C)
+        trees_differ = L > spec.max_leaf
+        flat_ok = (not trees_differ) or (self.one_vs_all != "never"
+                                          and L <= int(self.beam_width) * spec.max_leaf)
+        forms = (["flat"] if flat_ok else []) + (["trees"] if trees_differ else [])
+        fit_rows, valid_rows = fc.carve_rows(n, int(self.random_state))
+        if valid_rows.size == 0:
+            form = "trees" if trees_differ else "flat"
+            return form, C0, [], (f"{form} at C = {C0:g} without a choice: fewer than "
+                                  f"{fc.MIN_VALID_ROWS} validation rows in {n} rows")
+        Xf, Yf = X[fit_rows], Y[fit_rows]
+        Xv, Yv = X[valid_rows], Y[valid_rows]
+        table, hits = [], []
+        plan = [(f, C0) for f in forms]
+        n_planned = len(plan) + len(fc.C_FACTORS) - 1
+
+        def trial(form, C):
+            j = len(table)
+            cand = self._candidate(form, C)
+            cand._fit_form(Xf, Yf, form, C, False,
+                           sub_progress(progress, j / n_planned, (j + 1) / n_planned,
+                                        f"candidate {form}, C = {C:g}"))
+            h1, p5 = fc.validation_hits(Yv, cand.predict_scores(Xv, k=5), 5)
+            hits.append(h1)
+            table.append({"form": form, "C": float(C), "P@1": float(h1.mean()), "P@5": p5,
+                          "work": int(cand.train_work_)})
+
+        for form, C in plan:
+            trial(form, C)
+        # the C grid for the form that leads at C0
+        lead, _ = fc.pick_candidate(hits, [r["P@5"] for r in table])
+        for f in fc.C_FACTORS:
+            if f != 1.0:
+                trial(table[lead]["form"], C0 * f)
+        chosen, tied = fc.pick_candidate(hits, [r["P@5"] for r in table])
+        form, C = table[chosen]["form"], table[chosen]["C"]
+        for j, row in enumerate(table):
+            row["chosen"] = j == chosen
+        return form, C, table, fc.describe(form, C, table, chosen, tied, int(valid_rows.size))
+
+    def _candidate(self, form, C):
+        """An unfitted copy of ``self`` that fits one fixed form at C (``n_jobs`` kept)."""
+        params = self.get_params(deep=False)
+        params.update(form=form, C=C)
+        return type(self)(**params)
 
     def _fit_plan(self, n_labels):
         """(tree spec, trees to grow, calibration rows) of a fit on ``n_labels`` labels;

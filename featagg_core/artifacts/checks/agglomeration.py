@@ -120,7 +120,16 @@ def _clustering_param(c: StateChecker, d: int, K: int) -> None:
 def _refrag(c: StateChecker) -> None:
     from featagg_core.agglomeration.fiat import NORMALIZATIONS
     from featagg_core.agglomeration.refrag import SCORE_NORMALIZATIONS
-    c.p_float("alpha", 0.0, 1.0)
+    if c.params.get("alpha") == "auto":
+        # tuned on validation rows: the knobs it chose are in meta
+        c.p_choice("alpha", ("auto",))
+        c.m_float("alpha_", 0.0, 1.0)
+        c.m_float("gamma_", 0.0)
+        c.m_float("propensity_exponent_", 0.0)
+        c.m_any("tuned_")
+        c.m_any("choice_")
+    else:
+        c.p_float("alpha", 0.0, 1.0)
     c.p_float("gamma", 0.0)
     c.p_int("shortlist_size", 1)
     c.p_int("n_prototype_candidates", 0)

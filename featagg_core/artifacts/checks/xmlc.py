@@ -51,6 +51,8 @@ def _ktxmlc(c: StateChecker) -> None:
         c.p_choice("partition", ("bisect", "kmeans"))
     if c.has_param("one_vs_all"):
         c.p_choice("one_vs_all", ("auto", "never"))
+    if c.has_param("form"):
+        c.p_choice("form", ("auto", "trees", "flat"))
     _solver_params(c)
     _check_tree_model(c, ova=False, n_trees=n_trees, K=K)
 
@@ -68,6 +70,13 @@ def _check_tree_model(c: StateChecker, ova: bool, n_trees=None, K=None) -> None:
     T = c.m_int("n_trees_", 1, MAX_TREES)
     bias = c.m_float("bias_value", 0.0)
     c.m_float("train_time_", 0.0, none=True, optional=True)
+    # what KTXMLC(form="auto") chose (absent in older artifacts)
+    if "form_" in c.meta:
+        c.m_choice("form_", ("flat", "trees"))
+    c.m_float("C_", 0.0, optional=True)
+    if "choice_" in c.meta and not isinstance(c.meta["choice_"], str):
+        c.fail(c._mname("choice_"), "must be a string")
+    c.m_any("choice_", optional=True)
     shape = c.m_list("W_shape", 2)
     if ova and T != 1:
         c.fail(c._mname("n_trees_"), f"= {T}; a one-vs-all model has exactly one tree")
@@ -194,6 +203,13 @@ def _defrag_ktxmlc(c: StateChecker) -> None:
     d = c.m_int("n_features_in_", 1)
     L = c.m_int("n_labels_", 1)
     c.m_float("train_time_", 0.0, none=True, optional=True)
+    # what KTXMLC(form="auto") chose (absent in older artifacts)
+    if "form_" in c.meta:
+        c.m_choice("form_", ("flat", "trees"))
+    c.m_float("C_", 0.0, optional=True)
+    if "choice_" in c.meta and not isinstance(c.meta["choice_"], str):
+        c.fail(c._mname("choice_"), "must be a string")
+    c.m_any("choice_", optional=True)
     members = c.m_list("members", n_trees if per_tree else 1)
     for t, m in enumerate(members):
         if not isinstance(m, dict) or set(m) != {"defrag", "model", "defrag_params",
