@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from featagg_app import runs_ui, state
+from featagg_app.keys import data_key
 from featagg_app.text import md_escape
 from featagg_core.runs.estimate import format_seconds
 from featagg_app.views import triage as tv
@@ -96,11 +97,13 @@ def defrag_tradeoff(page: str, data, split) -> None:
             "per tree, each tree a one-tree KTXMLC on its own features, scores averaged.")
         c1, c2, c3 = st.columns([2, 2, 1.4])
         d0s = c1.multiselect("d0 values", [1, 2, 4, 8, 16, 32, 64, 128],
-                             default=list(DEFAULT_D0S), key=f"{page}_tr_d0s")
+                             default=list(DEFAULT_D0S),
+                             key=data_key(f"{page}_tr_d0s", data))
         kinds = c2.multiselect("Classifiers", ["KTXMLC", "one-vs-all"],
-                               default=["KTXMLC", "one-vs-all"], key=f"{page}_tr_kinds")
+                               default=["KTXMLC", "one-vs-all"],
+                               key=data_key(f"{page}_tr_kinds", data))
         per_tree = c3.checkbox("Per-tree ensemble", value=True,
-                               key=f"{page}_tr_per_tree",
+                               key=data_key(f"{page}_tr_per_tree", data),
                                help="the DEFRAG paper's ensemble of DEFRAG realisations: "
                                     "KTXMLC with one agglomeration (its own seed) per tree")
         classifiers = tuple({"KTXMLC": "ktxmlc", "one-vs-all": "ova"}[k] for k in kinds)
@@ -138,11 +141,13 @@ def ktxmlc_sweep(page: str, data, split, classifier: dict) -> None:
             "trees (as **Always grow the trees**), even where KTXMLC's default would keep "
             "one flat tree.")
         c1, c2 = st.columns([1, 3])
-        which = c1.radio("Vary", ["K", "trees T"], key=f"{page}_sw_param", horizontal=True)
+        which = c1.radio("Vary", ["K", "trees T"], key=data_key(f"{page}_sw_param", data),
+                         horizontal=True)
         param = "n_clusters" if which == "K" else "n_trees"
         L = int(data.Y.shape[1])
         grid = [k for k in DEFAULT_KS if k < L] if param == "n_clusters" else list(DEFAULT_TREES)
-        values = c2.multiselect("Values", grid, default=grid, key=f"{page}_sw_{param}")
+        values = c2.multiselect("Values", grid, default=grid,
+                                key=data_key(f"{page}_sw_{param}", data))
         # a sweep of the trees' K and T: never the flat tree of one_vs_all="auto"
         base = {"classifier": {**{k: v for k, v in classifier.items() if k != param},
                                "one_vs_all": "never"}}
@@ -214,10 +219,11 @@ def bmgufs_protocol(page: str, data, split, bmgufs: Optional[dict] = None) -> No
         c1, c2, c3 = st.columns(3)
         ds = c1.multiselect("d values", [d for d in (8, 16, 32, 64, 128, 200, 600) if d <= f],
                             default=[d for d in (16, 64, 200) if d <= f] or [f],
-                            key=f"{page}_bp_ds")
+                            key=data_key(f"{page}_bp_ds", data))
         d_grid = c2.number_input("d for the grid and the noise curve", 1, f, min(64, f),
-                                 key=f"{page}_bp_d")
-        n_cand = c3.number_input("Candidate block models", 1, 10, 3, key=f"{page}_bp_cand")
+                                 key=data_key(f"{page}_bp_d", data))
+        n_cand = c3.number_input("Candidate block models", 1, 10, 3,
+                                 key=data_key(f"{page}_bp_cand", data))
         extra["n_candidates"] = int(n_cand)
         b1, b2, b3 = st.columns(3)
         one = runs_ui.estimate(data, split, {"feature_selection": {"kind": "bmgufs",

@@ -9,6 +9,7 @@ import streamlit as st
 
 from featagg_app.views import export as ev
 from featagg_app import runs_ui, state
+from featagg_app.keys import data_key
 from featagg_app.text import md_escape, show_error
 from featagg_app.intake.uploads import MAX_IMPORT_MB
 from featagg_core.artifacts.store import (
@@ -166,7 +167,7 @@ for key, pipe, note in entries:
                 and data is not None and data.kind == "table":
             # a vocabulary compressor saved on its own: say which column it compresses
             col = st.selectbox(f"{key}: the column this compressor applies to",
-                               list(data.table.columns), key=f"col_{key}")
+                               list(data.table.columns), key=data_key(f"col_{key}", data))
             pipe, note = as_pipeline(obj, column=col), f"compressing column {col!r}"
         if pipe is None:
             st.subheader(key)

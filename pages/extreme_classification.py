@@ -8,6 +8,7 @@ import streamlit as st
 
 from featagg_app.views import display
 from featagg_app import experiment_sections, runs_ui, state
+from featagg_app.keys import data_key
 from featagg_app.text import md_escape, show_error
 from featagg_app.views import xmlc as xv
 from featagg_core.artifacts.store import artifact_bytes
@@ -15,7 +16,8 @@ from featagg_core.experiment import bucket_metrics, canonical_spec, elbow, predi
 
 PAGE = "Extreme classification"
 FEATURES = ["raw", "agglomerated (DEFRAG)"]
-#: the presets' KTXMLC settings (widget key -> value); "custom" leaves them as they are
+#: the presets' KTXMLC settings (widget name -> value; the widgets are keyed by the dataset,
+#: featagg_app.keys.data_key); "custom" leaves them as they are
 PRESETS = {
     "paper": {"xmlc_K": 16, "xmlc_trees": 3, "xmlc_depth": 20, "xmlc_leaf": 100,
               "xmlc_beam": 10},
@@ -45,29 +47,23 @@ def _fit_to_labels(key, value, L_now):
     return value
 
 
-def _apply_preset():
-    L_now = st.session_state.get("_xmlc_L", 10**9)
-    for key, value in PRESETS[st.session_state.get("xmlc_preset", "paper")].items():
-        st.session_state[key] = _fit_to_labels(key, value, L_now)
+def _apply_preset(data):
+    """The chosen preset's numbers in the widgets of ``data`` (fitted to its label count).
+    The widgets are keyed by the dataset: another dataset starts from its own preset, so a
+    number never carries over (Streamlit would reset one outside its new range to the
+    minimum: a leaf size of 1 and K = 2 after Bibtex → Yeast)."""
+    L_now = int(data.Y.shape[1])
+    preset = st.session_state.get(data_key("xmlc_preset", data), "paper")
+    for key, value in PRESETS[preset].items():
+        st.session_state[data_key(key, data)] = _fit_to_labels(key, value, L_now)
 
 
-def _refit_knobs_to_labels(L_now):
-    """The dataset changed under the page (the sidebar): a preset's numbers are fitted to
-    the new label count again (back to leaves of 100 on a larger set), and custom numbers
-    are clipped into the new ranges. Left alone, Streamlit would reset an out-of-range
-    number to its minimum: a leaf size of 1 and K = 2 after Bibtex → Yeast."""
-    if st.session_state.get("xmlc_preset", "custom") != "custom":
-        _apply_preset()
-        return
-    for key in ("xmlc_K", "xmlc_leaf"):
-        if key in st.session_state:
-            st.session_state[key] = _fit_to_labels(key, int(st.session_state[key]), L_now)
-
-
-def _preset_matches(L_now) -> bool:
+def _preset_matches(data) -> bool:
     """Whether the numbers on the page are still the chosen preset's."""
-    preset = PRESETS[st.session_state["xmlc_preset"]]
-    return all(st.session_state.get(k) == _fit_to_labels(k, v, L_now) for k, v in preset.items())
+    L_now = int(data.Y.shape[1])
+    preset = PRESETS[st.session_state[data_key("xmlc_preset", data)]]
+    return all(st.session_state.get(data_key(k, data)) == _fit_to_labels(k, v, L_now)
+               for k, v in preset.items())
 
 st.title(PAGE)
 
@@ -149,7 +145,7 @@ if features == FEATURES[1]:
                 "split's training rows.")
     else:
         d0 = st.number_input("DEFRAG leaf size d0 (features per cluster)", 2, 64, 8,
-                             key="xmlc_d0")
+                             key=data_key("xmlc_d0", data))
         defrag_spec = {"d0": int(d0), "representation": "XY"}
         st.info(f"No DEFRAG run on this split in this session (Feature agglomeration page): "
                 f"the pipeline fits DEFRAG-XY d0 = {int(d0)} on the training rows as its "
@@ -157,38 +153,35 @@ if features == FEATURES[1]:
 
 # ------------------------------------------------------------------ parameters
 L = data.Y.shape[1]
-fitted_to_L = st.session_state.get("_xmlc_L")
-st.session_state["_xmlc_L"] = int(L)
+K_PRESET = data_key("xmlc_preset", data)
 if is_tree:
-    if "xmlc_preset" in st.session_state and fitted_to_L not in (None, int(L)):
-        _refit_knobs_to_labels(int(L))
-    if "xmlc_preset" not in st.session_state:
+    if K_PRESET not in st.session_state:
         # a training set on which the paper's settings would take minutes starts on the
         # fast preset; either way the person can switch
         paper = canonical_spec({"classifier": dict(
             kind="ktxmlc", n_clusters=16, n_trees=3, max_depth=20,
             max_leaf_labels=min(100, L), beam_width=10, random_state=0)})
         est = runs_ui.estimate(data, split, paper)
-        st.session_state["xmlc_preset"] = ("fast" if est is not None and est > FAST_FROM_S
-                                           else "paper")
-        _apply_preset()
+        st.session_state[K_PRESET] = ("fast" if est is not None and est > FAST_FROM_S
+                                      else "paper")
+        _apply_preset(data)
     if page_ns.get("elbow_K_pending") is not None:    # the elbow's K, once computed
-        st.session_state["xmlc_K"] = int(page_ns.pop("elbow_K_pending"))
+        st.session_state[data_key("xmlc_K", data)] = int(page_ns.pop("elbow_K_pending"))
     # widgets not drawn on a run (One-vs-all picked) lose their state: refill from the
     # preset (the paper's values for "custom")
-    for _k, _v in (PRESETS[st.session_state["xmlc_preset"]] or PRESETS["paper"]).items():
-        if _k not in st.session_state:
-            st.session_state[_k] = _fit_to_labels(_k, _v, L)
+    for _k, _v in (PRESETS[st.session_state[K_PRESET]] or PRESETS["paper"]).items():
+        if data_key(_k, data) not in st.session_state:
+            st.session_state[data_key(_k, data)] = _fit_to_labels(_k, _v, L)
     # the preset Custom started from: it keeps that preset's settings without a widget
     # (Fast's 5 passes), so changing the beam does not also make the solver 4x slower
-    if st.session_state["xmlc_preset"] != "custom":
-        st.session_state["_xmlc_preset_base"] = st.session_state["xmlc_preset"]
+    if st.session_state[K_PRESET] != "custom":
+        st.session_state[data_key("_xmlc_preset_base", data)] = st.session_state[K_PRESET]
     # a number changed by hand (or by the elbow) is no longer the preset: say so, rather
     # than keep "Default (K=16, 3 trees)" above a page that trains one tree
-    if st.session_state["xmlc_preset"] != "custom" and not _preset_matches(int(L)):
-        st.session_state["xmlc_preset"] = "custom"
-    st.radio("Preset", list(PRESETS), key="xmlc_preset", horizontal=True,
-             format_func=PRESET_TITLES.__getitem__, on_change=_apply_preset,
+    if st.session_state[K_PRESET] != "custom" and not _preset_matches(data):
+        st.session_state[K_PRESET] = "custom"
+    st.radio("Preset", list(PRESETS), key=K_PRESET, horizontal=True,
+             format_func=PRESET_TITLES.__getitem__, on_change=_apply_preset, args=(data,),
              help="**Default**: KTXMLC's defaults, K = 16, 3 trees, leaves of 100 labels, "
                   "beam 10 (the settings measured against omikuji, napkinXC and PECOS in "
                   "benchmarks/results/xmlc.md). **Fast**: one balanced 16-way tree, leaves of "
@@ -199,23 +192,26 @@ if is_tree:
                   "which keeps the settings the page does not show of the preset it "
                   "started from.")
     # the preset itself, or the one Custom started from (set above on every preset run)
-    preset_base = st.session_state.get("_xmlc_preset_base", "paper")
+    preset_base = st.session_state.get(data_key("_xmlc_preset_base", data), "paper")
     hidden = PRESET_EXTRAS.get(preset_base, {})
-    if st.session_state["xmlc_preset"] == "custom" and hidden:
+    if st.session_state[K_PRESET] == "custom" and hidden:
         st.caption(f"Custom, started from **{PRESET_TITLES[preset_base]}**: it keeps that "
                    f"preset's {PRESET_EXTRAS_TEXT[preset_base]}. Pick *Default* for KTXMLC's "
                    "own values.")
     p1, p2, p3 = st.columns(3)
-    K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)), key="xmlc_K")
+    K = p1.number_input("K (children per node)", 2, max(2, min(L, 1000)),
+                        key=data_key("xmlc_K", data))
     if page_ns.get("elbow_applied") is not None:
         p1.caption(f"K preselected from the elbow (K = {page_ns['elbow_applied'][1]}).")
-    n_trees = p1.number_input("Trees", 1, 10, key="xmlc_trees")
-    depth = p2.number_input("Max depth", 1, 30, key="xmlc_depth")
-    leaf = p2.number_input("Leaf size (max labels per leaf)", 1, max(1, L), key="xmlc_leaf")
-    C = p3.number_input("C (SVM cost)", 0.01, 100.0, 0.5, key="xmlc_C", format="%.2f")
-    beam = p3.number_input("Beam width", 1, 200, key="xmlc_beam")
+    n_trees = p1.number_input("Trees", 1, 10, key=data_key("xmlc_trees", data))
+    depth = p2.number_input("Max depth", 1, 30, key=data_key("xmlc_depth", data))
+    leaf = p2.number_input("Leaf size (max labels per leaf)", 1, max(1, L),
+                           key=data_key("xmlc_leaf", data))
+    C = p3.number_input("C (SVM cost)", 0.01, 100.0, 0.5, key=data_key("xmlc_C", data),
+                        format="%.2f")
+    beam = p3.number_input("Beam width", 1, 200, key=data_key("xmlc_beam", data))
     keep_trees = p3.checkbox(
-        "Always grow the trees", key="xmlc_keep_trees",
+        "Always grow the trees", key=data_key("xmlc_keep_trees", data),
         help="Off (KTXMLC's default): when the beam reaches every leaf cluster anyway — the "
              "trees would skip no label — and one-vs-all costs no more training, KTXMLC "
              "keeps one flat tree (one-vs-all) instead. On: always the label trees.")
@@ -231,7 +227,7 @@ if is_tree:
                    "(largest distance to the chord).")
         ks = tuple(k for k in (2, 4, 8, 16, 32, 64) if k < L) or (2,)
         elbow_key = (split.split_id, None if defrag_run is None else defrag_run.run_id, ks)
-        if st.toggle("Compute the elbow curve", key="xmlc_elbow_on"):
+        if st.toggle("Compute the elbow curve", key=data_key("xmlc_elbow_on", data)):
             base_pipe = None if defrag_run is None else defrag_run.pipeline
             el = runs_ui.page_result(
                 PAGE, "elbow", elbow_key, f"Elbow K = {', '.join(map(str, ks))}",
@@ -247,7 +243,8 @@ if is_tree:
                          + (" (on the DEFRAG features of that run)." if defrag_run else "."))
 else:
     p1, _ = st.columns([1, 2])
-    C = p1.number_input("C (SVM cost)", 0.01, 100.0, 0.5, key="xmlc_C_ova", format="%.2f")
+    C = p1.number_input("C (SVM cost)", 0.01, 100.0, 0.5, key=data_key("xmlc_C_ova", data),
+                        format="%.2f")
     classifier = dict(kind="ova", C=float(C), random_state=0)
     if L > 5000:
         st.warning(f"One-vs-all trains {L:,} classifiers on all training points: this will "
@@ -314,7 +311,8 @@ if hasattr(clf, "tree_nodes"):
     st.subheader("Label tree")
     lc = _train_label_counts(data.fingerprint, split.split_id, data.Y, split.train)
     l1, l2 = st.columns([1, 3])
-    t = l1.selectbox("Tree", list(range(1, len(clf.trees_) + 1)), key="xmlc_tree_pick") - 1
+    t = l1.selectbox("Tree", list(range(1, len(clf.trees_) + 1)),
+                     key=data_key("xmlc_tree_pick", data)) - 1
     if views.get("tree") != t:
         views["tree"], views["tree_nodes"], views["tree_root"] = t, clf.tree_nodes(t), 0
     nodes, tree_root = views["tree_nodes"], int(views.get("tree_root", 0))

@@ -7,6 +7,7 @@ import streamlit as st
 from featagg_app.views import agglomeration as dv
 from featagg_app.views import display
 from featagg_app import experiment_sections, runs_ui, state
+from featagg_app.keys import data_key
 from featagg_app.text import md_escape, show_error
 from featagg_core.runs.estimate import format_seconds
 from featagg_core.artifacts.store import artifact_bytes
@@ -73,22 +74,22 @@ def _train_counts(fingerprint, split_id, _X, _rows):
 
 # ------------------------------------------------------------------ controls
 c1, c2, c3 = st.columns([1.2, 1, 1])
-rep = c1.radio("Representation", ["XY", "X"], horizontal=True, key="fa_rep",
+rep = c1.radio("Representation", ["XY", "X"], horizontal=True, key=data_key("fa_rep", data),
                help="XY: a feature is the labels it co-occurs with; X: the points it occurs in")
-d0 = c2.slider("d0 (max features per cluster)", 1, 256, 8, key="fa_d0")
-seed = c3.number_input("Seed", 0, 10_000, 0, step=1, key="fa_seed")
+d0 = c2.slider("d0 (max features per cluster)", 1, 256, 8, key=data_key("fa_d0", data))
+seed = c3.number_input("Seed", 0, 10_000, 0, step=1, key=data_key("fa_seed", data))
 with st.expander("Advanced", expanded=False):
     a1, a2, a3, a4 = st.columns(4)
-    sp_points = a1.slider("Points used (%)", 5, 100, 100, step=5, key="fa_sp",
+    sp_points = a1.slider("Points used (%)", 5, 100, 100, step=5, key=data_key("fa_sp", data),
                           help="100 = all training points; the original code used the 20 % "
                                "with the most non-zeros")
-    sp_labels = a2.slider("Labels used (%) (XY)", 1, 100, 100, key="fa_sl",
+    sp_labels = a2.slider("Labels used (%) (XY)", 1, 100, 100, key=data_key("fa_sl", data),
                           help="100 = all labels; the original code used the 5 % most "
                                "frequent")
-    aggregation = a3.radio("Aggregation", ["sum", "avg"], horizontal=True, key="fa_agg",
+    aggregation = a3.radio("Aggregation", ["sum", "avg"], horizontal=True, key=data_key("fa_agg", data),
                            help="sum: a cluster's value is the sum of its features; avg: "
                                 "divided by how many of them are non-zero in that point")
-    with_kmeans = a4.checkbox("k-means baseline", value=d <= 50_000, key="fa_km",
+    with_kmeans = a4.checkbox("k-means baseline", value=d <= 50_000, key=data_key("fa_km", data),
                               help="MiniBatchKMeans with the same K, run after DEFRAG as its "
                                    "own job (on a sample of features when the full fit would "
                                    "take over a minute)")
@@ -260,7 +261,7 @@ t1, t2, t3 = st.columns([1, 1, 2])
 kind = t1.radio("Chart", ["icicle", "sunburst"], horizontal=True, key="fa_kind")
 max_lv = max(1, min(dv.MAX_TREE_LEVELS, tree.max_depth))
 if max_lv > 1:
-    levels = t2.slider("Levels shown", 1, max_lv, min(4, max_lv), key="fa_levels")
+    levels = t2.slider("Levels shown", 1, max_lv, min(4, max_lv), key=data_key("fa_levels", data))
 else:
     levels = 1
     t2.caption("The tree is a single split level or a single cluster.")
@@ -274,7 +275,7 @@ options = dv.drill_options(tree, root, levels)
 # the script run)
 option_labels = {v: dv.node_label(tree, v, counts, names) for v in options}
 picked = t3.selectbox("Drill down to", options, index=options.index(root),
-                      format_func=option_labels.__getitem__, key=f"fa_drill_{root}",
+                      format_func=option_labels.__getitem__, key=data_key(f"fa_drill_{root}", data),
                       help="re-draw the tree from this node (pick an ancestor to go back up)")
 if picked != root:
     page_ns["root"] = int(picked)
@@ -288,7 +289,7 @@ st.caption("Each block is named by its most frequent features (in the training r
 # ------------------------------------------------------------------ cluster inspector
 st.subheader("Cluster inspector")
 i1, i2 = st.columns([1, 2])
-query = i2.text_input("Find the cluster of a feature (name contains…)", key="fa_query")
+query = i2.text_input("Find the cluster of a feature (name contains…)", key=data_key("fa_query", data))
 hits = dv.find_feature(names, query)
 default_c = int(model.labels_[hits[0]]) if hits else 0
 if query and not hits:
@@ -298,7 +299,7 @@ elif hits:
         f"{md_escape(str(names[j]))} → cluster {int(model.labels_[j])}"
         for j in hits[:8]) + (" …" if len(hits) > 8 else ""))
 cluster = i1.number_input("Cluster", 0, K - 1, default_c, step=1,
-                          key=f"fa_cluster_{default_c}")
+                          key=data_key(f"fa_cluster_{default_c}", data))
 k1, k2 = st.columns([3, 2])
 k1.markdown(f"**Features of cluster {int(cluster)}** (points of the training rows)")
 display.table(dv.cluster_table(model, int(cluster), feature_names=names, counts=counts),

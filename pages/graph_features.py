@@ -9,6 +9,7 @@ import streamlit as st
 from featagg_app.views import graph_features as bv
 from featagg_app.views import display
 from featagg_app import experiment_sections, runs_ui, state
+from featagg_app.keys import data_key
 from featagg_app.text import md_escape, show_error
 from featagg_core.artifacts.store import artifact_bytes
 from featagg_core.experiment import (
@@ -81,24 +82,24 @@ n_train = split.train.size
 # ------------------------------------------------------------------ parameters
 c1, c2, c3 = st.columns(3)
 k = c1.number_input("Blocks k", 2, max(2, min(50, n_train - 1)),
-                    int(min(n_classes or 6, max(2, min(50, n_train - 1)))), key="gf_k",
+                    int(min(n_classes or 6, max(2, min(50, n_train - 1)))), key=data_key("gf_k", data),
                     help="default: the number of node classes")
-k_auto = c1.checkbox("k from the data", value=False, key="gf_k_auto",
+k_auto = c1.checkbox("k from the data", value=False, key=data_key("gf_k_auto", data),
                      help="the number of node classes when the nodes have them, else the "
                           "eigengap rule (the largest gap between consecutive eigenvalues of "
                           "the normalised adjacency, k = 2..20); the run says which k it took")
-n_cand = c1.number_input("Candidate block models", 1, 20, 10, key="gf_cand")
-beta = c2.slider("β̄ (weight of L_m)", 0.0, 1.0, 0.6, 0.05, key="gf_beta")
-gamma = c2.number_input("γ (sparsity)", 0.0, 10.0, 2.0, 0.5, key="gf_gamma")
-max_iter = c3.number_input("Iterations", 1, 1000, 200, 10, key="gf_iter")
-d = c3.number_input("d (features to keep)", 1, int(f), int(min(64, f)), key="gf_d")
+n_cand = c1.number_input("Candidate block models", 1, 20, 10, key=data_key("gf_cand", data))
+beta = c2.slider("β̄ (weight of L_m)", 0.0, 1.0, 0.6, 0.05, key=data_key("gf_beta", data))
+gamma = c2.number_input("γ (sparsity)", 0.0, 10.0, 2.0, 0.5, key=data_key("gf_gamma", data))
+max_iter = c3.number_input("Iterations", 1, 1000, 200, 10, key=data_key("gf_iter", data))
+d = c3.number_input("d (features to keep)", 1, int(f), int(min(64, f)), key=data_key("gf_d", data))
 with st.expander("More settings", expanded=False):
     m1, m2, m3 = st.columns(3)
-    init = m1.radio("ONMtF restarts start from", ["spectral", "random"], key="gf_init",
+    init = m1.radio("ONMtF restarts start from", ["spectral", "random"], key=data_key("gf_init", data),
                     help="spectral: k-means labels of the regularised spectral embedding "
                          "(lower RRE); random: uniform random memberships (as the paper)")
-    eta = m2.number_input("Step size η", 1e-4, 1.0, 1e-2, format="%.4f", key="gf_eta")
-    seed = m3.number_input("Random seed", 0, 10_000, 0, key="gf_seed")
+    eta = m2.number_input("Step size η", 1e-4, 1.0, 1e-2, format="%.4f", key=data_key("gf_eta", data))
+    seed = m3.number_input("Random seed", 0, 10_000, 0, key=data_key("gf_seed", data))
 
 
 def _spec(candidate=None):
@@ -143,9 +144,9 @@ best = int(np.argmin(rre))
 labels = [f"#{c}: RRE {r:.4f}" + (" (lowest)" if c == best else "") for c, r in enumerate(rre)]
 if page_ns.get("candidate_run") != run.run_id:
     page_ns["candidate_run"] = run.run_id
-    st.session_state["gf_candidate"] = int(model.candidate_index_)
+    st.session_state[data_key("gf_candidate", data)] = int(model.candidate_index_)
 choice = st.selectbox("Block model guiding the selection", list(range(len(rre))),
-                      format_func=lambda c: labels[c], key="gf_candidate",
+                      format_func=lambda c: labels[c], key=data_key("gf_candidate", data),
                       help="another candidate is a new run (the block models are fitted "
                            "again on the same training nodes, the same seed)")
 if int(choice) != int(model.candidate_index_) and not sec.running \
@@ -207,8 +208,8 @@ if not has_classes:
             "scored. Upload a graph with a class file to compare with the baselines.")
 else:
     cc1, cc2, cc3 = st.columns([1, 1, 2])
-    n_seeds = cc1.number_input("k-means seeds", 1, 20, 3, key="gf_seeds")
-    with_ndfs = cc2.checkbox("include NDFS (slower)", key="gf_ndfs")
+    n_seeds = cc1.number_input("k-means seeds", 1, 20, 3, key=data_key("gf_seeds", data))
+    with_ndfs = cc2.checkbox("include NDFS (slower)", key=data_key("gf_ndfs", data))
     methods = dict(SELECTION_BASELINES)
     if with_ndfs:
         methods["NDFS (graph)"] = {"kind": "ndfs", "affinity": "graph"}

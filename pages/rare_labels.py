@@ -7,6 +7,7 @@ import streamlit as st
 from featagg_app.views import rare_labels as rv
 from featagg_app.views import display
 from featagg_app import runs_ui, state
+from featagg_app.keys import data_key
 from featagg_app.text import md_escape, show_error
 from featagg_core.artifacts.store import artifact_bytes
 from featagg_core.experiment import (
@@ -118,31 +119,31 @@ with tab_r:
     # on by default: the paper's fixed alpha = 0.4 can cost several points of P@5 (Enron
     # 7.7); tuned, P@5 stays within half a point of the classifier's
     tune = st.toggle("Tune α, γ and β on validation rows (REFRAG that never hurts)",
-                     value=True, key="rl_tune",
+                     value=True, key=data_key("rl_tune", data),
                      help="a small grid is scored on the split's validation rows (or on 20 % "
                           "carved from the training rows when the split has none); the "
                           "setting with the largest coverage@5 whose P@5 stays within half a "
                           "point of the classifier's (95 % confidence) is kept. Switch it off "
                           "to set α, γ and β yourself.")
     c1, c2, c3 = st.columns(3)
-    alpha = c1.slider("α — weight of the classifier", 0.0, 1.0, 0.4, 0.05, key="rl_alpha",
+    alpha = c1.slider("α — weight of the classifier", 0.0, 1.0, 0.4, 0.05, key=data_key("rl_alpha", data),
                       disabled=tune,
                       help="1 keeps the classifier's ranking; lower values listen more to the "
                            "label prototypes")
     gamma = c2.select_slider("γ — sharpness of the affinity",
                              options=[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0], value=1.0,
-                             key="rl_gamma", disabled=tune)
+                             key=data_key("rl_gamma", data), disabled=tune)
     beta = c3.select_slider("β — rare-label weight", options=[0.0, 0.25, 0.5, 1.0, 2.0],
-                            value=0.5, key="rl_beta", disabled=tune,
+                            value=0.5, key=data_key("rl_beta", data), disabled=tune,
                             help="affinity multiplied by (inverse propensity)^β; 0 = paper")
     with st.expander("More settings"):
         a1, a2, a3 = st.columns(3)
         shortlist = a1.number_input("classifier shortlist per point", 5, 500, 100, 5,
-                                    key="rl_short")
+                                    key=data_key("rl_short", data))
         n_proto = a2.number_input("extra candidates: nearest prototypes", 0, 100, 10, 1,
-                                  key="rl_nproto")
+                                  key=data_key("rl_nproto", data))
         norm = a3.selectbox("C^F normalisation", ["cosine", "conditional", "row", "none"],
-                            key="rl_norm",
+                            key=data_key("rl_norm", data),
                             help="'none' is the literal C^F Xᵀ Y of the paper")
     rerank = {"kind": "refrag", "alpha": float(alpha), "gamma": float(gamma),
               "propensity_exponent": float(beta), "shortlist": int(shortlist),
@@ -248,10 +249,10 @@ with tab_r:
 with tab_f:
     f1, f2, f3 = st.columns(3)
     p = f1.select_slider("fraction of features erased", options=list(DEFAULT_FRACTIONS),
-                         value=0.5, key="rl_p")
-    mix = f2.slider("mix — weight of imputed values", 0.0, 1.0, 0.25, 0.05, key="rl_mix")
+                         value=0.5, key=data_key("rl_p", data))
+    mix = f2.slider("mix — weight of imputed values", 0.0, 1.0, 0.25, 0.05, key=data_key("rl_mix", data))
     fnorm = f3.selectbox("C^F normalisation", ["cosine", "conditional", "row", "none"],
-                         key="rl_fnorm")
+                         key=data_key("rl_fnorm", data))
     try:
         f_spec = canonical_spec({**base.spec, "impute": {"kind": "fiat", "mix": float(mix),
                                                          "normalization": fnorm}})
@@ -294,7 +295,7 @@ with tab_f:
                        "for every method, nested across fractions.")
 
         st.subheader("One point, before and after")
-        i = st.number_input("test point", 0, max(n_eval - 1, 0), 0, 1, key="rl_point")
+        i = st.number_input("test point", 0, max(n_eval - 1, 0), 0, 1, key=data_key("rl_point", data))
         Xs = test_rows.X[int(i):int(i) + 1]
         imputer = fr.pipeline.imputer
         Xe = erase_features(test_rows.X[:n_eval], float(p), random_state=0)[int(i):int(i) + 1]

@@ -9,6 +9,7 @@ import streamlit as st
 
 from featagg_app.views import display
 from featagg_app import experiment_sections, runs_ui, state
+from featagg_app.keys import data_key
 from featagg_app.text import md_escape, show_error
 from featagg_app.views import vocabulary as vv
 from featagg_app.views.compare import CURVE_SUFFIX
@@ -66,13 +67,13 @@ st.caption(f"**{md_escape(state.dataset_label(data))}** · upload your own table
            "(CSV / TSV / parquet with a 0/1 label column) in the sidebar.")
 
 table = data.table
-# widgets whose options depend on the dataset are new widgets for each dataset (a browser
-# would otherwise send back the previous dataset's choice, which no longer fits)
-ds_key = data.fingerprint[:12]
+# widgets whose options depend on the dataset are keyed by it (featagg_app.keys): new
+# widgets for each dataset (a browser would otherwise send back the previous dataset's
+# choice, which no longer fits); after another label column, by the derived table
 # ------------------------------------------------------------------ label and columns
 label_opts = [f"{data.label_name} (the table's label)"] + vv.binary_columns(table)
 c1, c2 = st.columns([1, 2])
-label_choice = c1.selectbox("Label column", label_opts, index=0, key=f"vc_label_{ds_key}",
+label_choice = c1.selectbox("Label column", label_opts, index=0, key=data_key("vc_label", data),
                             help="the binary label C; another two-valued column can stand in "
                                  "(it becomes a dataset of its own, split the same way)")
 if label_choice != label_opts[0]:
@@ -102,7 +103,7 @@ if len(np.unique(labels)) < 2:
     st.error(f"The label {label_name!r} has only one class: there is nothing to keep.")
     st.stop()
 columns = c2.multiselect("Columns to compress", feature_cols, default=feature_cols,
-                         key=f"vc_columns_{ds_key}_{label_choice}")
+                         key=data_key("vc_columns", data))
 if not columns:
     st.info("Pick at least one column.")
     st.stop()
@@ -116,24 +117,24 @@ if page_ns.get("m_default_for") != (split.split_id, tuple(columns)):
     # (default_budget); a budget above a column's levels would be lossless by construction
     m0, m_why = default_budget(data, split, columns)
     page_ns["m_default_for"], page_ns["m_why"] = (split.split_id, tuple(columns)), m_why
-    st.session_state["vc_m"] = m0
-m = p1.select_slider("Buckets per column m", options=vv.BUDGET_STEPS, key="vc_m",
+    st.session_state[data_key("vc_m", data)] = m0
+m = p1.select_slider("Buckets per column m", options=vv.BUDGET_STEPS, key=data_key("vc_m", data),
                      help="default: " + page_ns.get("m_why", ""))
-scheme = p2.radio("Budget scheme", SCHEMES, index=1, key="vc_scheme")
+scheme = p2.radio("Budget scheme", SCHEMES, index=1, key=data_key("vc_scheme", data))
 with st.expander("More settings", expanded=False):
     a1, a2, a3, a4 = st.columns(4)
     eps_sg = a1.number_input("ε of the stochastic greedy", 1e-4, 0.5, 0.01, format="%.4f",
-                             key="vc_eps_sg")
+                             key=data_key("vc_eps_sg", data))
     eps_thr = a2.number_input("ε of the threshold greedy", 1e-3, 0.5, 0.05, format="%.3f",
-                              key="vc_eps_thr")
-    min_count = a3.number_input("Pool values seen fewer than", 1, 1000, 1, key="vc_min_count",
+                              key=data_key("vc_eps_thr", data))
+    min_count = a3.number_input("Pool values seen fewer than", 1, 1000, 1, key=data_key("vc_min_count", data),
                                 help="1: no pooling (as in the paper)")
-    seed = a4.number_input("Random seed", 0, 10_000, 0, key="vc_seed")
+    seed = a4.number_input("Random seed", 0, 10_000, 0, key=data_key("vc_seed", data))
     refine = st.checkbox("Nudge each greedy cut to its best place between its neighbours",
-                         value=True, key="vc_refine")
+                         value=True, key=data_key("vc_refine", data))
     curves_on = st.checkbox("Draw the MI-loss-versus-budget curves (every method refitted "
                             "at every budget up to 1,000, as jobs of their own)", value=True,
-                            key="vc_curves")
+                            key=data_key("vc_curves", data))
 
 atoms = vv.atoms_per_column(table, labels, columns, int(min_count))
 dp_ok = max(atoms.values()) <= vv.DP_PAGE_LIMIT
@@ -142,7 +143,7 @@ method_opts = ["submodular", "threshold"] + (["dp"] if dp_ok else []) + \
 methods = p3.multiselect("Methods", method_opts,
                          default=["submodular", "bucketing", "frequency", "divisive"] +
                          (["dp"] if dp_ok else []),
-                         format_func=lambda k: vv.METHOD_TITLES[k], key="vc_methods")
+                         format_func=lambda k: vv.METHOD_TITLES[k], key=data_key("vc_methods", data))
 if not dp_ok:
     p3.caption(f"Exact DP not offered: a column has {max(atoms.values()):,} distinct "
                f"P(C=0|x) levels (limit {vv.DP_PAGE_LIMIT:,}).")
@@ -235,10 +236,10 @@ st.subheader("Sorted P(C = 0 | x) and the split points")
 st.caption("From the training rows' counts (what the compression was fitted on).")
 pic_methods = [mm for mm in methods if mm in CONTIGUOUS] or methods
 s1, s2 = st.columns(2)
-pic_col = s1.selectbox("Column", columns, key=f"vc_pic_col_{ds_key}",
+pic_col = s1.selectbox("Column", columns, key=data_key("vc_pic_col", data),
                        format_func=lambda c: f"{c} ({len(cc_main.compressors[c].vocabulary_):,} values)")
 pic_method = s2.selectbox("Method", pic_methods, format_func=lambda k: vv.METHOD_TITLES[k],
-                          key="vc_pic_method")
+                          key=data_key("vc_pic_method", data))
 vc = results[pic_method].pipeline.vocabulary.compressors[pic_col]
 display.plotly_chart(vv.split_curve_figure(vc, str(pic_col)), key="vc_fig_split")
 st.caption(f"{vc.n_buckets_} buckets over {len(vc.vocabulary_):,} training values "
@@ -256,7 +257,7 @@ if scheme != SCHEMES[0]:
 
 st.subheader("Download the mapping")
 dl_method = st.selectbox("Method", methods, format_func=lambda k: vv.METHOD_TITLES[k],
-                         key="vc_dl_method")
+                         key=data_key("vc_dl_method", data))
 run_dl = results[dl_method]
 cc_dl = run_dl.pipeline.vocabulary
 d1, d2, d3 = st.columns(3)

@@ -135,3 +135,38 @@ def column_formats(df_element) -> dict:
 
     cols = json.loads(df_element.proto.columns or "{}")
     return {name: (cfg.get("type_config") or {}).get("format") for name, cfg in cols.items()}
+
+
+def widget(elements, name: str):
+    """The one widget of ``elements`` (e.g. ``at.number_input``) named ``name``: its key is
+    ``name`` or ``featagg_app.keys.data_key(name, data)`` for whichever dataset the page
+    drew it for (pages key dataset-dependent widgets by the dataset's fingerprint)."""
+    from featagg_app.keys import key_name
+    hits = [w for w in elements if w.key is not None and key_name(w.key) == name]
+    if len(hits) != 1:
+        raise KeyError(f"{len(hits)} widgets named {name!r}: "
+                       f"{[w.key for w in elements]}")
+    return hits[0]
+
+
+def widget_value(at, name: str):
+    """The session-state value of the widget ``name`` (its key from ``data_key`` for the
+    dataset the page last drew it for), as the page reads it."""
+    from featagg_app.keys import key_name
+    keys = [k for k in at.session_state if isinstance(k, str) and key_name(k) == name]
+    if len(keys) != 1:
+        raise KeyError(f"{len(keys)} session keys named {name!r}: {keys}")
+    return at.session_state[keys[0]]
+
+
+def switch_dataset(at, data, origin: str = "upload", source_id=None):
+    """Make ``data`` the session's dataset while the page stays open, as the sidebar's
+    ``state.set_dataset`` does (every page's namespace emptied when the fingerprint
+    changes; widget state is left as the browser would send it back). Returns ``at``
+    (not run)."""
+    old = at.session_state["featagg.dataset"] if "featagg.dataset" in at.session_state \
+        else None
+    if old is None or old["fingerprint"] != data.fingerprint:
+        at.session_state["featagg.pages"] = {}
+    at.session_state["featagg.dataset"] = dataset_entry(data, origin, source_id)
+    return at

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from page_util import carry, click, ok, runs
+from page_util import carry, click, ok, runs, widget
 from featagg_app.views import compare as cv
 from featagg_app.views import export as ev
 from featagg_core import Defrag, KTXMLC
@@ -211,10 +211,14 @@ def test_compare_page_empty_then_the_latest_classifiers_with_deltas(ml, app_for)
     picked = next(m for m in at.multiselect if m.label == "Runs")
     assert len(picked.value) == 2
     table = at.table[0].value
-    assert list(table.index) == ["#1 KTXMLC K=16 T=1", "#2 KTXMLC K=16 T=1 · DEFRAG d0=4"]
-    assert table.loc["#1 KTXMLC K=16 T=1", "Δ P@1"] == "baseline"
+    # the runs' names: the spec's, then what the fit chose (ml's labels fit one flat tree)
+    t1, t2 = (f"#{i} {r.name}" for i, r in enumerate(done, 1))
+    assert t1.startswith("#1 KTXMLC K=16 T=1 → ") and \
+        t2.startswith("#2 KTXMLC K=16 T=1 · DEFRAG d0=4 → ")
+    assert list(table.index) == [t1, t2]
+    assert table.loc[t1, "Δ P@1"] == "baseline"
     p1 = [100 * r.metrics["test"]["P@1"] for r in done]
-    assert table.loc["#2 KTXMLC K=16 T=1 · DEFRAG d0=4", "Δ P@1"] == f"{p1[1] - p1[0]:+.2f} pt"
+    assert table.loc[t2, "Δ P@1"] == f"{p1[1] - p1[0]:+.2f} pt"
     # one chart per unit: percentages and seconds apart (the trade-off chart aside)
     import json
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"]
@@ -287,7 +291,7 @@ def test_compare_shows_real_runs_from_several_pages(app_for):
     for page, button in (("feature_agglomeration.py", "fa_run"), ("vocabulary.py", "vc_run")):
         at = app_for(page, state=state, timeout=240).run()
         if page == "vocabulary.py":
-            at.checkbox(key="vc_curves").set_value(False)
+            widget(at.checkbox, "vc_curves").set_value(False)
         click(at, button)
         ok(at)
         state = carry(at)
@@ -313,7 +317,7 @@ def test_export_evaluates_a_lone_vocabulary_compressor_on_its_column(app_for):
     up = next(u for u in at.file_uploader if u.key == "artifact_upload")
     up.set_value(("vc.fgz", artifact_bytes(vc), "application/zip"))
     at.run()
-    at.selectbox(key="col_vc").set_value(col).run()
+    widget(at.selectbox, "col_vc").set_value(col).run()
     click(at, "eval_vc")
     ok(at)
     table = at.table[0].value

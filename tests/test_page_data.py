@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from featagg_app.views import charts
 from featagg_app.views import data as dv
 from featagg_core.data import CategoricalData, GraphData, MultiLabelData
-from page_util import column_formats
+from page_util import column_formats, widget
 
 
 
@@ -215,7 +215,7 @@ def test_page_table_vocabulary_and_top_values(app_for):
     assert top["value"].iloc[0] == "a" and top["rows"].iloc[0] == 3
     # shown in percent, one decimal on every row: "a" is 2 of 3 positives
     assert top["positive rate"].iloc[0] == pytest.approx(100 * 2 / 3)
-    at.selectbox(key="data_top_values_column").set_value("os").run()
+    widget(at.selectbox, "data_top_values_column").set_value("os").run()
     _ok(at)
     shown = at.dataframe[0].value
     assert shown["value"].tolist() == ["x", "y"]
@@ -242,3 +242,56 @@ def test_every_count_column_shows_thousands_separators(app_for):
         for element in at.dataframe:
             shown = column_formats(element)
             assert {c: shown.get(c) for c in want} == want, (data.name, shown)
+
+
+# ---------------------------------------------------------------------------
+# data health, first on the page
+# ---------------------------------------------------------------------------
+
+def _faulty_ml():
+    """60 training rows, row 1 a copy of row 0 (features and labels), the 7 test rows
+    copies of training rows 10..16: a duplicate and a train/test overlap, known answers."""
+    d = _random_ml(n=60, test=False)
+    X, Y = d.X.tolil(), d.Y.tolil()
+    X[1], Y[1] = X[0], Y[0]
+    X, Y = X.tocsr(), Y.tocsr()
+    return MultiLabelData(X=X, Y=Y, X_test=X[10:17], Y_test=Y[10:17],
+                          feature_names=d.feature_names, label_names=d.label_names,
+                          name="faulty")
+
+
+def _alert_expanders(at):
+    return [e.label for e in at.expander if e.label.split(" ", 1)[-1].startswith(
+        ("error", "warning", "info"))]
+
+
+def test_page_shows_the_health_alerts_first_most_serious_first(app_for):
+    from featagg_core.health import check
+    from featagg_app import state  # noqa: F401  (the page's split: the dataset's own test)
+    data = _faulty_ml()
+    at = _run_page_with(app_for, data)
+    _ok(at)
+    labels = _alert_expanders(at)
+    sev = [lab.split(" ", 2)[1] for lab in labels]
+    order = {"error": 0, "warning": 1, "info": 2}
+    assert sev == sorted(sev, key=order.get) and sev[0] == "error"
+    kinds = {a.type: a for a in check(data, None, label_errors=False)}
+    assert {"duplicate_rows", "train_test_overlap"} <= set(kinds)
+    text = " ".join(labels)
+    assert "error" in labels[0] and kinds["train_test_overlap"].severity == "error"
+    # the overlap: every one of the 7 test rows, named with its training row in the page
+    assert kinds["train_test_overlap"].count == 7
+    bodies = " ".join(m.value for m in at.markdown)
+    assert "What to do" in bodies and "Examples" in bodies
+    # shown before the statistics: the first subheader of the page is the health section
+    assert at.subheader[0].value == "Data health"
+    for a in kinds.values():                          # every alert, in its own words
+        assert any(a.message[:25] in lab for lab in labels), a.message
+    # the label errors are looked for on the job runner when asked
+    from page_util import click
+    assert any(b.label == "Look for label errors" for b in at.button)
+    click(at, "data_health_label_errors")
+    _ok(at)
+    cap = " ".join(c.value for c in at.caption)
+    assert "Label errors looked for" in cap
+    assert not any(b.label == "Look for label errors" for b in at.button)

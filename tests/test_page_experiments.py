@@ -5,7 +5,7 @@ budget that compresses and shows fitted against held-out MI."""
 import numpy as np
 import pandas as pd
 
-from page_util import click, ok, runs
+from page_util import click, ok, runs, widget
 from featagg_core.data import CategoricalData
 from featagg_core.data.synthetic import make_attributed_sbm, make_powerlaw_multilabel
 
@@ -19,9 +19,9 @@ def test_feature_agglomeration_raw_vs_defrag_section(app_for):
     at.run()
     ok(at)
     page = "Feature agglomeration"
-    at.multiselect(key=f"{page}_tr_d0s").set_value([1, 8])
-    at.multiselect(key=f"{page}_tr_kinds").set_value(["KTXMLC"])
-    at.checkbox(key=f"{page}_tr_per_tree").uncheck()
+    widget(at.multiselect, f"{page}_tr_d0s").set_value([1, 8])
+    widget(at.multiselect, f"{page}_tr_kinds").set_value(["KTXMLC"])
+    widget(at.checkbox, f"{page}_tr_per_tree").uncheck()
     at.run()
     click(at, f"{page}_tr_run")
     ok(at)
@@ -39,22 +39,22 @@ def test_extreme_classification_sweep_and_elbow_preselect(app_for):
     at.run()
     ok(at)
     page = "Extreme classification"
-    at.radio(key=f"{page}_sw_param").set_value("trees T")
+    widget(at.radio, f"{page}_sw_param").set_value("trees T")
     at.run()
-    at.multiselect(key=f"{page}_sw_n_trees").set_value([1, 2])
+    widget(at.multiselect, f"{page}_sw_n_trees").set_value([1, 2])
     at.run()
     click(at, f"{page}_sw_run")
     ok(at)
     t = next(t.value for t in at.table if "T" in t.value.columns)
     assert list(t["T"]) == ["1", "2"]
-    at.toggle(key="xmlc_elbow_on").set_value(True)
+    widget(at.toggle, "xmlc_elbow_on").set_value(True)
     from page_util import settle
     settle(at)
     settle(at)
     ok(at)
     st = at.session_state["featagg.pages"][page]
     assert st.get("elbow_applied") is not None
-    assert at.number_input(key="xmlc_K").value == st["elbow_applied"][1]
+    assert widget(at.number_input, "xmlc_K").value == st["elbow_applied"][1]
 
 
 def test_graph_features_protocol_section(app_for):
@@ -62,17 +62,17 @@ def test_graph_features_protocol_section(app_for):
                             random_state=5)
     at = app_for("graph_features", g)
     at.run()
-    at.number_input(key="gf_cand").set_value(1)
-    at.number_input(key="gf_iter").set_value(30)
-    at.number_input(key="gf_d").set_value(8)
-    at.checkbox(key="gf_k_auto").check()
+    widget(at.number_input, "gf_cand").set_value(1)
+    widget(at.number_input, "gf_iter").set_value(30)
+    widget(at.number_input, "gf_d").set_value(8)
+    widget(at.checkbox, "gf_k_auto").check()
     at.run()
     click(at, "gf_run")
     ok(at)
     assert any("blocks" in c.value and "k = 3" in c.value for c in at.caption)
     page = "Graph feature selection"
-    at.multiselect(key=f"{page}_bp_ds").set_value([8, 16])
-    at.number_input(key=f"{page}_bp_cand").set_value(1)
+    widget(at.multiselect, f"{page}_bp_ds").set_value([8, 16])
+    widget(at.number_input, f"{page}_bp_cand").set_value(1)
     at.run()
     click(at, f"{page}_bp_run")
     ok(at)
@@ -86,7 +86,7 @@ def test_rare_labels_tuned_refrag(app_for):
     ok(at)
     click(at, "rl_train_default")                        # a small classifier to re-rank
     ok(at)
-    assert at.toggle(key="rl_tune").value is True        # tuned unless switched off
+    assert widget(at.toggle, "rl_tune").value is True        # tuned unless switched off
     click(at, "rl_refrag_run")
     ok(at)
     assert any("REFRAG tuned on" in s.value for s in at.success)
@@ -105,7 +105,7 @@ def test_vocabulary_default_budget_and_heldout_table(app_for):
     at.run()
     ok(at)
     m0, _ = default_budget(t, make_split(t), ["a", "b"])
-    assert at.select_slider(key="vc_m").value == m0
+    assert widget(at.select_slider, "vc_m").value == m0
     click(at, "vc_run")
     ok(at)
     tables = [x.value for x in at.table]

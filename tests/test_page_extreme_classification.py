@@ -4,7 +4,7 @@ DEFRAG features and one-vs-all)."""
 import numpy as np
 import pytest
 
-from page_util import click, ok, runs
+from page_util import click, ok, runs, widget
 from featagg_app.views import xmlc as xv
 from featagg_core import metrics
 from featagg_core.data import MultiLabelData
@@ -128,14 +128,15 @@ def test_page_trains_on_bibtex_and_records_the_run(app_for):
     ok(at)
     assert any("Bibtex" in i.value or "bibtex" in i.value for i in at.info)
     assert any("own split" in c.value for c in at.caption)
-    at.number_input(key="xmlc_trees").set_value(1).run()   # one tree keeps the test short
+    widget(at.number_input, "xmlc_trees").set_value(1).run()   # one tree keeps the test short
     click(at, "xmlc_train", 240)
     ok(at)
     cards = {m.label: m.value for m in at.metric}
     p1 = float(cards["P@1"].rstrip("%"))
     assert p1 > 55.0, cards        # omikuji (3 trees) reaches 63.9 on this split
     done = runs(at)
-    assert len(done) == 1 and done[0].name == "KTXMLC K=16 T=1"
+    # the name says what ran: one tree asked, one flat tree fitted (see below)
+    assert len(done) == 1 and done[0].name.startswith("KTXMLC K=16 T=1 → one flat tree")
     assert 100 * done[0].metrics["test"]["P@1"] == pytest.approx(p1, abs=0.01)
     assert done[0].model_sizes["total"] > 0
     assert isinstance(done[0].pipeline.classifier, KTXMLC)
@@ -145,7 +146,7 @@ def test_page_trains_on_bibtex_and_records_the_run(app_for):
     flat = done[0].pipeline.classifier
     assert len(flat.trees_) == 1 and flat.trees_[0]["n_children"][0] == 159
     assert any("one flat tree" in c.value for c in at.caption)
-    at.checkbox(key="xmlc_keep_trees").check().run()
+    widget(at.checkbox, "xmlc_keep_trees").check().run()
     click(at, "xmlc_train", 240)
     ok(at)
     grown = runs(at)[-1].pipeline.classifier
@@ -160,7 +161,7 @@ def _whole_state(at) -> dict:
 
 
 def _knobs(at) -> dict:
-    return {k: at.number_input(key=f"xmlc_{k}").value
+    return {k: widget(at.number_input, f"xmlc_{k}").value
             for k in ("K", "trees", "depth", "leaf", "beam")}
 
 
@@ -169,21 +170,21 @@ def test_page_preset_follows_the_numbers(app_for):
     switches it to Custom; picking a preset sets its numbers (the page's PRESETS)."""
     at = app_for("extreme_classification", timeout=240).run()
     ok(at)
-    assert at.radio(key="xmlc_preset").value == "paper"
+    assert widget(at.radio, "xmlc_preset").value == "paper"
     assert _knobs(at) == {"K": 16, "trees": 3, "depth": 20, "leaf": 100, "beam": 10}
-    at.number_input(key="xmlc_trees").set_value(1).run()
+    widget(at.number_input, "xmlc_trees").set_value(1).run()
     ok(at)
-    assert at.radio(key="xmlc_preset").value == "custom"
+    assert widget(at.radio, "xmlc_preset").value == "custom"
     assert _knobs(at)["trees"] == 1                  # the person's number is kept
-    at.radio(key="xmlc_preset").set_value("fast").run()
+    widget(at.radio, "xmlc_preset").set_value("fast").run()
     ok(at)
     assert _knobs(at) == {"K": 16, "trees": 1, "depth": 4, "leaf": 10, "beam": 5}
     at.run()                                         # and it stays the fast preset
-    assert at.radio(key="xmlc_preset").value == "fast"
-    at.radio(key="xmlc_preset").set_value("paper").run()
-    assert _knobs(at)["trees"] == 3 and at.radio(key="xmlc_preset").value == "paper"
-    at.number_input(key="xmlc_trees").set_value(3).run()   # the preset's own value: no change
-    assert at.radio(key="xmlc_preset").value == "paper"
+    assert widget(at.radio, "xmlc_preset").value == "fast"
+    widget(at.radio, "xmlc_preset").set_value("paper").run()
+    assert _knobs(at)["trees"] == 3 and widget(at.radio, "xmlc_preset").value == "paper"
+    widget(at.number_input, "xmlc_trees").set_value(3).run()   # the preset's own value: no change
+    assert widget(at.radio, "xmlc_preset").value == "paper"
 
 
 def test_page_custom_keeps_the_hidden_settings_of_its_preset(app_for):
@@ -194,19 +195,19 @@ def test_page_custom_keeps_the_hidden_settings_of_its_preset(app_for):
     data = _small_upload()
     at = app_for("extreme_classification", data).run()
     ok(at)
-    at.radio(key="xmlc_preset").set_value("fast").run()
-    at.number_input(key="xmlc_beam").set_value(6).run()
+    widget(at.radio, "xmlc_preset").set_value("fast").run()
+    widget(at.number_input, "xmlc_beam").set_value(6).run()
     ok(at)
-    assert at.radio(key="xmlc_preset").value == "custom"
+    assert widget(at.radio, "xmlc_preset").value == "custom"
     assert any("started from **Fast" in c.value for c in at.caption)
     click(at, "xmlc_train", 240)
     ok(at)
     fast_custom = runs(at)[-1].spec["classifier"]
     assert (fast_custom["beam_width"], fast_custom["max_iter"], fast_custom["kmeans_max_iter"],
             fast_custom["balanced"]) == (6, 5, 5, True)
-    at.radio(key="xmlc_preset").set_value("paper").run()
-    at.number_input(key="xmlc_beam").set_value(6).run()
-    assert at.radio(key="xmlc_preset").value == "custom"
+    widget(at.radio, "xmlc_preset").set_value("paper").run()
+    widget(at.number_input, "xmlc_beam").set_value(6).run()
+    assert widget(at.radio, "xmlc_preset").value == "custom"
     assert not any("started from" in c.value for c in at.caption)
     click(at, "xmlc_train", 240)
     ok(at)
@@ -220,28 +221,29 @@ def test_page_custom_keeps_the_hidden_settings_of_its_preset(app_for):
 def test_page_numbers_follow_a_dataset_change_in_the_sidebar(app_for):
     """Bibtex (159 labels) → a 14-label set while staying on the page. Streamlit resets a
     number outside its new range to the minimum, which used to leave leaves of 1 label
-    and K = 2. A preset's numbers are fitted to the new label count, and fitted back on
-    the way to Bibtex; custom numbers are clipped into the new range."""
+    and K = 2. The widgets are keyed by the dataset (featagg_app.keys.data_key): every
+    dataset starts from its preset fitted to its label count, back on Bibtex too, and a
+    custom number set on one dataset does not carry over to another."""
     small = make_powerlaw_multilabel(300, 50, 14, random_state=0, test_size=0.25)
     at = app_for("extreme_classification", timeout=240).run()
     ok(at)
     at2 = app_for("extreme_classification", small, state=_whole_state(at)).run()
     ok(at2)
     assert _knobs(at2) == {"K": 14, "trees": 3, "depth": 20, "leaf": 14, "beam": 10}
-    assert at2.radio(key="xmlc_preset").value == "paper"
+    assert widget(at2.radio, "xmlc_preset").value == "paper"
     from featagg_core.data.samples import load_sample
     at3 = app_for("extreme_classification", load_sample("bibtex"), origin="sample",
                   source_id="bibtex", state=_whole_state(at2)).run()
     ok(at3)
     assert _knobs(at3) == {"K": 16, "trees": 3, "depth": 20, "leaf": 100, "beam": 10}
-    # custom numbers: leaf 50 and K 20 on Bibtex, clipped to 14 on the small set
-    at3.number_input(key="xmlc_leaf").set_value(50).run()
-    at3.number_input(key="xmlc_K").set_value(20).run()
-    assert at3.radio(key="xmlc_preset").value == "custom"
+    # custom numbers on Bibtex (leaf 50, K 20) stay Bibtex's: the small set starts afresh
+    widget(at3.number_input, "xmlc_leaf").set_value(50).run()
+    widget(at3.number_input, "xmlc_K").set_value(20).run()
+    assert widget(at3.radio, "xmlc_preset").value == "custom"
     at4 = app_for("extreme_classification", small, state=_whole_state(at3)).run()
     ok(at4)
     assert _knobs(at4) == {"K": 14, "trees": 3, "depth": 20, "leaf": 14, "beam": 10}
-    assert at4.radio(key="xmlc_preset").value == "custom"
+    assert widget(at4.radio, "xmlc_preset").value == "paper"
 
 
 def test_page_random_split_defrag_features_and_one_vs_all(app_for):
@@ -262,7 +264,7 @@ def test_page_random_split_defrag_features_and_one_vs_all(app_for):
     assert run.pipeline.classifier.n_features_in_ < 120           # DEFRAG features
     assert run.metrics["test"]["n_rows"] == 60                    # 20 % of 300
     # changing a parameter shows that the results are the last run's until Train
-    at.number_input(key="xmlc_C_ova").set_value(2.0).run()
+    widget(at.number_input, "xmlc_C_ova").set_value(2.0).run()
     ok(at)
     assert any("press **Train**" in i.value for i in at.info)
 
@@ -270,7 +272,7 @@ def test_page_random_split_defrag_features_and_one_vs_all(app_for):
 def test_page_reuses_a_defrag_run_of_the_same_split_only(app_for):
     data = _small_upload()
     at = app_for("feature_agglomeration", data).run()
-    at.checkbox(key="fa_km").uncheck()
+    widget(at.checkbox, "fa_km").uncheck()
     click(at, "fa_run")
     from page_util import carry
     state = carry(at)
@@ -280,7 +282,7 @@ def test_page_reuses_a_defrag_run_of_the_same_split_only(app_for):
     ok(at)
     assert any("Using the DEFRAG clustering of **#1 DEFRAG-XY d0=8**" in i.value
                for i in at.info)
-    at.number_input(key="xmlc_trees").set_value(1).run()
+    widget(at.number_input, "xmlc_trees").set_value(1).run()
     click(at, "xmlc_train")
     run = runs(at)[-1]
     assert run.reused == ["defrag"] and run.pipeline.defrag is defrag_run.pipeline.defrag
@@ -305,7 +307,7 @@ def test_page_reuses_a_defrag_run_of_the_same_split_only(app_for):
 def test_page_elbow_plot(app_for):
     data = _small_upload()
     at = app_for("extreme_classification", data).run()
-    at.toggle(key="xmlc_elbow_on").set_value(True)
+    widget(at.toggle, "xmlc_elbow_on").set_value(True)
     from page_util import settle
     settle(at)
     ok(at)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from page_util import click, column_formats, ok, runs
+from page_util import click, column_formats, ok, runs, widget
 from featagg_app.views import agglomeration as dv
 from featagg_core.agglomeration.defrag import Defrag
 
@@ -138,7 +138,7 @@ def test_page_runs_on_default_sample_and_keeps_the_model(app_for):
     # cluster inspector: searching a word selects its cluster
     names = [str(w) for w in bib.feature_names]
     j = next(names.index(w) for w in ("learning", "network", names[0]) if w in names)
-    at.text_input(key="fa_query").input(str(bib.feature_names[j])).run()
+    widget(at.text_input, "fa_query").input(str(bib.feature_names[j])).run()
     assert not at.exception
     c = int(m.labels_[j])
     assert any(ni.value == c for ni in at.number_input if ni.key.startswith("fa_cluster"))
@@ -153,9 +153,9 @@ def test_page_runs_on_default_sample_and_keeps_the_model(app_for):
 def test_page_x_representation_small_d0_and_drill_down(app_for):
     at = app_for("feature_agglomeration", timeout=180)
     at.run()
-    at.radio(key="fa_rep").set_value("X")
-    at.slider(key="fa_d0").set_value(64)
-    at.checkbox(key="fa_km").uncheck()
+    widget(at.radio, "fa_rep").set_value("X")
+    widget(at.slider, "fa_d0").set_value(64)
+    widget(at.checkbox, "fa_km").uncheck()
     click(at, "fa_run")
     ok(at)
     m = _agglomeration(at)[-1].pipeline.defrag
@@ -201,7 +201,7 @@ def test_page_baseline_buttons_queue_their_own_runs(app_for):
     data = MultiLabelData(X=X, Y=Y, name="small.txt")
     at = app_for("feature_agglomeration", data, timeout=120)
     at.run()
-    at.checkbox(key="fa_km").uncheck()
+    widget(at.checkbox, "fa_km").uncheck()
     click(at, "fa_run")
     ok(at)
     K = _agglomeration(at)[-1].pipeline.defrag.n_clusters_

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from page_util import click, column_formats, runs, settle
+from page_util import click, column_formats, runs, settle, widget
 from featagg_app.views import graph_features as bv
 from featagg_core.graph.bmgufs import BMGUFS
 
@@ -126,9 +126,9 @@ def test_page_runs_on_the_default_sample_and_switches_candidate(app_for):
     assert any("Cora" in i.value for i in at.info)
     assert any("Run BMGUFS" in i.value for i in at.info)
     assert any("random 20 % test split" in c.value for c in at.caption)
-    at.number_input(key="gf_cand").set_value(2)
-    at.number_input(key="gf_iter").set_value(25)
-    at.number_input(key="gf_d").set_value(2000)        # clipped to f = 1433
+    widget(at.number_input, "gf_cand").set_value(2)
+    widget(at.number_input, "gf_iter").set_value(25)
+    widget(at.number_input, "gf_d").set_value(2000)        # clipped to f = 1433
     at.run()
     click(at, "gf_run")
     assert not at.exception, at.exception
@@ -149,7 +149,7 @@ def test_page_runs_on_the_default_sample_and_switches_candidate(app_for):
     # fitted on the training nodes' subgraph only
     assert model.block_model_.labels_.shape == (run.split.train.size,)
     other = 1 - model.candidate_index_
-    at.selectbox(key="gf_candidate").set_value(other)
+    widget(at.selectbox, "gf_candidate").set_value(other)
     settle(at)
     assert not at.exception
     assert runs(at)[-1].pipeline.selector.candidate_index_ == other
@@ -159,17 +159,17 @@ def test_page_runs_on_the_default_sample_and_switches_candidate(app_for):
 def test_page_warns_when_gamma_leaves_fewer_than_d_and_compares(app_for):
     at = _app(app_for)
     at.run()
-    at.number_input(key="gf_cand").set_value(1)
-    at.number_input(key="gf_gamma").set_value(4.0)
-    at.number_input(key="gf_iter").set_value(200)
-    at.number_input(key="gf_d").set_value(600)
+    widget(at.number_input, "gf_cand").set_value(1)
+    widget(at.number_input, "gf_gamma").set_value(4.0)
+    widget(at.number_input, "gf_iter").set_value(200)
+    widget(at.number_input, "gf_d").set_value(600)
     at.run()
     click(at, "gf_run")
     assert not at.exception, at.exception
     # γ = 4 leaves fewer than 600 weights: the page lowers γ as BMGUFS.select(d) does
     assert any("gamma lowered from 4" in w.value for w in at.warning)
     assert len(runs(at)[-1].pipeline.selected_) == 600
-    at.number_input(key="gf_seeds").set_value(1)
+    widget(at.number_input, "gf_seeds").set_value(1)
     at.run()
     click(at, "gf_compare_btn")
     assert not at.exception, at.exception
@@ -189,11 +189,11 @@ def test_page_on_an_uploaded_graph_without_classes_shows_feature_names(app_for):
     at = _app(app_for, g)
     at.run()
     assert not at.exception
-    assert at.number_input(key="gf_k").value == 6          # no classes: default k
-    at.number_input(key="gf_k").set_value(3)
-    at.number_input(key="gf_cand").set_value(2)
-    at.number_input(key="gf_gamma").set_value(0.5)
-    at.number_input(key="gf_d").set_value(5)
+    assert widget(at.number_input, "gf_k").value == 6          # no classes: default k
+    widget(at.number_input, "gf_k").set_value(3)
+    widget(at.number_input, "gf_cand").set_value(2)
+    widget(at.number_input, "gf_gamma").set_value(0.5)
+    widget(at.number_input, "gf_d").set_value(5)
     at.run()
     click(at, "gf_run")
     assert not at.exception, at.exception

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from naive import dense_top
-from page_util import click, column_formats, ok, runs
+from page_util import click, column_formats, ok, runs, widget
 from featagg_app.views import rare_labels as rv
 from featagg_core import metrics as M
 
@@ -144,7 +144,7 @@ def test_page_never_trains_unasked_then_alpha_one_is_the_classifier(app_for):
     assert [r.name for r in runs(at)] == ["KTXMLC K=2 T=1"]
     assert any("Using **#1 KTXMLC K=2 T=1**" in c.value for c in at.caption)
     # REFRAG is tuned on validation rows unless the user switches it off
-    assert at.toggle(key="rl_tune").value is True
+    assert widget(at.toggle, "rl_tune").value is True
     click(at, "rl_refrag_run")
     click(at, "rl_fiat_run")
     ok(at)
@@ -156,9 +156,9 @@ def test_page_never_trains_unasked_then_alpha_one_is_the_classifier(app_for):
     assert any("REFRAG tuned on" in s.value for s in at.success)
     assert len(at.get("download_button")) == 2
     n_runs = len(runs(at))
-    at.toggle(key="rl_tune").set_value(False)
+    widget(at.toggle, "rl_tune").set_value(False)
     at.run()
-    at.slider(key="rl_alpha").set_value(1.0)
+    widget(at.slider, "rl_alpha").set_value(1.0)
     click(at, "rl_refrag_run")
     ok(at)
     df = at.dataframe[0].value
@@ -179,7 +179,7 @@ def test_page_uses_the_picked_run_and_matches_the_library(app_for):
     ok(at)
     # the latest classifier run (on DEFRAG features) is used by default, and named
     assert any("Using **#2 KTXMLC K=16 T=1 · DEFRAG d0=5**" in c.value for c in at.caption)
-    at.toggle(key="rl_tune").set_value(False)              # REFRAG's own defaults
+    widget(at.toggle, "rl_tune").set_value(False)              # REFRAG's own defaults
     at.run()
     click(at, "rl_refrag_run")
     click(at, "rl_fiat_run")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import mutual_info_score
 
-from page_util import click, ok, runs
+from page_util import click, ok, runs, widget
 from featagg_app.views import vocabulary as vv
 from featagg_app.views.compare import CURVE_SUFFIX
 from featagg_core.data import CategoricalData
@@ -142,19 +142,19 @@ def test_page_runs_on_the_default_adult_sample(app_for):
     assert any("Adult" in i.value for i in at.info)
     assert any("Compress" in i.value for i in at.info)
     assert any("random 20 % test split" in c.value for c in at.caption)
-    at.checkbox(key="vc_curves").set_value(True)
+    widget(at.checkbox, "vc_curves").set_value(True)
     click(at, "vc_run", 300)
     ok(at)
     cards = {mm.label: mm.value for mm in at.metric}
     assert any(k.startswith("MI loss") for k in cards), cards
     every = runs(at)
-    methods = at.multiselect(key="vc_methods").value
+    methods = widget(at.multiselect, "vc_methods").value
     done = [r for r in every if not r.name.endswith(CURVE_SUFFIX)]
     assert len(done) == len(methods) and "dp" in methods      # Adult columns are small
     assert all(r.kind == "vocabulary" for r in every)
     # the curves are runs too: every method at every other budget of the curve (its run at
     # m is the point at m), and the chart draws their test MI loss
-    m = at.select_slider(key="vc_m").value
+    m = widget(at.select_slider, "vc_m").value
     curve = [r for r in every if r.name.endswith(CURVE_SUFFIX)]
     budgets = sorted({r.spec["vocabulary"]["budget"] for r in curve} | {m})
     assert len(budgets) >= 3 and budgets[0] == 2
@@ -194,10 +194,10 @@ def test_page_other_label_per_column_budget_and_threshold(app_for):
     _by_label(at.selectbox, "Label column").set_value("gender").run()
     assert not at.exception, at.exception
     assert "gender" not in _by_label(at.multiselect, "Columns to compress").options
-    at.radio(key="vc_scheme").set_value("per column")
-    at.select_slider(key="vc_m").set_value(3)
-    at.multiselect(key="vc_methods").set_value(["threshold", "frequency"])
-    at.checkbox(key="vc_curves").set_value(False)
+    widget(at.radio, "vc_scheme").set_value("per column")
+    widget(at.select_slider, "vc_m").set_value(3)
+    widget(at.multiselect, "vc_methods").set_value(["threshold", "frequency"])
+    widget(at.checkbox, "vc_curves").set_value(False)
     click(at, "vc_run")
     ok(at)
     done = runs(at)
