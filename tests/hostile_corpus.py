@@ -623,8 +623,14 @@ def _raw_deflated_zip(entries) -> bytes:
     start = out.tell()
     body = cd.getvalue()
     out.write(body)
-    out.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(entries), len(entries),
-                          len(body), start, 0))
+    n = len(entries)
+    if n > 0xFFFF:                 # zip64 end records (the count no longer fits 16 bits)
+        at = out.tell()
+        out.write(struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, n, n,
+                              len(body), start))
+        out.write(struct.pack("<4sLQL", b"PK\x06\x07", 0, at, 1))
+        n = 0xFFFF
+    out.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, n, n, len(body), start, 0))
     return out.getvalue()
 
 
@@ -1324,3 +1330,207 @@ def prepare_parent() -> None:
         pass
     for fmt in READER_FORMATS:
         read_and_use(fmt, reader_seeds()[READER_FORMATS[fmt][0]])
+
+
+# ============================================================================ round 2
+# The attacks of issue 33 ("every byte and second charged to the budget"): inputs under
+# the upload / import caps whose cost was not charged before anything was allocated.
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _zigzag(n: int) -> bytes:
+    return _varint((n << 1) ^ (n >> 63))
+
+
+def wide_parquet(n_cols: int) -> bytes:
+    """R1: a parquet file of 0 rows and ``n_cols`` string columns, its thrift footer
+    written by hand (pyarrow takes minutes to write one): 999,990 columns is 15.9 MB."""
+    parts = [b"\x15", _zigzag(1), b"\x19"]                 # version; field 2: list
+    n = n_cols + 1
+    parts.append(bytes([0xFC]) + _varint(n) if n >= 15 else bytes([(n << 4) | 12]))
+    parts.append(b"\x48" + _varint(6) + b"schema" + b"\x15" + _zigzag(n_cols) + b"\x00")
+    parts += [b"\x15\x0c\x25\x02\x18" + _varint(len(nm)) + nm + b"\x25\x00\x00"
+              for nm in (b"c%d" % i for i in range(n_cols))]
+    parts.append(b"\x16" + _zigzag(0) + b"\x19\x0c\x00")   # num_rows 0, no row groups
+    footer = b"".join(parts)
+    return b"PAR1" + footer + struct.pack("<I", len(footer)) + b"PAR1"
+
+
+def two_letter_csv(n_bytes: int, n_cols: int = 99) -> bytes:
+    """R5: a CSV of 2-letter cells (``n_cols`` columns + a y/n label ``y``) of about
+    ``n_bytes``, built as one byte array."""
+    rng = np.random.default_rng(5)
+    width = 3 * n_cols + 2
+    rows = max(1, n_bytes // width)
+    a = np.empty((rows, width), np.uint8)
+    a[:, 0:3 * n_cols:3] = rng.integers(97, 107, size=(rows, n_cols), dtype=np.uint8)
+    a[:, 1:3 * n_cols:3] = rng.integers(97, 107, size=(rows, n_cols), dtype=np.uint8)
+    a[:, 2:3 * n_cols:3] = ord(",")
+    a[:, 3 * n_cols] = np.where(rng.random(rows) < 0.5, ord("y"), ord("n"))
+    a[:, 3 * n_cols + 1] = ord("\n")
+    head = b",".join(b"c%d" % i for i in range(n_cols)) + b",y\n"
+    return head + a.tobytes()
+
+
+def big_graphml(n_nodes: int, n_edges: int) -> bytes:
+    """R6: well-formed GraphML with ``n_nodes`` nodes and ``n_edges`` edges."""
+    parts = [b'<?xml version="1.0"?><graphml xmlns="http://graphml.graphdrawing.org/xmlns">'
+             b'<graph edgedefault="undirected">']
+    parts += [b'<node id="n%d"/>' % i for i in range(n_nodes)]
+    parts += [b'<edge source="n%d" target="n%d"/>' % (i, i + 1) for i in range(n_edges)]
+    parts.append(b"</graph></graphml>")
+    return b"".join(parts)
+
+
+def big_gml(n_nodes: int, n_edges: int) -> bytes:
+    """R6: well-formed GML with ``n_nodes`` nodes and ``n_edges`` edges."""
+    parts = [b"graph [\n"]
+    parts += [b"  node [ id %d ]\n" % i for i in range(n_nodes)]
+    parts += [b"  edge [ source %d target %d ]\n" % (i, i + 1) for i in range(n_edges)]
+    parts.append(b"]\n")
+    return b"".join(parts)
+
+
+def kind_bomb_npz(size: int) -> bytes:
+    """R8: a featagg npz (a valid multi-label one) whose ``kind.npy`` declares and
+    inflates to ``size`` bytes."""
+    hdr = io.BytesIO()
+    np.lib.format.write_array_header_1_0(hdr, {"descr": "|u1", "fortran_order": False,
+                                               "shape": (size,)})
+    data, total = _deflated_padding(hdr.getvalue(), size, b"", fill=b"\0")
+    return _npz_with(reader_seeds()["npz_multilabel"], [("kind.npy", data, total)])
+
+
+def _tiny_artifact() -> bytes:
+    from featagg_core.artifacts.store import artifact_bytes
+    return artifact_bytes(fit_models()["Defrag"])
+
+
+def many_artifact_bundle(n: int) -> bytes:
+    """R2: a bundle of ``n`` copies of a tiny valid artifact (45,517 is 199 MB)."""
+    blob = _tiny_artifact()
+    names = [f"a{i}" for i in range(n)]
+    index = json.dumps({"format": "featagg-bundle", "format_version": 1, "entries": names,
+                        "info": {}}).encode()
+    return _raw_deflated_zip([(f"artifacts/{k}.fgz", blob, len(blob), "stored")
+                              for k in names] + [("bundle.json", index, len(index), "stored")])
+
+
+def many_array_artifact(n: int) -> bytes:
+    """R3: an artifact whose manifest declares ``n`` extra zero-length arrays, each one a
+    member, the manifest's checksum recomputed."""
+    import hashlib
+    members = _members(_tiny_artifact())
+    manifest = json.loads(dict((i.filename, d) for i, d in members)["manifest.json"])
+    empty = _npy(np.zeros(0, np.int8))
+    digest = hashlib.sha256(b"").hexdigest()
+    for i in range(n):
+        manifest["arrays"][f"z{i}"] = {"shape": [0], "dtype": "|i1", "sha256": digest}
+    manifest["state_sha256"] = _state_digest(manifest)
+    text = json.dumps(manifest).encode()
+    entries = [("manifest.json", text, len(text), "stored")]
+    entries += [(i.filename, d, len(d), "stored") for i, d in members
+                if i.filename != "manifest.json"]
+    entries += [(f"arrays/z{i}.npy", empty, len(empty), "stored") for i in range(n)]
+    return _raw_deflated_zip(entries)
+
+
+def whitespace_manifest_artifact(pad: int) -> bytes:
+    """R4: a valid artifact whose manifest.json is ``pad`` bytes of whitespace around the
+    real one (deflated: 60 MB is a 75 kB file)."""
+    members = _members(_tiny_artifact())
+    manifest = dict((i.filename, d) for i, d in members)["manifest.json"]
+    data, total = _deflated_padding(manifest[:-1], pad, manifest[-1:], fill=b" ")
+    crc = zlib.crc32(manifest[:-1] + b" " * pad + manifest[-1:])
+    return _raw_deflated_zip([("manifest.json", data, total, None, crc)] +
+                             [(i.filename, d, len(d), "stored") for i, d in members
+                              if i.filename != "manifest.json"])
+
+
+def round2_attacks(big: bool = True, bomb: int = 3 << 30) -> List[dict]:
+    """The attacks R1-R6 and R8 of issue 33: family, name, the paths each is tried on
+    (``upload``: the dashboard's readers with its limits; ``import``: the Export page's
+    artifact / bundle import; ``cli``: ``featagg info`` / ``predict``; ``listing``: the
+    data-folder listing), file name and bytes. ``big`` gives the issue's sizes (else 40 %
+    of them); ``bomb`` is what the npz's kind.npy inflates to (3 GiB in the issue: 25 s
+    to deflate, so the tests use less; the refusal comes from its declared size)."""
+    s = 1.0 if big else 0.4
+    out = [
+        dict(family="R1 parquet 0 rows x many columns", name=f"parquet 0 x {int(999_990 * s):,}",
+             fname="wide.parquet", fmt="parquet", paths=("upload", "cli"),
+             make=lambda: wide_parquet(int(999_990 * s))),
+        dict(family="R5 CSV of 2-letter cells", name=f"CSV {int(45 * s)} MB of 2-letter cells",
+             fname="cells.csv", fmt="csv", paths=("upload", "cli"),
+             make=lambda: two_letter_csv(int(45e6 * s))),
+        dict(family="R6 big GraphML / GML", name=f"GraphML {int(1e6 * s):,} nodes",
+             fname="big.graphml", fmt="graphml", paths=("upload", "cli"),
+             make=lambda: big_graphml(int(1e6 * s), int(5e5 * s))),
+        dict(family="R6 big GraphML / GML", name=f"GML {int(1e6 * s):,} nodes",
+             fname="big.gml", fmt="gml", paths=("upload", "cli"),
+             make=lambda: big_gml(int(1e6 * s), int(5e5 * s))),
+        dict(family="R8 npz kind.npy bomb", name=f"npz kind.npy -> {bomb / 2**30:g} GiB",
+             fname="bomb.npz", fmt="npz_multilabel", paths=("upload", "cli", "listing"),
+             make=lambda: kind_bomb_npz(bomb)),
+        dict(family="R2 bundle of many tiny artifacts",
+             name=f"bundle of {int(45_517 * s):,} artifacts", fname="many.fgb",
+             paths=("import", "cli"), make=lambda: many_artifact_bundle(int(45_517 * s))),
+        dict(family="R3 manifest declaring many arrays",
+             name=f"manifest with {int(550_000 * s):,} arrays", fname="arrays.fgz",
+             paths=("import", "cli"), make=lambda: many_array_artifact(int(550_000 * s))),
+        dict(family="R4 manifest of whitespace", name=f"manifest of {int(60 * s)} MB whitespace",
+             fname="ws.fgz", paths=("import", "cli"),
+             make=lambda: whitespace_manifest_artifact(int(60e6 * s))),
+    ]
+    return out
+
+
+def _cli(argv) -> Tuple[str, str]:
+    """Run the command line in this process: ("refused", its message) on exit 2,
+    ("loaded", ...) on 0, ("exit<n>", stderr) otherwise."""
+    import contextlib
+    from featagg_core.cli.main import main
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main([str(a) for a in argv])
+    lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("featagg: error")]
+    detail = lines[-1] if lines else err.getvalue()[-300:]
+    return {0: "loaded", 2: "refused"}.get(code, f"exit{code}"), detail
+
+
+def round2_run(case: dict, path: str, raw: bytes, folder: str) -> Tuple[str, str]:
+    """Try one round-2 attack on one path (in a forked child): (outcome, detail), outcome
+    "refused" for a DatasetError / ArtifactError / exit status 2."""
+    import os
+    if path == "upload":
+        outcome, detail = read_and_use(case["fmt"], raw)
+        return ("refused" if outcome == "DatasetError" else outcome), detail
+    if path == "import":
+        outcome, detail = load_and_use(raw, max_bytes=1 << 30)   # the Export page's default
+        return ("refused" if outcome == "ArtifactError" else outcome), detail
+    target = os.path.join(folder, case["fname"])
+    if not os.path.exists(target):
+        with open(target, "wb") as fh:
+            fh.write(raw)
+    if path == "listing":
+        from featagg_core.data.cache import DataFolder
+        files = DataFolder(folder).list_files()
+        return "listed", f"{len(files)} files: " + ", ".join(f.relpath for f in files)[:150]
+    if case["fname"].endswith((".fgz", ".fgb")):
+        data = os.path.join(folder, "tiny.txt")
+        if not os.path.exists(data):
+            from featagg_core.data import save_xc
+            from featagg_core.data.synthetic import make_powerlaw_multilabel
+            save_xc(make_powerlaw_multilabel(20, 10, 3, random_state=0), data)
+        return _cli(["predict", target, data])
+    extra = ["--label", "y"] if case["fname"].endswith((".csv", ".parquet")) else []
+    return _cli(["info", target, *extra])

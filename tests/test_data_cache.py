@@ -104,6 +104,9 @@ def _same(a, b):
 
 def test_cache_matches_a_fresh_parse_is_mapped_and_reused(folder, monkeypatch):
     root, d = folder
+    # a cache up to COPY_MAX_BYTES is read into memory (a truncated mapping is a SIGBUS);
+    # this one stands for a large file: mapped
+    monkeypatch.setattr("featagg_core.data.mapped_npz.COPY_MAX_BYTES", 0)
     f = DataFolder(str(root), convert_min_bytes=1)
     data = f.load("bibtex_train.txt")
     ref = load_dataset(str(root / "bibtex_train.txt"), test=str(root / "bibtex_test.txt"))
@@ -238,3 +241,90 @@ def test_fingerprint_is_hashed_once_and_follows_replaced_fields():
     X.data[X.data > 0] = 0
     X.eliminate_zeros()                                   # nnz changed in place
     assert d.fingerprint != fp
+
+
+# ------------------------------------------------------------ hostile folders (issue 33)
+def test_small_cache_is_read_not_mapped(folder):
+    root, d = folder
+    data = DataFolder(str(root), convert_min_bytes=1).load("bibtex_train.txt")
+    assert not _mapped(data.X.indices) and not _mapped(data.X.data)
+    assert not data.X.data.flags.writeable
+    from featagg_core.data.mapped_npz import mapped_file_changed
+    assert mapped_file_changed(data) is None
+
+
+def test_listing_survives_names_that_are_not_utf8(folder):
+    """R7: a file named with bytes that are not UTF-8 is left out (its name escaped in
+    ``skipped``), every other file is still listed and opens."""
+    root, d = folder
+    bad = os.path.join(os.fsencode(str(root)), b"bad\xff\xfe.txt")
+    with open(bad, "wb") as fh:
+        fh.write(b"3 2 1\n")
+    os.mkdir(os.path.join(os.fsencode(str(root)), b"dir\xff"))
+    f = DataFolder(str(root))
+    skipped = []
+    files = f.list_files(skipped=skipped)
+    rels = [e.relpath for e in files]
+    assert "bibtex_train.txt" in rels and "clicks.csv" in rels
+    for r in rels:
+        r.encode("utf-8")                 # every listed name can go to a browser
+    assert "bad\\xff\\xfe.txt" in skipped and "dir\\xff/" in skipped
+    assert f.load("clicks.csv", options={"label": "clicked"}).n_rows == 4
+
+
+def test_listing_never_inflates_an_npz_member(folder):
+    """R8: an npz whose kind.npy inflates to 1 GiB is classified from its member names
+    alone: listed in well under a second, its kind.npy never read (a reader that opened it
+    would fail here: the member's checksum is wrong)."""
+    import time
+    import hostile_corpus as hc
+    root, d = folder
+    (root / "bomb.npz").write_bytes(hc.kind_bomb_npz(1 << 30))
+    t0 = time.process_time()
+    files = {e.relpath: e for e in DataFolder(str(root)).list_files()}
+    assert time.process_time() - t0 < 2.0
+    assert files["bomb.npz"].kind == "multilabel" and "bibtex_train.txt" in files
+    (root / "bomb.npz").write_bytes(b"PK\x05\x06" + b"\0" * 18)        # empty zip: no kind
+    assert "bomb.npz" not in {e.relpath for e in DataFolder(str(root)).list_files()}
+
+
+_TRUNCATE_CHILD = """
+import os, sys, numpy as np
+import featagg_core.data.mapped_npz as mn
+from featagg_core.data.cache import DataFolder, DatasetStore
+from featagg_core.data import DatasetError
+mn.COPY_MAX_BYTES = 0                      # map it, as a cache of a large file is
+root = sys.argv[1]
+f = DataFolder(root, convert_min_bytes=1)
+store = DatasetStore(1 << 30)
+key = f.cache_key("big.txt")
+data = store.get(key, lambda: f.load("big.txt"))
+assert isinstance(data.X.data, np.memmap) or isinstance(data.X.data.base, np.memmap) \
+    or data.X.data.base is not None
+cache = f.cache_location("big.txt")
+before = float(data.X.data.sum())
+with open(cache, "r+b") as fh:              # cut it under the mapping
+    fh.truncate(4096)
+assert mn.mapped_file_changed(data) is not None
+print("changed:", mn.mapped_file_changed(data))
+again = store.get(key, lambda: f.load("big.txt"))   # dropped and opened afresh
+assert again is not data and store.dropped_changed == 1
+print("sum", float(again.X.data.sum()) == before)
+"""
+
+
+def test_truncated_mapped_cache_is_detected_not_a_sigbus(tmp_path):
+    """R11: the cache file of a kept, memory-mapped dataset truncated under the server:
+    the store notices (size/mtime re-checked before it hands the dataset out), drops it
+    and opens the file again; the process is not killed by SIGBUS (-7)."""
+    import subprocess
+    import sys
+    from hostile_helpers import PY, child_env
+    root = tmp_path / "data"
+    root.mkdir()
+    d = make_powerlaw_multilabel(4000, 3000, 50, random_state=2)
+    save_xc(d, root / "big.txt")
+    out = subprocess.run([PY, "-c", _TRUNCATE_CHILD, str(root)], capture_output=True,
+                         text=True, timeout=300, env=child_env())
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert "changed: the data cache file was cut" in out.stdout and "sum True" in out.stdout

@@ -17,6 +17,7 @@ API::
     get_folder() -> DataFolder | None    # None when unset or not a folder (logged)
     get_store() -> DatasetStore          # the server's shared store
     list_files() -> list[FolderFile]     # cached for LISTING_TTL_S seconds
+    skipped_names() -> list[str]         # entries left out: names not valid UTF-8
     folder_picker()                      # the sidebar widget (inside ``with st.sidebar``)
     open_in_job(relpath, options) -> Job # what the picker does on a pick
 """
@@ -103,16 +104,25 @@ def get_store() -> DatasetStore:
 
 
 @st.cache_data(ttl=LISTING_TTL_S, show_spinner=False, max_entries=4)
-def _listing(root: str) -> list:
+def _listing(root: str) -> tuple:
     folder = _folder(root)
-    return [] if folder is None else folder.list_files()
+    skipped: list = []
+    files = [] if folder is None else folder.list_files(skipped=skipped)
+    return files, skipped
 
 
 def list_files() -> list:
     """The folder's dataset files (:class:`FolderFile`), walked at most every
-    :data:`LISTING_TTL_S` seconds."""
+    :data:`LISTING_TTL_S` seconds (only names and sizes: no file's content is read)."""
     folder = get_folder()
-    return [] if folder is None else _listing(folder.root)
+    return [] if folder is None else _listing(folder.root)[0]
+
+
+def skipped_names() -> list:
+    """The escaped names of the folder's entries left out of :func:`list_files` because
+    their name is not valid UTF-8 (``bad\\xff\\xfe.csv``)."""
+    folder = get_folder()
+    return [] if folder is None else _listing(folder.root)[1]
 
 
 def _opts_key(options: dict) -> tuple:
@@ -211,6 +221,12 @@ def folder_picker() -> None:
         return
     _collect()
     files = list_files()
+    skipped = skipped_names()
+    if skipped:
+        shown = ", ".join(md_escape(n) for n in skipped[:3])
+        more = f" and {len(skipped) - 3:,} more" if len(skipped) > 3 else ""
+        st.caption(f"Left out because their names are not valid UTF-8 text: {shown}{more}. "
+                   "Rename them on the server to open them here.")
     if not files:
         st.info("The server's data folder holds no dataset files yet.")
         return

@@ -48,6 +48,7 @@ from featagg_core.utils.bounded import (
     read_member,
     read_npy_member,
     reason,
+    zip_member_count,
 )
 from featagg_core.utils.docstrings import fill_doc
 
@@ -59,8 +60,19 @@ FORMAT_VERSION = 1
 ARTIFACT_CLASSES: Dict[str, str] = artifact_classes()
 
 # Bounds of the JSON members (manifest.json, bundle.json): size and bracket nesting.
-_MAX_MANIFEST_BYTES = 64 << 20
+# (The largest manifest featagg writes is tens of kB; a 60 MB one of whitespace cost
+# 1.17 GB to check before these bounds.)
+_MAX_MANIFEST_BYTES = 16 << 20
 _MAX_JSON_DEPTH = 64
+#: the most arrays one artifact may declare (a Pipeline of every step holds under 100),
+#: and what each costs to check and hold besides its bytes (manifest entry, zip entry,
+#: array object), charged for all of them before any is read
+MAX_ARRAYS = 4096
+ARRAY_OVERHEAD_BYTES = 4 << 10
+#: the most artifacts a bundle may hold, and what loading one costs besides its arrays
+#: (its manifest, checks and rebuilt estimator), charged for all before any is read
+MAX_BUNDLE_ENTRIES = 10_000
+BUNDLE_ENTRY_BYTES = 64 << 10
 _ALLOWED_KINDS = set("biuf")  # bool, signed/unsigned int, float: no object / string arrays
 
 
@@ -244,12 +256,30 @@ def _failer(where: str, what: str = ""):
 def _open_zip(path_or_file, what: str, budget: Budget) -> Tuple[zipfile.ZipFile, str]:
     """The input as an open zip archive (and its printable name); refuses empty files,
     non-zip or truncated data, duplicate member names, encrypted members and compression
-    methods other than stored/deflated (see :func:`featagg_core.utils.bounded.open_zip`)."""
+    methods other than stored/deflated (see :func:`featagg_core.utils.bounded.open_zip`).
+
+    The members the archive declares are counted from its end record before its
+    directory is parsed: an artifact holds at most :data:`MAX_ARRAYS` arrays, a bundle
+    :data:`MAX_BUNDLE_ENTRIES` artifacts, and what loading each would cost
+    (:data:`ARRAY_OVERHEAD_BYTES`, :data:`BUNDLE_ENTRY_BYTES`) is charged to ``budget``
+    for all of them at once, so a refusal gives the whole figure."""
     data, where = _read_source(path_or_file)
     if not data:
         raise ArtifactError(f"{where}: the file is empty")
     budget.add_input(len(data))
-    zf = open_zip(data, _failer(where, f"not a featagg {what}: "), what=f"featagg {what}")
+    fail = _failer(where, f"not a featagg {what}: ")
+    count = zip_member_count(data)
+    if count is not None:
+        limit, each, unit = ((MAX_BUNDLE_ENTRIES, BUNDLE_ENTRY_BYTES, "artifacts")
+                             if what == "bundle" else (MAX_ARRAYS, ARRAY_OVERHEAD_BYTES,
+                                                       "arrays"))
+        n = max(count - 1, 0)                    # bundle.json / manifest.json
+        budget.charge(n * each, f"its {n:,} {unit}", _failer(where, f"this featagg {what}: "))
+        if n > limit:
+            raise ArtifactError(f"{where}: this featagg {what} holds {n:,} {unit}; at most "
+                                f"{limit:,} are read")
+    zf = open_zip(data, fail, what=f"featagg {what}", budget=budget,
+                  max_members=MAX_BUNDLE_ENTRIES + 1 if what == "bundle" else MAX_ARRAYS + 1)
     return zf, where
 
 
@@ -333,6 +363,9 @@ def _open_checked(path_or_file, budget: Budget) -> Tuple[Dict[str, Any], Dict[st
             if not isinstance(manifest.get(key), dict):
                 raise ArtifactError(f"{where}: manifest field {key!r} is missing or malformed")
         _check_informational(manifest, where)
+        if len(manifest["arrays"]) > MAX_ARRAYS:
+            raise ArtifactError(f"{where}: the manifest declares {len(manifest['arrays']):,} "
+                                f"arrays; an artifact holds at most {MAX_ARRAYS:,}")
         specs = {key: _array_spec(key, spec, where) for key, spec in manifest["arrays"].items()}
         members = {f"arrays/{key}.npy": key for key in specs}
         for name in iter_names(zf):
@@ -488,6 +521,13 @@ def is_bundle(path_or_file) -> bool:
         zip: loading it then says what is wrong).
     """
     data, _ = _read_source(path_or_file)
+    count = zip_member_count(data)
+    if count is None:
+        return False
+    if count > MAX_ARRAYS + 1:
+        # too many members to parse the directory here (load_bundle / load_artifact refuse
+        # it with the figure): a name search is enough to say which it would be
+        return b"bundle.json" in data
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             return "bundle.json" in zf.namelist()
@@ -530,6 +570,9 @@ def load_bundle(path_or_file, *, max_bytes: Optional[int] = None
             raise ArtifactError(f"{where}: unsupported bundle format version "
                                 f"{str(index.get('format_version'))[:30]!r}")
         entries = index.get("entries", [])
+        if isinstance(entries, list) and len(entries) > MAX_BUNDLE_ENTRIES:
+            raise ArtifactError(f"{where}: bundle.json lists {len(entries):,} artifacts; a "
+                                f"bundle holds at most {MAX_BUNDLE_ENTRIES:,}")
         if not isinstance(entries, list) or len(set(map(str, entries))) != len(entries) \
                 or not all(isinstance(k, str) and _ARRAY_NAME.fullmatch(k) for k in entries):
             raise ArtifactError(f"{where}: bundle.json 'entries' must list distinct names")

@@ -7,6 +7,7 @@ unless ``--test-size`` / ``--valid-size`` / ``--split-seed`` say otherwise) and 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from typing import Optional
 
@@ -15,6 +16,62 @@ import numpy as np
 
 class CliError(Exception):
     """Bad input on the command line: printed as one line, exit status 2."""
+
+
+#: the options that name a file a command writes
+_OUTPUT_OPTIONS = ("out", "json", "clusters_csv")
+#: the options that name a file a command reads (positional DATA, MODEL, ... included)
+_INPUT_OPTIONS = ("data", "model", "graph", "table", "test", "features", "classes",
+                  "labels_xml", "xml", "replay")
+
+
+def _file_id(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _check_paths(args) -> None:
+    """Before a command runs: every input it names that exists is a regular file (a FIFO
+    would block, a device or folder is no dataset), and every file it writes is a new path
+    or a regular file that is none of its inputs (same resolved path or same inode, a hard
+    link included). Raises CliError (exit status 2); nothing is read or written yet."""
+    from featagg_core.data._input import _check_output_path
+    inputs = []
+    for key in _INPUT_OPTIONS:
+        value = getattr(args, key, None)
+        if not isinstance(value, str) or not value or value.startswith("sample:"):
+            continue
+        try:
+            mode = os.stat(value).st_mode
+        except OSError:
+            continue                      # missing: the reader says so in its own words
+        if not stat.S_ISREG(mode):
+            what = ("a pipe (FIFO)" if stat.S_ISFIFO(mode) else
+                    "a folder" if stat.S_ISDIR(mode) else "a device or socket")
+            raise CliError(f"{value}: is {what}, not a regular file; give a dataset file")
+        inputs.append(value)
+    for key in _OUTPUT_OPTIONS:
+        value = getattr(args, key, None)
+        if not isinstance(value, str) or not value:
+            continue
+        option = "--" + key.replace("_", "-")
+        try:
+            _check_output_path(value)
+        except OSError as exc:
+            raise CliError(f"{option} {value}: {exc.strerror}") from None
+        out_id, out_real = _file_id(value), os.path.realpath(value)
+        for src in inputs:
+            if os.path.realpath(src) == out_real or (out_id is not None and
+                                                     _file_id(src) == out_id):
+                raise CliError(f"{option} {value} is the input file {src}: writing it would "
+                               "destroy the input; choose another file name")
+    outs = [getattr(args, k, None) for k in _OUTPUT_OPTIONS]
+    outs = [os.path.realpath(v) for v in outs if isinstance(v, str) and v]
+    if len(set(outs)) != len(outs):
+        raise CliError("two output options name the same file; give each its own")
 
 
 def _progress(message: str) -> None:
@@ -32,12 +89,9 @@ def _guess_kind(path: str) -> str:
     if low.endswith(_TABLE_EXT) or low.endswith((".csv.gz", ".tsv.gz")):
         return "table"
     if low.endswith(".npz"):
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                if "kind" in z.files:
-                    return str(z["kind"])
-        except (OSError, ValueError):
-            pass
+        # from the member names only: a kind.npy may inflate to gigabytes
+        from featagg_core.data.npz import _npz_kind
+        return _npz_kind(path) or "multilabel"
     return "multilabel"
 
 

@@ -39,7 +39,7 @@ import threading
 import time
 from typing import List, Optional
 
-from featagg_core.cli.command import CliError, Interrupted
+from featagg_core.cli.command import CliError, Interrupted, _check_paths
 from featagg_core.cli.parser import build
 
 EXIT_BAD_INPUT = 2
@@ -115,6 +115,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args.started = started
     previous = _install_ctrl_c(args.cancel)
     try:
+        _check_paths(args)
         result = args.func(args)
         if args.cancel.is_set():
             raise Interrupted()
@@ -131,19 +132,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     except MemoryError:
         print("featagg: error: not enough memory for this input", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except RecursionError:
+        print("featagg: error: the input nests too deeply to be read", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback (unless debugging)
         if os.environ.get("FEATAGG_DEBUG"):
             import traceback
             traceback.print_exc()
-        message = " ".join(str(exc).split())[:300]
-        print(f"featagg: error: {args.command} failed ({type(exc).__name__}: {message})",
-              file=sys.stderr)
+        # the library's words, never its class name (BadZipFile means nothing to a user)
+        message = " ".join(str(exc).split())[:300] or "an unexpected internal error"
+        print(f"featagg: error: {args.command} failed ({message}; FEATAGG_DEBUG=1 shows "
+              "the details)", file=sys.stderr)
         return EXIT_BAD_INPUT
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     if result is None:                    # the command printed its own text (health)
         return 0
-    json.dump(result, sys.stdout, indent=1, default=lambda o: o.item() if hasattr(o, "item") else str(o))
-    sys.stdout.write("\n")
+    try:
+        json.dump(result, sys.stdout, indent=1,
+                  default=lambda o: o.item() if hasattr(o, "item") else str(o))
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (``featagg info ... | head -c1``): end quietly; stdout is
+        # pointed at /dev/null so the interpreter's own flush at exit does not complain
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
     return 0

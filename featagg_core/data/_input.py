@@ -133,19 +133,80 @@ def _guard(reader):
     return wrapped
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where the system tells it
+    (``/proc/self/status``); else set and restored at once."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _check_output_path(path) -> None:
+    """Refuse to write ``path`` unless it is a new path or an existing regular file: a
+    device node, a FIFO, a socket or a folder would be replaced (``/dev/null`` as root) or
+    block. Raises OSError naming ``path`` (never a temporary file)."""
+    import errno
+    import stat as _stat
+    path = os.fspath(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or "cannot be written", path) from None
+    if st is not None:
+        if _stat.S_ISDIR(st.st_mode):
+            raise OSError(errno.EISDIR, "is a folder, not a file: give a file name to write",
+                          path)
+        if not _stat.S_ISREG(st.st_mode):
+            what = ("a pipe (FIFO)" if _stat.S_ISFIFO(st.st_mode) else
+                    "a socket" if _stat.S_ISSOCK(st.st_mode) else "a device")
+            raise OSError(errno.EINVAL, f"is {what}, not a regular file: refusing to "
+                                        "write over it", path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OSError(errno.ENOENT, "its folder does not exist", path)
+
+
 def _atomic_write(path, write_fn) -> None:
     """Write ``path`` through a temporary file in the same folder and ``os.replace`` it in,
-    so a reader never sees a half-written file. ``write_fn(fileobj)`` writes the content."""
+    so a reader never sees a half-written file. ``write_fn(fileobj)`` writes the content.
+
+    Only a new path or an existing regular file is written (:func:`_check_output_path`:
+    a device node, FIFO or folder is refused with an OSError naming ``path``). The file
+    gets the mode of the file it replaces, or the user's umask for a new one (not the
+    temporary file's owner-only 0600)."""
+    import stat as _stat
     path = os.fspath(path)
+    _check_output_path(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path)[-_MAX_NAME:],
-                               dir=folder)
+    try:
+        mode = _stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = 0o666 & ~_umask()
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-",
+                                   suffix=os.path.basename(path)[-_MAX_NAME:], dir=folder)
+    except OSError as exc:              # name the file asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror or "cannot be written", path) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             write_fn(fh)
             fh.flush()
+            os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        _check_output_path(path)       # it may have become a device or folder meanwhile
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or "cannot be written", path) from None
     except BaseException:
         try:
             os.unlink(tmp)

@@ -56,7 +56,12 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 import scipy.sparse as sp
 
-from featagg_core.data.mapped_npz import CACHE_VERSION, open_npz_cache, write_npz_cache
+from featagg_core.data.mapped_npz import (
+    CACHE_VERSION,
+    mapped_file_changed,
+    open_npz_cache,
+    write_npz_cache,
+)
 from featagg_core.data._containers import DatasetError
 from featagg_core.utils.docstrings import fill_doc
 
@@ -69,6 +74,9 @@ CACHE_DIR_NAME = ".featagg-cache"
 #: multi-label files from this size on get a disk cache (smaller ones parse quickly, see
 #: benchmarks/results/data_notes.md; caching them would only litter the folder)
 CONVERT_MIN_BYTES = 4 << 20
+
+#: the largest ``meta.npy`` a cache file of ours has (a bigger one is not read)
+_MAX_META_BYTES = 1 << 20
 
 _MULTILABEL_EXT = {".svm", ".svmlight", ".libsvm", ".arff"}
 _GRAPH_EXT = {".edges", ".edgelist", ".el", ".graphml", ".gml", ".mat"}
@@ -132,6 +140,20 @@ class FolderFile:
         extra = {"xml": "XML", "test": "test part"}
         comp = ", ".join(extra[r] for r, _ in self.companions if r in extra)
         return f"{self.relpath} · {self.size_text}" + (f" (+ {comp})" if comp else "")
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a file name (str, undecodable bytes as surrogates) is valid UTF-8 text."""
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _escaped(name: str) -> str:
+    """A file name with its undecodable bytes written as ``\\xff`` (printable anywhere)."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def user_cache_dir() -> str:
@@ -272,11 +294,17 @@ class DataFolder:
         return real, st
 
     # -- listing
-    def list_files(self, max_files: int = 2000, max_depth: int = 4) -> List[FolderFile]:
+    def list_files(self, max_files: int = 2000, max_depth: int = 4,
+                   skipped: Optional[List[str]] = None) -> List[FolderFile]:
         """The dataset files of the folder, sorted by path: readable regular files (or
         symlinks to files inside the folder) that a reader takes, at most ``max_depth``
         folders deep, at most ``max_files``. Hidden entries and cache folders are left
         out; so are ``.xml`` label headers (they are an ARFF's companion).
+
+        Nothing is read from a file but its name and ``stat`` (the kind of an npz comes
+        from its member names). A file or folder whose name is not valid UTF-8 (bytes such
+        as ``\\xff\\xfe`` a browser cannot show or send back) is left out, its name
+        escaped into ``skipped``; every other file stays listed.
 
         Parameters
         ----------
@@ -284,6 +312,8 @@ class DataFolder:
             Stop after this many files.
         max_depth : int
             Look at most this many folders deep (1 = the folder itself).
+        skipped : list of str, optional
+            Receives the escaped relative names of the entries left out for their name.
 
         Returns
         -------
@@ -291,15 +321,27 @@ class DataFolder:
             Sorted by ``relpath``.
         """
         out: List[FolderFile] = []
+        left_out = skipped if skipped is not None else []
         root_depth = self.root.rstrip(os.sep).count(os.sep)
         for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
             depth = dirpath.rstrip(os.sep).count(os.sep) - root_depth
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
-                                 and depth + 1 < max_depth)
+            keep = []
+            for d in sorted(dirnames):
+                if d.startswith(".") or depth + 1 >= max_depth:
+                    continue
+                rel_dir = os.path.relpath(os.path.join(dirpath, d), self.root)
+                if _is_utf8(rel_dir):
+                    keep.append(d)
+                else:
+                    left_out.append(_escaped(rel_dir) + "/")
+            dirnames[:] = keep
             for fn in sorted(filenames):
                 if fn.startswith(".") or _ext(fn) == ".xml":
                     continue
                 rel = os.path.relpath(os.path.join(dirpath, fn), self.root).replace(os.sep, "/")
+                if not _is_utf8(rel):
+                    left_out.append(_escaped(rel))
+                    continue
                 entry = self.describe(rel, quiet=True)
                 if entry is not None:
                     out.append(entry)
@@ -354,15 +396,10 @@ class DataFolder:
         if ext in _TABLE_EXT:
             return "table"
         if ext == ".npz":
-            try:
-                with zipfile.ZipFile(real) as zf:
-                    if "kind.npy" not in zf.namelist():
-                        return None
-                    with zf.open("kind.npy") as fh:
-                        kind = str(np.lib.format.read_array(fh, allow_pickle=False)[()])
-            except Exception:  # noqa: BLE001 - not a featagg npz: not listed
-                return None
-            return kind if kind in ("multilabel", "graph", "table") else None
+            # from the member names alone: the listing never inflates a member (a kind.npy
+            # of 3 GB cost 3 GB on every listing)
+            from featagg_core.data.npz import _npz_kind
+            return _npz_kind(real)
         if ext == ".txt":
             try:
                 with open(real, "rb") as fh:
@@ -444,8 +481,12 @@ class DataFolder:
             return None
         for path in self._cache_paths(real):
             try:
-                with zipfile.ZipFile(path) as zf, zf.open("meta.npy") as fh:
-                    meta = json.loads(str(np.lib.format.read_array(fh, allow_pickle=False)[()]))
+                with zipfile.ZipFile(path) as zf:
+                    if zf.getinfo("meta.npy").file_size > _MAX_META_BYTES:
+                        continue         # not one of ours: never inflated
+                    with zf.open("meta.npy") as fh:
+                        meta = json.loads(str(np.lib.format.read_array(
+                            fh, allow_pickle=False)[()]))
             except Exception:  # noqa: BLE001 - missing or unreadable: not fresh
                 continue
             if meta.get("version") == CACHE_VERSION and all(
@@ -628,6 +669,11 @@ def _memory_bytes() -> int:
 class DatasetStore:
     """Opened datasets shared by every session of a server, up to ``max_bytes``.
 
+    A kept dataset whose memory-mapped cache file changed on disk since it was mapped
+    (:func:`~featagg_core.data.mapped_npz.mapped_file_changed`: truncated, rewritten,
+    removed) is dropped and loaded again instead of being handed out: reading a truncated
+    mapping would kill the server with SIGBUS.
+
     ``get(key, load)`` returns the dataset kept under ``key`` or calls ``load()`` once
     (threads asking for the same key meanwhile wait for that one load), keeps it, and
     drops the least recently used others while the total is over ``max_bytes`` (the one
@@ -644,6 +690,8 @@ class DatasetStore:
         self._lock = threading.Lock()
         self._items: "OrderedDict[tuple, tuple]" = OrderedDict()
         self._loading: Dict[tuple, threading.Lock] = {}
+        #: datasets dropped because the cache file they map changed on disk
+        self.dropped_changed = 0
 
     def peek(self, key):
         """The dataset kept under ``key``, or None (nothing is loaded).
@@ -661,6 +709,12 @@ class DatasetStore:
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
+                if mapped_file_changed(hit[0]) is not None:
+                    # its cache file changed under the mapping (truncated: touching the
+                    # arrays would kill the process with SIGBUS): dropped, loaded afresh
+                    del self._items[key]
+                    self.dropped_changed += 1
+                    return None
                 self._items.move_to_end(key)
                 return hit[0]
         return None

@@ -4,6 +4,7 @@ members are memory-mapped in place, written atomically and checked whole when op
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from typing import Dict, Optional, Tuple
 
@@ -66,11 +67,75 @@ def write_npz_cache(data: MultiLabelData, path: str, meta: dict) -> None:
     _atomic_write(path, lambda fh: np.savez(fh, **arrays))
 
 
+#: a cache file up to this size is read into memory instead of being mapped: a mapped file
+#: truncated under the process (another server rebuilding it by hand, a full disk, an
+#: operator's ``truncate``) kills it with SIGBUS on the next access, a copy cannot
+COPY_MAX_BYTES = 64 << 20
+
+
+def _file_signature(fh) -> tuple:
+    st = os.fstat(fh.fileno())
+    return (int(st.st_dev), int(st.st_ino), int(st.st_size), int(st.st_mtime_ns))
+
+
+def mapped_source(data) -> Optional[tuple]:
+    """``(path, signature)`` of the file whose arrays ``data`` maps, or None when it maps
+    none (read or copied into memory).
+
+    Parameters
+    ----------
+    data : MultiLabelData
+        A dataset from :func:`open_npz_cache` (any object is accepted).
+
+    Returns
+    -------
+    tuple or None
+        ``(path, (dev, inode, size, mtime_ns))`` as it was when mapped.
+    """
+    return getattr(data, "_featagg_mapped", None)
+
+
+def mapped_file_changed(data) -> Optional[str]:
+    """Whether the file ``data``'s arrays are mapped from changed since it was mapped
+    (another size, modification time or inode, or gone): then using the arrays could read
+    past the end of a truncated file, which kills the process (SIGBUS).
+
+    Parameters
+    ----------
+    data : MultiLabelData
+        A dataset from :func:`open_npz_cache` (any object is accepted).
+
+    Returns
+    -------
+    str or None
+        What changed, in words; None when nothing did or nothing is mapped.
+    """
+    src = mapped_source(data)
+    if src is None:
+        return None
+    path, sig = src
+    try:
+        with open(path, "rb") as fh:
+            now = _file_signature(fh)
+    except OSError:
+        return "the data cache file is gone"
+    if now[2] < sig[2]:
+        return f"the data cache file was cut from {sig[2]:,} to {now[2]:,} bytes"
+    if now != sig:
+        return "the data cache file was rewritten"
+    return None
+
+
 def _member_arrays(path: str) -> Dict[str, np.ndarray]:
     """Every ``.npy`` member of the uncompressed npz ``path``, mapped read-only (numeric)
-    or read (strings). Raises ValueError when the file is not such an archive."""
+    or read (strings; a file of at most :data:`COPY_MAX_BYTES` is read whole). The key
+    ``None`` holds the file's signature when anything is mapped. Raises ValueError when
+    the file is not such an archive."""
     out = {}
     with open(path, "rb") as fh, zipfile.ZipFile(fh) as zf:
+        sig = _file_signature(fh)
+        copy_all = sig[2] <= COPY_MAX_BYTES
+        mapped = False
         for info in zf.infolist():
             if not info.filename.endswith(".npy"):
                 raise ValueError(f"unexpected member {info.filename!r}")
@@ -98,12 +163,20 @@ def _member_arrays(path: str) -> Dict[str, np.ndarray]:
             if offset - start + count * dtype.itemsize != info.file_size:
                 raise ValueError(f"member {info.filename!r} has the wrong size")
             key = info.filename[:-4]
-            if dtype.kind in "US" or count == 0 or dtype.itemsize * count < 1 << 12:
+            if offset + count * dtype.itemsize > sig[2]:
+                raise ValueError(f"member {info.filename!r} runs past the end of the file")
+            if copy_all or dtype.kind in "US" or count == 0 or dtype.itemsize * count < 1 << 12:
                 fh.seek(offset)
-                arr = np.frombuffer(fh.read(count * dtype.itemsize), dtype=dtype).reshape(shape)
+                raw = fh.read(count * dtype.itemsize)
+                if len(raw) != count * dtype.itemsize:
+                    raise ValueError(f"member {info.filename!r} is truncated")
+                arr = np.frombuffer(raw, dtype=dtype).reshape(shape)
                 out[key] = arr.copy() if dtype.kind in "US" else arr
             else:
                 out[key] = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
+                mapped = True
+        if mapped:
+            out[None] = sig
     return out
 
 
@@ -154,6 +227,7 @@ def open_npz_cache(path: str) -> Tuple[MultiLabelData, dict]:
         When the file cannot be opened.
     """
     z = _member_arrays(path)
+    sig = z.pop(None, None)
     try:
         meta = json.loads(str(z["meta"][()]))
     except (KeyError, ValueError, TypeError) as exc:
@@ -176,4 +250,6 @@ def open_npz_cache(path: str) -> Tuple[MultiLabelData, dict]:
             names[key] = [str(s) for s in z[key].tolist()]
     data = MultiLabelData(X=X, Y=Y, X_test=Xt, Y_test=Yt, name=str(z["name"][()]),
                           source=str(z["source"][()]), **names)
+    if sig is not None:
+        data._featagg_mapped = (path, sig)
     return data, meta

@@ -155,13 +155,46 @@ class _NpzMembers:
         return list(self.members)
 
 
+#: the most members a featagg npz has whose kind :func:`_npz_kind` still guesses
+_KIND_MAX_MEMBERS = 10_000
+
+
+def _npz_kind(path) -> "str | None":
+    """The kind of the featagg npz ``path`` ("multilabel", "graph", "table") from its
+    member *names* alone: only the archive's end record and central directory are read,
+    never a member's content (a ``kind.npy`` may inflate to gigabytes). None when it is
+    not a featagg npz, is unreadable, or declares more than ``_KIND_MAX_MEMBERS``."""
+    import zipfile
+    from featagg_core.utils.bounded import zip_member_count
+    try:
+        with open(path, "rb") as fh:
+            count = zip_member_count(fh)
+            if count is None or count > _KIND_MAX_MEMBERS:
+                return None
+            fh.seek(0)
+            with zipfile.ZipFile(fh) as zf:
+                names = {i.filename for i in zf.infolist()}
+    except Exception:  # noqa: BLE001 - unreadable: no kind
+        return None
+    if "kind.npy" not in names:
+        return None
+    if {"Y_data.npy", "X_data.npy"} <= names:
+        return "multilabel"
+    if "A_data.npy" in names:
+        return "graph"
+    if {"columns.npy", "labels.npy"} <= names:
+        return "table"
+    return None
+
+
 def _open_npz(raw: bytes, name: str) -> _NpzMembers:
     if not raw:
         raise DatasetError("empty file", path=name)
     if raw[:6] == b"\x93NUMPY":
         raise DatasetError("a single .npy array, not an npz archive", path=name)
     fail = _fail_for(name)
-    zf = open_zip(raw, lambda m: fail(f"not a readable npz archive: {m}"), what="npz archive")
+    zf = open_zip(raw, lambda m: fail(f"not a readable npz archive: {m}"), what="npz archive",
+                  budget=_budget())
     return _NpzMembers(zf, name)
 
 

@@ -140,12 +140,29 @@ def _read_delimited(text: str, sep: str, header: bool, src: str):
     return pd.DataFrame(arr, columns=out_names, dtype=object, copy=False)
 
 
+#: bytes the parquet reader holds per byte of a file's footer (its schema and row-group
+#: index, parsed before anything else: 16 MB of footer declaring 10^6 columns took 1.4 GB)
+PARQUET_FOOTER_FACTOR = 96
+#: bytes a column costs whatever its rows (its schema entry, arrow and pandas objects)
+COLUMN_BYTES = 4 << 10
+#: bytes a parsed CSV cell costs (its text object, the row lists and the table's slot;
+#: measured ~81 on 2-letter cells, benchmarks/results/fuzz.md)
+CSV_CELL_BYTES = 96
+
+
 def _check_parquet_size(raw: bytes, src: str) -> None:
     """Charge a parquet file's declared content to the load's budget before reading it:
-    the uncompressed bytes its row groups declare, plus 64 bytes per cell (the text
-    object each cell becomes). A few kB of dictionary- or run-length-encoded data can
-    declare 10^9 rows; that is refused here, not discovered by running out of memory."""
+    its footer (before it is parsed), then the uncompressed bytes its row groups declare,
+    :data:`COLUMN_BYTES` per column (0 rows x 10^6 columns is no free table) and 64 bytes
+    per cell (the text object each cell becomes). A few kB of dictionary- or
+    run-length-encoded data can declare 10^9 rows; that is refused here, not discovered
+    by running out of memory."""
     import pyarrow.parquet as pq
+    fail = _fail_for(src)
+    if len(raw) >= 12 and raw[-4:] == b"PAR1":
+        footer = int.from_bytes(raw[-8:-4], "little")
+        _budget().charge(PARQUET_FOOTER_FACTOR * min(footer, len(raw)),
+                         f"the parquet file's schema ({footer:,} bytes of footer)", fail)
     try:
         meta = pq.ParquetFile(io.BytesIO(raw)).metadata
         rows, cols = int(meta.num_rows), int(meta.num_columns)
@@ -154,7 +171,17 @@ def _check_parquet_size(raw: bytes, src: str) -> None:
         raise DatasetError(f"not a readable parquet file ({reason(exc)})",
                            path=src) from None
     _check_declared({"rows": rows, "columns": cols}, name=src)
-    _budget().charge(max(declared, 0) + 64 * rows * max(cols, 1), "the parquet table",
+    _budget().charge(max(declared, 0) + 64 * rows * max(cols, 1) + COLUMN_BYTES * cols,
+                     f"the parquet table ({rows:,} rows x {cols:,} columns)", fail)
+
+
+def _charge_csv_cells(raw: bytes, sep: str, src: str) -> None:
+    """Charge the cells a CSV/TSV will parse into, counted before it is decoded: every
+    separator and line end starts a cell (an upper bound: quoted separators count too),
+    at :data:`CSV_CELL_BYTES` each (the columns are one block: a header of 10^5 names
+    costs its cells, not 10^5 column objects)."""
+    cells = raw.count(sep.encode()) + raw.count(b"\n") + 1
+    _budget().charge(CSV_CELL_BYTES * cells, f"parsing the table's {cells:,} cells",
                      _fail_for(src))
 
 
@@ -251,11 +278,6 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
         if not header:
             df.columns = [f"c{i}" for i in range(df.shape[1])]
     else:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
-                               path=src, line=raw[:exc.start].count(b"\n") + 1) from None
         if sep is None:
             if ext in (".tsv", ".tab"):
                 sep = "\t"
@@ -263,6 +285,12 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
                 first = raw.split(b"\n", 1)[0]
                 counts = {s: first.count(s.encode()) for s in (",", "\t", ";")}
                 sep = max(counts, key=counts.get) if max(counts.values()) else ","
+        _charge_csv_cells(raw, sep, src)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                               path=src, line=raw[:exc.start].count(b"\n") + 1) from None
         df = _read_delimited(text, sep, header, src)
     df.columns = [str(c) for c in df.columns]
     if len(set(df.columns)) != len(df.columns):
