@@ -152,3 +152,23 @@ def test_a_job_finishing_after_the_collect_is_not_opened_again(folder, monkeypat
     assert not at.exception
     data = _dataset(at)
     assert data.name == "corel5k/train.arff" and data.Y.shape == (4, 2)
+
+
+def test_a_name_that_is_not_utf8_leaves_the_rest_of_the_folder_usable(folder, app_for):
+    """R7 (issue 33): a file named with the bytes \\xff\\xfe made the picker fail for every
+    session ("'utf-8' codec can't encode ..."). It is left out with a note naming it
+    escaped; the other files are listed and open."""
+    root, d = folder
+    with open(os.path.join(os.fsencode(str(root)), b"bad\xff\xfe.txt"), "wb") as fh:
+        fh.write(b"3 2 1\n0 0:1\n")
+    at = _app(app_for)
+    at.radio(key="featagg_source").set_value("Data folder").run()
+    assert not at.exception
+    box = at.selectbox(key="featagg_folder_file")
+    assert [o.split(" · ")[0] for o in box.options] == ["corel5k/train.arff", "synth.txt"]
+    notes = [c.value for c in at.sidebar.caption]
+    assert any("not valid UTF-8" in c and "bad\\xff\\xfe.txt" in c.replace("\\\\", "\\")
+               for c in notes), notes
+    box.set_value("synth.txt")
+    _settle(at)
+    assert not at.exception and _dataset(at).name == "synth.txt"
