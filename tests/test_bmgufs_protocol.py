@@ -41,6 +41,38 @@ def test_no_labels_no_n_blocks_picks_k_by_the_eigengap_rule(seed, k):
     assert "eigengap" in m.n_blocks_rule_ and f"k = {k}" in m.n_blocks_rule_
 
 
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_no_label_rule_finds_the_planted_k(k):
+    """Planted-partition graphs with well separated blocks: the default fit without labels
+    takes the planted k (and says where it came from), as the dense eigenvalues say."""
+    A, lab = _sbm(n=300, k=k, p_in=0.2, p_out=0.01, seed=k)
+    rng = np.random.default_rng(k)
+    X = sp.csr_matrix((rng.random((300, 20)) < 0.2).astype(float))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)          # the poor-fit warning
+        m = BMGUFS(random_state=0, n_candidates=1, max_iter=2).fit(A, X)
+    assert m.n_blocks_ == k == _eigengap_by_hand(A)
+    assert m.k_source_ == "eigengap"
+    assert m.block_model_.M_.shape == (k, k)
+
+
+def test_one_dense_block_in_a_sparse_graph_gives_two_blocks():
+    """One obvious block (120 dense nodes among 600 sparse ones): k = 2, the block and the
+    rest, the smallest k the rule considers."""
+    rng = np.random.default_rng(0)
+    n = 600
+    blk = np.arange(n) < 120
+    P = np.where(blk[:, None] & blk[None, :], 0.3, 0.01)
+    up = np.triu(rng.random((n, n)) < P, 1)
+    A = sp.csr_matrix((up | up.T).astype(np.float64))
+    k, _, text = block_model.choose_n_blocks(A)
+    assert k == 2 == _eigengap_by_hand(A)
+    m = BlockModel(n_blocks=k, init="spectral", random_state=0).fit(A)
+    # the two blocks are the dense block and the rest
+    from sklearn.metrics import adjusted_rand_score
+    assert adjusted_rand_score(blk, m.labels_) > 0.7
+
+
 def test_eigengap_small_graph_dense_path_matches_by_hand():
     A, _ = _sbm(n=150, k=3, p_in=0.25, p_out=0.02, seed=3)
     k, w, text = block_model.choose_n_blocks(A)
@@ -52,10 +84,14 @@ def test_labels_or_n_blocks_say_where_k_came_from():
     A, X, lab, _ = _planted(0)
     m = BMGUFS(random_state=0, n_candidates=1, max_iter=2).fit(A, X, lab)
     assert m.n_blocks_ == 4 and "node classes" in m.n_blocks_rule_
+    assert m.k_source_ == "classes"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)         # the poor-fit warning
         m = BMGUFS(n_blocks=3, random_state=0, n_candidates=1, max_iter=2).fit(A, X)
     assert m.n_blocks_ == 3 and "given" in m.n_blocks_rule_
+    assert m.k_source_ == "given"
+    bm = m.block_model_
+    assert BMGUFS(max_iter=2).fit(A, X, block_model=bm).k_source_ == "block model"
 
 
 @pytest.mark.parametrize("density", [0.05, 0.6])
@@ -143,6 +179,7 @@ def test_new_attributes_survive_an_artifact_round_trip(tmp_path):
     save_artifact(m, path)
     back = load_artifact(path)
     assert back.n_blocks_ == m.n_blocks_ and back.n_blocks_rule_ == m.n_blocks_rule_
+    assert back.k_source_ == m.k_source_ == "eigengap"
     assert back.gamma_ == m.gamma_ and back.gamma_path_ == m.gamma_path_
     assert back.fit_quality_ == pytest.approx(m.fit_quality_)
     np.testing.assert_array_equal(back.select(30), m.select(30))
