@@ -293,7 +293,8 @@ def test_ktxmlc_train_tasks_get_only_their_nodes_rows(xmlc_data, monkeypatch):
         return real(node_block, pos, problem, solver)
 
     monkeypatch.setattr(dk, "_train_batch", spy)
-    model = ktxmlc_distributed("serial", X, Y, n_parts=3, n_trees=1, max_leaf_labels=20)
+    model = ktxmlc_distributed("serial", X, Y, n_parts=3, n_trees=1, max_leaf_labels=20,
+                                form="trees")  # the trees, not the flat model form="auto" may pick
     tree = model.trees_[0]
     Yc = sp.csc_matrix(Y)
     by_lo = {}

@@ -246,6 +246,7 @@ def test_ktxmlc_estimate_follows_the_fits_flat_choice(params):
     data = make_powerlaw_multilabel(400, 300, 18, avg_labels=3, random_state=2,
                                     test_size=0.25)
     split = make_split(data)
+    params = dict(params, form="trees")  # the trees' form, where one_vs_all's rule applies
     flat = kept_flat_tree(KTXMLC(**params).fit(data.X, data.Y))
     parts = E.estimate_breakdown(data, split, {"classifier": params}, _speed())
     K = params["n_clusters"]

@@ -328,8 +328,30 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, retrie
         if Y is None:
             raise ValueError("Y: KTXMLC needs the label matrix Y (n x L, 0/1)")
         Y = check_Y(Y, X.shape[0])
-    fitted = with_retries(lambda attempt: _fit_once(client, X, Y, est, progress, n_parts,
+    choice = None
+    if est.form == "auto" and not isinstance(X, ShardedMultiLabel):
+        # KTXMLC(form="auto")'s choice: its candidates are fitted here, in-process, on at
+        # most form_choice.MAX_FIT_ROWS rows; the cluster then fits the winner on all rows
+        # (as KTXMLC.fit refits it), so the twin stays the single-machine model
+        form, C, table, reason = est._choose_form(X, Y, None)
+        params = {**est.get_params(deep=False), "form": form, "C": C}
+        if table:
+            params["one_vs_all"] = "never"
+        choice = (KTXMLC(**params), table, reason)
+    elif est.form == "auto":
+        choice = (KTXMLC(**{**est.get_params(deep=False), "form": "trees"}), [],
+                  "trees at C as set: sharded input, no validation rows carved")
+    run = est if choice is None else choice[0]
+    fitted = with_retries(lambda attempt: _fit_once(client, X, Y, run, progress, n_parts,
                                                     attempt), retries)
+    fitted.C_ = float(run.C)
+    fitted.form_ = "flat" if (len(fitted.trees_) == 1 and int(
+        fitted.trees_[0]["n_children"][0]) == fitted.n_labels_) else "trees"
+    fitted.selection_ = [] if choice is None else choice[1]
+    fitted.choice_ = f"{run.form} as set (C = {float(run.C):g})" if choice is None \
+        else choice[2]
+    if choice is not None:
+        fitted.set_params(form="auto", C=est.C, one_vs_all=est.one_vs_all)
     if progress is not None:
         progress(1.0, "done")
     return fitted
@@ -370,6 +392,8 @@ def _fit_once(client, X, Y, est, progress, n_parts, attempt):
         if report is not None:
             report(0.02, "label representations computed")
         t2 = time.perf_counter()
+        if est.form == "flat":
+            n_trees = 1           # the flat model: no trees to grow (as KTXMLC.fit)
         groups = RowGroups(ex, R, L, n_trees=n_trees)
         del R
         levels = _PartitionLevels(ex, groups, spec, report)
@@ -377,8 +401,8 @@ def _fit_once(client, X, Y, est, progress, n_parts, attempt):
                                  hi=0.12, partition=levels, n_labels=L)
         n_groups = groups.n_groups()
         del groups
-        if est.one_vs_all == "auto" and core.flat_is_enough(trees, label_nnz, n,
-                                                       int(est.beam_width)):
+        if est.form == "flat" or (est.one_vs_all == "auto" and core.flat_is_enough(
+                trees, label_nnz, n, int(est.beam_width))):
             trees = [core.ova_tree(L)]  # as KTXMLC.fit decides (same label counts, trees)
         times["trees_s"] = time.perf_counter() - t2
         e3 = time.time()

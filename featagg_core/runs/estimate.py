@@ -447,6 +447,14 @@ def _classifier_parts(st: _MLStats, clf: dict, xr, xr_ho, speed, C, solver=1.0,
         pred = C["ova_predict"] * float((xr_ho + 1.0).sum()) * L ** 0.7 / speed["linear"]
         nm = name or "one-vs-all"
         return {f"{nm}: training": train + tasks, f"{nm}: scoring": pred}
+    if clf.get("form", "auto") == "auto":
+        parts = _classifier_parts(st, dict(clf, form="trees"), xr, xr_ho, speed, C, solver,
+                                  name)
+        choosing = _form_choice_seconds(st, clf, xr, xr_ho, speed, C, solver)
+        if choosing:
+            parts[f"{name or 'KTXMLC K=%d' % int(clf.get('n_clusters', 2))}: choosing the "
+                  "form (validation candidates)"] = choosing
+        return parts
     K = int(clf.get("n_clusters", 2))
     T = int(clf.get("n_trees", 3))
     max_leaf = int(clf.get("max_leaf_labels", 100))
@@ -486,6 +494,27 @@ def _classifier_parts(st: _MLStats, clf: dict, xr, xr_ho, speed, C, solver=1.0,
     pred = T * (C["beam_node"] * expanded * float((xr_ho + 1.0).sum())
                 + C["beam_child"] * scored * float(xr_ho.size)) / speed["linear"]
     return {f"{nm}: label trees": trees, f"{nm}: training": train, f"{nm}: scoring": pred}
+
+
+def _form_choice_seconds(st, clf, xr, xr_ho, speed, C, solver) -> float:
+    """Seconds of KTXMLC(form="auto")'s candidates (featagg_core.xmlc.form_choice): the
+    flat model and the trees at C, then the leader at C/2 and 2C, each trained on 80 % of
+    the rows; 0 when there are too few rows to carve validation rows from."""
+    from featagg_core.xmlc import form_choice as fc
+    if int(round(fc.VALID_FRACTION * st.n)) < fc.MIN_VALID_ROWS:
+        return 0.0
+    max_leaf = int(clf.get("max_leaf_labels", 100))
+    beam = int(clf.get("beam_width", 10))
+    costs = []
+    if st.L <= max_leaf or st.L <= beam * max_leaf:
+        costs.append(sum(v for k, v in _classifier_parts(
+            st, {"kind": "ova"}, xr, xr_ho, speed, C, solver).items() if "training" in k))
+    if st.L > max_leaf:
+        costs.append(sum(v for k, v in _classifier_parts(
+            st, dict(clf, form="trees", one_vs_all="never"), xr, xr_ho, speed, C,
+            solver).items() if "scoring" not in k))
+    share = min(1.0, fc.MAX_FIT_ROWS / max(st.n * (1 - fc.VALID_FRACTION), 1.0))
+    return (1 - fc.VALID_FRACTION) * share * (sum(costs) + (len(fc.C_FACTORS) - 1) * max(costs))
 
 
 def _classifier_spec_parts(st: _MLStats, spec: dict, speed, C) -> Dict[str, float]:
