@@ -80,13 +80,16 @@ PEER_VENV = os.path.join(ROOT, ".bench-venv-peers")
 PEER_PY = os.path.join(PEER_VENV, "bin", "python")
 PEER_PINS = ["numpy<2", "scipy<1.14", "scikit-learn", "omikuji==0.5.2", "napkinxc==0.7.2"]
 PEER_WORKER = os.path.join(ROOT, "benchmarks", "xmlc_peer_worker.py")
-OURS = ("ktxmlc", "ktxmlc_trees", "ktxmlc_t1", "ktxmlc_defrag", "ktxmlc_d8", "onevsall")
+OURS = ("ktxmlc", "ktxmlc_trees", "ktxmlc_flat", "ktxmlc_t1", "ktxmlc_defrag", "ktxmlc_d8",
+        "ktxmlc_refrag", "onevsall")
 #: KTXMLC with other than default settings, for the record (not the defaults' verdict):
-#: ``ktxmlc_trees`` always keeps its three trees (``one_vs_all="never"``, the defaults
-#: before the flat-tree rule), ``ktxmlc_t1`` one tree, never flat
-VARIANTS = {"ktxmlc_trees": {"one_vs_all": "never"},
-            "ktxmlc_t1": {"n_trees": 1, "one_vs_all": "never"},
-            "ktxmlc_trees_c035": {"one_vs_all": "never", "C": 0.35}}
+#: ``ktxmlc_trees`` always keeps its three trees (``form="trees", one_vs_all="never"``, the
+#: defaults before the flat-tree rule), ``ktxmlc_flat`` the flat model at C = 0.5 (the
+#: defaults before ``form="auto"`` on sets with few labels), ``ktxmlc_t1`` one tree
+VARIANTS = {"ktxmlc_trees": {"form": "trees", "one_vs_all": "never"},
+            "ktxmlc_flat": {"form": "flat"},
+            "ktxmlc_t1": {"form": "trees", "n_trees": 1, "one_vs_all": "never"},
+            "ktxmlc_trees_c035": {"form": "trees", "one_vs_all": "never", "C": 0.35}}
 PEERS = ("pecos_xrlinear", "omikuji_parabel", "omikuji_bonsai", "napkinxc_plt")
 REAL = ("bibtex", "delicious", "corel16k", "yeast", "scene")
 SYNTH = {"syn5e4": (50000, 50000, 5000), "syn1e5": (100000, 100000, 10000),
@@ -256,6 +259,8 @@ def our_worker(method, data_path, out_path, seed):
                  else kt.KTXMLC(random_state=seed))
     elif method == "ktxmlc_d8":
         model = kt.DefragKTXMLC(d0=8, random_state=seed)
+    elif method == "ktxmlc_refrag":
+        model = _RefragDefault(seed)
     elif method == "onevsall":
         model = kt.OneVsAll(random_state=seed)
     elif method == "ktxmlc":
@@ -268,6 +273,11 @@ def our_worker(method, data_path, out_path, seed):
     S, pred = wall_and_cpu(lambda: model.predict_scores(Xte, k=K))
     if hasattr(model, "defrags_"):
         info["d_agg"] = int(model.defrags_[0].n_clusters_)
+    for key in ("form_", "C_", "choice_", "knobs_"):
+        if hasattr(model, key):
+            info[key.rstrip("_")] = getattr(model, key)
+    if isinstance(model, _RefragDefault):
+        info.update(refrag_choice=model.choice_, form=model.clf.form_, C=model.clf.C_)
     from featagg_core.metrics import top_k
     idx = top_k(S, K).astype(np.int32)
     val = np.zeros(idx.shape, np.float32)
@@ -279,6 +289,44 @@ def our_worker(method, data_path, out_path, seed):
                model_mb=model.model_size_bytes_ / 2 ** 20, base_mb=base, n_test=int(Xte.shape[0]),
                peak_mb=_vm("VmHWM"), **info)
     print("RESULT " + json.dumps(res), flush=True)
+
+
+class _RefragDefault:
+    """KTXMLC() re-ranked by REFRAG with its default ``alpha="auto"``, as a person would
+    run it: 20 % of the training rows (seeded) carved out; KTXMLC and Defrag(d0=8) fitted
+    on the rest, ``Refrag().fit(..., validation=(rows, KTXMLC's scores, labels))`` tunes
+    alpha, gamma and beta there; then KTXMLC, Defrag and a Refrag with the tuned knobs are
+    fitted on all training rows. Training time covers all of it."""
+
+    def __init__(self, seed):
+        self.seed = seed
+
+    def fit(self, X, Y):
+        from featagg_core.agglomeration.defrag import Defrag
+        from featagg_core.agglomeration.refrag import Refrag
+        from featagg_core.xmlc.ktxmlc import KTXMLC
+        n = X.shape[0]
+        perm = np.random.default_rng(self.seed).permutation(n)
+        nv = max(1, round(0.2 * n))
+        va, tr = np.sort(perm[:nv]), np.sort(perm[nv:])
+        clf = KTXMLC(random_state=self.seed).fit(X[tr], Y[tr])
+        df = Defrag(d0=8, random_state=self.seed).fit(X[tr], Y[tr])
+        probe = Refrag().fit(X[tr], Y[tr], df, validation=(
+            X[va], clf.predict_scores(X[va], k=100), Y[va]))
+        self.choice_ = probe.choice_
+        self.knobs_ = dict(alpha=probe.alpha_, gamma=probe.gamma_,
+                           propensity_exponent=probe.propensity_exponent_)
+        self.clf = KTXMLC(random_state=self.seed).fit(X, Y)
+        self.df = Defrag(d0=8, random_state=self.seed).fit(X, Y)
+        self.rf = Refrag(**self.knobs_).fit(X, Y, self.df)
+        return self
+
+    def predict_scores(self, X, k=5):
+        return self.rf.rerank(X, self.clf.predict_scores(X, k=100), k=k)
+
+    @property
+    def model_size_bytes_(self):
+        return self.clf.model_size_bytes_ + self.rf.prototypes_.data.nbytes
 
 
 def cancel_probe(Xtr, Ytr, base, delays=(0.5, 3.0, 10.0, 30.0, 60.0)):
@@ -466,8 +514,12 @@ def _ratio(a, b):
     return a / b if b else float("nan")
 
 
-def goals(ds, by_method):
-    """Lines assessing the issue's goals on one data set (ours = ktxmlc)."""
+def goals(ds, by_method, n_test=0):
+    """Lines assessing the issue's goals on one data set (ours = ktxmlc): accuracy ties
+    are within the best peer's seed spread, or, against a peer whose seeds all agree
+    (deterministic, or one seed run), within one test point (one more hit among the
+    ``n_test`` rows' top k: 100 / (k n_test) points); training CPU, selection included,
+    at most 1.5x the fastest peer within 0.5 P@1."""
     lines = []
     ours = by_method.get("ktxmlc")
     peers = {m: by_method[m] for m in PEERS if m in by_method}
@@ -479,10 +531,14 @@ def goals(ds, by_method):
         bm, blo, bhi = peers[best][col]
         om = ours[col][0]
         spread = bhi - blo
+        k = int(col.rsplit("@", 1)[1])
+        point = 100.0 / (k * n_test) if n_test else 0.0
         if om >= bm:
             v = "met"
         elif bm - om <= spread + 1e-9:
             v = f"tie (within {best}'s seed spread {spread:.2f})"
+        elif spread <= 1e-9 and bm - om <= point + 1e-9:
+            v = f"tie (within one test point, {point:.3f})"
         else:
             v = f"NOT met (by {bm - om:.2f})"
         verdict[col] = v
@@ -494,10 +550,10 @@ def goals(ds, by_method):
     if close:
         fastest = min(close, key=lambda m: peers[m]["train_cpu_s"][0])
         r = _ratio(ours["train_cpu_s"][0], peers[fastest]["train_cpu_s"][0])
-        verdict["train"] = "met" if r <= 1.0 else "NOT met"
+        verdict["train"] = "met" if r <= 1.5 else "NOT met"
         lines.append(f"- training CPU: {ours['train_cpu_s'][0]:.2f} s vs {fastest} "
                      f"{peers[fastest]['train_cpu_s'][0]:.2f} s (the fastest peer within 0.5 "
-                     f"P@1 of ours): ratio {r:.2f}: {verdict['train']}")
+                     f"P@1 of ours): ratio {r:.2f} (goal <= 1.5): {verdict['train']}")
     else:
         fastest = min(peers, key=lambda m: peers[m]["train_cpu_s"][0])
         r = _ratio(ours["train_cpu_s"][0], peers[fastest]["train_cpu_s"][0])
@@ -518,6 +574,22 @@ def goals(ds, by_method):
     return lines, verdict
 
 
+def refrag_lines(runs):
+    """REFRAG's default on KTXMLC() against KTXMLC() alone, seed by seed."""
+    raw = {r["seed"]: r for r in runs if r["method"] == "ktxmlc" and "error" not in r}
+    rr = {r["seed"]: r for r in runs if r["method"] == "ktxmlc_refrag" and "error" not in r}
+    lines = []
+    for s in sorted(set(raw) & set(rr)):
+        a, b = raw[s], rr[s]
+        dp5, dc5 = b["P@5"] - a["P@5"], b["cov@5"] - a["cov@5"]
+        ok = dp5 >= -0.5 and dc5 > 0
+        lines.append(f"- seed {s}: P@5 {b['P@5']:.2f} vs {a['P@5']:.2f} ({dp5:+.2f}), "
+                     f"coverage@5 {b['cov@5']:.2f} vs {a['cov@5']:.2f} ({dc5:+.2f}): "
+                     f"{'met' if ok else ('P@5 kept, coverage not raised' if dp5 >= -0.5 else 'NOT met')}"
+                     f". Tuning: {b.get('refrag_choice', '?')}")
+    return lines
+
+
 def defrag_lines(ds, runs):
     """The data-chosen DEFRAG pipeline against raw KTXMLC, seed by seed."""
     lines = []
@@ -532,7 +604,10 @@ def defrag_lines(ds, runs):
             + f"; training {a['train_s'] / b['train_s']:.2f}x faster (wall), "
             f"{a['train_cpu_s'] / b['train_cpu_s']:.2f}x (CPU); P@1 {b['P@1'] - a['P@1']:+.2f}; "
             f"model {b['model_mb']:.1f} vs {a['model_mb']:.1f} MB; choosing took "
-            f"{b.get('choose_s', float('nan')):.1f} s. Why: {b.get('d0_reason', '?')}")
+            f"{b.get('choose_s', float('nan')):.1f} s "
+            f"({b.get('choose_cpu_s', float('nan')):.1f} s CPU = "
+            f"{b.get('choose_cpu_s', float('nan')) / a['train_cpu_s']:.2f}x the raw KTXMLC() "
+            f"training CPU, goal <= 1.0). Why: {b.get('d0_reason', '?')}")
         tab = b.get("d0_table") or []
         if tab:
             lines.append("  candidates (validation rows): " + "; ".join(
@@ -590,7 +665,8 @@ def table(records, datasets, notes, infos):
                     best = min(vals) if c in _LOWER else max(vals)
                     cells.append(f"{_ratio(by_method[m][c][0], best):.3f}")
                 out.append(f"| {m} | " + " | ".join(cells) + " |")
-        gl, verdict = goals(ds, by_method)
+        n_test = next((int(r["n_test"]) for r in runs if r.get("n_test")), 0)
+        gl, verdict = goals(ds, by_method, n_test)
         if gl:
             out.append("\nGoals (KTXMLC defaults):\n")
             out.extend(gl)
@@ -611,6 +687,16 @@ def table(records, datasets, notes, infos):
                                f"(with the transpose), fit {v['fit_s']:.1f} s, resident +"
                                f"{v['rss_rise_mb']:.0f} MB" for k, v in r["prototypes"].items())
                            + f"; peak {r['peak_mb']:.0f} MB.")
+        ch = [r for r in runs if r["method"] == "ktxmlc" and "choice" in r]
+        if ch:
+            out.append("\nWhat `KTXMLC()` chose (`form=\"auto\"`, `choice_`): " + "; ".join(
+                f"seed {r['seed']}: {r['choice']}" for r in sorted(ch, key=lambda r: r["seed"])))
+        rl = refrag_lines(runs)
+        if rl:
+            out.append("\nREFRAG default (`Refrag()`, alpha=\"auto\" tuned on 20 % validation "
+                       "rows) on KTXMLC() vs KTXMLC() alone (goal: P@5 within 0.5, coverage@5 "
+                       "up):\n")
+            out.extend(rl)
         dl = defrag_lines(ds, runs)
         if dl:
             out.append("\nDEFRAG, data-chosen d0 (`choose_d0`) vs raw features:\n")

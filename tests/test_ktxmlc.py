@@ -550,8 +550,9 @@ def test_choose_d0_follows_its_rule(small):
                        min_speedup=speed, min_features=0, **kw)
         raw = ch.table[0]
         assert raw["d0"] == "raw" and raw["features"] == 200
-        # the raw row is KTXMLC(**kw) on the training rows, scored on the validation rows
-        S = KTXMLC(**kw).fit(Xtr, Ytr).predict_scores(Xva, k=5)
+        # the raw row is KTXMLC(form="trees", **kw) on the training rows (all of them:
+        # fewer than SAMPLE_MIN_ROWS), scored on the validation rows
+        S = KTXMLC(form="trees", **kw).fit(Xtr, Ytr).predict_scores(Xva, k=5)
         assert raw["P@1"] == pytest.approx(float(metrics.precision_at_k(Yva, S, 1)))
         tried = [r["d0"] for r in ch.table[1:]]
         assert tried == [8, 4, 2][:len(tried)]  # largest first
@@ -674,3 +675,29 @@ def test_form_auto_without_enough_rows_keeps_the_fixed_rule(small):
     assert (m.predict_scores(X, k=5) != ref.predict_scores(X, k=5)).nnz == 0
     with pytest.raises(ValueError, match="form"):
         KTXMLC(form="forest").fit(X, Y)
+
+
+def test_choose_d0_sample_and_budget_by_hand(small, monkeypatch):
+    """The documented cost rule: candidates on a seeded sample of the training rows, and
+    no candidate started once its expected CPU would pass the budget."""
+    from featagg_core.xmlc import selection
+    X, Y = small
+    Xtr, Ytr, Xva, Yva = X[:400], Y[:400], X[400:], Y[400:]
+    kw = dict(n_clusters=4, max_leaf_labels=10, n_trees=1, random_state=3)
+    monkeypatch.setattr(selection, "SAMPLE_MIN_ROWS", 0)
+    ch = choose_d0(Xtr, Ytr, Xva, Yva, candidates=(8,), tolerance=1.0, min_speedup=1e-9,
+                   min_features=0, sample_fraction=0.5, min_budget_s=1e6, **kw)
+    rows = np.sort(np.random.default_rng(3).choice(400, 200, replace=False))
+    S = KTXMLC(form="trees", **kw).fit(Xtr[rows], Ytr[rows]).predict_scores(Xva, k=5)
+    assert ch.table[0]["P@1"] == pytest.approx(float(metrics.precision_at_k(Yva, S, 1)))
+    assert ch.d0 == 8 and "200 of 400 training rows" in ch.reason
+    # a budget of ~0: the raw fit is all it may do
+    none = choose_d0(Xtr, Ytr, Xva, Yva, candidates=(8, 4), tolerance=1.0,
+                     min_speedup=1e-9, min_features=0, budget=1e-9, min_budget_s=0.0, **kw)
+    assert none.d0 is None and [r["d0"] for r in none.table] == ["raw"]
+    assert none.reason.startswith("stopped before d0=8")
+    # the largest candidate's CPU sets the expectation for the next one
+    two = choose_d0(Xtr, Ytr, Xva, Yva, candidates=(8, 4), tolerance=0.0, min_speedup=1e9,
+                    min_features=0, min_budget_s=1e6, **kw)
+    assert [r["d0"] for r in two.table] == ["raw", 8]   # 8 misses the speed: stop
+    assert all(r["cpu_s"] >= 0 for r in two.table)

@@ -116,26 +116,42 @@ def _train_work(model) -> int:
     return int(getattr(model, "train_work_", 0))
 
 
+#: choose_d0 fits its candidates on this share of the training rows (at least
+#: ``SAMPLE_MIN_ROWS`` of them, or all when there are fewer)
+SAMPLE_FRACTION = 0.25
+SAMPLE_MIN_ROWS = 2000
+
+
 def choose_d0(X_train, Y_train, X_valid, Y_valid, candidates=(64, 32, 16, 8, 4, 2),
               tolerance=0.01, *, min_speedup=2.0, min_features=1000,
-              defrag_representation="XY", progress=None, **ktxmlc_params) -> D0Choice:
+              defrag_representation="XY", sample_fraction=SAMPLE_FRACTION, budget=1.0,
+              min_budget_s=2.0, progress=None, **ktxmlc_params) -> D0Choice:
     """The data-chosen DEFRAG size: the largest d0 whose validation P@1 stays within
     ``tolerance`` of KTXMLC on raw features *and* whose KTXMLC training does at most
-    1/``min_speedup`` of the raw solver work; None when no candidate qualifies.
+    1/``min_speedup`` of the raw solver work; None when no candidate qualifies -- at a
+    cost of at most about ``budget`` raw trainings.
 
-    Procedure: KTXMLC(**ktxmlc_params) is fitted on the raw training rows and scored on the
-    validation rows; then, from the largest d0 down (largest = fewest features = cheapest
-    to try), ``Defrag(d0, defrag_representation)`` + the same KTXMLC are fitted on the
-    training rows and scored. The first candidate meeting both conditions is chosen; the
-    search stops early (returning None) once a candidate misses the speed condition,
-    since smaller d0 keeps more features and costs more. With fewer than
-    ``min_features`` features nothing is fitted and None is returned: on data that
-    narrow agglomeration costs accuracy and saves little solver work (measured in
-    ``benchmarks/results/xmlc.md``, notes section).
+    Procedure: a seeded sample of the training rows (``sample_fraction`` of them, at least
+    ``SAMPLE_MIN_ROWS``) is drawn once; KTXMLC(**ktxmlc_params) is fitted on it with raw
+    features and scored on the validation rows; then, from the largest d0 down (largest =
+    fewest features = cheapest to try), ``Defrag(d0, defrag_representation)`` + the same
+    KTXMLC are fitted on the sample and scored. The first candidate meeting both
+    conditions is chosen. Early stops: the search returns None once a candidate misses
+    the speed condition (smaller d0 keeps more features and costs more), and before a
+    candidate whose expected CPU (the previous candidate's; the raw fit's for the first)
+    would take the search past ``budget`` times the CPU of one raw training on all the
+    training rows (estimated as the sample's raw fit CPU scaled by rows: the fits are
+    linear in rows), or past ``min_budget_s`` when that is larger (below a couple of
+    seconds timer noise and one-off costs dominate). With fewer than ``min_features`` features nothing is fitted and
+    None is returned: on data that narrow agglomeration costs accuracy and saves little
+    solver work (measured in ``benchmarks/results/xmlc.md``, notes section).
 
-    "Solver work" is KTXMLC's ``train_work_`` (non-zeros of the rows each classifier is
-    trained on, summed): a deterministic measure of one solver pass, so the choice does
-    not depend on machine load; the table also gives measured seconds.
+    The candidates compare features, not forms: unless ``ktxmlc_params`` sets ``form``,
+    they are fitted with ``form="trees"`` (the trees, or one flat tree by ``one_vs_all``'s
+    rule, at the given C), not KTXMLC's validated choice of form. "Solver work" is
+    KTXMLC's ``train_work_`` (non-zeros of the rows each classifier is trained on,
+    summed): a deterministic measure of one solver pass, so the choice does not depend on
+    machine load; the table also gives measured seconds.
 
     Parameters
     ----------
@@ -151,6 +167,12 @@ def choose_d0(X_train, Y_train, X_valid, Y_valid, candidates=(64, 32, 16, 8, 4, 
         Data with fewer features is not agglomerated.
     defrag_representation : {"XY", "X"}, default="XY"
         Defrag's ``representation``.
+    sample_fraction : float in (0, 1], default=SAMPLE_FRACTION
+        Share of the training rows the candidates are fitted on (1 = all).
+    budget : float > 0, default=1.0
+        The most CPU the search may spend, in raw trainings on all training rows.
+    min_budget_s : float >= 0, default=2.0
+        The budget in CPU seconds is at least this.
     progress : callable(fraction, message), optional
         May raise ``Cancelled``.
     **ktxmlc_params
@@ -161,8 +183,8 @@ def choose_d0(X_train, Y_train, X_valid, Y_valid, candidates=(64, 32, 16, 8, 4, 
     D0Choice
         ``D0Choice(d0, table, reason)``: ``d0`` (int or None), ``table`` (dicts with
         ``d0`` ("raw" for raw features), ``features``, ``P@1``, ``P@5``, ``train_s``
-        (Defrag + KTXMLC wall seconds), ``work`` and ``speedup`` (raw work / work),
-        ``model_bytes``, ``ok``) and ``reason`` (why that d0, or why none).
+        (Defrag + KTXMLC wall seconds), ``cpu_s``, ``work`` and ``speedup`` (raw work /
+        work), ``model_bytes``, ``ok``) and ``reason`` (why that d0, or why none).
 
     Raises
     ------
@@ -179,12 +201,24 @@ def choose_d0(X_train, Y_train, X_valid, Y_valid, candidates=(64, 32, 16, 8, 4, 
     tol = float(check_param("tolerance", tolerance, [Interval(Real, 0, None, closed="left")]))
     speed = float(check_param("min_speedup", min_speedup,
                               [Interval(Real, 0, None, closed="neither")]))
+    frac = float(check_param("sample_fraction", sample_fraction,
+                             [Interval(Real, 0, 1, closed="right")]))
+    budget = float(check_param("budget", budget, [Interval(Real, 0, None, closed="neither")]))
+    floor = float(check_param("min_budget_s", min_budget_s,
+                              [Interval(Real, 0, None, closed="left")]))
     min_f = _check_int("min_features", min_features, 0)
     cands = sorted({_check_int("candidate d0", c, 1) for c in candidates}, reverse=True)
     d = X_train.shape[1]
     if d < min_f:
         return D0Choice(None, [], f"{d:,} features < {min_f:,}: agglomeration does not pay "
                                   "on data this narrow")
+    params = {"form": "trees", **ktxmlc_params}
+    seed = int(params.get("random_state", 0))
+    n = X_train.shape[0]
+    m = min(n, max(SAMPLE_MIN_ROWS, int(round(frac * n))))
+    if m < n:
+        rows = np.sort(np.random.default_rng(seed).choice(n, m, replace=False))
+        X_train, Y_train = X_train[rows], Y_train[rows]
     steps = len(cands) + 1
 
     def score(model, Xv):
@@ -192,39 +226,51 @@ def choose_d0(X_train, Y_train, X_valid, Y_valid, candidates=(64, 32, 16, 8, 4, 
         return (float(metrics.precision_at_k(Y_valid, S, 1)),
                 float(metrics.precision_at_k(Y_valid, S, 5)))
 
+    c_start = time.process_time()
     t0 = time.perf_counter()
-    raw = KTXMLC(**ktxmlc_params).fit(X_train, Y_train,
-                                      progress=sub_progress(progress, 0, 1 / steps, "raw"))
+    raw = KTXMLC(**params).fit(X_train, Y_train,
+                               progress=sub_progress(progress, 0, 1 / steps, "raw"))
     raw_s = time.perf_counter() - t0
+    raw_cpu = time.process_time() - c_start
+    cap = max(budget * raw_cpu * n / m, floor)  # CPU of `budget` raw trainings on all rows
     p1_raw, p5_raw = score(raw, X_valid)
     raw_work = max(_train_work(raw), 1)
     table = [dict(d0="raw", features=d, **{"P@1": p1_raw, "P@5": p5_raw}, train_s=raw_s,
-                  work=raw_work, speedup=1.0, model_bytes=raw.model_size_bytes_, ok=True)]
+                  cpu_s=raw_cpu, work=raw_work, speedup=1.0,
+                  model_bytes=raw.model_size_bytes_, ok=True)]
+    where = f" ({m:,} of {n:,} training rows)" if m < n else ""
+    expect = raw_cpu
     for j, d0 in enumerate(cands):
-        t0 = time.perf_counter()
+        spent = time.process_time() - c_start
+        if spent + expect > cap:
+            return D0Choice(None, table, f"stopped before d0={d0}: the search has used "
+                                         f"{spent:.1f} s CPU of its budget of {cap:.1f} s "
+                                         f"({budget:g} raw training{'s' if budget != 1 else ''}"
+                                         ") and no larger d0 qualified")
+        t0, c0 = time.perf_counter(), time.process_time()
         df, model = fit_defrag_member(
-            Defrag(d0=d0, representation=defrag_representation,
-                   random_state=int(ktxmlc_params.get("random_state", 0))),
-            KTXMLC(**ktxmlc_params), X_train, Y_train, progress, (j + 1) / steps,
+            Defrag(d0=d0, representation=defrag_representation, random_state=seed),
+            KTXMLC(**params), X_train, Y_train, progress, (j + 1) / steps,
             (j + 2) / steps, f"d0={d0}")
         secs = time.perf_counter() - t0
+        expect = time.process_time() - c0
         p1, p5 = score(model, df.transform(X_valid))
         work = max(_train_work(model), 1)
         row = dict(d0=d0, features=int(df.n_clusters_), **{"P@1": p1, "P@5": p5},
-                   train_s=secs, work=work, speedup=raw_work / work,
+                   train_s=secs, cpu_s=expect, work=work, speedup=raw_work / work,
                    model_bytes=model.model_size_bytes_ + df.labels_.nbytes,
                    ok=bool(p1 >= p1_raw - tol - 1e-12 and raw_work / work >= speed))
         table.append(row)
         if row["ok"]:
             return D0Choice(d0, table, f"d0={d0}: P@1 {100 * p1:.2f} vs raw {100 * p1_raw:.2f} "
                                        f"(within {100 * tol:.1f}), {raw_work / work:.1f}x "
-                                       "less solver work")
+                                       f"less solver work{where}")
         if raw_work / work < speed:
             return D0Choice(None, table, f"d0={d0} saves only {raw_work / work:.1f}x solver "
                                          f"work (< {speed:g}x) and smaller d0 saves less: "
-                                         "agglomeration does not pay here")
+                                         f"agglomeration does not pay here{where}")
     return D0Choice(None, table, f"every d0 loses more than {100 * tol:.1f} P@1 points on "
-                                 "the validation rows")
+                                 f"the validation rows{where}")
 
 
 def defrag_comparison(X, Y, X_test, Y_test, d0=8, defrag_representation="XY",
