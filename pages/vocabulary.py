@@ -57,6 +57,12 @@ with st.expander("How it works", expanded=False):
         "once sits at 0 or 1); pooling them into one pseudo-value protects a model trained on "
         "the buckets. Values never seen while fitting go to the bucket whose P(C|z) is closest "
         "to the overall P(C) (or the pool's bucket).\n\n"
+        "**The label.** C must have two classes. **Label column** picks the table's own "
+        "label, another two-valued column, or a numeric column such as a rating: C = 1 when "
+        "its value is at least **Positive when at least** (default: the median, moved up to "
+        "a value that occurs — MovieLens' rating 1–5 gives rating ≥ 4, a film the user "
+        "liked). The command line says the same with `--threshold 4` (or `--positive "
+        "VALUE` for one value against the rest).\n\n"
         "**Training and test rows.** Each method is a *run* on the session's split (sidebar): "
         "the value counts P(C | x) come from the training rows only, and I(Z; C), I(X; C) "
         "and the MI loss are measured on the test rows — values the training rows never had "
@@ -71,26 +77,47 @@ table = data.table
 # widgets for each dataset (a browser would otherwise send back the previous dataset's
 # choice, which no longer fits); after another label column, by the derived table
 # ------------------------------------------------------------------ label and columns
-label_opts = [f"{data.label_name} (the table's label)"] + vv.binary_columns(table)
+NUMERIC = " (numeric: set a threshold)"
+label_opts = [f"{data.label_name} (the table's label)"] + vv.binary_columns(table) + \
+    [f"{c}{NUMERIC}" for c in vv.numeric_columns(table)]
 c1, c2 = st.columns([1, 2])
 label_choice = c1.selectbox("Label column", label_opts, index=0, key=data_key("vc_label", data),
-                            help="the binary label C; another two-valued column can stand in "
-                                 "(it becomes a dataset of its own, split the same way)")
+                            help="the binary label C; another two-valued column can stand in, "
+                                 "or a numeric one (a rating) cut at a threshold (it becomes a "
+                                 "dataset of its own, split the same way)")
 if label_choice != label_opts[0]:
     # another column as the label: a derived table (its own fingerprint, hence its own
     # runs); the split rows depend only on the row count and the seed, so they are the same
+    numeric = label_choice.endswith(NUMERIC)
+    col = label_choice[:-len(NUMERIC)] if numeric else label_choice
+    cut = None
+    if numeric:
+        natural = vv.natural_threshold(table[col])
+        cut = c1.number_input("Positive when at least", value=natural,
+                              key=data_key(f"vc_threshold_{col}", data),
+                              help=f"rows with {col} at or above this value are the positive "
+                                   "class C = 1, the others C = 0")
+        share = float(np.mean(vv._as_numbers(table[col]) >= cut))
+        c1.caption(f"C = 1 when **{md_escape(col)} ≥ {cut:g}** ({share:.1%} of the rows). "
+                   f"The default, {natural:g}, is the median of {md_escape(col)} moved up to "
+                   "a value that occurs: on a 1–5 rating, \"liked it\" (≥ 4) against the "
+                   "rest, a natural cut with both classes well filled.")
     derived = state.page_state(PAGE + " (derived tables)").setdefault("tables", {})
-    dkey = (data.fingerprint, label_choice)
+    dkey = (data.fingerprint, col, cut)
     if dkey not in derived:
         try:
-            labels_, positive = vv.labels_from_column(table[label_choice])
+            if numeric:
+                labels_ = vv.labels_from_threshold(table[col], cut)
+            else:
+                labels_, positive = vv.labels_from_column(table[col])
         except ValueError as exc:
             show_error(exc)
             st.stop()
         derived.clear()
-        derived[dkey] = CategoricalData(table=table.drop(columns=[label_choice]),
-                                        labels=labels_, label_name=str(label_choice),
-                                        name=f"{data.name or 'table'} (label: {label_choice})",
+        what = f"{col} ≥ {cut:g}" if numeric else col
+        derived[dkey] = CategoricalData(table=table.drop(columns=[col]),
+                                        labels=labels_, label_name=str(what),
+                                        name=f"{data.name or 'table'} (label: {what})",
                                         source=data.source)
     data = derived[dkey]
     table = data.table

@@ -97,6 +97,38 @@ def test_compress_matches_library(capsys, tmp_path):
     assert set(mapping) == set(table.table.columns)
 
 
+def test_compress_binarises_a_rating_with_positive_or_threshold(capsys, tmp_path):
+    """A label with five values (a rating): refused with a message naming the command's
+    own --positive / --threshold (never the library's positive=), then compressed with
+    either, each equal to the library fitted on the labels made by hand."""
+    table = make_zipf_categorical(3000, 200, n_columns=2, random_state=4)
+    rng = np.random.default_rng(4)
+    rating = np.clip(np.round(2.5 + 2 * table.labels + rng.normal(0, 1, 3000)), 1, 5)
+    df = table.table.copy()
+    df["rating"] = rating.astype(int)
+    path = tmp_path / "ratings.csv"
+    df.to_csv(path, index=False)
+    code, out, err = run_cli(capsys, "compress", path, "--label", "rating", "--budget", 8)
+    assert code == 2 and "--positive VALUE" in err and "--threshold T" in err, err
+    assert "positive=" not in err and "threshold=" not in err
+    train = make_split(table).train
+    for flag, value, y in (("--threshold", 4, (rating >= 4)), ("--positive", 5, rating == 5)):
+        code, out, err = run_cli(capsys, "compress", path, "--label", "rating", flag, value,
+                                 "--budget", 8)
+        assert code == 0, err
+        y = y.astype(np.int8)
+        for col_out, col in zip(out["columns"], table.table.columns):
+            ref = VocabularyCompressor(8).fit(table.table[col].astype(str).to_numpy()[train],
+                                              y[train])
+            assert col_out["I(Z;C)"] == pytest.approx(ref.mutual_information_, rel=1e-12)
+    code, out, err = run_cli(capsys, "compress", path, "--label", "rating", "--threshold", 9)
+    assert code == 2 and "--threshold 9" in err and "one class" in err, err
+    with pytest.raises(SystemExit) as stop:           # argparse: one or the other
+        run_cli(capsys, "compress", path, "--label", "rating", "--threshold", 4,
+                "--positive", 5)
+    assert stop.value.code == 2 and "not allowed with" in capsys.readouterr().err
+
+
 def test_select_features_on_graph(capsys, tmp_path):
     g = make_attributed_sbm(120, 3, p_in=0.2, p_out=0.01, n_informative=8, n_noise=24,
                             random_state=1)

@@ -206,3 +206,57 @@ def test_page_other_label_per_column_budget_and_threshold(app_for):
     assert all(r.spec["vocabulary"]["allocation"] == "per_column" for r in done)
     cc = done[0].pipeline.vocabulary
     assert all(v <= 3 for v in cc.allocation.values())
+
+
+def test_natural_threshold_of_a_rating_and_its_labels():
+    ratings = np.array([1, 2, 3, 3, 4, 4, 4, 5, 5, 4, 3, 2])          # median 3.5
+    assert vv.natural_threshold(ratings.astype(str)) == 4.0
+    np.testing.assert_array_equal(vv.labels_from_threshold(ratings, 4), ratings >= 4)
+    assert vv.natural_threshold([1, 1, 1, 2, 3]) == 2.0    # median 1: everyone would be >= 1
+    with pytest.raises(ValueError, match="one class"):
+        vv.labels_from_threshold(ratings, 9)
+    t = pd.DataFrame({"rating": ratings.astype(str), "id": [str(i) for i in range(12)],
+                      "w": list("abcabcabcabc"), "flag": list("xy" * 6)})
+    # the rating (5 numbers) is offered; two-valued and non-numeric columns are not
+    assert vv.numeric_columns(t) == ["rating", "id"]
+
+
+def test_page_takes_a_numeric_label_with_a_threshold(app_for):
+    """MovieLens-like: a 1-5 rating column is the label "rating ≥ 4" by default (the
+    median moved to a value that occurs), the runs are fitted on exactly those labels, and
+    another threshold gives another dataset."""
+    rng = np.random.default_rng(0)
+    n = 1500
+    item = rng.integers(0, 40, n)
+    quality = rng.normal(0, 1.2, 40)
+    rating = np.clip(np.round(3.4 + quality[item] + rng.normal(0, 0.8, n)), 1, 5).astype(int)
+    t = pd.DataFrame({"item": item.astype(str), "genre": (item % 5).astype(str),
+                      "rating": rating.astype(str)})
+    data = CategoricalData(table=t, labels=(rng.random(n) < 0.5).astype(np.int8),
+                           label_name="clicked", name="ratings")
+    at = app_for("vocabulary", data, timeout=240)
+    at.run()
+    ok(at)
+    box = _by_label(at.selectbox, "Label column")
+    choice = next(o for o in box.options if o.startswith("rating"))
+    box.set_value(choice).run()
+    ok(at)
+    cut = _by_label(at.number_input, "Positive when at least")
+    assert cut.value == float(np.unique(rating)[np.searchsorted(np.unique(rating),
+                                                                np.median(rating))])
+    assert any(f"rating ≥ {cut.value:g}" in c.value for c in at.caption)
+    widget(at.multiselect, "vc_methods").set_value(["frequency"])
+    widget(at.checkbox, "vc_curves").set_value(False)
+    click(at, "vc_run")
+    ok(at)
+    done = runs(at)
+    assert len(done) == 1 and done[0].dataset_name.endswith(f"(label: rating ≥ {cut.value:g})")
+    split = make_split(CategoricalData(table=t.drop(columns=["rating"]),
+                                       labels=(rating >= cut.value).astype(np.int8),
+                                       label_name="r"))
+    fitted = done[0].pipeline.vocabulary.compressors["item"]
+    y = (rating >= cut.value).astype(np.int8)
+    # the labels the run was fitted on are rating >= cut: the full-column MI says so
+    counts = pd.crosstab(t["item"].to_numpy()[split.train], y[split.train]).to_numpy()
+    assert fitted.mutual_information_full_ == pytest.approx(
+        mutual_info_score(None, None, contingency=counts), rel=1e-9)

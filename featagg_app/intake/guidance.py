@@ -32,7 +32,11 @@ _RULES = [
      "itself"),
     (r"say which column is the binary label: label=\.\.\. ",
      "say which column is the binary 0/1 label "),
-    (r"; pass positive= to binarise", "; pick a column with two values as the label"),
+    (r"; pass positive= \(one value is the positive class\) or threshold= \(a number: rows "
+     r"at or above it are positive\) to binarise",
+     "; give a column with two values as the label here; a numeric column (a rating) can "
+     "then be the label on the Vocabulary compression page: pick it under **Label column** "
+     "and set **Positive when at least**"),
     (r": pass positive= to say which value is the positive class",
      ": a label needs two values (0 and 1)"),
     (r"positive=('[^']*'|\"[^\"]*\") never occurs in the label column",

@@ -48,6 +48,94 @@ def labels_from_column(values) -> tuple:
     return (s.astype(str) == u[1]).to_numpy().astype(np.int8), u[1]
 
 
+#: a numeric column with at most this many distinct values is offered as a label with a
+#: threshold (a rating, a count, an age; not an id)
+NUMERIC_LABEL_MAX_VALUES = 100
+
+
+def _as_numbers(values) -> np.ndarray:
+    return pd.to_numeric(pd.Series(values).astype(str).str.strip(), errors="coerce").to_numpy(
+        dtype=float)
+
+
+def numeric_columns(table: pd.DataFrame) -> List[str]:
+    """Columns whose every value reads as a number, with 3 to
+    :data:`NUMERIC_LABEL_MAX_VALUES` distinct values: candidate labels with a threshold
+    (MovieLens' ``rating``).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The table (values as text).
+
+    Returns
+    -------
+    list of str
+        The columns, in table order.
+    """
+    out = []
+    for c in table.columns:
+        k = table[c].nunique(dropna=True)
+        if 3 <= k <= NUMERIC_LABEL_MAX_VALUES and np.isfinite(_as_numbers(table[c])).all():
+            out.append(c)
+    return out
+
+
+def natural_threshold(values) -> float:
+    """The default cut of a numeric label: the median, moved up to the smallest value that
+    occurs at or above it (a rating of 1-5 with median 4 gives "rating >= 4"), and one
+    value further when every row is at or above it (so that both classes occur).
+
+    Parameters
+    ----------
+    values : array-like
+        The column (numbers, possibly as text).
+
+    Returns
+    -------
+    float
+        The threshold: rows with a value >= it are the positive class.
+    """
+    x = _as_numbers(values)
+    u = np.unique(x[np.isfinite(x)])
+    if u.size < 2:
+        raise ValueError("label column: needs at least two distinct numbers")
+    t = u[np.searchsorted(u, np.median(x))]
+    if (x >= t).all():
+        t = u[1]
+    return float(t)
+
+
+def labels_from_threshold(values, threshold: float) -> np.ndarray:
+    """0/1 labels of a numeric column: 1 where the value is at least ``threshold``.
+
+    Parameters
+    ----------
+    values : array-like
+        The column (numbers, possibly as text).
+    threshold : float
+        The cut.
+
+    Returns
+    -------
+    numpy.ndarray of int8
+        The labels.
+
+    Raises
+    ------
+    ValueError
+        For a value that is no number, or a cut that leaves one class only.
+    """
+    x = _as_numbers(values)
+    if not np.isfinite(x).all():
+        raise ValueError("label column: every value must be a number for a threshold")
+    y = (x >= float(threshold)).astype(np.int8)
+    if y.all() or not y.any():
+        raise ValueError(f"a threshold of {threshold:g} puts every row in one class (the "
+                         f"values run from {x.min():g} to {x.max():g})")
+    return y
+
+
 def atoms_per_column(table: pd.DataFrame, labels, columns: Sequence[str], min_count: int = 1) -> Dict[str, int]:
     """Number of atoms (tie runs) per column: the size the optimisers work on."""
     y = np.asarray(labels)

@@ -97,7 +97,8 @@ def _guess_kind(path: str) -> str:
 
 def _load(path: str, kind: Optional[str] = None, *, test: Optional[str] = None,
           label: Optional[str] = None, features: Optional[str] = None,
-          classes: Optional[str] = None):
+          classes: Optional[str] = None, positive: Optional[str] = None,
+          threshold: Optional[float] = None):
     from featagg_core import data as d
     if path.startswith("sample:"):
         from featagg_core.data.samples import load_sample
@@ -119,7 +120,7 @@ def _load(path: str, kind: Optional[str] = None, *, test: Optional[str] = None,
     if kind == "table":
         if not label:
             raise CliError(f"{path}: a table needs --label COLUMN (the binary label column)")
-        return d.load_categorical(path, label=label)
+        return d.load_categorical(path, label=label, positive=positive, threshold=threshold)
     kw = {"test": test} if test else {}
     return d.load_dataset(path, **kw)
 

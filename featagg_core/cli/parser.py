@@ -193,6 +193,13 @@ def build() -> argparse.ArgumentParser:
                                         "(counts from the training rows)")
     s.add_argument("table", help="CSV, TSV or parquet table, or sample:NAME")
     s.add_argument("--label", help="binary label column (required for files)")
+    binarise = s.add_mutually_exclusive_group()
+    binarise.add_argument("--positive", metavar="VALUE",
+                          help="the label value that is the positive class (a label column "
+                               "with more than two values)")
+    binarise.add_argument("--threshold", metavar="T", type=float,
+                          help="a numeric label column: rows with label >= T are the "
+                               "positive class (e.g. --threshold 4 for ratings 1-5)")
     s.add_argument("--columns", help="comma-separated columns (default: all but the label)")
     s.add_argument("--budget", type=_int_in(1, 10_000_000), default=100, help="buckets per column (default 100)")
     s.add_argument("--method", default="submodular",

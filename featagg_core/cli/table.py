@@ -10,6 +10,33 @@ from typing import Any, Dict
 from featagg_core.cli.command import CliError, _load, _progress, _require, _run, _split
 
 
+#: the loader's keyword arguments as the command's options (a CLI user never sees the
+#: library's ``positive=``)
+_BINARISE_TERMS = [(r"\bpositive=(?=\S)", "--positive "), (r"\bpositive=", "--positive VALUE"),
+                   (r"\bthreshold=(?=\S)", "--threshold "), (r"\bthreshold=", "--threshold T"),
+                   (r"\blabel=\.\.\.", "--label COLUMN")]
+
+
+def binarise_terms(message: str) -> str:
+    """A loader's message about the label column in ``compress``'s options: ``positive=``
+    is ``--positive VALUE``, ``threshold=`` is ``--threshold T``.
+
+    Parameters
+    ----------
+    message : str
+        The loader's message.
+
+    Returns
+    -------
+    str
+        The message naming the command's options.
+    """
+    import re
+    for pat, rep in _BINARISE_TERMS:
+        message = re.sub(pat, rep, message)
+    return message
+
+
 def cmd_compress(args) -> Dict[str, Any]:
     """``featagg compress TABLE``: vocabulary compression of categorical columns.
 
@@ -18,8 +45,9 @@ def cmd_compress(args) -> Dict[str, Any]:
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed options of ``compress``: TABLE, ``--columns``, budget, method, split
-        and output options.
+        The parsed options of ``compress``: TABLE, ``--label`` (with ``--positive VALUE``
+        or ``--threshold T`` for a label column that is not binary), ``--columns``,
+        budget, method, split and output options.
 
     Returns
     -------
@@ -33,7 +61,13 @@ def cmd_compress(args) -> Dict[str, Any]:
     CliError
         For a table without the columns asked for (one line, in the user's terms).
     """
-    data = _require(_load(args.table, "table", label=args.label), "table", args.table)
+    from featagg_core.data import DatasetError
+    try:
+        data = _require(_load(args.table, "table", label=args.label,
+                              positive=getattr(args, "positive", None),
+                              threshold=getattr(args, "threshold", None)), "table", args.table)
+    except DatasetError as exc:
+        raise CliError(binarise_terms(str(exc))) from None
     columns = args.columns.split(",") if args.columns else list(data.table.columns)
     missing = [c for c in columns if c not in data.table.columns]
     if missing:

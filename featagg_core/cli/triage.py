@@ -34,6 +34,8 @@ _TERMS = [
     (r"the labels file as labels_path=", "the labels file (XC split format) as --test's "
                                          "companion; convert it to one XC file first"),
     (r"\blabels_path= given", "a labels file was given"),
+    (r"\bpositive=(?=\S)", "--positive "), (r"\bpositive=", "--positive VALUE"),
+    (r"\bthreshold=(?=\S)", "--threshold "), (r"\bthreshold=", "--threshold T"),
     (r"\blabel=\.\.\.", "--label COLUMN"),
     (r"\blabel=", "--label "),
 ]
@@ -86,6 +88,11 @@ def add_parser(sub, split_args, common) -> None:
     s.add_argument("--label-columns", type=int,
                    help="number of label columns at the end of an ARFF file")
     s.add_argument("--label", help="a table's binary label column")
+    binarise = s.add_mutually_exclusive_group()
+    binarise.add_argument("--positive", metavar="VALUE",
+                          help="a table's label value that is the positive class")
+    binarise.add_argument("--threshold", metavar="T", type=float,
+                          help="a table's numeric label: rows with label >= T are positive")
     s.add_argument("--features", help="node-feature file of a graph")
     s.add_argument("--classes", help="node-class file of a graph")
     s.add_argument("--replay", help="a triage JSON of the same data: run its plan again "
@@ -101,7 +108,8 @@ def _load(args):
     try:
         if path.startswith("sample:") or (args.kind or _guess_kind(path)) != "multilabel":
             return _load_data(path, args.kind, test=args.test, label=args.label,
-                             features=args.features, classes=args.classes)
+                             features=args.features, classes=args.classes,
+                             positive=args.positive, threshold=args.threshold)
         if not os.path.exists(path):
             raise CliError(f"{path}: no such file")
         if args.label_columns is not None and args.label_columns < 1:
@@ -188,6 +196,7 @@ def cmd_triage(args) -> Dict[str, Any]:
         f"{flag} {shlex.quote(str(getattr(args, attr)))}"
         for flag, attr in (("--test", "test"), ("--labels-xml", "labels_xml"),
                            ("--label-columns", "label_columns"), ("--label", "label"),
+                           ("--positive", "positive"), ("--threshold", "threshold"),
                            ("--features", "features"), ("--classes", "classes"),
                            ("--kind", "kind"))
         if getattr(args, attr, None) is not None])

@@ -30,11 +30,13 @@ _TRUE_WORDS = {"1", "true", "yes", "y", "t", "1.0", "+1", "pos", "positive"}
 _FALSE_WORDS = {"0", "false", "no", "n", "f", "0.0", "-1", "neg", "negative"}
 
 
-def _binary_labels(col, label: str, name: str, positive=None) -> np.ndarray:
+def _binary_labels(col, label: str, name: str, positive=None, threshold=None) -> np.ndarray:
     """Map a label column to int8 0/1.
 
     Rule: with ``positive=`` the rows equal to it (compared as text) are 1, the others 0;
-    else values that all read as booleans (0/1, true/false, yes/no, t/f, y/n, +1/-1,
+    with ``threshold=`` the rows whose label, read as a number, is at least the threshold
+    are 1 (a rating >= 4), the others 0 (a label that is no number is an error naming its
+    row; both classes must occur); else values that all read as booleans (0/1, true/false, yes/no, t/f, y/n, +1/-1,
     case-insensitive) map naturally; else a column with exactly two distinct values maps
     the larger one in sorted text order to 1 (Adult: '<=50K' -> 0, '>50K' -> 1). Missing
     labels and a third value are errors naming the row.
@@ -46,6 +48,21 @@ def _binary_labels(col, label: str, name: str, positive=None) -> np.ndarray:
         r = int(np.flatnonzero(miss)[0])
         raise DatasetError(f"missing label in row {r + 1}", path=name, field=label)
     txt = pd.Series(s.astype(str).str.strip().to_numpy(), dtype=object)
+    if threshold is not None and positive is not None:
+        raise DatasetError("give positive= or threshold=, not both", path=name, field=label)
+    if threshold is not None:
+        num = pd.to_numeric(txt, errors="coerce").to_numpy(dtype=float)
+        bad = np.flatnonzero(~np.isfinite(num))
+        if bad.size:
+            raise DatasetError(f"threshold={threshold!r} needs a numeric label column; row "
+                               f"{int(bad[0]) + 1} has {txt.iloc[int(bad[0])]!r}", path=name,
+                               field=label)
+        y = (num >= float(threshold)).astype(np.int8)
+        if y.all() or not y.any():
+            raise DatasetError(f"threshold={threshold!r} puts every row in one class (the "
+                               f"labels run from {num.min():g} to {num.max():g})", path=name,
+                               field=label)
+        return y
     if positive is not None:
         pos = str(positive).strip()
         if not (txt == pos).any():
@@ -66,7 +83,9 @@ def _binary_labels(col, label: str, name: str, positive=None) -> np.ndarray:
     bad = int(np.flatnonzero((txt == seen[2]).to_numpy())[0])
     raise DatasetError(f"label column is not binary: {len(vals)} distinct values (e.g. "
                        f"{', '.join(map(repr, vals[:4]))}); row {bad + 1} brings a third "
-                       f"value {seen[2]!r}; pass positive= to binarise", path=name,
+                       f"value {seen[2]!r}; pass positive= (one value is the positive "
+                       f"class) or threshold= (a number: rows at or above it are positive) "
+                       f"to binarise", path=name,
                        field=label)
 
 
@@ -216,7 +235,7 @@ def _as_text(sub):
 @_guard
 @fill_doc
 def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positive=None,
-                     header=True, name=None) -> CategoricalData:
+                     threshold=None, header=True, name=None) -> CategoricalData:
     """Load a table of categorical columns with a binary label: CSV, TSV, parquet or the
     npz of :func:`save_npz`.
 
@@ -241,6 +260,9 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
         The CSV separator (default: tab for .tsv/.tab, else sniffed).
     positive : object, optional
         The label value that is the positive class (compared as text).
+    threshold : float, optional
+        For a numeric label column (a rating): the rows at or above it are the positive
+        class. Not with ``positive``.
     header : bool
         Whether the first row names the columns (else they are ``c0``, ``c1``, ...).
     name : str, optional
@@ -312,7 +334,7 @@ def load_categorical(path_or_file, label=None, columns=None, sep=None, *, positi
                            f"{', '.join(list(df.columns)[:12])})", path=src, field=label)
     if len(df) == 0:
         raise DatasetError("the table has no rows", path=src)
-    y = _binary_labels(df[label], label, src, positive)
+    y = _binary_labels(df[label], label, src, positive, threshold)
     if columns is None:
         cols = [c for c in df.columns if c != label]
     else:
