@@ -188,3 +188,76 @@ def test_validation_not_fitted_and_artifacts():
     r2 = load_artifact(io.BytesIO(buf.getvalue()))
     assert (r2.rerank(X, S) != r.rerank(X, S)).nnz == 0
     np.testing.assert_array_equal(r2.labels_, labels)
+
+
+# ------------------------------------------------------------------ alpha="auto"
+def _grid_search_by_hand(Xf, Yf, dfg, Xv, Sv, Yv, max_drop=0.005):
+    """The tuning rule written out: every (alpha, gamma, beta) of the grid as its own
+    Refrag, P@5 change bound against the classifier (alpha = 1) per row, then the largest
+    coverage@5 gain among the admissible points (ties: P@5, then alpha)."""
+    n = Yv.shape[0]
+    Ya = Yv.toarray() > 0
+
+    def per_row_hits(R):
+        top = metrics.top_k(R, 5)
+        return np.array([sum(Ya[i, l] for l in top[i] if l >= 0) for i in range(n)]) / 5
+
+    base_R = Refrag(alpha=1.0).fit(Xf, Yf, dfg).rerank(Xv, Sv, k=5)
+    base_h, base_c = per_row_hits(base_R), metrics.coverage_at_k(Yv, base_R, 5)
+    rows = [(1.0, 0.5, 0.0, base_h.mean(), base_c, 0.0)]
+    for a in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3):
+        for g in (0.5, 1.0, 2.0, 4.0):
+            for b in (0.0, 0.5, 1.0):
+                R = Refrag(alpha=a, gamma=g, propensity_exponent=b).fit(Xf, Yf, dfg).rerank(
+                    Xv, Sv, k=5)
+                h = per_row_hits(R)
+                d = h - base_h
+                rows.append((a, g, b, h.mean(), metrics.coverage_at_k(Yv, R, 5),
+                             d.mean() - 1.645 * d.std(ddof=1) / np.sqrt(n)))
+    ok = [r for r in rows if r[5] >= -max_drop - 1e-12 and r[4] > base_c + 1e-12]
+    if not ok:
+        return 1.0, 0.5, 0.0
+    best = max(ok, key=lambda r: (round(r[4], 12), round(r[3], 12), r[0]))
+    return best[:3]
+
+
+def test_alpha_auto_equals_an_explicit_grid_search_and_keeps_p5():
+    from featagg_core.xmlc.ktxmlc import KTXMLC
+    Xtr, Ytr, Xte, Yte, _, _ = _planted(3)
+    n = Xtr.shape[0]
+    perm = np.random.default_rng(0).permutation(n)
+    va, fi = np.sort(perm[:n // 4]), np.sort(perm[n // 4:])
+    # a strongly regularised classifier: rare labels score low, their prototypes help
+    clf = KTXMLC(form="flat", C=0.02, random_state=0).fit(Xtr[fi], Ytr[fi])
+    dfg = Defrag(d0=6, random_state=0).fit(Xtr[fi], Ytr[fi])
+    Sv = clf.predict_scores(Xtr[va], k=Ytr.shape[1])
+    r = Refrag().fit(Xtr[fi], Ytr[fi], dfg, validation=(Xtr[va], Sv, Ytr[va]))
+    assert r.alpha == "auto" and r.tuned_
+    expect = _grid_search_by_hand(Xtr[fi], Ytr[fi], dfg, Xtr[va], Sv, Ytr[va])
+    got = (r.alpha_, r.gamma_, r.propensity_exponent_)
+    assert got[0] == expect[0] and (got[0] == 1.0 or got == pytest.approx(expect))
+    assert r.alpha_ < 1.0, r.choice_   # the set is built so that re-ranking pays
+    # held-out rows: P@5 not below the classifier's minus the rule's tolerance, coverage up
+    St = clf.predict_scores(Xte, k=Ytr.shape[1])
+    Rt = r.rerank(Xte, St, k=5)
+    assert metrics.precision_at_k(Yte, Rt, 5) >= metrics.precision_at_k(Yte, St, 5) - 0.005
+    assert metrics.coverage_at_k(Yte, Rt, 5) > metrics.coverage_at_k(Yte, St, 5)
+    # the tuned knobs are what a Refrag with those numbers does
+    fixed = Refrag(alpha=r.alpha_, gamma=r.gamma_,
+                   propensity_exponent=r.propensity_exponent_).fit(Xtr[fi], Ytr[fi], dfg)
+    assert (fixed.rerank(Xte, St, k=5) != Rt).nnz == 0
+
+
+def test_alpha_auto_without_validation_rows_falls_back_and_says_so():
+    from featagg_core.agglomeration.refrag import FALLBACK
+    Xtr, Ytr, Xte, _, _, _ = _planted(0)
+    dfg = Defrag(d0=6, random_state=0).fit(Xtr, Ytr)
+    r = Refrag().fit(Xtr, Ytr, dfg)
+    assert not r.tuned_ and "not tuned" in r.choice_
+    assert (r.alpha_, r.gamma_, r.propensity_exponent_) == FALLBACK
+    S = sp.random(Xte.shape[0], Ytr.shape[1], density=0.5, format="csr", random_state=1)
+    fixed = Refrag(alpha=FALLBACK[0], gamma=FALLBACK[1],
+                   propensity_exponent=FALLBACK[2]).fit(Xtr, Ytr, dfg)
+    assert (r.rerank(Xte, S, k=5) != fixed.rerank(Xte, S, k=5)).nnz == 0
+    with pytest.raises(ValueError, match="alpha='auto'"):
+        fixed.tune(Xte, S, S)
