@@ -4,6 +4,7 @@ used in its own forked child with a memory limit and a timeout.
     .venv/bin/python benchmarks/fuzz_bench.py                 # 10,000 readers + 5,000 artifacts
     .venv/bin/python benchmarks/fuzz_bench.py --quick         # 600 + 300, small attacks
     .venv/bin/python benchmarks/fuzz_bench.py --before 16c9b8f  # + the attacks on an older tree
+    .venv/bin/python benchmarks/fuzz_bench.py --round2        # issue 33's families R1-R11
 
 What runs (generators in ``tests/hostile_corpus.py``):
 
@@ -23,6 +24,15 @@ What runs (generators in ``tests/hostile_corpus.py``):
   .mat bombs, huge declared dimensions, long node names, quadratic-time inputs, XML
   entities, tampered artifacts), with time and peak RSS, and with ``--before REV`` the
   same inputs on an older checkout (``git archive REV``) as the peer.
+
+* **round 2** (``--round2``) -- issue 33's families: R1 parquet of 0 rows x 10^6 columns,
+  R2 bundle of 45,517 tiny artifacts, R3 manifest declaring 550,000 arrays, R4 manifest of
+  60 MB whitespace, R5 CSV of 2-letter cells, R6 GraphML / GML of 10^6 nodes, R8 npz whose
+  kind.npy inflates to 3 GiB (each at several sizes, on the dashboard's path and the
+  command line, R8 also in the data-folder listing), R7 a non-UTF-8 name in the data
+  folder, R9 ``--out`` a FIFO / device node, R10 ``--out`` an input, R11 a mapped cache
+  truncated under the store. Printed per family: inputs tried, refusals, worst seconds,
+  worst peak MB; none may take 5 s of CPU or 512 MB.
 
 Isolation: a fork server (this process imports everything and compiles every kernel with
 numba's fork-safe ``workqueue`` threading layer, then forks one child per input); the child
@@ -145,6 +155,99 @@ def _run_index(index_path: str, tree: str, timeout: float) -> None:
     print(json.dumps(rows))
 
 
+#: what counts as handled for each path of a round-2 case
+_R2_OK = {"refused", "listed", "reopened"}
+R2_CPU_S = 5.0
+R2_RSS = 512 << 20
+_R2_START = "## Round 2: issue 33 families"
+
+
+def run_round2(out_path: str, quick: bool) -> int:
+    """Issue 33's families (R1-R11), each at several sizes up to and including the
+    issue's, each input on every path it reaches (dashboard upload / Export import, CLI,
+    data-folder listing), one forked child per input. Prints per family: inputs tried,
+    refusals (or listed / reopened where that is the right outcome), worst seconds and
+    worst peak MB; writes the table into ``out_path`` (replacing an earlier round-2
+    section). Exit status 1 when a family is over 5 s of CPU or 512 MB, or mishandled."""
+    _paths(ROOT)
+    import hostile_corpus as hc
+    load0 = os.getloadavg()
+    t0 = time.perf_counter()
+    hc.prepare_parent()
+    fs = hc.ForkServer(timeout=R2_CPU_S, mem_limit=MEM_LIMIT)
+    # at and around the issue's sizes: well below them these files are legitimate loads
+    # for the command line (1 GiB budget), costing what its budget allows, not attacks
+    scales = (1.0,) if quick else (0.75, 1.0, 1.25)
+    bombs = (1 << 30,) if quick else (1 << 30, 3 << 30)
+    rows = []
+    for case in hc.round2_cases(scales=scales, bombs=bombs):
+        raw = case["make"]()
+        with tempfile.TemporaryDirectory() as folder:
+            hc.round2_write(case, raw, folder)
+            for path in case["paths"]:
+                r = fs.run(hc.round2_run, case, path, raw, folder)
+                r.update(family=case["family"], name=case["name"], path=path, size=len(raw))
+                rows.append(r)
+                print(f"  {case['family'][:34]:34s} {case['name'][:28]:28s} {path:8s} "
+                      f"{r['outcome']:10s} {r['seconds']:6.2f} s {r['cpu_s']:6.2f} CPU s "
+                      f"{_fmt_mib(r['peak_rss_growth']):>7s} MiB  {r['detail'][:90]}",
+                      flush=True)
+        del raw
+    wall = time.perf_counter() - t0
+    fams = []
+    bad = 0
+    for fam in dict.fromkeys(r["family"] for r in rows):
+        rs = [r for r in rows if r["family"] == fam]
+        handled = sum(r["outcome"] in _R2_OK for r in rs)
+        worst_s = max(r["seconds"] for r in rs)
+        worst_cpu = max(r["cpu_s"] for r in rs)
+        worst_mb = max(r["peak_rss_growth"] for r in rs)
+        ok = handled == len(rs) and worst_cpu < R2_CPU_S and worst_mb < R2_RSS
+        bad += not ok
+        fams.append((fam, len(rs), handled, worst_s, worst_cpu, worst_mb, ok))
+    print(f"\n{'family':40s} {'tried':>5s} {'refused':>7s} {'worst s':>8s} {'worst CPU s':>11s} "
+          f"{'worst MB':>8s}")
+    for fam, n, h, s_, c, mb, ok in fams:
+        print(f"{fam:40s} {n:5d} {h:7d} {s_:8.2f} {c:11.2f} {mb / 1e6:8.1f}"
+              f"{'' if ok else '  OVER / MISHANDLED'}")
+    lines = [_R2_START, "",
+             f"`benchmarks/fuzz_bench.py --round2{' --quick' if quick else ''}`: on a loaded "
+             f"2-core machine shared with other jobs (load average {load0[0]:.2f} at start, "
+             f"{os.getloadavg()[0]:.2f} at the end), wall {wall:,.0f} s. Each family at "
+             f"{', '.join(f'{x:g}' for x in scales)} x the issue's size (npz bomb "
+             f"{', '.join(f'{b / 2**30:g} GiB' for b in bombs)}), each input on every path "
+             "it reaches, in its own forked child (RLIMIT_CPU 5 s); upload = the dashboard's "
+             "readers (256 MiB, 5,000,000 dimensions), import = the Export page's artifact "
+             "import (its default 1 GiB budget), cli = `featagg info` / `predict` / "
+             "`agglomerate` in-process (1 GiB), listing = the data-folder listing. "
+             "\"Refused\" counts the right outcome of each path (refused; listed without "
+             "inflating for the listing and R7; dropped and reopened for R11). MB = peak RSS "
+             "growth of the child over the fork server (10^6 bytes).", "",
+             "| family | inputs tried | refused / handled | worst s (wall) | worst CPU s | "
+             "worst peak MB |", "|---|---:|---:|---:|---:|---:|"]
+    for fam, n, h, s_, c, mb, ok in fams:
+        lines.append(f"| {fam} | {n} | {h} | {s_:.2f} | {c:.2f} | {mb / 1e6:,.1f} |")
+    lines += ["", "Per input:", "", "| family | input | path | outcome | s | CPU s | MB | message |",
+              "|---|---|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        msg = r["detail"].replace("|", "/").replace("\n", " ")[:160]
+        lines.append(f"| {r['family'][:3].strip()} | {r['name']} | {r['path']} | {r['outcome']} | "
+                     f"{r['seconds']:.2f} | {r['cpu_s']:.2f} | "
+                     f"{r['peak_rss_growth'] / 1e6:,.1f} | {msg} |")
+    section = "\n".join(lines) + "\n"
+    path = Path(out_path)
+    text = path.read_text() if path.exists() else ""
+    if _R2_START in text:
+        head, _, rest = text.partition(_R2_START)
+        nxt = rest.find("\n## ", 1)
+        tail = rest[nxt + 1:] if nxt >= 0 else ""
+        text = head + section + ("\n" + tail if tail else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text)
+    return 1 if bad else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="600 readers + 300 artifacts, small attacks")
@@ -155,6 +258,9 @@ def main(argv=None) -> int:
                     help="git revision (or folder) of an older featagg to run the attacks on")
     ap.add_argument("--before-timeout", type=float, default=30.0)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fuzz.md"))
+    ap.add_argument("--round2", action="store_true",
+                    help="only issue 33's families (R1-R11), at several sizes, on every "
+                         "path; writes its section of the results file")
     ap.add_argument("--run-index", help=argparse.SUPPRESS)
     ap.add_argument("--tree", help=argparse.SUPPRESS)
     ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help=argparse.SUPPRESS)
@@ -162,6 +268,8 @@ def main(argv=None) -> int:
     if args.run_index:
         _run_index(args.run_index, args.tree, args.timeout)
         return 0
+    if args.round2:
+        return run_round2(args.out, args.quick)
     n_readers = args.readers if args.readers is not None else (600 if args.quick else 10_000)
     n_artifacts = args.artifacts if args.artifacts is not None else (300 if args.quick else 5_000)
     _paths(ROOT)

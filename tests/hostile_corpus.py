@@ -1507,10 +1507,21 @@ def _cli(argv) -> Tuple[str, str]:
     return {0: "loaded", 2: "refused"}.get(code, f"exit{code}"), detail
 
 
+def round2_write(case: dict, raw: bytes, folder: str) -> None:
+    """Write the case's file into ``folder`` (in the fork server, before the children run:
+    a child writing it would count the parent's copy of the bytes as its own RSS)."""
+    import os
+    if case.get("fname"):
+        with open(os.path.join(folder, case["fname"]), "wb") as fh:
+            fh.write(raw)
+
+
 def round2_run(case: dict, path: str, raw: bytes, folder: str) -> Tuple[str, str]:
     """Try one round-2 attack on one path (in a forked child): (outcome, detail), outcome
     "refused" for a DatasetError / ArtifactError / exit status 2."""
     import os
+    if path == "special":
+        return _special(case["special"], folder)
     if path == "upload":
         outcome, detail = read_and_use(case["fmt"], raw)
         return ("refused" if outcome == "DatasetError" else outcome), detail
@@ -1534,3 +1545,110 @@ def round2_run(case: dict, path: str, raw: bytes, folder: str) -> Tuple[str, str
         return _cli(["predict", target, data])
     extra = ["--label", "y"] if case["fname"].endswith((".csv", ".parquet")) else []
     return _cli(["info", target, *extra])
+
+
+def round2_cases(scales=(0.25, 0.5, 1.0), bombs=(1 << 30, 3 << 30)) -> Iterator[dict]:
+    """Every round-2 family at several sizes (``scales`` of the issue's; ``bombs`` for the
+    npz kind.npy), plus the families that are no budget: R7 (a non-UTF-8 name in the data
+    folder), R9 (``--out`` a FIFO, and a device node when root), R10 (``--out`` an input)
+    and R11 (a mapped cache truncated under the store). For the benchmark."""
+    builders = {
+        "R1 parquet 0 rows x many columns": ("parquet", "wide.parquet", ("upload", "cli"),
+                                             lambda s: wide_parquet(int(999_990 * s)),
+                                             lambda s: f"parquet 0 x {int(999_990 * s):,}"),
+        "R2 bundle of many tiny artifacts": (None, "many.fgb", ("import", "cli"),
+                                             lambda s: many_artifact_bundle(int(45_517 * s)),
+                                             lambda s: f"bundle of {int(45_517 * s):,}"),
+        "R3 manifest declaring many arrays": (None, "arrays.fgz", ("import", "cli"),
+                                              lambda s: many_array_artifact(int(550_000 * s)),
+                                              lambda s: f"{int(550_000 * s):,} arrays"),
+        "R4 manifest of whitespace": (None, "ws.fgz", ("import", "cli"),
+                                      lambda s: whitespace_manifest_artifact(int(60e6 * s)),
+                                      lambda s: f"{int(60 * s)} MB of whitespace"),
+        "R5 CSV of 2-letter cells": ("csv", "cells.csv", ("upload", "cli"),
+                                     lambda s: two_letter_csv(int(45e6 * s)),
+                                     lambda s: f"CSV {45 * s:g} MB"),
+        "R6 big GraphML": ("graphml", "big.graphml", ("upload", "cli"),
+                           lambda s: big_graphml(int(1e6 * s), int(5e5 * s)),
+                           lambda s: f"GraphML {int(1e6 * s):,} nodes"),
+        "R6 big GML": ("gml", "big.gml", ("upload", "cli"),
+                       lambda s: big_gml(int(1e6 * s), int(5e5 * s)),
+                       lambda s: f"GML {int(1e6 * s):,} nodes"),
+    }
+    for family, (fmt, fname, paths, make, name) in builders.items():
+        for s in scales:
+            yield dict(family=family, name=name(s), fmt=fmt, fname=fname, paths=paths,
+                       make=functools.partial(make, s))
+    for b in bombs:
+        yield dict(family="R8 npz kind.npy bomb", name=f"kind.npy -> {b / 2**30:g} GiB",
+                   fmt="npz_multilabel", fname="bomb.npz", paths=("upload", "cli", "listing"),
+                   make=functools.partial(kind_bomb_npz, b))
+    for special, family, name in [
+            ("r7", "R7 non-UTF-8 name in the data folder", "bad\\xff\\xfe.txt beside 2 files"),
+            ("r9", "R9 --out a FIFO or device", "compress --out FIFO / device"),
+            ("r10", "R10 --out an input", "agglomerate / compress --out input"),
+            ("r11", "R11 mapped cache truncated", "store.get after truncate")]:
+        yield dict(family=family, name=name, special=special, paths=("special",),
+                   make=lambda: b"")
+
+
+def _special(kind: str, folder: str) -> Tuple[str, str]:
+    """R7 / R9 / R10 / R11 in a forked child: ("refused" | "listed" | "reopened", detail)
+    when handled, anything else when not."""
+    import os
+    import stat
+    from featagg_core.data import save_xc
+    from featagg_core.data.synthetic import make_powerlaw_multilabel
+    data = os.path.join(folder, "in.txt")
+    save_xc(make_powerlaw_multilabel(300 if kind == "r11" else 60, 40, 5, random_state=0),
+            data)
+    if kind == "r7":
+        from featagg_core.data.cache import DataFolder
+        with open(os.path.join(os.fsencode(folder), b"bad\xff\xfe.txt"), "wb") as fh:
+            fh.write(b"3 2 1\n0 0:1\n")
+        skipped = []
+        files = DataFolder(folder).list_files(skipped=skipped)
+        names = [f.relpath for f in files]
+        for n in names:
+            n.encode("utf-8")
+        ok = "in.txt" in names and skipped == ["bad\\xff\\xfe.txt"]
+        return ("listed" if ok else "wrong"), f"listed {names}, left out {skipped}"
+    if kind == "r9":
+        fifo = os.path.join(folder, "fifo")
+        os.mkfifo(fifo)
+        targets = [fifo]
+        if os.geteuid() == 0:
+            dev = os.path.join(folder, "null")
+            os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+            targets.append(dev)
+        out = []
+        for t in targets:
+            before = os.lstat(t)
+            outcome, detail = _cli(["agglomerate", data, "--d0", "3", "--out", t])
+            after = os.lstat(t)
+            if outcome != "refused" or (before.st_ino, before.st_mode) != \
+                    (after.st_ino, after.st_mode):
+                return "wrong", f"{t}: {outcome} {detail}"
+            out.append(detail)
+        return "refused", " | ".join(out)
+    if kind == "r10":
+        before = open(data, "rb").read()
+        outcome, detail = _cli(["agglomerate", data, "--d0", "3", "--out", data])
+        if outcome != "refused" or open(data, "rb").read() != before:
+            return "wrong", f"{outcome} {detail}"
+        return "refused", detail
+    if kind == "r11":
+        import featagg_core.data.mapped_npz as mn
+        from featagg_core.data.cache import DataFolder, DatasetStore
+        mn.COPY_MAX_BYTES = 0
+        f = DataFolder(folder, convert_min_bytes=1)
+        store = DatasetStore(1 << 30)
+        key = f.cache_key("in.txt")
+        first = store.get(key, lambda: f.load("in.txt"))
+        total = float(first.X.data.sum())
+        with open(f.cache_location("in.txt"), "r+b") as fh:
+            fh.truncate(4096)
+        again = store.get(key, lambda: f.load("in.txt"))
+        ok = again is not first and float(again.X.data.sum()) == total
+        return ("reopened" if ok else "wrong"), f"dropped {store.dropped_changed}"
+    return "wrong", kind

@@ -38,6 +38,7 @@ def results():
         for case in hc.round2_attacks(big=True, bomb=1 << 30):
             raw = sizes.get(case["family"][:2], case["make"])()
             with tempfile.TemporaryDirectory() as folder:
+                hc.round2_write(case, raw, folder)
                 for path in case["paths"]:
                     r = fs.run(hc.round2_run, case, path, raw, folder)
                     print(json.dumps(dict(family=case["family"][:2], name=case["name"],

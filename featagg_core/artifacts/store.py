@@ -48,6 +48,7 @@ from featagg_core.utils.bounded import (
     read_member,
     read_npy_member,
     reason,
+    zip_directory,
     zip_member_count,
 )
 from featagg_core.utils.docstrings import fill_doc
@@ -263,24 +264,44 @@ def _open_zip(path_or_file, what: str, budget: Budget) -> Tuple[zipfile.ZipFile,
     :data:`MAX_BUNDLE_ENTRIES` artifacts, and what loading each would cost
     (:data:`ARRAY_OVERHEAD_BYTES`, :data:`BUNDLE_ENTRY_BYTES`) is charged to ``budget``
     for all of them at once, so a refusal gives the whole figure."""
+    if not hasattr(path_or_file, "read"):
+        # a file on disk (the command line): its members are counted from its end record
+        # before the whole file is read into memory
+        path = os.fspath(path_or_file)
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                count = zip_member_count(fh)
+        except OSError as exc:
+            raise ArtifactError(f"{path}: cannot read artifact ({exc.strerror or exc})") \
+                from exc
+        probe = Budget(budget.max_bytes)
+        probe.add_input(budget.input_bytes + size)
+        probe.used = budget.used
+        _charge_members(count, what, probe, path)
     data, where = _read_source(path_or_file)
     if not data:
         raise ArtifactError(f"{where}: the file is empty")
     budget.add_input(len(data))
     fail = _failer(where, f"not a featagg {what}: ")
-    count = zip_member_count(data)
-    if count is not None:
-        limit, each, unit = ((MAX_BUNDLE_ENTRIES, BUNDLE_ENTRY_BYTES, "artifacts")
-                             if what == "bundle" else (MAX_ARRAYS, ARRAY_OVERHEAD_BYTES,
-                                                       "arrays"))
-        n = max(count - 1, 0)                    # bundle.json / manifest.json
-        budget.charge(n * each, f"its {n:,} {unit}", _failer(where, f"this featagg {what}: "))
-        if n > limit:
-            raise ArtifactError(f"{where}: this featagg {what} holds {n:,} {unit}; at most "
-                                f"{limit:,} are read")
+    _charge_members(zip_member_count(data), what, budget, where)
     zf = open_zip(data, fail, what=f"featagg {what}", budget=budget,
                   max_members=MAX_BUNDLE_ENTRIES + 1 if what == "bundle" else MAX_ARRAYS + 1)
     return zf, where
+
+
+def _charge_members(count: Optional[int], what: str, budget: Budget, where: str) -> None:
+    """Charge what loading the ``count`` members an archive declares would cost (an
+    artifact's arrays, a bundle's artifacts) and refuse more than the format holds."""
+    if count is None:
+        return
+    limit, each, unit = ((MAX_BUNDLE_ENTRIES, BUNDLE_ENTRY_BYTES, "artifacts")
+                         if what == "bundle" else (MAX_ARRAYS, ARRAY_OVERHEAD_BYTES, "arrays"))
+    n = max(count - 1, 0)                        # bundle.json / manifest.json
+    budget.charge(n * each, f"its {n:,} {unit}", _failer(where, f"this featagg {what}: "))
+    if n > limit:
+        raise ArtifactError(f"{where}: this featagg {what} holds {n:,} {unit}; at most "
+                            f"{limit:,} are read")
 
 
 def _read_json_member(zf: zipfile.ZipFile, member: str, where: str, missing: str,
@@ -520,6 +541,25 @@ def is_bundle(path_or_file) -> bool:
         True for a bundle, False for a single artifact (or anything that is not a readable
         zip: loading it then says what is wrong).
     """
+    if not hasattr(path_or_file, "read"):
+        # a file on disk: only its directory is read (never the whole file); for an
+        # archive with too many members to parse, a search of the directory's last part
+        # (a bundle writes bundle.json last)
+        try:
+            with open(os.fspath(path_or_file), "rb") as fh:
+                found = zip_directory(fh)
+                if found is None:
+                    return False
+                count, cd_off, cd_size = found
+                if count > MAX_ARRAYS + 1:
+                    span = min(cd_size, 1 << 16)
+                    fh.seek(cd_off + cd_size - span)
+                    return fh.read(span).find(b"bundle.json") >= 0
+                fh.seek(0)
+                with zipfile.ZipFile(fh) as zf:
+                    return "bundle.json" in zf.namelist()
+        except Exception:  # noqa: BLE001 - unreadable: not a bundle; load_artifact explains
+            return False
     data, _ = _read_source(path_or_file)
     count = zip_member_count(data)
     if count is None:

@@ -255,6 +255,24 @@ def zip_member_count(head_or_file) -> Optional[int]:
     int or None
         The declared count, or None when no end record is found (not a zip archive).
     """
+    found = zip_directory(head_or_file)
+    return None if found is None else found[0]
+
+
+def zip_directory(head_or_file) -> Optional[tuple]:
+    """What a zip archive's end record declares: ``(members, directory offset, directory
+    size)`` (zip64 included), read from its last 64 kB without parsing the directory.
+
+    Parameters
+    ----------
+    head_or_file : bytes or binary file
+        The archive's bytes, or an open file.
+
+    Returns
+    -------
+    tuple of int or None
+        ``(count, offset, size)``, or None when no end record is found.
+    """
     if isinstance(head_or_file, (bytes, bytearray, memoryview)):
         data = memoryview(head_or_file)
         size = len(data)
@@ -275,16 +293,19 @@ def zip_member_count(head_or_file) -> Optional[int]:
     if at < 0 or len(tail) - at < 22:
         return None
     count = int.from_bytes(tail[at + 10:at + 12], "little")
-    if count != 0xFFFF:
-        return count
+    cd_size = int.from_bytes(tail[at + 12:at + 16], "little")
+    cd_off = int.from_bytes(tail[at + 16:at + 20], "little")
+    if count != 0xFFFF and cd_off != 0xFFFFFFFF:
+        return count, cd_off, cd_size
     loc = tail.rfind(b"PK\x06\x07", 0, at)
     if loc < 0 or len(tail) - loc < 20:
-        return count
+        return count, cd_off, cd_size
     off = int.from_bytes(tail[loc + 8:loc + 16], "little")
     rec = read_at(off, 56)
     if len(rec) < 56 or rec[:4] != b"PK\x06\x06":
-        return count
-    return int.from_bytes(rec[32:40], "little")
+        return count, cd_off, cd_size
+    return (int.from_bytes(rec[32:40], "little"), int.from_bytes(rec[48:56], "little"),
+            int.from_bytes(rec[40:48], "little"))
 
 
 @fill_doc
