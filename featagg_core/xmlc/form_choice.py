@@ -20,7 +20,8 @@ import scipy.sparse as sp
 from featagg_core._kernels import metrics as _mk
 from featagg_core.metrics import top_k
 
-__all__ = ["VALID_FRACTION", "MIN_VALID_ROWS", "MAX_FIT_ROWS", "C_FACTORS", "carve_rows",
+__all__ = ["VALID_FRACTION", "MIN_VALID_ROWS", "MAX_FIT_ROWS", "C_FACTORS",
+           "CANDIDATE_MAX_ITER", "carve_rows",
            "validation_hits", "pick_candidate", "describe"]
 
 #: share of the training rows carved out as validation rows
@@ -33,6 +34,10 @@ MAX_FIT_ROWS = 50_000
 #: {0.25, 0.5, 1} -- liblinear's / Parabel's / PECOS's / DiSMEC's C = 1, this project's
 #: 0.5 and a stronger regulariser for sets with few positives per label
 C_FACTORS = (0.5, 1.0, 2.0)
+#: candidates stop early: at most this many solver passes (the estimator's ``max_iter`` if
+#: smaller); on Bibtex 5 passes instead of 20 halve a fit's CPU and move test P@1 / P@5 by
+#: at most 0.2 points (benchmarks/results/xmlc_notes.md)
+CANDIDATE_MAX_ITER = 5
 
 
 def carve_rows(n: int, random_state: int) -> Tuple[np.ndarray, np.ndarray]:

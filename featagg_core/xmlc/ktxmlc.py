@@ -410,7 +410,7 @@ class KTXMLC(_TreeModel):
       flat model only when L <= ``beam_width * max_leaf_labels``, where its n x L work
       stays within the trees' order; the trees only when L > ``max_leaf_labels``), then
       the leading form at ``C/2`` and ``2C`` (4 candidate fits at most, on 80 % of the
-      rows). The winner (:func:`featagg_core.xmlc.form_choice.pick_candidate`): best
+      rows, each stopped after at most 5 solver passes instead of ``max_iter``). The winner (:func:`featagg_core.xmlc.form_choice.pick_candidate`): best
       validation P@1, P@5 deciding between candidates whose P@1 differs by less than
       one standard error of the paired per-row difference. It is refitted on all
       training rows, so the fitted model equals ``KTXMLC(form=form_, C=C_,
@@ -595,9 +595,12 @@ class KTXMLC(_TreeModel):
         return form, C, table, fc.describe(form, C, table, chosen, tied, int(valid_rows.size))
 
     def _candidate(self, form, C):
-        """An unfitted copy of ``self`` that fits one fixed form at C (``n_jobs`` kept)."""
+        """An unfitted copy of ``self`` that fits one fixed form at C, stopping early (at
+        most ``form_choice.CANDIDATE_MAX_ITER`` solver passes)."""
+        from featagg_core.xmlc.form_choice import CANDIDATE_MAX_ITER
+
         params = self.get_params(deep=False)
-        params.update(form=form, C=C)
+        params.update(form=form, C=C, max_iter=min(int(self.max_iter), CANDIDATE_MAX_ITER))
         return type(self)(**params)
 
     def _fit_plan(self, n_labels):
