@@ -17,6 +17,7 @@ import streamlit as st
 from featagg_app import runs_ui
 from featagg_app.text import md_escape
 from featagg_app.views import health as hv
+from featagg_core.triage.report import alert_examples
 
 __all__ = ["cheap_alerts", "show_alerts", "health_section"]
 
@@ -59,7 +60,7 @@ def cheap_alerts(data, split) -> List[dict]:
 def show_alerts(alerts: Optional[List[dict]], *, why: str = "", heading: str = "Data health",
                 note: str = "") -> None:
     """The alerts, most serious first: a count per severity, then one expander per alert
-    (its message as the title; examples and what to do inside).
+    (its severity in colour and its message as the title; examples and what to do inside).
 
     Parameters
     ----------
@@ -81,10 +82,10 @@ def show_alerts(alerts: Optional[List[dict]], *, why: str = "", heading: str = "
         st.caption(note)
     for a in hv.sorted_alerts(alerts):
         sev = str(a.get("severity", ""))
-        icon = hv.SEVERITY_ICON.get(sev, "")
-        label = f"{icon} {sev} · {md_escape(str(a.get('message', '')))}"
+        label = (f":{hv.SEVERITY_COLOUR.get(sev, 'gray')}[**{sev}**] · "
+                 f"{md_escape(str(a.get('message', '')))}")
         with st.expander(label, expanded=False):
-            ex = hv.alert_examples(a)
+            ex = alert_examples(a)
             st.markdown(f"**Check:** {str(a.get('type', '')).replace('_', ' ')} · "
                         f"**count:** {int(a.get('count') or 0):,}"
                         + (f"\n\n**Examples:** {md_escape(ex)}" if ex else "")

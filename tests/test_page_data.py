@@ -1,6 +1,7 @@
 """Data page: its statistics/figure builders against brute force, and AppTest runs of the
 page on each kind of data (multi-label, graph with and without classes, table)."""
 import os
+import re
 
 os.environ.setdefault("FEATAGG_WARMUP", "0")  # no background JIT warm-up in AppTest runs
 
@@ -260,9 +261,12 @@ def _faulty_ml():
                           name="faulty")
 
 
+_SEV = re.compile(r"^:(red|orange|blue)\[\*\*(error|warning|info)\*\*\] · ")
+
+
 def _alert_expanders(at):
-    return [e.label for e in at.expander if e.label.split(" ", 1)[-1].startswith(
-        ("error", "warning", "info"))]
+    """(severity, label) of the health expanders, in page order."""
+    return [(m.group(2), e.label) for e in at.expander for m in [_SEV.match(e.label)] if m]
 
 
 def test_page_shows_the_health_alerts_first_most_serious_first(app_for):
@@ -271,8 +275,8 @@ def test_page_shows_the_health_alerts_first_most_serious_first(app_for):
     data = _faulty_ml()
     at = _run_page_with(app_for, data)
     _ok(at)
-    labels = _alert_expanders(at)
-    sev = [lab.split(" ", 2)[1] for lab in labels]
+    found = _alert_expanders(at)
+    sev, labels = [f[0] for f in found], [f[1] for f in found]
     order = {"error": 0, "warning": 1, "info": 2}
     assert sev == sorted(sev, key=order.get) and sev[0] == "error"
     kinds = {a.type: a for a in check(data, None, label_errors=False)}

@@ -45,8 +45,9 @@ def test_triage_page_opens_with_the_health_alerts_then_the_recommendation(app_fo
     ok(at)
     heads = [h.value for h in at.subheader]
     assert heads[0] == "Data health"
-    sev = [e.label.split(" ", 2)[1] for e in at.expander
-           if e.label.split(" ", 1)[-1].startswith(("error", "warning", "info"))]
+    import re
+    sev = [m.group(1) for e in at.expander
+           for m in [re.match(r"^:\w+\[\*\*(error|warning|info)\*\*\] · ", e.label)] if m]
     assert sev and sev == sorted(sev, key={"error": 0, "warning": 1, "info": 2}.get)
     assert any("repeat" in e.label or "duplicate" in e.label for e in at.expander)
     widget(at.select_slider, "tri_budget").set_value(120)

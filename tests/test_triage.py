@@ -496,3 +496,16 @@ def test_the_offline_report_opens_with_the_recommendation_and_the_alerts(data, r
     again = T.run_triage(data, replay=json.loads(json.dumps(rec)), speed=speed)
     assert json.dumps(again.record["health"]["alerts"]) == json.dumps(rec["health"]["alerts"])
 
+
+
+def test_without_validation_rows_the_recommendation_says_it_rests_on_the_test_rows(data,
+                                                                                   speed):
+    split = make_split(data, valid_size=0.0, random_state=0)
+    rep = T.run_triage(data, budget_s=600, split=split, speed=speed)
+    rec = rep.record["recommendation"]
+    assert rec["evidence"]["metric"] == "test P@1" and "test P@1 is" in rec["text"]
+    assert "no validation rows" in rec["text"]
+    trade = next(e for e in rep.experiments if e.kind == "defrag_tradeoff")
+    first = {r["kind"]: run for r, run in zip(trade.tables["rows"], trade.runs)
+             if r["d0"] is None}
+    assert rec["evidence"]["raw"][0] == first[rec["choice"]["classifier"]].metrics["test"]["P@1"]

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence
 
-import pandas as pd
-
-from featagg_core.triage.report import alert_examples
-
 __all__ = ["SEVERITY_ORDER", "sorted_alerts", "severity_counts", "counts_text",
-           "alerts_frame", "SEVERITY_ICON"]
+           "SEVERITY_COLOUR"]
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-#: the icon shown before each severity
-SEVERITY_ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
+#: the colour each severity is written in (Streamlit's markdown colours; no emoji: a
+#: browser without an emoji font draws empty boxes)
+SEVERITY_COLOUR = {"error": "red", "warning": "orange", "info": "blue"}
 
 
 def sorted_alerts(alerts: Sequence[dict]) -> List[dict]:
@@ -70,28 +67,3 @@ def counts_text(alerts: Sequence[dict]) -> str:
     c = severity_counts(alerts)
     parts = [f"{n} {s}{'' if n == 1 else 's'}" for s, n in c.items() if n]
     return ", ".join(parts) if parts else "no alert: the health checks found nothing"
-
-
-def alerts_frame(alerts: Sequence[dict]) -> pd.DataFrame:
-    """One row per alert, most serious first: severity (with its icon), the check, the
-    count, what was found, a few examples and what to do.
-
-    Parameters
-    ----------
-    alerts : sequence of dict
-        Alerts as JSON dicts.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``severity``, ``check``, ``count``, ``what was found``, ``examples``,
-        ``what to do`` (strings but the count).
-    """
-    rows = [{"severity": f"{SEVERITY_ICON.get(a.get('severity'), '')} {a.get('severity')}",
-             "check": str(a.get("type", "")).replace("_", " "),
-             "count": int(a.get("count") or 0),
-             "what was found": str(a.get("message", "")),
-             "examples": alert_examples(a),
-             "what to do": str(a.get("hint", ""))} for a in sorted_alerts(alerts)]
-    return pd.DataFrame(rows, columns=["severity", "check", "count", "what was found",
-                                       "examples", "what to do"])

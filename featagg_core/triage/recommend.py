@@ -11,7 +11,8 @@ and the data-health alerts and says
   its tuning on the validation rows moved α off 1, i.e. found a setting that raises
   coverage@5 within the allowed P@5 drop), and the evidence: validation P@1 mean and range
   over :data:`N_SEEDS` seeds. The choice is made on validation rows only, never on the test
-  rows the report's tables show, and never on a timing (a timing is measured again on
+  rows the report's tables show (a split without validation rows leaves only the test
+  rows: the sentence then says so and asks for a validation share), and never on a timing (a timing is measured again on
   every run; the same triage twice gives the same recommendation).
 * **graph** — which selector and how many features d: the (method, d) of the protocol with
   the highest k-means ACC on the held-out nodes (mean over the protocol's k-means seeds,
@@ -66,25 +67,26 @@ def _reseeded(spec: dict, seed: int) -> dict:
     return out
 
 
-def _valid_p1(run) -> Optional[float]:
-    m = run.metrics.get("valid") or {}
+def _p1_of(run, part: str = "valid") -> Optional[float]:
+    m = run.metrics.get(part) or {}
     return float(m["P@1"]) if "P@1" in m else None
 
 
-def _seed_values(data, split, run, seed: int, allowed: bool, cancel) -> List[float]:
+def _seed_values(data, split, run, seed: int, allowed: bool, cancel,
+                 part: str = "valid") -> List[float]:
     """Validation P@1 of ``run``'s spec with seeds ``seed``, ``seed+1``, ... (the run's
     own value first); only the run's own when ``allowed`` is False."""
     from featagg_core.runs.run import run_pipeline
-    vals = [_valid_p1(run)]
+    vals = [_p1_of(run, part)]
     if not allowed:
         return vals
     for k in range(1, N_SEEDS):
         if cancel is not None and cancel.is_set():
             break
         again = run_pipeline(data, split, _reseeded(run.spec, seed + k), cancel=cancel)
-        if again.status != "done" or _valid_p1(again) is None:
+        if again.status != "done" or _p1_of(again, part) is None:
             break
-        vals.append(_valid_p1(again))
+        vals.append(_p1_of(again, part))
     return vals
 
 
@@ -106,26 +108,30 @@ def _multilabel(data, split, experiments, seed, time_left_s, share, cancel) -> D
         return {"text": "No classifier finished within the budget: give the triage more "
                         "time.", "choice": {}}
     rows, runs = trade.tables["rows"], trade.runs
+    # validation rows decide; a split without them leaves only the test rows (said so)
+    part = "valid" if split.valid.size else "test"
+    where = "validation" if part == "valid" else "test"
+    p1 = (lambda run: _p1_of(run, part))
     done = [(r, run) for r, run in zip(rows, runs) if r.get("status") == "done"
-            and run.status == "done" and _valid_p1(run) is not None]
+            and run.status == "done" and p1(run) is not None]
     raws = [(r, run) for r, run in done if r["d0"] is None and r["kind"] != "per_tree"
             and not r.get("same model as")]
     if not raws:
         return {"text": "No raw-feature classifier finished within the budget: give the "
                         "triage more time.", "choice": {}}
     # the higher validation P@1; a tie goes to the first in the battery's order (KTXMLC)
-    raw, raw_run = max(raws, key=lambda p: (round(_valid_p1(p[1]), 12), -raws.index(p)))
+    raw, raw_run = max(raws, key=lambda p: (round(p1(p[1]), 12), -raws.index(p)))
     kind = raw["kind"]
-    base = _valid_p1(raw_run)
+    base = p1(raw_run)
     mine = sorted(((r, run) for r, run in done if r["kind"] == kind and r["d0"] is not None),
                   key=lambda p: -p[0]["d0"])
-    cand = next(((r, run) for r, run in mine if _valid_p1(run) >= KEEP_P1 * base), None)
+    cand = next(((r, run) for r, run in mine if p1(run) >= KEEP_P1 * base), None)
     cost = sum(float(run.timings.get("total_s", 0.0)) for run in
                [raw_run] + ([cand[1]] if cand else [])) * (N_SEEDS - 1)
     allowed = cost <= share * max(time_left_s, 0.0)
     t0 = time.monotonic()
-    raw_vals = _seed_values(data, split, raw_run, seed, allowed, cancel)
-    dfr_vals = _seed_values(data, split, cand[1], seed, allowed, cancel) if cand else []
+    raw_vals = _seed_values(data, split, raw_run, seed, allowed, cancel, part)
+    dfr_vals = _seed_values(data, split, cand[1], seed, allowed, cancel, part) if cand else []
     use_defrag = bool(dfr_vals) and float(np.mean(dfr_vals)) >= KEEP_P1 * float(
         np.mean(raw_vals))
     title = raw["classifier"]
@@ -134,37 +140,42 @@ def _multilabel(data, split, experiments, seed, time_left_s, share, cancel) -> D
         r = cand[0]
         choice.update(features="defrag", d0=int(r["d0"]))
         text = (f"Train {title} on DEFRAG features at d0 = {r['d0']} ({raw['features']:,} → "
-                f"{r['features']:,} features): its validation P@1 is {_spread(dfr_vals)} "
+                f"{r['features']:,} features): its {where} P@1 is {_spread(dfr_vals)} "
                 f"against {_spread(raw_vals)} on the raw features (at least "
                 f"{100 * KEEP_P1:.0f} % kept).")
     else:
         why = (f"DEFRAG at d0 = {cand[0]['d0']} keeps less than {100 * KEEP_P1:.0f} % of it "
                f"over the seeds ({_spread(dfr_vals)})" if cand else
-               f"no DEFRAG d0 tried keeps {100 * KEEP_P1:.0f} % of it on the validation rows")
-        text = (f"Train {title} on the raw features: its validation P@1 is "
+               f"no DEFRAG d0 tried keeps {100 * KEEP_P1:.0f} % of it on the {where} rows")
+        text = (f"Train {title} on the raw features: its {where} P@1 is "
                 f"{_spread(raw_vals)}; {why}.")
     others = [p for p in raws if p[0] is not raw]
     if others:
         o = others[0]
-        text = text[:-1] + (f"; {o[0]['classifier']} reaches {_pct(_valid_p1(o[1]))} there "
+        text = text[:-1] + (f"; {o[0]['classifier']} reaches {_pct(p1(o[1]))} there "
                             "(one seed).")
+    if part == "test":
+        text += (" The split has no validation rows, so this rests on the test rows the "
+                 "report scores: give the split a validation share to choose on other rows.")
     ref = next((e for e in experiments if e.kind == "refrag_tuning" and e.tables.get("rows")),
                None)
     if ref is not None:
         rr = ref.tables["rows"][0]
+        tuned = "the validation rows" if rr.get("tuned on") == "validation" else \
+            "rows carved from the training rows"
         if rr.get("alpha") is not None and float(rr["alpha"]) < 1.0:
             choice["refrag"] = True
             text += (f" Re-rank with REFRAG (α = {rr['alpha']:g}, γ = {rr['gamma']:g}, β = "
-                     f"{rr['beta']:g}, tuned on the validation rows): coverage@5 "
+                     f"{rr['beta']:g}, tuned on {tuned}): coverage@5 "
                      f"{_pct(rr['base coverage@5'])} → {_pct(rr['coverage@5'])} at P@5 "
                      f"{_pct(rr['base P@5'])} → {_pct(rr['P@5'])} on the test rows.")
         else:
             choice["refrag"] = False
-            text += (" Do not re-rank with REFRAG: tuned on the validation rows it found no "
+            text += (f" Do not re-rank with REFRAG: tuned on {tuned} it found no "
                      "setting that raises coverage@5 without losing P@5 (α = 1).")
     choice["seeds"] = len(raw_vals)
     return {"text": text, "choice": choice,
-            "evidence": {"metric": "validation P@1", "raw": raw_vals, "defrag": dfr_vals,
+            "evidence": {"metric": f"{where} P@1", "raw": raw_vals, "defrag": dfr_vals,
                          "defrag d0": None if cand is None else int(cand[0]["d0"]),
                          "seeds": [int(seed) + k for k in range(len(raw_vals))],
                          "extra_seconds": time.monotonic() - t0 if allowed else 0.0}}
