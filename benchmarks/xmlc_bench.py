@@ -243,6 +243,9 @@ def our_worker(method, data_path, out_path, seed):
     if method == "refrag_probe":
         print("RESULT " + json.dumps(refrag_probe(Xtr, Ytr, base)), flush=True)
         return
+    if method == "choose_d0_probe":
+        print("RESULT " + json.dumps(choose_d0_probe(Xtr, Ytr, base, seed)), flush=True)
+        return
     if method == "ktxmlc_defrag":
         # choose d0 on an 80/20 split of the training rows (never the test rows)
         n = Xtr.shape[0]
@@ -327,6 +330,33 @@ class _RefragDefault:
     @property
     def model_size_bytes_(self):
         return self.clf.model_size_bytes_ + self.rf.prototypes_.data.nbytes
+
+
+def choose_d0_probe(Xtr, Ytr, base, seed):
+    """CPU of ``choose_d0`` with every candidate allowed (``min_features=0``, so it runs on
+    narrow sets too) on an 80/20 split of the training rows, against one raw training on
+    all training rows: ``KTXMLC(form="trees")`` (the model its candidates fit) and
+    ``KTXMLC()`` (the default, with its choice of form)."""
+    from featagg_core.xmlc.ktxmlc import KTXMLC
+    from featagg_core.xmlc.selection import choose_d0
+    n = Xtr.shape[0]
+    perm = np.random.default_rng(seed).permutation(n)
+    nv = max(1, round(0.2 * n))
+    va, tr = np.sort(perm[:nv]), np.sort(perm[nv:])
+    c0 = _cpu_s()
+    ch = choose_d0(Xtr[tr], Ytr[tr], Xtr[va], Ytr[va], min_features=0, random_state=seed)
+    choose = _cpu_s() - c0
+    c0 = _cpu_s()
+    KTXMLC(form="trees", random_state=seed).fit(Xtr, Ytr)
+    trees = _cpu_s() - c0
+    c0 = _cpu_s()
+    KTXMLC(random_state=seed).fit(Xtr, Ytr)
+    auto = _cpu_s() - c0
+    return dict(choose_cpu_s=choose, raw_trees_cpu_s=trees, raw_auto_cpu_s=auto,
+                d0=ch.d0, d0_reason=ch.reason,
+                tried=[str(r["d0"]) for r in ch.table], train_s=0.0, train_cpu_s=0.0,
+                predict_s=0.0, predict_cpu_s=0.0, model_mb=0.0, base_mb=base, n_test=1,
+                peak_mb=_vm("VmHWM"))
 
 
 def cancel_probe(Xtr, Ytr, base, delays=(0.5, 3.0, 10.0, 30.0, 60.0)):
@@ -447,7 +477,7 @@ def run_one(method, dataset, seed, data_path, threads, mem_gb, peer_py, workdir)
         return dict(error=f"failed (rc={proc.returncode}): {stderr.strip()[-600:]}")
     res = json.loads(line[-1][7:])
     res["wall_total_s"] = time.time() - t0
-    if method in ("cancel_probe", "refrag_probe"):
+    if method in ("cancel_probe", "refrag_probe", "choose_d0_probe"):
         return res
     z = np.load(out)
     res.update(score(data_path, z["idx"], z["val"]))
@@ -691,6 +721,16 @@ def table(records, datasets, notes, infos):
         if ch:
             out.append("\nWhat `KTXMLC()` chose (`form=\"auto\"`, `choice_`): " + "; ".join(
                 f"seed {r['seed']}: {r['choice']}" for r in sorted(ch, key=lambda r: r["seed"])))
+        for r in runs:
+            if r["method"] == "choose_d0_probe" and "choose_cpu_s" in r:
+                out.append(
+                    f"\n`choose_d0` with every candidate allowed (`min_features=0`), seed "
+                    f"{r['seed']}: {r['choose_cpu_s']:.1f} s CPU = "
+                    f"{r['choose_cpu_s'] / r['raw_trees_cpu_s']:.2f}x one raw "
+                    f"`KTXMLC(form=\"trees\")` training ({r['raw_trees_cpu_s']:.1f} s), "
+                    f"{r['choose_cpu_s'] / r['raw_auto_cpu_s']:.2f}x `KTXMLC()` "
+                    f"({r['raw_auto_cpu_s']:.1f} s) (goal <= 1.0); tried d0 = "
+                    f"{', '.join(r['tried'])}; chose {r['d0']}: {r['d0_reason']}")
         rl = refrag_lines(runs)
         if rl:
             out.append("\nREFRAG default (`Refrag()`, alpha=\"auto\" tuned on 20 % validation "
@@ -883,6 +923,10 @@ def main():
                 elif m == "cancel_probe":
                     print(f"{ds:9s} cancel latencies {res['latencies']} phases {res['phases']}",
                           flush=True)
+                elif m == "choose_d0_probe":
+                    print(f"{ds:9s} choose_d0 {res['choose_cpu_s']:.1f}s CPU vs raw trees "
+                          f"{res['raw_trees_cpu_s']:.1f}s, KTXMLC() {res['raw_auto_cpu_s']:.1f}s "
+                          f"(tried {res['tried']})", flush=True)
                 elif m == "refrag_probe":
                     print(f"{ds:9s} REFRAG prototypes {res['prototypes']} peak "
                           f"{res['peak_mb']:.0f} MB", flush=True)

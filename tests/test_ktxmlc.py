@@ -211,7 +211,7 @@ def test_k_equals_l_depth_one_reduces_to_one_vs_all(small):
     X, Y = small
     L = Y.shape[1]
     kt = KTXMLC(n_clusters=L, n_trees=1, max_depth=1, max_leaf_labels=1, partition="kmeans",
-                min_cluster_size=1, beam_width=L).fit(X, Y)
+                min_cluster_size=1, beam_width=L, form="trees").fit(X, Y)
     ova = OneVsAll().fit(X, Y)
     Sk = kt.predict_scores(X[:100], k=10)
     So = ova.predict_scores(X[:100], k=10)
@@ -360,10 +360,13 @@ def test_artifact_round_trip_and_old_state_refused(tmp_path, small):
     X, Y = small
     # three trees; one flat tree of a 3-tree KTXMLC (one_vs_all="auto"; and a label set
     # that fits one leaf), whose single tree the load check accepts; one-vs-all
-    models = (KTXMLC(n_clusters=3, max_leaf_labels=5).fit(X, Y),
-              KTXMLC(n_clusters=3, max_leaf_labels=20).fit(X, Y),
-              KTXMLC(max_leaf_labels=100).fit(X, Y), OneVsAll().fit(X, Y))
-    assert [len(m.trees_) for m in models] == [3, 1, 1, 1]
+    # (and a KTXMLC that chose its own form: what it chose survives the round trip)
+    models = (KTXMLC(n_clusters=3, max_leaf_labels=5, form="trees").fit(X, Y),
+              KTXMLC(n_clusters=3, max_leaf_labels=20, form="trees").fit(X, Y),
+              KTXMLC(max_leaf_labels=100).fit(X, Y), OneVsAll().fit(X, Y),
+              KTXMLC(n_clusters=3, max_leaf_labels=5).fit(X, Y))
+    assert [len(m.trees_) for m in models[:4]] == [3, 1, 1, 1]
+    assert models[4].selection_ and models[4].form_ in ("flat", "trees")
     for i, m in enumerate(models):
         path = tmp_path / f"{type(m).__name__}{i}.zip"
         save_artifact(m, path)
@@ -371,6 +374,9 @@ def test_artifact_round_trip_and_old_state_refused(tmp_path, small):
         assert type(m2) is type(m) and m2.get_params() == m.get_params()
         assert (m.predict_scores(X, k=5) != m2.predict_scores(X, k=5)).nnz == 0
         assert m2.model_size_bytes_ == m.model_size_bytes_
+        if isinstance(m, KTXMLC):
+            assert (m2.form_, m2.C_, m2.choice_) == (m.form_, m.C_, m.choice_)
+    m = models[3]
     meta, arrays = m._artifact_state()
     old = {k: v for k, v in meta.items() if k not in ("state_version", "calibration")}
     with pytest.raises(ArtifactError, match="older featagg"):
