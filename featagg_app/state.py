@@ -153,42 +153,46 @@ def durable_session() -> str:
     return key
 
 
-def _widget_kinds(keys) -> dict:
-    """user key -> widget value kind of the ``keys`` that belong to widgets ({} when
-    unknown: only plain values are kept then)."""
+def _run_state():
+    """(values by user key, widget value kind by user key) of this run, read from
+    Streamlit's own session state without its execution-control checks: the run may be
+    ending through ``st.stop()`` or ``st.rerun()``, after which every ``st.session_state``
+    access raises. None when Streamlit's internals are not there."""
     try:
         from streamlit.runtime.scriptrunner import get_script_run_ctx
-        ss = get_script_run_ctx().session_state._state
-        out = {}
-        for k in keys:
-            wid = ss.get_widget_id_from_key(k)
-            if wid is None:
-                continue
-            meta = ss.get_widget_metadata(wid)
-            out[k] = getattr(meta, "value_type", None) or "?"
-        return out
-    except Exception:  # noqa: BLE001 - internals moved: only plain values are kept
-        return {}
+        safe = get_script_run_ctx().session_state
+        raw = safe._state
+        with safe._lock:
+            values = dict(raw.filtered_state)
+            kinds = {}
+            for k in values:
+                wid = raw.get_widget_id_from_key(k)
+                meta = None if wid is None else raw.get_widget_metadata(wid)
+                if wid is not None:
+                    kinds[k] = getattr(meta, "value_type", None) or "?"
+        return values, kinds
+    except Exception:  # noqa: BLE001 - internals moved
+        _log.debug("featagg: cannot read the run's state", exc_info=True)
+        return None
 
 
 def save_session() -> None:
     """Hand this run's state to the server's store under the session's key (``app.py``
-    calls it when a script run ends, however it ends). Widget values are kept when they
-    can be given back (not buttons, uploads or selections)."""
-    key = st.session_state.get(_SESSION_KEY)
+    calls it when a script run ends, however it ends: ``st.stop()`` and ``st.rerun()``
+    included). Widget values are kept when they can be given back (not buttons, uploads
+    or selections)."""
+    got = _run_state()
+    if got is None:
+        return
+    state, kinds = got
+    key = state.get(_SESSION_KEY)
     if key is None:
         return
-    from featagg_app.server import context
+    from featagg_app.server.context import get_sessions
     from featagg_app.server.sessions import _plain
-    keys = list(st.session_state.keys())
-    kinds = _widget_kinds(keys)
     values = {}
-    for k in keys:
+    for k, v in state.items():
         if k in (_SESSION_KEY, SESSION_NOTICE):
-            continue
-        try:
-            v = st.session_state[k]
-        except Exception:  # noqa: BLE001
             continue
         if k in kinds:
             if kinds[k] not in _SETTABLE or isinstance(v, dict) or not _plain(v):
@@ -198,9 +202,10 @@ def save_session() -> None:
         elif str(k).startswith("featagg_upload_"):      # an uploader never seen this run
             continue
         values[k] = v
-    if not context.get_sessions().save(key, values):
-        context.get_sessions().create(key=key, sid=session_id())
-        context.get_sessions().save(key, values)
+    store = get_sessions()
+    if not store.save(key, values):
+        store.create(key=key, sid=str(state.get(_SESSION_ID) or uuid.uuid4().hex))
+        store.save(key, values)
 
 
 def session_id() -> str:

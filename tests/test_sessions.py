@@ -289,3 +289,77 @@ def test_spilled_runs_come_back_with_their_pipelines_as_artifacts(tmp_path):
     np.testing.assert_array_equal(got.pipeline.defrag.labels_, run.pipeline.defrag.labels_)
     assert run.pipeline is not None             # the live objects were never changed
     assert AppSpiller().size_of(back) > 0
+
+
+# ------------------------------------------------------------------ the reaper
+def test_a_closed_tab_keeps_its_job_and_its_work_and_an_idle_one_loses_both(tmp_path):
+    """The reaper closes a tab gone for the grace without cancelling its durable session's
+    jobs, spills that session once no tab shows it, and an idle tab's freeing forgets its
+    durable session too (its next visit with the old URL starts afresh)."""
+    import time
+    import types
+    from featagg_app.server.reaper import FREED_KEY, SessionReaper
+
+    class Info:
+        def __init__(self, sid):
+            self.session = types.SimpleNamespace(id=sid, _state="NOT_RUNNING")
+
+    class Manager:
+        def __init__(self):
+            self.active, self.closed = set(), []
+
+        def list_active_sessions(self):
+            return [Info(s) for s in sorted(self.active)]
+
+        def get_session_info(self, sid):
+            return Info(sid)
+
+        def close_session(self, sid):
+            self.closed.append(sid)
+
+    class Runner:
+        def __init__(self):
+            self.cancelled, self.running = [], set()
+
+        def cancel_session(self, sid):
+            self.cancelled.append(sid)
+            return 0
+
+        def jobs(self, sid=None):
+            return ["job"] if sid in self.running else []
+
+    class State(dict):
+        @property
+        def filtered_state(self):
+            return dict(self)
+
+    mgr, runner = Manager(), Runner()
+    t0 = time.time()
+    store = SessionStore(tmp_path, mem_bytes=1 << 30, spill_bytes=1 << 30, idle_s=0,
+                         busy=lambda sid: bool(runner.jobs(sid)),
+                         on_drop=runner.cancel_session, clock=lambda: t0)
+    k_gone, d_gone = store.create()
+    k_idle, d_idle = store.create()
+    store.save(k_gone, _upload_values(1))
+    store.save(k_idle, {"featagg.x": 1})
+    reaper = SessionReaper(runner, grace_s=60, idle_s=600, manager=lambda: mgr,
+                           release=lambda: 0, sessions=store)
+    gone = State({"featagg.session_id": d_gone.sid})
+    idle = State({"featagg.session_id": d_idle.sid, "w": 1})
+    for sid, st_, d in (("tab-gone", gone, d_gone), ("tab-idle", idle, d_idle)):
+        mgr.active.add(sid)
+        reaper.seen(sid, st_, d.sid)
+    runner.running.add(d_gone.sid)                     # its job runs
+    mgr.active.discard("tab-gone")                     # the tab was closed
+    reaper.sweep(now=t0)
+    assert reaper.sweep(now=t0 + 61) == [("tab-gone", "closed")]
+    assert mgr.closed == ["tab-gone"] and runner.cancelled == []    # the job goes on
+    assert store.stats()["spilled"] == 0                # a running job keeps it in memory
+    runner.running.clear()                              # the job finished
+    reaper.sweep(now=t0 + 122)
+    assert store.stats()["spilled"] == 1 and d_gone.spilled and not d_idle.spilled
+    assert store.lookup(k_gone).values["featagg_large_text"] is True  # a reload: back
+    reaper._seen["tab-idle"].last_run = t0
+    assert ("tab-idle", "idle") in reaper.sweep(now=t0 + 700)
+    assert idle.get(FREED_KEY) is True and "featagg.session_id" not in idle
+    assert d_idle.sid in runner.cancelled and store.lookup(k_idle) is None

@@ -196,7 +196,12 @@ class SessionReaper:
                 done.append((sid, "idle"))
         with self._lock:
             live = {r.durable for s, r in self._seen.items() if s in active and r.durable}
-        done += self._sweep_durable(live, now)
+        spilled, forgotten = self._sweep_durable(live, now)
+        done += forgotten
+        if spilled and not done:
+            freed = self._release()
+            _log.info("featagg: spilled %d durable session(s) no tab shows to disk; %.0f MB "
+                      "returned to the system", spilled, (freed or 0) / 2 ** 20)
         if done:
             freed = self._release()
             _log.info("featagg: freed %d session(s) (%s); %.0f MB returned to the system",
@@ -204,16 +209,17 @@ class SessionReaper:
                       (freed or 0) / 2 ** 20)
         return done
 
-    def _sweep_durable(self, live: set, now: float) -> List[Tuple[str, str]]:
-        """Spill the durable sessions no open tab uses, expire the idle ones."""
+    def _sweep_durable(self, live: set, now: float) -> Tuple[int, List[Tuple[str, str]]]:
+        """Spill the durable sessions no open tab uses, expire the idle ones: returns how
+        many were spilled and ``[(sid, "durable expired" | …)]`` of those forgotten."""
         if self.sessions is None:
-            return []
+            return 0, []
         try:
-            self.sessions.spill_detached(live, grace_s=self.grace_s, now=now)
-            return [(sid, f"durable {why}") for sid, why in self.sessions.sweep(now)]
+            n = self.sessions.spill_detached(live, grace_s=self.grace_s, now=now)
+            return n, [(sid, f"durable {why}") for sid, why in self.sessions.sweep(now)]
         except Exception:  # noqa: BLE001 - the server must never lose its reaper
             _log.exception("featagg reaper: sweeping the durable sessions failed")
-            return []
+            return 0, []
 
     def _close(self, mgr, sid: str, state) -> None:
         # its jobs are not cancelled: they belong to its durable session (a reload of the

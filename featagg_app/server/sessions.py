@@ -32,7 +32,8 @@ unless ``size_of`` says otherwise). When the sessions in memory exceed ``mem_byt
 (``FEATAGG_SESSION_MEM_MB``, default 1024), the least recently used ones are *spilled*: the
 spiller writes their heavy parts (uploaded bytes as files, fitted pipelines as artifacts
 through :mod:`featagg_core.artifacts.store`; never pickle) to a folder of their own under
-``spill_dir`` and keeps only the light rest in memory. When the spill folders exceed
+``spill_dir`` (default: a private temporary folder, removed when the server exits) and
+keeps only the light rest in memory. When the spill folders exceed
 ``spill_bytes`` (``FEATAGG_SESSION_SPILL_MB``, default 2048), the least recently used
 spilled sessions are forgotten. A session with a queued or running job (``busy(sid)``) is
 never spilled or forgotten. A session not seen for ``idle_s`` (``FEATAGG_IDLE_SESSION_MIN``,
@@ -55,6 +56,7 @@ import tempfile
 import threading
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -181,6 +183,7 @@ class DurableSession:
     spilled: bool = False
     folder: Optional[Path] = None
     dirty: bool = True
+    measured_at: float = float("-inf")
 
 
 class SessionStore:
@@ -227,6 +230,8 @@ class SessionStore:
         self._busy = busy or (lambda sid: False)
         self._on_drop = on_drop
         self._clock = clock
+        #: a saved session is measured again at most this often (a measure walks its state)
+        self.measure_every_s = 2.0
         self._lock = threading.RLock()
         self._items: "OrderedDict[str, DurableSession]" = OrderedDict()   # digest -> LRU
         self.spills = 0
@@ -324,20 +329,6 @@ class SessionStore:
             self.enforce(protect=rec)
             return True
 
-    def touch_sid(self, sid: str) -> None:
-        """Session ``sid`` is in use (a job of it is running): it does not expire.
-
-        Parameters
-        ----------
-        sid : str
-            The session's id.
-        """
-        with self._lock:
-            for rec in self._items.values():
-                if rec.sid == sid:
-                    rec.last_seen = self._clock()
-                    return
-
     def drop(self, key) -> bool:
         """Forget the session of ``key`` (and its spill folder).
 
@@ -397,9 +388,12 @@ class SessionStore:
         """
         done = []
         with self._lock:
+            now = self._clock()
             for rec in self._items.values():
-                if rec.dirty:
+                if rec.dirty and (now - rec.measured_at >= self.measure_every_s
+                                  or not rec.nbytes):
                     rec.nbytes = self._measure(rec.values)
+                    rec.measured_at = now
                     rec.dirty = False
             mem = sum(r.nbytes for r in self._items.values())
             for rec in list(self._items.values()):            # oldest first
@@ -536,6 +530,8 @@ class SessionStore:
             else:
                 self._spill_dir = Path(tempfile.mkdtemp(prefix="featagg-sessions-"))
                 self._own_dir = True
+                # removed when the store goes or the server exits (people's uploads)
+                weakref.finalize(self, shutil.rmtree, str(self._spill_dir), True)
         self._spill_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         return self._spill_dir
 
@@ -554,6 +550,7 @@ class SessionStore:
         rec.spilled = True
         rec.disk_bytes = _folder_bytes(folder)
         rec.nbytes = self._measure(light)
+        rec.measured_at = self._clock()
         rec.dirty = False
         self.spills += 1
 
@@ -566,6 +563,7 @@ class SessionStore:
         self._remove_folder(rec)
         rec.spilled = False
         rec.dirty = True
+        rec.measured_at = float("-inf")
 
     def _remove_folder(self, rec: DurableSession) -> None:
         if rec.folder is not None:
