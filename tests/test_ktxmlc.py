@@ -595,32 +595,41 @@ def test_logistic_and_mixed_trees_are_calibrated_per_loss(small):
 def _by_hand_choice(X, Y, params, seed):
     """KTXMLC(form="auto")'s documented choice, recomputed independently: 20 % of the rows
     (default_rng(seed).permutation) held out; flat and trees at C, then the leader at C/2
-    and 2C (5 solver passes each); best P@1, P@5 among the candidates within one paired
-    standard error."""
+    and 2C (5 solver passes each); best P@1; among those within one paired standard error
+    of it, best P@5; among those within one paired standard error of that, least work."""
     n = X.shape[0]
     nv = round(0.2 * n)
     perm = np.random.default_rng(seed).permutation(n)
     va, fi = np.sort(perm[:nv]), np.sort(perm[nv:])
     rows = []
+    Yv = Y[va].toarray()
 
     def fit(form, C):
         m = KTXMLC(form=form, one_vs_all="never", C=C, random_state=seed, max_iter=5,
                    **params).fit(X[fi], Y[fi])   # candidates stop after 5 passes
-        S = m.predict_scores(X[va], k=5).toarray()
-        Yv = Y[va].toarray()
-        top1 = np.argmax(np.where(S > 0, S, -1), axis=1)
-        hits1 = Yv[np.arange(nv), top1] * (S.max(axis=1) > 0)
-        rows.append(dict(form=form, C=C, hits=hits1,
-                         p1=float(metrics.precision_at_k(Y[va], m.predict_scores(X[va], 5), 1)),
-                         p5=float(metrics.precision_at_k(Y[va], m.predict_scores(X[va], 5), 5))))
+        S = m.predict_scores(X[va], k=5)
+        Sd = S.toarray()
+        top5 = np.argsort(-Sd, axis=1, kind="stable")[:, :5]
+        hit = np.take_along_axis(Yv, top5, 1) * (np.take_along_axis(Sd, top5, 1) > 0)
+        rows.append(dict(form=form, C=C, hits=hit[:, 0], prec=hit.sum(1) / 5,
+                         work=m.train_work_,
+                         p1=float(metrics.precision_at_k(Y[va], S, 1)),
+                         p5=float(metrics.precision_at_k(Y[va], S, 5))))
+
+    def close(key, best, among):
+        out = []
+        for j in among:
+            d = rows[best][key] - rows[j][key]
+            if d.mean() <= d.std(ddof=1) / np.sqrt(nv) + 1e-12:
+                out.append(j)
+        return out
 
     def best():
-        p1 = [r["hits"].mean() for r in rows]
-        b = int(np.argmax(p1))
-        tied = [j for j, r in enumerate(rows)
-                if (rows[b]["hits"] - r["hits"]).mean()
-                <= (rows[b]["hits"] - r["hits"]).std(ddof=1) / np.sqrt(nv) + 1e-12]
-        return max(tied, key=lambda j: (round(rows[j]["p5"], 12), -j))
+        b1 = int(np.argmax([r["hits"].mean() for r in rows]))
+        tied = close("hits", b1, range(len(rows)))
+        b5 = max(tied, key=lambda j: (round(rows[j]["prec"].mean(), 12), -j))
+        tied5 = close("prec", b5, tied)
+        return min(tied5, key=lambda j: (rows[j]["work"], j)) if len(tied) > 1 else b1
 
     fit("flat", 0.5)
     fit("trees", 0.5)
@@ -667,10 +676,18 @@ def test_form_choice_rule_by_hand():
     a = np.r_[np.ones(60), np.zeros(40)]
     b = np.r_[np.ones(59), np.zeros(41)]          # one row behind a: tied on P@1
     c = np.r_[np.ones(40), np.zeros(60)]          # 20 rows behind: not tied
-    assert pick_candidate([a, b, c], [0.30, 0.31, 0.50]) == (1, [0, 1])  # P@5 decides
-    assert pick_candidate([a, b, c], [0.31, 0.30, 0.50]) == (0, [0, 1])
-    assert pick_candidate([c, a], [0.9, 0.1]) == (1, [1])                 # P@1 decides
-    assert len(a) == n
+    rng = np.random.default_rng(0)
+    p_lo = rng.random(n) * 0.4                      # P@5 per row around 0.2
+    p_hi = p_lo + 0.1                               # 10 points better on every row
+    p_eq = p_lo.copy()
+    # P@1: a and b tied, c far behind; P@5 decides between a and b
+    assert pick_candidate([a, b, c], [p_lo, p_hi, p_hi]) == (1, [0, 1])
+    assert pick_candidate([a, b, c], [p_hi, p_lo, p_hi]) == (0, [0, 1])
+    assert pick_candidate([c, a], [p_hi, p_lo]) == (1, [1])        # P@1 decides alone
+    # tied on P@1 and on P@5: the least work wins (without costs: the best P@5, first)
+    assert pick_candidate([a, b], [p_lo, p_eq], cost=[5.0, 3.0]) == (1, [0, 1])
+    assert pick_candidate([a, b], [p_lo, p_eq]) == (0, [0, 1])
+    assert pick_candidate([a, b], [p_lo, p_hi], cost=[1.0, 9.0]) == (1, [0, 1])
 
 
 def test_form_auto_without_enough_rows_keeps_the_fixed_rule(small):

@@ -6,9 +6,10 @@ by hand.
 The rule (:func:`pick_candidate`): the candidate with the best P@1 on the validation rows
 wins, unless other candidates are *tied* with it -- their P@1 shortfall is within one
 standard error of the paired per-row difference of hits@1 (the same validation rows score
-every candidate, so the comparison is paired) -- in which case the tied candidate with the
-best P@5 wins (further ties: the earlier candidate, i.e. the cheaper one, as
-:func:`candidate_order` lists them).
+every candidate, so the comparison is paired) -- in which case P@5 decides among the tied
+ones, the same way: the best P@5 wins unless others are within one paired standard error
+of it on P@5 too; then the cheapest of those (least solver work: fewer approximations and
+less to predict), and among equals the earlier candidate.
 """
 from __future__ import annotations
 
@@ -64,8 +65,8 @@ def carve_rows(n: int, random_state: int) -> Tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[n_valid:][:MAX_FIT_ROWS]), np.sort(perm[:n_valid])
 
 
-def validation_hits(Y_valid, scores, k: int = 5) -> Tuple[np.ndarray, float]:
-    """Per-row hits@1 and P@k of a candidate's scores.
+def validation_hits(Y_valid, scores, k: int = 5) -> Tuple[np.ndarray, np.ndarray]:
+    """Per-row hits@1 and precision@k of a candidate's scores.
 
     Parameters
     ----------
@@ -74,32 +75,49 @@ def validation_hits(Y_valid, scores, k: int = 5) -> Tuple[np.ndarray, float]:
     scores : scipy.sparse.csr_matrix, shape (n, L)
         The candidate's top-k scores.
     k : int, default=5
-        The P@k cut-off.
+        The precision cut-off.
 
     Returns
     -------
     hits1 : ndarray of float, shape (n,)
-        1 where the row's best-scored label is true, else 0.
-    p_k : float
-        P@k (mean over rows of true labels among the top k, divided by k).
+        1 where the row's best-scored label is true, else 0 (mean: P@1).
+    prec_k : ndarray of float, shape (n,)
+        True labels among the row's top k, divided by k (mean: P@k).
     """
     Y = sp.csr_matrix(Y_valid, dtype=np.float32)
     Y.sort_indices()
     top = np.ascontiguousarray(top_k(scores, k), dtype=np.int64)
     gains = _mk.rank_gains(Y.indptr.astype(np.int64), Y.indices.astype(np.int64), top,
                            np.ones(Y.shape[1]))
-    return gains[:, 0].copy(), float(gains.sum(axis=1).mean() / k) if gains.size else 0.0
+    return gains[:, 0].copy(), gains.sum(axis=1) / k
 
 
-def pick_candidate(hits1: Sequence[np.ndarray], p5: Sequence[float]) -> Tuple[int, List[int]]:
+def _within_se(values: np.ndarray, best: int) -> List[int]:
+    """Rows of ``values`` (candidates x validation rows) whose mean is short of row
+    ``best``'s by at most one standard error of the paired per-row difference."""
+    n = values.shape[1]
+    out = []
+    for j in range(values.shape[0]):
+        d = values[best] - values[j]
+        se = float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+        if float(d.mean()) <= se + 1e-12:
+            out.append(j)
+    return out
+
+
+def pick_candidate(hits1: Sequence[np.ndarray], prec5: Sequence[np.ndarray],
+                   cost: Sequence[float] = None) -> Tuple[int, List[int]]:
     """The module docstring's rule.
 
     Parameters
     ----------
     hits1 : sequence of ndarray, shape (n,) each
         Per-row hits@1 of every candidate on the same validation rows.
-    p5 : sequence of float
-        Every candidate's P@5 on those rows.
+    prec5 : sequence of ndarray, shape (n,) each
+        Per-row precision@5 of every candidate on those rows.
+    cost : sequence of float, optional
+        Every candidate's training cost (solver work); without it the last tie goes to
+        the best P@5.
 
     Returns
     -------
@@ -109,21 +127,20 @@ def pick_candidate(hits1: Sequence[np.ndarray], p5: Sequence[float]) -> Tuple[in
         The candidates tied on P@1 with the best one (the best included).
     """
     H = np.asarray([np.asarray(h, np.float64) for h in hits1])
-    n = H.shape[1]
-    p1 = H.mean(axis=1)
-    best = int(np.argmax(p1))
-    tied = []
-    for j in range(H.shape[0]):
-        d = H[best] - H[j]
-        se = float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
-        if float(d.mean()) <= se + 1e-12:
-            tied.append(j)
-    chosen = max(tied, key=lambda j: (round(float(p5[j]), 12), -j))
-    return chosen, tied
+    P = np.asarray([np.asarray(p, np.float64) for p in prec5])
+    tied = _within_se(H, int(np.argmax(H.mean(axis=1))))
+    if len(tied) == 1:
+        return tied[0], tied
+    p5 = P.mean(axis=1)
+    best5 = max(tied, key=lambda j: (round(float(p5[j]), 12), -j))
+    tied5 = [j for j in _within_se(P, best5) if j in tied]
+    if cost is None or len(tied5) == 1:
+        return best5, tied
+    return min(tied5, key=lambda j: (float(cost[j]), j)), tied
 
 
 def describe(form: str, C: float, table: List[dict], chosen: int, tied: List[int],
-             n_valid: int) -> str:
+             n_valid: int, kind: str = "p5") -> str:
     """A one-sentence account of the choice (``KTXMLC.choice_``).
 
     Parameters
@@ -140,6 +157,8 @@ def describe(form: str, C: float, table: List[dict], chosen: int, tied: List[int
         The candidates tied on P@1 with the best (:func:`pick_candidate`).
     n_valid : int
         Validation rows.
+    kind : {"p5", "cost"}, default="p5"
+        What broke the P@1 tie (P@5, or the training cost after P@5 tied too).
 
     Returns
     -------
@@ -152,7 +171,9 @@ def describe(form: str, C: float, table: List[dict], chosen: int, tied: List[int
         return f"{what} (C = {C:g}), the only candidate"
     rival = max(others, key=lambda r: (r["P@1"], r["P@5"]))
     rname = "flat" if rival["form"] == "flat" else "trees"
-    by = "P@5, P@1 tied within its standard error" if len(tied) > 1 else "P@1"
+    by = ("P@1" if len(tied) == 1 else
+          "P@5, P@1 tied within its standard error" if kind == "p5" else
+          "the least training work, P@1 and P@5 tied within their standard errors")
     return (f"{what} (C = {C:g}) by {by}: P@1 {100 * row['P@1']:.1f} / P@5 "
             f"{100 * row['P@5']:.1f} vs {rname} (C = {rival['C']:g}) "
             f"{100 * rival['P@1']:.1f} / {100 * rival['P@5']:.1f} on {n_valid} validation "

@@ -412,7 +412,8 @@ class KTXMLC(_TreeModel):
       the leading form at ``C/2`` and ``2C`` (4 candidate fits at most, on 80 % of the
       rows, each stopped after at most 5 solver passes instead of ``max_iter``). The winner (:func:`featagg_core.xmlc.form_choice.pick_candidate`): best
       validation P@1, P@5 deciding between candidates whose P@1 differs by less than
-      one standard error of the paired per-row difference. It is refitted on all
+      one standard error of the paired per-row difference, and the least training work
+      between those tied on P@5 too. It is refitted on all
       training rows, so the fitted model equals ``KTXMLC(form=form_, C=C_,
       one_vs_all="never")`` fitted directly. Fewer than 50 validation rows: no choice,
       the trees (or one flat tree by ``one_vs_all``'s rule) at ``C``.
@@ -566,7 +567,7 @@ class KTXMLC(_TreeModel):
                                   f"{fc.MIN_VALID_ROWS} validation rows in {n} rows")
         Xf, Yf = X[fit_rows], Y[fit_rows]
         Xv, Yv = X[valid_rows], Y[valid_rows]
-        table, hits = [], []
+        table, hits, prec = [], [], []
         plan = [(f, C0) for f in forms]
         n_planned = len(plan) + len(fc.C_FACTORS) - 1
 
@@ -576,23 +577,28 @@ class KTXMLC(_TreeModel):
             cand._fit_form(Xf, Yf, form, C, False,
                            sub_progress(progress, j / n_planned, (j + 1) / n_planned,
                                         f"candidate {form}, C = {C:g}"))
-            h1, p5 = fc.validation_hits(Yv, cand.predict_scores(Xv, k=5), 5)
+            h1, h5 = fc.validation_hits(Yv, cand.predict_scores(Xv, k=5), 5)
             hits.append(h1)
-            table.append({"form": form, "C": float(C), "P@1": float(h1.mean()), "P@5": p5,
-                          "work": int(cand.train_work_)})
+            prec.append(h5)
+            table.append({"form": form, "C": float(C), "P@1": float(h1.mean()),
+                          "P@5": float(h5.mean()), "work": int(cand.train_work_)})
 
         for form, C in plan:
             trial(form, C)
         # the C grid for the form that leads at C0
-        lead, _ = fc.pick_candidate(hits, [r["P@5"] for r in table])
+        work = [r["work"] for r in table]
+        lead, _ = fc.pick_candidate(hits, prec, work)
         for f in fc.C_FACTORS:
             if f != 1.0:
                 trial(table[lead]["form"], C0 * f)
-        chosen, tied = fc.pick_candidate(hits, [r["P@5"] for r in table])
+        work = [r["work"] for r in table]
+        chosen, tied = fc.pick_candidate(hits, prec, work)
+        by_p5, _ = fc.pick_candidate(hits, prec)
         form, C = table[chosen]["form"], table[chosen]["C"]
         for j, row in enumerate(table):
             row["chosen"] = j == chosen
-        return form, C, table, fc.describe(form, C, table, chosen, tied, int(valid_rows.size))
+        return form, C, table, fc.describe(form, C, table, chosen, tied, int(valid_rows.size),
+                                           "p5" if chosen == by_p5 else "cost")
 
     def _candidate(self, form, C):
         """An unfitted copy of ``self`` that fits one fixed form at C, stopping early (at
