@@ -402,6 +402,249 @@ def scaling_mode(args):
     print(text)
 
 
+# ----------------------------------------------------------------------------- --no-labels
+NO_LABEL_DS = (64, 200)
+DEFAULT_ROW = "BMGUFS defaults, no labels (k by the default rule, γ path)"
+#: planted graphs whose right k is known: (name, make_attributed_sbm kwargs, true k)
+PLANTED = [("SBM k=2", dict(n_nodes=1000, n_blocks=2, p_in=0.05, p_out=0.005), 2),
+           ("SBM k=3", dict(n_nodes=1000, n_blocks=3, p_in=0.05, p_out=0.005), 3),
+           ("SBM k=5", dict(n_nodes=1000, n_blocks=5, p_in=0.05, p_out=0.005), 5),
+           ("SBM k=8", dict(n_nodes=1600, n_blocks=8, p_in=0.05, p_out=0.002), 8)]
+
+
+def rre_elbow(ks, rre):
+    """The knee of the decreasing RRE(k) curve: the k farthest below the chord between
+    its two ends, both axes scaled to [0, 1] (Satopaa et al.'s "kneedle")."""
+    x = (np.asarray(ks, float) - ks[0]) / (ks[-1] - ks[0])
+    r = np.asarray(rre, float)
+    span = r[0] - r[-1]
+    y = (r[0] - r) / span if span > 0 else np.zeros_like(r)
+    return int(ks[int(np.argmax(y - x))])
+
+
+def k_rules(A):
+    """The k each candidate rule picks, and the curves behind them. Modularity and RRE are
+    those of the spectral partitions (k-means on the k leading eigenvectors of the
+    regularised adjacency, the partitions the block models start from), as the library's
+    fallback computes them."""
+    from sklearn.cluster import KMeans
+
+    from featagg_core.graph.block_model import (_leading_eigen, block_image,
+                                                choose_n_blocks, modularity)
+    k_hi = min(20, A.shape[0] - 2)
+    ks = list(range(2, k_hi + 1))
+    w, V = _leading_eigen(A, k_hi + 1)
+    gaps = w[1:k_hi] - w[2:k_hi + 1]
+    rre, mod = [], []
+    for k in ks:
+        E = V[:, :k]
+        norm = np.linalg.norm(E, axis=1)
+        E = E / np.where(norm > 0, norm, 1.0)[:, None]
+        lab = KMeans(n_clusters=k, n_init=1, random_state=0).fit_predict(E)
+        rre.append(block_image(A, lab, k)[2])
+        mod.append(modularity(A, lab, k))
+    default = choose_n_blocks(A)
+    picks = {"default: eigengap if clear, else modularity knee": default[0],
+             "eigengap alone": int(ks[int(np.argmax(gaps))]),
+             "modularity (argmax)": int(ks[int(np.argmax(mod))]),
+             "RRE elbow": rre_elbow(ks, rre)}
+    return picks, {"k": ks, "rre": rre, "modularity": mod,
+                   "gap_ratio": float(gaps.max() / np.median(gaps)), "sentence": default[2]}
+
+
+def no_label_graph(name, g, n_seeds, log):
+    """Every number of the no-label comparison on one graph with node classes."""
+    from featagg_core.graph.inputs import check_adjacency
+    A = check_adjacency(g.A)
+    X = g.X.tocsr().astype(np.float64)
+    y = np.asarray(g.y)
+    ncls = int(np.unique(y[known_class_mask(y)]).size)
+    ds = [d for d in NO_LABEL_DS if d <= X.shape[1]]
+    out = {"name": name, "n": A.shape[0], "f": X.shape[1], "classes": ncls, "rows": {},
+           "notes": [], "ds": ds}
+    with Clock() as c:
+        picks, curves = k_rules(A)
+    out["picks"], out["curves"], out["rules_s"] = picks, curves, c
+    log(f"  rules: {picks} ({c.wall:.0f}s)")
+
+    def score(idx):
+        return evaluate_selection(X, y, idx, n_seeds=n_seeds)
+
+    # baselines (SPEC's style = the number of classes, as in the labelled protocol)
+    for tag, fn, larger in (("variance", lambda: fsb.variance_score(X), True),
+                            ("Laplacian score (graph)", lambda: fsb.laplacian_score(X, A),
+                             False),
+                            ("SPEC phi3 (graph)", lambda: fsb.spec_score(X, A, style=ncls),
+                             True)):
+        order = fsb.rank_features(fn(), larger)
+        out["rows"][tag] = {d: score(order[:d]) for d in ds}
+    # BMGUFS defaults, no labels: what a user with an unlabelled graph calls
+    dflt = DEFAULT_ROW
+    with Clock() as c:
+        m = BMGUFS(random_state=0).fit(A, X)
+    out["default_fit_s"] = c
+    row, old_row = {}, {}
+    for d in ds:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            idx = m.select(d)
+        sel = dict(m.last_selection_)
+        sel["warnings"] = [str(w.message) for w in caught]
+        row[d] = dict(score(idx), **{"sel": sel, "size": int(idx.size)})
+        nnz = int(np.count_nonzero(m.scores_))
+        old = np.argsort(-m.scores_, kind="stable")[:min(d, nnz)]
+        old_row[d] = dict(score(old), size=int(old.size))
+    out["default_k"] = (m.n_blocks_, m.k_source_, m.n_blocks_rule_)
+    out["rows"][dflt] = row
+    out["rows"]["before: fitted γ = 2 only (top min(d, nnz) features)"] = old_row
+    # the other rules' k, and the class count, through the same select(d) (one fit per k)
+    out["k_rows"] = {m.n_blocks_: dflt}
+    others = [(f"k by {r}", k) for r, k in picks.items() if not r.startswith("default")]
+    others.append(("k = the number of classes (labels)", ncls))
+    for why, k in others:
+        if k in out["k_rows"]:
+            continue
+        tag = f"BMGUFS, {why} = {k}"
+        out["k_rows"][k] = tag
+        mk = BMGUFS(n_blocks=k, random_state=0).fit(A, X)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out["rows"][tag] = {d: score(mk.select(d)) for d in ds}
+    for tag, r in out["rows"].items():
+        log(f"  {tag}: " + "  ".join(f"d={d} {r[d]['acc_mean']:.3f}" for d in ds))
+    return out
+
+
+def no_labels_mode(args):
+    """BMGUFS defaults without labels against variance / Laplacian score / SPEC, and the
+    candidate rules for k (writes bmgufs_no_labels.md)."""
+    from featagg_core.data.samples import load_sample
+    from featagg_core.data.synthetic import make_attributed_sbm
+    from featagg_core.graph.inputs import check_adjacency
+    t_start = time.perf_counter()
+    warmup()
+    load0 = os.getloadavg()[0]
+
+    def log(msg):
+        print(msg, flush=True)
+
+    # planted graphs: does each rule find k?
+    planted = []
+    for tag, kw, k_true in PLANTED:
+        g = make_attributed_sbm(**kw, random_state=1)
+        picks, cv = k_rules(check_adjacency(g.A))
+        planted.append((tag, k_true, picks, cv))
+        log(f"{tag}: {picks}")
+    rng = np.random.default_rng(0)
+    n = 600
+    blk = np.arange(n) < 120
+    import scipy.sparse as sp
+    P = np.where(blk[:, None] & blk[None, :], 0.3, 0.01)
+    up = np.triu(rng.random((n, n)) < P, 1)
+    A1 = sp.csr_matrix((up | up.T).astype(np.float64))
+    picks, cv = k_rules(check_adjacency(A1))
+    planted.append(("one dense block of 120 in 600 sparse nodes", 2, picks, cv))
+    log(f"one block: {picks}")
+    results = []
+    for name in args.datasets.split(","):
+        try:
+            g = load_sample(name)
+        except Exception as exc:  # noqa: BLE001 - a missing sample is reported and skipped
+            log(f"[skip] {name}: {exc}")
+            continue
+        log(f"\n== {name}")
+        results.append(no_label_graph(name, g, args.seeds, log))
+    total = time.perf_counter() - t_start
+    L = ["# BMGUFS without labels: the defaults against variance, Laplacian score and SPEC",
+         "",
+         f"`benchmarks/bmgufs_bench.py --no-labels` — "
+         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores "
+         f"**shared with other jobs (a loaded 2-core machine: load {load0:.1f} at the start)**; "
+         f"whole run {total / 60:.1f} min. k-means seeds: {args.seeds}.", "",
+         "Protocol: the paper's (k-means with k = the number of classes on the d selected "
+         "columns, ACC mean ± sd over the seeds), but every selector sees **no labels**: "
+         "`BMGUFS(random_state=0).fit(A, X)` then `select(d)`, as a user with an unlabelled "
+         "graph calls it (k by the default rule of `choose_n_blocks`). Baselines: variance, Laplacian score on the given graph, SPEC φ3 on "
+         "the given graph (its style = the number of classes, as in bmgufs.md — a help the "
+         "BMGUFS default does not get). \"before\" is what `select(d)` returned until now: "
+         "only the features the fitted γ = 2 left non-zero.", "",
+         "## Ratios: BMGUFS defaults without labels / the best of variance, Laplacian score "
+         "and SPEC", "", "| graph | k (rule) | " + " | ".join(
+             f"d={d}: BMGUFS / best (best)" for d in NO_LABEL_DS) + " |",
+         "|---|---|" + "---|" * len(NO_LABEL_DS)]
+    base_tags = ("variance", "Laplacian score (graph)", "SPEC phi3 (graph)")
+    dflt = DEFAULT_ROW
+    for res in results:
+        cells = []
+        for d in NO_LABEL_DS:
+            if d not in res["ds"]:
+                cells.append("n/a (f < d)")
+                continue
+            best = max(base_tags, key=lambda t: res["rows"][t][d]["acc_mean"])
+            b = res["rows"][best][d]["acc_mean"]
+            a = res["rows"][dflt][d]["acc_mean"]
+            cells.append(f"**{a / b:.2f}** ({a:.3f} vs {b:.3f}, {best})")
+        L.append(f"| {res['name']} | {res['default_k'][0]} ({res['default_k'][1]}) | "
+                 + " | ".join(cells) + " |")
+    L += ["", "## The rule for k without labels", "",
+          "Planted graphs (`make_attributed_sbm(..., random_state=1)`, 1,000–1,600 nodes, "
+          "p_in/p_out = 10–25) and one dense block inside a sparse graph: the k each rule "
+          "picks (modularity and RRE of the spectral partition for each k = 2..20; "
+          "\"gap ratio\" = the largest eigengap over the median one, the default's test of "
+          "a clear gap).", "",
+          "| graph | right k | gap ratio | " + " | ".join(planted[0][2]) + " |",
+          "|---|---|---|" + "---|" * len(planted[0][2])]
+    for tag, k_true, picks, cv in planted:
+        L.append(f"| {tag} | {k_true} | {cv['gap_ratio']:.1f} | " + " | ".join(
+            f"{k}" + (" ✓" if k == k_true else " ✗") for k in picks.values()) + " |")
+    L += ["", "Real graphs: the k each rule picks and the ACC of BMGUFS with that k (same "
+          "defaults, γ path; the rows of the tables below), d = 64 / 200:", "",
+          "| graph | " + " | ".join(results[0]["picks"]) + " |" if results else "",
+          "|---|" + "---|" * (len(results[0]["picks"]) if results else 0)]
+    for res in results:
+        cells = []
+        for rule, k in res["picks"].items():
+            r = res["rows"][res["k_rows"][k]]
+            cells.append(f"k = {k}: " + " / ".join(f"{r[d]['acc_mean']:.3f}"
+                                                   for d in res["ds"]))
+        L.append(f"| {res['name']} | " + " | ".join(cells) + " |")
+    for res in results:
+        L += ["", f"## {res['name']} — {res['n']:,} nodes, {res['f']:,} features, "
+              f"{res['classes']} classes", "",
+              f"Default fit: {res['default_k'][2]}; {res['default_fit_s'].wall:.1f} s wall / "
+              f"{res['default_fit_s'].cpu:.1f} s CPU. Rule curves: "
+              f"{res['rules_s'].wall:.1f} s wall.", ""]
+        for d in res["ds"]:
+            sel = res["rows"][dflt][d]["sel"]
+            L.append(f"- d = {d}: `select({d})` took γ = {sel['gamma']:g} ({sel['how']}; "
+                     f"{sel['n_nonzero']} non-zero weights; filled {sel['filled']})"
+                     + (f"; warned: {sel['warnings'][0]}" if sel["warnings"] else "") + ".")
+        L += ["", "| method | " + " | ".join(f"d={d}" for d in res["ds"]) + " |",
+              "|---|" + "---|" * len(res["ds"])]
+        for tag, r in res["rows"].items():
+            L.append(f"| {tag} | " + " | ".join(
+                f"{r[d]['acc_mean']:.3f} ± {r[d]['acc_sd']:.3f}"
+                + (f" [{r[d]['size']} features]" if r[d].get("size", d) < d else "")
+                for d in res["ds"]) + " |")
+        cv = res["curves"]
+        L += ["", f"Gap ratio {cv['gap_ratio']:.1f}; the default rule: {cv['sentence']}.",
+              "", "Spectral partitions:", "",
+              "| k | " + " | ".join(map(str, cv["k"])) + " |",
+              "|---|" + "---|" * len(cv["k"]),
+              "| RRE | " + " | ".join(f"{v:.4f}" for v in cv["rre"]) + " |",
+              "| modularity | " + " | ".join(f"{v:.3f}" for v in cv["modularity"]) + " |"]
+    text = "\n".join(L) + "\n"
+    out = os.path.join(HERE, "results", "bmgufs_no_labels.md")
+    marker = "<!-- notes -->"
+    if os.path.exists(out):
+        old = open(out).read()
+        if marker in old:
+            text += "\n" + old[old.index(marker):]
+    with open(out, "w") as fh:
+        fh.write(text)
+    print(text)
+
+
 def main(argv=None):
     if argv is None and len(sys.argv) > 2 and sys.argv[1] == "--big-child":
         return _big_child(sys.argv[2])
@@ -410,6 +653,10 @@ def main(argv=None):
                     help="time against the number of attributes (Cora, a Wiki-shaped graph, "
                          "10^5 attributes) and against the previous implementation; writes "
                          "benchmarks/results/bmgufs_scaling.md")
+    ap.add_argument("--no-labels", action="store_true",
+                    help="BMGUFS defaults without labels against variance / Laplacian score / "
+                         "SPEC at d = 64 and 200, and the rules for k; writes "
+                         "benchmarks/results/bmgufs_no_labels.md (--datasets, --seeds apply)")
     ap.add_argument("--quick", action="store_true", help="Cora only, 3 seeds, d in 16/64/200")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--datasets", default="cora,citeseer,blogcatalog")
@@ -417,6 +664,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.scaling:
         return scaling_mode(args)
+    if args.no_labels:
+        if args.datasets == ap.get_default("datasets"):
+            args.datasets = "cora,citeseer,blogcatalog,synthetic-graph"
+        return no_labels_mode(args)
     names = ["cora"] if args.quick else args.datasets.split(",")
     seeds = 3 if args.quick else args.seeds
     lines = []

@@ -73,6 +73,57 @@ def test_one_dense_block_in_a_sparse_graph_gives_two_blocks():
     assert adjusted_rand_score(blk, m.labels_) > 0.7
 
 
+def _modularity_by_hand(A, labels):
+    """Newman's Q = 1/2m sum_ij (A_ij - d_i d_j / 2m) [c_i = c_j], dense."""
+    Ad = A.toarray()
+    deg = Ad.sum(1)
+    two_m = deg.sum()
+    same = labels[:, None] == labels[None, :]
+    return float(((Ad - np.outer(deg, deg) / two_m) * same).sum() / two_m)
+
+
+def test_modularity_matches_the_dense_definition():
+    A, lab = _sbm(n=90, k=3, p_in=0.3, p_out=0.05, seed=4)
+    rng = np.random.default_rng(0)
+    for labels in (lab, rng.integers(0, 4, 90), np.zeros(90, int)):
+        k = int(labels.max()) + 1
+        assert block_model.modularity(A, labels, k) == pytest.approx(
+            _modularity_by_hand(A, labels), abs=1e-12)
+
+
+def test_without_a_clear_gap_k_is_the_modularity_knee():
+    """A random graph has no eigengap worth the name: k is the smallest k whose spectral
+    partition reaches KNEE_SHARE of the best modularity (recomputed here with dense
+    eigenvectors and the dense modularity), and the sentence says so."""
+    from sklearn.cluster import KMeans
+    rng = np.random.default_rng(5)
+    n = 300
+    up = np.triu(rng.random((n, n)) < 0.04, 1)
+    A = sp.csr_matrix((up | up.T).astype(np.float64))
+    k, w, text = block_model.choose_n_blocks(A)
+    gaps = w[1:20] - w[2:21]
+    assert gaps.max() < block_model.CLEAR_GAP * np.median(gaps)     # no clear gap
+    assert "modularity knee" in text and f"k = {k} " in text
+    Ad = A.toarray()
+    deg = Ad.sum(1)
+    deg = deg + deg.mean()
+    s = 1.0 / np.sqrt(deg)
+    ev, V = np.linalg.eigh(s[:, None] * Ad * s[None, :])
+    V = V[:, np.argsort(-ev, kind="stable")]
+    mods = []
+    for kk in range(2, 21):
+        E = V[:, :kk] / np.linalg.norm(V[:, :kk], axis=1)[:, None]
+        lab = KMeans(n_clusters=kk, n_init=1, random_state=0).fit_predict(E)
+        mods.append(_modularity_by_hand(A, lab))
+    mods = np.array(mods)
+    assert k == 2 + int(np.flatnonzero(mods >= block_model.KNEE_SHARE * mods.max())[0])
+    m = BMGUFS(random_state=0, n_candidates=1, max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        m.fit(A, sp.csr_matrix((rng.random((n, 10)) < 0.3).astype(float)))
+    assert m.n_blocks_ == k and m.k_source_ == "modularity"
+
+
 def test_eigengap_small_graph_dense_path_matches_by_hand():
     A, _ = _sbm(n=150, k=3, p_in=0.25, p_out=0.02, seed=3)
     k, w, text = block_model.choose_n_blocks(A)

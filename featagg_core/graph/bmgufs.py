@@ -41,8 +41,12 @@ then it is stored dense, which is smaller than CSR and streams contiguous rows);
 iteration costs one mat-vec over the rows of the still non-zero weights plus O(k^2 f)
 serial numba work (threaded BLAS on these small products cost more than it saved on a
 busy machine). Without labels and without ``n_blocks`` the number of blocks comes from
-the eigengap rule; :meth:`BMGUFS.fit_gamma_grid` lowers gamma down the paper's grid until
-d weights stay non-zero.
+:func:`featagg_core.graph.block_model.choose_n_blocks` (a clear eigengap, else the
+modularity knee; its docstring says why that rule). gamma zeroes weights, so the fitted gamma may leave fewer than d of them:
+:meth:`BMGUFS.select` then follows the gamma path — lower gammas of the paper's grid, each
+a new search on the same block model — until d stay non-zero, exactly as
+:meth:`BMGUFS.fit_gamma_grid` (what the dashboard runs) does in one go; only past the end
+of the path does it fill by score, with a :class:`SelectionFilledWarning`.
 
 Choices that follow the paper / the authors' code (github.com/ZilongBai/KDD2020BMGUFS):
 the loss terms, the combination of *normalised* gradients with ``beta_bar``, the sparsity
@@ -120,16 +124,19 @@ class BMGUFS(BaseEstimator):
     ----------
     n_blocks : int or None, default None
         Number of blocks k. ``None`` uses the number of distinct classes in ``y`` given to
-        :meth:`fit` (the paper's setting); without ``y``, the eigengap rule of
-        :func:`featagg_core.graph.block_model.choose_n_blocks` (the largest gap between
-        consecutive leading eigenvalues of the normalised adjacency, k = 2..20);
-        ``n_blocks_rule_`` says which k was chosen and why.
+        :meth:`fit` (the paper's setting); without ``y``, the rule of
+        :func:`featagg_core.graph.block_model.choose_n_blocks`: the largest gap between
+        consecutive leading eigenvalues of the normalised adjacency (k = 2..20) when that
+        gap is clear, else the modularity knee of the spectral partitions (its docstring
+        gives the evidence against the eigengap alone, the modularity argmax and the RRE
+        elbow); ``n_blocks_rule_`` says which k was chosen and why, ``k_source_`` in one
+        word.
     beta_bar : float in [0, 1], default 0.6
         Composition ratio: weight of the image-matrix term ``L_m`` against the
         structural-equivalence term ``L_b`` (each gradient is normalised first).
     gamma : float >= 0, default 2.0
         Sparsity push: ``gamma / sqrt(f)`` is added to every gradient component, so larger
-        values zero out more weights.
+        values zero out more weights (:meth:`select` lowers it when fewer than d stay).
     n_candidates : int, default 10
         Random restarts of the block model; the lowest RRE is used unless ``candidate``.
     max_iter : int, default 200
@@ -167,9 +174,10 @@ class BMGUFS(BaseEstimator):
         The number of blocks used and a sentence saying how it was chosen.
     k_source_ : str
         Where k came from, in one word: ``"given"`` (``n_blocks``), ``"classes"`` (the
-        number of classes in ``y``), ``"eigengap"`` (the no-label rule) or ``"block
-        model"`` (``block_model=`` / ``candidates=``); None for an old artifact whose
-        sentence does not say.
+        number of classes in ``y``), ``"eigengap"`` or ``"modularity"`` (the no-label
+        rule: a clear eigengap, else the modularity knee) or ``"block model"``
+        (``block_model=`` / ``candidates=``); None for an old artifact whose sentence
+        does not say.
     last_selection_ : dict
         Set by :meth:`select`: ``d``, the ``gamma`` whose weights gave the features,
         their ``n_nonzero``, ``how`` (``"fitted gamma"``, ``"gamma path"`` or ``"filled
@@ -294,7 +302,7 @@ class BMGUFS(BaseEstimator):
             rule = (f"k = {k} blocks: the number of node classes", "classes")
         else:
             k, _, sentence = choose_n_blocks(A)
-            rule = (sentence, "eigengap")
+            rule = (sentence, "modularity" if "modularity knee" in sentence else "eigengap")
         if k > n:
             raise parameter_error("n_blocks", f"at most the number of nodes ({n})", k)
         return k, rule
@@ -384,7 +392,8 @@ class BMGUFS(BaseEstimator):
         labels. The block models and the precomputed terms are shared by all gammas.
         ``gamma_`` is the value kept, ``gamma_path_`` the ``(gamma, nnz(r))`` tried. When
         even the last gamma keeps fewer than ``d``, its weights are kept (``select``
-        then warns).
+        then fills by score and warns). :meth:`select` after a plain :meth:`fit` walks
+        the same path, so both give the same ``d`` features.
 
         Parameters
         ----------
@@ -709,7 +718,8 @@ def _k_source_of(rule: str):
     """``k_source_`` read back from an ``n_blocks_rule_`` sentence (artifacts keep the
     sentence only); None when it does not say."""
     for word, source in (("(given)", "given"), ("node classes", "classes"),
-                         ("eigengap", "eigengap"), ("given block model", "block model")):
+                         ("modularity knee", "modularity"), ("eigengap", "eigengap"),
+                         ("given block model", "block model")):
         if word in rule:
             return source
     return None
