@@ -86,8 +86,9 @@ k = c1.number_input("Blocks k", 2, max(2, min(50, n_train - 1)),
                     help="default: the number of node classes")
 k_auto = c1.checkbox("k from the data", value=False, key=data_key("gf_k_auto", data),
                      help="the number of node classes when the nodes have them, else the "
-                          "eigengap rule (the largest gap between consecutive eigenvalues of "
-                          "the normalised adjacency, k = 2..20); the run says which k it took")
+                          "eigengap rule when the eigenvalues of the normalised adjacency show a "
+                          "clear gap (k = 2..20), else the k where the modularity of the "
+                          "spectral partitions levels off; the run says which k it took")
 n_cand = c1.number_input("Candidate block models", 1, 20, 10, key=data_key("gf_cand", data))
 beta = c2.slider("β̄ (weight of L_m)", 0.0, 1.0, 0.6, 0.05, key=data_key("gf_beta", data))
 gamma = c2.number_input("γ (sparsity)", 0.0, 10.0, 2.0, 0.5, key=data_key("gf_gamma", data))
