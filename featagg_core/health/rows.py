@@ -15,8 +15,9 @@ shares a given band with probability 0.899^16 = 0.18 and at least one of the 20 
 with probability 0.98 (0.998 at cosine 0.97); unrelated rows (near 90 degrees) share a
 band with probability 20 * 2^-16. A band bucket larger than :data:`MAX_GROUP` items
 (e.g. many near-identical rows) is not compared all-against-all: its items are sorted by
-further signature bits and each test row is compared with the :data:`WINDOW` training
-rows either side of it (the sorted-neighbourhood method), so the candidate work is at most
+the next three bands' bits (so rows that share band b+1 too, as near-duplicates mostly do,
+sit side by side) and each test row is compared with the :data:`WINDOW` training rows
+either side of it (the sorted-neighbourhood method), so the candidate work is at most
 ``n_test * max(MAX_GROUP, 2 * WINDOW)`` per band -- never quadratic. Rows without
 features take no part (they are reported as empty). Exact copies are found besides by the
 exact hashing above. This is the LSH scheme of Charikar (2002) with the banding of
@@ -41,7 +42,8 @@ __all__ = ["canonical_csr", "equal_row_groups", "duplicate_alerts", "empty_alert
 MAX_GROUP = 256
 #: training rows compared either side of a test row in an oversized bucket
 WINDOW = 32
-#: SimHash layout: 64-bit words per row and bits per band (20 bands of 16 bits)
+#: SimHash layout: 64-bit words per row and bits per band (20 bands of 16 bits; the
+#: kernel's band mask assumes 16)
 N_WORDS = 5
 BAND_BITS = 16
 
@@ -282,12 +284,19 @@ def near_duplicate_pairs(X, X_test, threshold: float = 0.95, seed: int = 0,
     sig = _k.simhash_signatures(zp, zi, zd, N_WORDS, seed)
     per_word = 64 // BAND_BITS
     n_bands = N_WORDS * per_word
+    mask = np.uint64((1 << BAND_BITS) - 1)
+
+    def band(b):
+        w, off = divmod(b % n_bands, per_word)
+        return (sig[:, w] >> np.uint64(off * BAND_BITS)) & mask
+
     work = 0
     for b in range(n_bands):
-        w, off = divmod(b, per_word)
-        band = (sig[:, w] >> np.uint64(off * BAND_BITS)) & np.uint64(0xFFFF)
-        other = sig[:, (w + 1) % N_WORDS] >> np.uint64(BAND_BITS)
-        keys = (band << np.uint64(48)) | other
+        # band b's bits first, then the next three bands': within an oversized bucket the
+        # rows that also share band b+1 (as near-duplicates mostly do) sit side by side
+        keys = band(b) << np.uint64(48)
+        for s in (1, 2, 3):
+            keys |= band(b + s) << np.uint64(48 - BAND_BITS * s)
         order = np.argsort(keys, kind="stable")
         t, r, c, wk = _k.verify_band_runs(order, keys, n_a, zp, zi, zd, norms,
                                           float(threshold), int(max_group), int(window))
