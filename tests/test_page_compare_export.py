@@ -88,6 +88,18 @@ def test_latest_runs_baseline_and_deltas():
     assert D.loc["#2 KTXMLC K=2 T=3 · DEFRAG d0=8", "Δ P@1"] == "-2.00 pt"
     assert D.loc["#2 KTXMLC K=2 T=3 · DEFRAG d0=8", "Δ coverage@5"] == "+2.00 pt"
     assert D.loc["#2 KTXMLC K=2 T=3 · DEFRAG d0=8", f"Δ {cv.TRAIN_TIME}"] == "-2.00 s"
+    b, v = (cv.runs_frame(RUNS).set_index("run_id").loc[k, cv.TRAIN_TIME] for k in "12")
+    assert D.loc["#1 KTXMLC K=2 T=3", cv.SPEED] == "baseline"
+    assert D.loc["#2 KTXMLC K=2 T=3 · DEFRAG d0=8", cv.SPEED] == f"{b / v:.1f}× faster"
+
+
+def test_compare_claims_a_speed_only_outside_the_noise():
+    """One timing each: under 0.2 s nothing is claimed, within ±15 % "no measurable
+    difference", beyond it the ratio."""
+    assert cv.speed_claim(0.04, 0.01) == "too fast to time"
+    assert cv.speed_claim(1.0, 0.9) == "no measurable difference"
+    assert cv.speed_claim(1.0, 0.5) == "2.0× faster"
+    assert cv.speed_claim(0.5, 1.5) == "3.0× slower"
 
 
 def test_a_sweep_of_defrag_runs_keeps_the_raw_classifier_in_the_default_selection():

@@ -271,11 +271,31 @@ def _fmt_delta(delta, metric: str) -> str:
     return fmt.format(scale * delta)
 
 
+#: the column of :func:`delta_frame` that says what the training times allow to claim
+SPEED = "speed vs baseline"
+
+
+def speed_claim(base_s: float, run_s: float) -> str:
+    """What one timing of a run against one of the baseline allows to say
+    (:func:`featagg_core.utils.timing.compare`): "too fast to time" when either is under
+    0.2 s (a run on this page was timed once), "N× faster" / "N× slower" when the two are
+    further apart than ±15 % of each (the jitter of one timing on a busy machine), "no
+    measurable difference" otherwise."""
+    from featagg_core.utils.timing import Timing, compare
+    claim = compare(Timing((base_s,)), Timing((run_s,)))
+    return {"too_fast": "too fast to time", "same": "no measurable difference",
+            "faster": f"{claim.ratio:.1f}× faster",
+            "slower": f"{1 / claim.ratio:.1f}× slower" if claim.ratio > 0 else "slower"}[
+        claim.kind]
+
+
 def delta_frame(df: pd.DataFrame, run_ids: Sequence[str], metrics: Sequence[str],
                 baseline: Optional[str]) -> pd.DataFrame:
     """Numbers of the chosen runs and their difference to ``baseline``: one row per run
     (``run`` title as index), per metric a value column and a ``Δ <metric>`` column (the
-    baseline's own row shows "baseline"). Percentages in points, times in seconds."""
+    baseline's own row shows "baseline"). Percentages in points, times in seconds. With
+    the training time, :data:`SPEED` says what the two timings allow to claim
+    (:func:`speed_claim`)."""
     by_id = df.set_index("run_id")
     base = by_id.loc[baseline] if baseline in by_id.index else None
     rows = {}
@@ -294,6 +314,10 @@ def delta_frame(df: pd.DataFrame, run_ids: Sequence[str], metrics: Sequence[str]
                     b = base.get(m)
                     ok = v is not None and b is not None and pd.notna(v) and pd.notna(b)
                     out[f"Δ {m}"] = _fmt_delta(float(v) - float(b), m) if ok else "–"
+                    if m == TRAIN_TIME:
+                        out[SPEED] = speed_claim(float(b), float(v)) if ok else "–"
+                if m == TRAIN_TIME and rid == baseline:
+                    out[SPEED] = "baseline"
         rows[r["run"]] = out
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = "run"

@@ -396,7 +396,7 @@ th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right;white-space:nowr
 th{background:#f4f4f4} td.t{text-align:left}
 .verdict li{margin:.3em 0} .muted{color:#666;font-size:.9em}
 .fig{margin:1em 0} code{background:#f4f4f4;padding:0 .3em}
-td.wrap{white-space:normal;max-width:22em} tr.sev-error td:first-child{color:#b00020}
+td.wrap{white-space:normal;max-width:22em} table.alerts th{text-align:left} tr.sev-error td:first-child{color:#b00020}
 tr.sev-warning td:first-child{color:#a05a00} tr.sev-info td:first-child{color:#555}
 p.recommendation{font-size:1.1em;background:#f1f7ff;border-left:4px solid #1f77b4;
 padding:.6em .9em}
