@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
 RUN_TIMEOUT_MS = 90_000
 
@@ -65,9 +66,9 @@ def goto_page(page, title: str, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
     link = page.locator('[data-testid="stSidebarNavLink"]').filter(has_text=title).first
     href = link.get_attribute("href", timeout=timeout_ms) or ""
     link.click(timeout=timeout_ms)
-    if href:
-        path = href.rstrip("/").rsplit("/", 1)[-1]
-        page.wait_for_url(lambda url: url.rstrip("/").endswith("/" + path),
+    if href:      # the URL's query (?session=KEY, the durable session) stays: paths only
+        path = urlparse(href).path.rstrip("/").rsplit("/", 1)[-1]
+        page.wait_for_url(lambda url: urlparse(url).path.rstrip("/").endswith("/" + path),
                           timeout=timeout_ms)
     wait_for_app(page, timeout_ms, start_ms=5_000)
     page.wait_for_function(
