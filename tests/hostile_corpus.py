@@ -1523,6 +1523,10 @@ def round2_run(case: dict, path: str, raw: bytes, folder: str) -> Tuple[str, str
     if path == "special":
         return _special(case["special"], folder)
     if path == "upload":
+        if case["fmt"] in ("csv", "tsv", "parquet"):
+            # what the sidebar does first with a table: propose its label column
+            from featagg_app.intake.uploads import propose_label
+            propose_label(case["fname"], raw)
         outcome, detail = read_and_use(case["fmt"], raw)
         return ("refused" if outcome == "DatasetError" else outcome), detail
     if path == "import":

@@ -263,6 +263,28 @@ def read_upload(kind: str, name: str, raw: bytes, *, extras: Optional[dict] = No
 _LABEL_NAMES = ("label", "target", "class", "y", "click")
 #: rows looked at to propose a label column (the reader checks every row)
 _PROPOSE_ROWS = 20_000
+#: the most bytes of a CSV / TSV the label proposal parses
+_PROPOSE_BYTES = 2 << 20
+
+
+def _parquet_head(raw: bytes):
+    """The first rows of a parquet upload for :func:`propose_label`, or None when looking
+    would cost more than a fraction of the load budget: its footer (10^6 columns in a
+    16 MB footer took 1.4 GB to parse, and reading the table 5 GB), its columns or its
+    first row group, all checked before anything is parsed or read."""
+    import pyarrow.parquet as pq
+    from featagg_core.data.tables import COLUMN_BYTES, PARQUET_FOOTER_FACTOR
+    allowance = max_load_bytes() // 4
+    if len(raw) < 12 or raw[-4:] != b"PAR1" or \
+            PARQUET_FOOTER_FACTOR * int.from_bytes(raw[-8:-4], "little") > allowance:
+        return None
+    pf = pq.ParquetFile(io.BytesIO(raw))
+    meta = pf.metadata
+    if meta.num_row_groups == 0 or COLUMN_BYTES * meta.num_columns > allowance or \
+            meta.row_group(0).total_byte_size > allowance:
+        return None
+    batch = next(pf.iter_batches(batch_size=_PROPOSE_ROWS), None)
+    return None if batch is None else batch.to_pandas()
 
 
 def propose_label(name: str, raw: bytes) -> Optional[str]:
@@ -273,9 +295,16 @@ def propose_label(name: str, raw: bytes) -> Optional[str]:
     ext = _ext(name)
     try:
         if ext == "parquet":
-            df = pd.read_parquet(io.BytesIO(raw)).head(_PROPOSE_ROWS)
+            df = _parquet_head(raw)
+            if df is None:
+                return None
         elif ext in ("csv", "tsv"):
-            df = pd.read_csv(io.BytesIO(raw), sep="\t" if ext == "tsv" else ",", dtype=str,
+            # only the first lines (at most _PROPOSE_BYTES): a 45 MB table of short cells
+            # costs gigabytes parsed whole, and the budget is the reader's to charge
+            head = raw[:_PROPOSE_BYTES]
+            if len(raw) > _PROPOSE_BYTES:
+                head = head[:head.rfind(b"\n") + 1]
+            df = pd.read_csv(io.BytesIO(head), sep="\t" if ext == "tsv" else ",", dtype=str,
                              nrows=_PROPOSE_ROWS, keep_default_na=False)
         else:
             return None
