@@ -13,6 +13,8 @@ it on the figures the pages build.
 """
 from __future__ import annotations
 
+import re
+
 from typing import Optional, Sequence
 
 import numpy as np
@@ -73,9 +75,34 @@ def decimate(x, y, max_points: int = MAX_POINTS):
     return x[keep], y[keep]
 
 
+#: characters per line of a chart title with large text: a chart in half of a 1280-pixel
+#: window's main area is about 330 px wide, 28 characters of the large title font
+LARGE_TITLE_CHARS = 28
+
+
+def wrap_title(text: str, width: int = LARGE_TITLE_CHARS) -> str:
+    """``text`` broken into lines of at most ``width`` characters at spaces (plotly's
+    ``<br>``; a word longer than a line keeps its own line); line breaks already in it stay,
+    and markup (``<b>…</b>``) counts no width."""
+    out_lines = []
+    for line in re.split(r"<br\s*/?>", str(text)):
+        cur, cur_len = [], 0
+        for word in line.split(" "):
+            w = len(re.sub(r"<[^>]+>", "", word))
+            if cur and cur_len + 1 + w > width:
+                out_lines.append(" ".join(cur))
+                cur, cur_len = [], 0
+            cur.append(word)
+            cur_len += w + (1 if cur_len else 0)
+        out_lines.append(" ".join(cur))
+    return "<br>".join(out_lines)
+
+
 def for_display(fig: go.Figure, large: bool = False) -> go.Figure:
     """``fig`` as a page shows it: with ``large`` (the projector setting) a copy with
-    bigger fonts (base, title, axes, legend, hover) and a taller canvas; else ``fig``."""
+    bigger fonts (base, title, axes, legend, hover), its title wrapped to
+    :data:`LARGE_TITLE_CHARS` characters a line (the top margin grown to hold the lines) and
+    a taller canvas; else ``fig``."""
     if not large:
         return fig
     out = go.Figure(fig)
@@ -83,8 +110,28 @@ def for_display(fig: go.Figure, large: bool = False) -> go.Figure:
     out.update_layout(font=dict(size=LARGE_FONT), title_font_size=LARGE_TITLE_FONT,
                       legend_font_size=LARGE_FONT, hoverlabel_font_size=LARGE_FONT,
                       height=int(height * 1.25))
+    title = out.layout.title.text
+    if title:
+        wrapped = wrap_title(title)
+        lines = wrapped.count("<br>") + 1
+        legend_above = out.layout.legend.orientation == "h" and \
+            (out.layout.legend.y is None or out.layout.legend.y >= 1.0)
+        top = 16 + int(lines * LARGE_TITLE_FONT * 1.3) + (LARGE_FONT + 14 if legend_above
+                                                          else 0)
+        total = int(height * 1.25) + 30 * (lines - 1)
+        # plotly puts a "top"-anchored title's first baseline at y: one line down from the
+        # top of the canvas, so the first line is not cut and the rest stay above the legend
+        out.update_layout(title=dict(text=wrapped, yref="container", yanchor="top",
+                                     y=1.0 - (LARGE_TITLE_FONT + 10) / total),
+                          margin=dict(t=max(top, out.layout.margin.t or 0)), height=total)
     out.update_xaxes(title_font_size=LARGE_FONT, tickfont_size=LARGE_FONT - 2)
     out.update_yaxes(title_font_size=LARGE_FONT, tickfont_size=LARGE_FONT - 2)
+    # axis titles wrap too (a half-width chart holds about LARGE_TITLE_CHARS characters of
+    # the axis font on its x axis)
+    out.for_each_xaxis(lambda ax: ax.update(title_text=wrap_title(ax.title.text))
+                       if ax.title.text else None)
+    out.for_each_yaxis(lambda ax: ax.update(title_text=wrap_title(ax.title.text, 22))
+                       if ax.title.text else None)
     if any(getattr(t, "type", "") in ("icicle", "sunburst", "treemap") for t in out.data):
         out.update_traces(textfont_size=LARGE_FONT, insidetextfont_size=LARGE_FONT,
                           selector=lambda t: t.type in ("icicle", "sunburst", "treemap"))

@@ -24,10 +24,35 @@ LARGE_ROOT_PX = 21
 
 _log = logging.getLogger("featagg_app")
 
+#: the narrowest a column may get with large text on: narrower columns wrap to the next row
+#: (fewer columns side by side), so a metric card keeps room for its number
+LARGE_MIN_COLUMN_REM = 13
+
+#: The large-text CSS. The root font grows (Streamlit sizes its text in rem); the wide
+#: layout's side padding and the sidebar give room back at 1280 px; columns wrap rather than
+#: shrink below LARGE_MIN_COLUMN_REM; metric values scale with the window (clamp) and, with
+#: labels, deltas and button texts, wrap instead of being cut with an ellipsis (Streamlit's
+#: own print styles do the same for metrics). tests/e2e/test_large_text_e2e.py measures it.
 _LARGE_CSS = f"""<style>
 html {{ font-size: {LARGE_ROOT_PX}px; }}
-[data-testid="stMetricValue"] {{ font-size: 2.6rem; }}
-[data-testid="stSidebar"] {{ min-width: 26rem; }}
+[data-testid="stSidebar"] {{ min-width: min(24rem, 30vw) !important;
+  max-width: min(24rem, 30vw) !important; }}
+[data-testid="stMainBlockContainer"] {{ padding-left: clamp(1rem, 2.5vw, 4rem) !important;
+  padding-right: clamp(1rem, 2.5vw, 4rem) !important; max-width: 100% !important; }}
+[data-testid="stMain"] [data-testid="stHorizontalBlock"] {{ flex-wrap: wrap !important; }}
+[data-testid="stMain"] [data-testid="stHorizontalBlock"] > [data-testid="stColumn"] {{
+  min-width: min(100%, {LARGE_MIN_COLUMN_REM}rem) !important; }}
+[data-testid="stMetricValue"] {{ font-size: clamp(1.25rem, 2.3vw, 2.4rem) !important; }}
+[data-testid="stMetricDelta"] {{ font-size: clamp(0.8rem, 1.2vw, 1rem) !important; }}
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] *,
+[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] *,
+[data-testid="stMetricDelta"], [data-testid="stMetricDelta"] *,
+[data-testid="stMain"] button, [data-testid="stMain"] button * {{
+  white-space: normal !important; overflow: visible !important;
+  text-overflow: clip !important; overflow-wrap: anywhere; min-width: 0; }}
+[data-testid="stMetricValue"] *, [data-testid="stMetricLabel"] * {{ max-width: 100%; }}
+[data-testid="stMetric"] {{ overflow: visible !important; }}
+[data-testid="stMain"] button {{ height: auto !important; max-width: 100%; }}
 </style>"""
 
 
