@@ -70,6 +70,12 @@ def _rerank_defaults() -> Dict[str, Any]:
     from featagg_core.agglomeration.refrag import Refrag
     out = _params(Refrag)
     out["shortlist"] = out.pop("shortlist_size")
+    if out.get("alpha") == "auto":
+        # the run model tunes REFRAG through its own "tune" flag (runs/refrag_tuning, the
+        # rule Refrag(alpha="auto") uses); an untuned run keeps Refrag's fixed fallback, a
+        # number, so that a spec's alpha stays a number
+        from featagg_core.agglomeration.refrag import FALLBACK
+        out["alpha"] = FALLBACK[0]
     # tune: alpha, gamma and propensity_exponent picked on validation rows so that P@5
     # drops at most tune_max_drop (featagg_core.runs.refrag_tuning)
     out["tune"] = False
@@ -548,7 +554,9 @@ _SHORT = {"max_depth": "depth", "max_leaf_labels": "leaf", "beam_width": "beam",
           "min_count": "min count", "epsilon": "ε", "n_neighbors": "neighbours",
           "tune_max_drop": "max P@5 drop", "n_iter_block": "block iterations"}
 #: settings written as a word rather than name=value (parameter -> {value: word})
-_WORDS = {"one_vs_all": {"never": "trees always"}, "keep_d": {False: "γ as given"},
+_WORDS = {"one_vs_all": {"never": "trees always"}, "form": {"trees": "trees always",
+                                                             "flat": "one flat tree"},
+          "keep_d": {False: "γ as given"},
           "balanced": {True: "balanced", False: "unbalanced"}, "refine": {False: "no refine"},
           "normalize": {False: "rows not normalised"}}
 
