@@ -216,13 +216,16 @@ def run_round2(out_path: str, quick: bool) -> int:
              f"{os.getloadavg()[0]:.2f} at the end), wall {wall:,.0f} s. Each family at "
              f"{', '.join(f'{x:g}' for x in scales)} x the issue's size (npz bomb "
              f"{', '.join(f'{b / 2**30:g} GiB' for b in bombs)}), each input on every path "
-             "it reaches, in its own forked child (RLIMIT_CPU 5 s); upload = the dashboard's "
-             "readers (256 MiB, 5,000,000 dimensions), import = the Export page's artifact "
+             "it reaches, in its own forked child (RLIMIT_CPU 5 s); upload = the sidebar's "
+             "label proposal for a table, then the dashboard's readers (256 MiB, 5,000,000 "
+             "dimensions), import = the Export page's artifact "
              "import (its default 1 GiB budget), cli = `featagg info` / `predict` / "
              "`agglomerate` in-process (1 GiB), listing = the data-folder listing. "
              "\"Refused\" counts the right outcome of each path (refused; listed without "
              "inflating for the listing and R7; dropped and reopened for R11). MB = peak RSS "
-             "growth of the child over the fork server (10^6 bytes).", "",
+             "growth of the child over the fork server (10^6 bytes). Well below the issue's "
+             "sizes (e.g. a quarter) the command line loads these files: they are then legitimate "
+             "loads within its 1 GiB budget, not refusals.", "",
              "| family | inputs tried | refused / handled | worst s (wall) | worst CPU s | "
              "worst peak MB |", "|---|---:|---:|---:|---:|---:|"]
     for fam, n, h, s_, c, mb, ok in fams:
