@@ -299,8 +299,14 @@ f = DataFolder(root, convert_min_bytes=1)
 store = DatasetStore(1 << 30)
 key = f.cache_key("big.txt")
 data = store.get(key, lambda: f.load("big.txt"))
-assert isinstance(data.X.data, np.memmap) or isinstance(data.X.data.base, np.memmap) \
-    or data.X.data.base is not None
+def mapped(a):
+    import mmap
+    while a is not None:
+        if isinstance(a, (np.memmap, mmap.mmap)):
+            return True
+        a = getattr(a, "base", None)
+    return False
+assert mapped(data.X.indices) and mn.mapped_source(data) is not None
 cache = f.cache_location("big.txt")
 before = float(data.X.data.sum())
 with open(cache, "r+b") as fh:              # cut it under the mapping
