@@ -509,3 +509,25 @@ def test_without_validation_rows_the_recommendation_says_it_rests_on_the_test_ro
     first = {r["kind"]: run for r, run in zip(trade.tables["rows"], trade.runs)
              if r["d0"] is None}
     assert rec["evidence"]["raw"][0] == first[rec["choice"]["classifier"]].metrics["test"]["P@1"]
+
+
+def test_claims_are_made_on_cpu_seconds_when_both_fits_have_them():
+    """A loaded machine stretches the wall time of the faster fit (2.0 s wall) though it
+    did half the work (0.25 vs 0.5 CPU s): the claim follows the CPU seconds and says so;
+    a fit that mostly waits (a sleep) is judged on its wall time."""
+    from featagg_core.utils.timing import Timing, compare, time_fit
+    claim = compare(Timing((1.0,), (0.5,)), Timing((2.0,), (0.25,)))
+    assert claim.kind == "faster" and claim.basis == "CPU" and claim.ratio == 2.0
+    assert claim.text() == "trains 2.0× faster (CPU 0.50 s → 0.25 s)"
+    assert compare(Timing((1.0,), (0.5,)), Timing((2.0,))).basis == "wall"
+
+    def burn():                                   # about 0.1 s of CPU
+        import time as _t
+        end = _t.process_time() + 0.1
+        while _t.process_time() < end:
+            pass
+    busy = time_fit(burn)
+    assert sum(busy.cpu) >= 0.1 * busy.repeats and not busy.too_fast
+    same = compare(busy, time_fit(burn))           # two equal CPU-bound fits
+    assert same.basis == "CPU" and same.kind == "same"
+    assert compare(busy, time_fit(_sleeper(0.3))).basis == "wall"
