@@ -250,8 +250,9 @@ def time_rows(data, split, runs, rows: List[dict], cancel=None) -> Dict[int, Any
     again (the run's own fit was the warm one) until its repeats cover ``MIN_TOTAL_S``.
     A KTXMLC row that is the same model as the one-vs-all row at the same d0 takes that
     row's timing (one model, one time). Sets ``train_s`` (median wall seconds),
-    ``train_cpu_s``, ``train_min_s``, ``train_max_s``, ``train_total_s`` (the repeats'
-    sum) and ``fits timed`` on every timed row.
+    ``train_cpu_s`` (median CPU seconds), ``train_min_s``, ``train_max_s``,
+    ``train_cpu_min_s``, ``train_cpu_max_s``, ``train_total_s`` (the repeats' wall sum)
+    and ``fits timed`` on every timed row.
 
     Parameters
     ----------
@@ -287,7 +288,9 @@ def time_rows(data, split, runs, rows: List[dict], cancel=None) -> Dict[int, Any
         t = out[i]
         r.update({"train_s": t.seconds, "train_cpu_s": t.cpu_seconds,
                   "train_min_s": min(t.wall), "train_max_s": max(t.wall),
-                  "train_total_s": t.total, "fits timed": t.repeats})
+                  "train_total_s": t.total, "fits timed": t.repeats,
+                  "train_cpu_min_s": min(t.cpu) if t.cpu else math.nan,
+                  "train_cpu_max_s": max(t.cpu) if t.cpu else math.nan})
     for i, r in enumerate(rows):          # an ova row after its KTXMLC twin
         if r.get("status") == "done" and r["kind"] == "ktxmlc" and "same model as" not in r:
             o = next((o for o in rows if o["kind"] == "ova" and _same_model(r, o)), None)
