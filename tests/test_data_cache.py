@@ -334,3 +334,18 @@ def test_truncated_mapped_cache_is_detected_not_a_sigbus(tmp_path):
                          text=True, timeout=300, env=child_env())
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert "changed: the data cache file was cut" in out.stdout and "sum True" in out.stdout
+
+
+def test_listing_names_a_wide_table_npz_from_its_directory(tmp_path, monkeypatch):
+    """An npz of more members than the listing parses with zipfile (a table of one member
+    per column) is still listed, its kind found in the directory's bytes."""
+    import pandas as pd
+    import featagg_core.data.npz as npz_mod
+    from featagg_core.data import CategoricalData, save_npz
+    monkeypatch.setattr(npz_mod, "_KIND_MAX_MEMBERS", 50)
+    t = pd.DataFrame({f"c{i}": ["a", "b"] for i in range(80)})
+    save_npz(CategoricalData(table=t, labels=np.array([0, 1], np.int8), label_name="y",
+                             name="w"), tmp_path / "wide.npz")
+    save_npz(make_powerlaw_multilabel(30, 10, 3, random_state=0), tmp_path / "ml.npz")
+    kinds = {e.relpath: e.kind for e in DataFolder(str(tmp_path)).list_files()}
+    assert kinds == {"wide.npz": "table", "ml.npz": "multilabel"}

@@ -3,6 +3,8 @@
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -155,8 +157,10 @@ class _NpzMembers:
         return list(self.members)
 
 
-#: the most members a featagg npz has whose kind :func:`_npz_kind` still guesses
+#: up to this many members :func:`_npz_kind` reads an npz's directory with zipfile; beyond,
+#: it searches the directory's bytes (at most ``_KIND_MAX_DIRECTORY`` of them)
 _KIND_MAX_MEMBERS = 10_000
+_KIND_MAX_DIRECTORY = 64 << 20
 
 
 def _npz_kind(path) -> "str | None":
@@ -165,15 +169,28 @@ def _npz_kind(path) -> "str | None":
     never a member's content (a ``kind.npy`` may inflate to gigabytes). None when it is
     not a featagg npz, is unreadable, or declares more than ``_KIND_MAX_MEMBERS``."""
     import zipfile
-    from featagg_core.utils.bounded import zip_member_count
+    from featagg_core.utils.bounded import zip_directory
     try:
         with open(path, "rb") as fh:
-            count = zip_member_count(fh)
-            if count is None or count > _KIND_MAX_MEMBERS:
+            found = zip_directory(fh)
+            if found is None:
                 return None
-            fh.seek(0)
-            with zipfile.ZipFile(fh) as zf:
-                names = {i.filename for i in zf.infolist()}
+            count, cd_off, cd_size = found
+            if count > _KIND_MAX_MEMBERS:
+                # a wide table (one member per column): the directory's bytes are searched
+                # for the few names that tell the kind, without a ZipInfo per member
+                if cd_size > _KIND_MAX_DIRECTORY:
+                    return None
+                fh.seek(cd_off)
+                directory = fh.read(cd_size)
+                names = {n for n in ("kind.npy", "X_data.npy", "Y_data.npy", "A_data.npy",
+                                     "columns.npy", "labels.npy")
+                         if re.search(rb"PK\x01\x02.{42}" + re.escape(n.encode()), directory,
+                                      re.S)}
+            else:
+                fh.seek(0)
+                with zipfile.ZipFile(fh) as zf:
+                    names = {i.filename for i in zf.infolist()}
     except Exception:  # noqa: BLE001 - unreadable: no kind
         return None
     if "kind.npy" not in names:
