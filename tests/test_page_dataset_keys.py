@@ -154,7 +154,7 @@ def test_rare_labels_knobs_start_afresh(app_for):
     assert widget(at.number_input, "rl_short").value == 100
     assert widget(at.slider, "rl_mix").value == 0.25
     # REFRAG with settings of its own: the name lists them
-    widget(at.toggle, "rl_tune").set_value(False)
+    widget(at.toggle, "rl_tune").set_value(False).run()
     widget(at.slider, "rl_alpha").set_value(0.7)
     widget(at.number_input, "rl_short").set_value(50)
     at.run()

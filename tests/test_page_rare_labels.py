@@ -141,8 +141,13 @@ def test_page_never_trains_unasked_then_alpha_one_is_the_classifier(app_for):
     assert at.button(key="rl_train_default").label.startswith("Train KTXMLC K=2 T=1")
     click(at, "rl_train_default")
     ok(at)
-    assert [r.name for r in runs(at)] == ["KTXMLC K=2 T=1"]
-    assert any("Using **#1 KTXMLC K=2 T=1**" in c.value for c in at.caption)
+    # the run's name: the spec's, then the form KTXMLC chose (form="auto")
+    (trained,) = runs(at)
+    clf = trained.pipeline.classifier
+    flat = len(clf.trees_) == 1 and int(clf.trees_[0]["n_children"][0]) == data.Y.shape[1]
+    assert trained.name.startswith("KTXMLC K=2 T=1 → "
+                                   + ("one flat tree" if flat else "label trees")), trained.name
+    assert any(f"Using **#1 {trained.name}**" in c.value for c in at.caption)
     # REFRAG is tuned on validation rows unless the user switches it off
     assert widget(at.toggle, "rl_tune").value is True
     click(at, "rl_refrag_run")
@@ -178,7 +183,9 @@ def test_page_uses_the_picked_run_and_matches_the_library(app_for):
     at = app_for("rare_labels", data, origin="sample", state=state).run()
     ok(at)
     # the latest classifier run (on DEFRAG features) is used by default, and named
-    assert any("Using **#2 KTXMLC K=16 T=1 · DEFRAG d0=5**" in c.value for c in at.caption)
+    latest = state["featagg.runs"][1].name
+    assert latest.startswith("KTXMLC K=16 T=1 · DEFRAG d0=5")
+    assert any(f"Using **#2 {latest}**" in c.value for c in at.caption)
     widget(at.toggle, "rl_tune").set_value(False)              # REFRAG's own defaults
     at.run()
     click(at, "rl_refrag_run")

@@ -92,3 +92,16 @@ def test_a_bmgufs_run_names_its_k_and_where_it_came_from():
     run3 = run_pipeline(g, split, {"feature_selection": dict(spec["feature_selection"],
                                                              n_blocks=3)})
     assert " k=3" in run3.name and "from the classes" not in run3.name
+
+
+def test_a_reranked_run_names_the_classifier_choice_next_to_the_classifier(ml):
+    split = make_split(ml, test_size=0.2)
+    run = run_pipeline(ml, split, {"classifier": {"n_trees": 1}, "rerank": {"alpha": 0.5}})
+    clf = run.pipeline.classifier
+    assert len(clf.trees_) == 1 and int(clf.trees_[0]["n_children"][0]) == 20   # flat
+    assert run.name.startswith("KTXMLC K=16 T=1 → one flat tree"), run.name
+    assert run.name.endswith(" + REFRAG α=0.5")
+    # a flat form asked for in the spec is said once, by the spec's name
+    asked = run_pipeline(ml, split, {"classifier": {"n_trees": 1, "form": "flat"}})
+    assert asked.name.startswith("KTXMLC K=16 T=1 one flat tree") and \
+        asked.name.count("flat") == 1, asked.name

@@ -725,7 +725,8 @@ def _classifier_choices(model, params: dict) -> list:
     trees = getattr(model, "trees_", None)
     if params.get("kind") == "ktxmlc":
         if form == "flat" or (form is None and _is_flat(model)):
-            out.append("one flat tree")
+            if params.get("form") != "flat":       # not already in the spec's name
+                out.append("one flat tree")
         elif form is not None and form != "trees":
             out.append(form)
         elif form == "trees" and params.get("form", "trees") != "trees":
@@ -805,8 +806,9 @@ def fit_choices(spec: dict, pipeline) -> list:
 
 @fill_doc
 def fitted_run_name(spec: dict, pipeline) -> str:
-    """:func:`run_name` followed by what the fit chose (:func:`fit_choices`): "KTXMLC K=16
-    T=3 → one flat tree", "BMGUFS d=64 β̄=0.6 γ=2 → k=7 from the classes".
+    """:func:`run_name` with what the fit chose (:func:`fit_choices`): "KTXMLC K=16 T=3 →
+    one flat tree", "BMGUFS d=64 β̄=0.6 γ=2 → k=7 from the classes"; a classifier's choices
+    stand right after it ("KTXMLC K=2 T=1 → one flat tree + REFRAG tuned").
 
     The same spec fitted on the same data and split gives the same name.
 
@@ -821,8 +823,18 @@ def fitted_run_name(spec: dict, pipeline) -> str:
     str
         The name.
     """
+    name = run_name(spec)
     choices = fit_choices(spec, pipeline)
-    return run_name(spec) + (" → " + ", ".join(choices) if choices else "")
+    if not choices:
+        return name
+    chosen = " → " + ", ".join(choices)
+    if "classifier" in spec and ("rerank" in spec or "impute" in spec):
+        # the classifier's choices right after the classifier: "KTXMLC K=2 T=1 → one flat
+        # tree + REFRAG tuned"
+        head = run_name({k: v for k, v in spec.items() if k in ("defrag", "classifier")})
+        if name.startswith(head):
+            return head + chosen + name[len(head):]
+    return name + chosen
 
 
 @fill_doc
