@@ -86,8 +86,9 @@ def test_a_bmgufs_run_names_its_k_and_where_it_came_from():
     bare = dataclasses.replace(g, y=None)
     split2 = make_split(bare, test_size=0.2)
     run2 = run_pipeline(bare, split2, spec)
-    k = choose_n_blocks(take_rows(bare, split2, "train").A)[0]
-    assert f"k={k} by the eigengap rule" in run2.name, run2.name
+    k, _, rule = choose_n_blocks(take_rows(bare, split2, "train").A)
+    how = "by the modularity knee" if "modularity" in rule else "by the eigengap rule"
+    assert f"k={k} {how}" in run2.name, run2.name
     # k given: in the spec's name, nothing chosen
     run3 = run_pipeline(g, split, {"feature_selection": dict(spec["feature_selection"],
                                                              n_blocks=3)})

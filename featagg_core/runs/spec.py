@@ -746,7 +746,8 @@ def _classifier_choices(model, params: dict) -> list:
 
 
 _K_SOURCES = {"classes": "from the classes", "eigengap": "by the eigengap rule",
-              "given": "given", "block model": "from the given block model"}
+              "modularity": "by the modularity knee", "given": "given",
+              "block model": "from the given block model"}
 
 
 def _selector_choices(model, params: dict) -> list:
@@ -760,7 +761,8 @@ def _selector_choices(model, params: dict) -> list:
         source = _text(getattr(model, "k_source_", None))
         rule = _text(getattr(model, "n_blocks_rule_", None)) or ""
         if source is None:
-            source = ("eigengap" if "eigengap" in rule else
+            source = ("modularity" if "modularity" in rule else
+                      "eigengap" if "eigengap" in rule else
                       "classes" if "class" in rule else
                       "block model" if "block model" in rule else None)
         where = _K_SOURCES.get(source, source) if source is not None else None
