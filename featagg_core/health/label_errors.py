@@ -29,7 +29,11 @@ import scipy.sparse as sp
 
 from featagg_core.health.alerts import Alert
 
-__all__ = ["out_of_fold_scores", "label_issue_scores", "label_error_alert"]
+__all__ = ["out_of_fold_scores", "label_issue_scores", "label_error_alert", "FULL_SCORES"]
+
+#: rows x labels up to which the out-of-fold scores keep every label (2e7 stored scores:
+#: about 160 MB as csr)
+FULL_SCORES = 20_000_000
 
 
 def out_of_fold_scores(X, Y, n_folds: int = 5, random_state: int = 0, k: Optional[int] = None,
@@ -47,7 +51,11 @@ def out_of_fold_scores(X, Y, n_folds: int = 5, random_state: int = 0, k: Optiona
     random_state : int
         Seed of the folds and of the classifier.
     k : int, optional
-        Scores kept per row (default ``min(L, max(100, 3 * the most labels of a row))``).
+        Scores kept per row (default: every label when ``n * L <=`` :data:`FULL_SCORES`,
+        else ``min(L, max(100, 3 * the most labels of a row))``). A label outside a row's
+        top ``k`` scores 0, so a truncated list ties every weak given label at 0 and blunts
+        the ranking (Corel16k: precision at the number injected 0.04 with k = 100 of 153
+        labels, 0.12 with all 153, in a trial on seed 0).
     classifier : estimator, optional
         An unfitted estimator with ``fit(X, Y)`` and ``predict_scores(X, k)`` (default
         ``KTXMLC(random_state=random_state)``); cloned for every fold.
@@ -73,8 +81,11 @@ def out_of_fold_scores(X, Y, n_folds: int = 5, random_state: int = 0, k: Optiona
     if n < n_folds:
         raise ValueError(f"out-of-fold scores need at least {n_folds} rows, got {n}")
     if k is None:
-        most = int(np.diff(Y.indptr).max()) if n else 1
-        k = min(L, max(100, 3 * most))
+        if n * L <= FULL_SCORES:
+            k = L
+        else:
+            most = int(np.diff(Y.indptr).max()) if n else 1
+            k = min(L, max(100, 3 * most))
     base = classifier if classifier is not None else KTXMLC(random_state=random_state)
     fold = np.empty(n, np.int64)
     fold[np.random.default_rng(random_state).permutation(n)] = np.arange(n) % n_folds
