@@ -62,6 +62,26 @@ def test_train_matches_library_on_bibtex(capsys, tmp_path, one_vs_all):
     assert ev["metrics"] == out["metrics"]
 
 
+def test_train_refrag_tunes_by_default_and_alpha_fixes_it(capsys, tmp_path):
+    """`train --refrag` tunes alpha, gamma and beta on validation rows as the dashboard
+    does (issue 30); `--alpha` fixes alpha (gamma 1, beta 0.5 unless --gamma)."""
+    from featagg_core.agglomeration.refrag_choice import TUNE_GRID
+    common = ["train", "sample:bibtex", "--form", "flat", "--defrag", 16, "--refrag",
+              "--shortlist", 20, "--seed", 1]
+    code, tuned, err = run_cli(capsys, *common, "--out", tmp_path / "a.fgz")
+    assert code == 0, err
+    assert "REFRAG tuned" in tuned["name"]
+    rr = load_artifact(tmp_path / "a.fgz").reranker
+    assert rr.alpha in TUNE_GRID["alpha"] and rr.gamma in TUNE_GRID["gamma"]
+    assert rr.propensity_exponent in TUNE_GRID["propensity_exponent"]
+    code, fixed, err = run_cli(capsys, *common, "--alpha", 0.7, "--out", tmp_path / "b.fgz")
+    assert code == 0, err
+    assert "REFRAG tuned" not in fixed["name"]
+    rr = load_artifact(tmp_path / "b.fgz").reranker
+    assert (rr.alpha, rr.gamma, rr.propensity_exponent) == (0.7, 1.0, 0.5)
+    assert fixed["base_metrics"] == tuned["base_metrics"]   # the same classifier
+
+
 def test_agglomerate_writes_artifact_and_csv(capsys, tmp_path):
     data = load_sample("bibtex")
     code, out, err = run_cli(capsys, "agglomerate", "sample:bibtex", "--d0", 16,
