@@ -7,8 +7,9 @@ the paper's protocol.
 Grids: the authors' script (github.com/ZilongBai/KDD2020BMGUFS,
 ``test_blogcatalog_ours_betas_gammas_k6.py``) searches ``gamma in {1, 2, 3}`` and
 ``beta_bar in {0, 0.1, ..., 1}``: :data:`PAPER_GAMMAS`, :data:`PAPER_BETAS`. To keep
-``nnz(r) >= d`` the pipeline walks down :data:`GAMMA_GRID` (the paper's values, then
-0.5, 0.25, 0 — our extension for large d) from the requested gamma (:func:`gammas_from`).
+``nnz(r) >= d``, ``BMGUFS.select(d)`` and ``BMGUFS.fit_gamma_grid`` walk down
+:data:`GAMMA_GRID` (the paper's values, then 0.5, 0.25, 0 — our extension for large d)
+from the requested gamma (:func:`gammas_from`).
 """
 from __future__ import annotations
 
