@@ -107,8 +107,8 @@ def simhash_signatures(indptr, indices, data, n_words, seed):
     stream seeded by ``mix64(seed, j, word)`` and advanced by xorshift64 every 8 bytes:
     256 levels, never 0. Not +-1: with +-1 coordinates a row of an even number of equal
     values (binary features) projects to exactly 0 on many hyperplanes, and any noise on a
-    copy of it then flips those bits at random (a copy at cosine 0.9997 of a 10-feature
-    Corel16k row differed in 37 of 320 bits). Two rows at angle theta differ in each bit
+    copy of it then flips those bits at random, so near-copies of binary rows were missed
+    (benchmarks/results/health_notes.md). Two rows at angle theta differ in each bit
     with probability theta / pi; the signature is invariant to a row's scale, so it
     describes the L2-normalised row.
     """

@@ -14,10 +14,10 @@ missing label scoring at or above the positive threshold ``t_j`` (the mean score
 rows that carry j, the label's average self-confidence) is shown as *likely but missing*.
 Rank: ``log((best missing score + eps) / (worst given score + eps))`` -- how much more the
 model believes the row's most likely absent label than its least likely given one; an
-injected swap (a right label removed, a wrong one added) moves both terms. Ranking by the
-worst given score alone, or by per-label-normalised margins, ranked the injected rows of
-Bibtex lower (AUROC 0.87-0.88 against 0.89 in a trial on one seed; measured figures in the
-benchmark). ``benchmarks/health_bench.py`` compares the ranking and the flags with cleanlab's
+injected swap (a right label removed, a wrong one added) moves both terms. It ranked
+injected swaps higher than the worst given score alone, per-label-normalised margins or
+label ranks in trials on Bibtex and Delicious (benchmarks/results/health_notes.md).
+``benchmarks/health_bench.py`` compares the ranking and the flags with cleanlab's
 ``find_label_issues`` given the same scores (``benchmarks/results/health.md``).
 """
 from __future__ import annotations
@@ -54,8 +54,7 @@ def out_of_fold_scores(X, Y, n_folds: int = 5, random_state: int = 0, k: Optiona
         Scores kept per row (default: every label when ``n * L <=`` :data:`FULL_SCORES`,
         else ``min(L, max(100, 3 * the most labels of a row))``). A label outside a row's
         top ``k`` scores 0, so a truncated list ties every weak given label at 0 and blunts
-        the ranking (Corel16k: precision at the number injected 0.04 with k = 100 of 153
-        labels, 0.12 with all 153, in a trial on seed 0).
+        the ranking (benchmarks/results/health_notes.md).
     classifier : estimator, optional
         An unfitted estimator with ``fit(X, Y)`` and ``predict_scores(X, k)`` (default
         ``KTXMLC(random_state=random_state)``); cloned for every fold.
