@@ -172,3 +172,33 @@ def test_a_name_that_is_not_utf8_leaves_the_rest_of_the_folder_usable(folder, ap
     box.set_value("synth.txt")
     _settle(at)
     assert not at.exception and _dataset(at).name == "synth.txt"
+
+
+def test_a_dataset_whose_mapped_cache_changes_is_opened_again(folder, monkeypatch, app_for):
+    """R11 (issue 33) in a session: the folder dataset a session uses maps its cache file;
+    when that file changes on the server (here rewritten, a new inode: safe to test; cut in
+    place it would be a SIGBUS on the next read), the sidebar notices before the page runs,
+    opens it again and says so."""
+    import shutil
+    monkeypatch.setattr("featagg_core.data.mapped_npz.COPY_MAX_BYTES", 0)
+    from featagg_core.data.mapped_npz import mapped_source
+    root, d = folder
+    at = _app(app_for)
+    at.radio(key="featagg_source").set_value("Data folder").run()
+    at.selectbox(key="featagg_folder_file").set_value("synth.txt")
+    _settle(at)
+    first = _dataset(at)
+    assert mapped_source(first) is not None            # mapped, not read
+    cache = root / ".featagg-cache" / "synth.txt.npz"
+    shutil.copy(cache, root / "copy.npz")
+    os.replace(root / "copy.npz", cache)               # same bytes, another file
+    at.run()
+    assert not at.exception
+    again = _dataset(at)
+    assert again is not first and again.name == "synth.txt"
+    assert abs(again.X - d.X).max() == 0
+    notes = [w.value for w in at.sidebar.warning]
+    assert any("synth.txt" in w and "opened again" in w for w in notes), notes
+    at.run()                                           # once only
+    assert _dataset(at) is again and not any("opened again" in w.value
+                                             for w in at.sidebar.warning)

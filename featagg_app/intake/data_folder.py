@@ -52,7 +52,7 @@ K_NLABELS = "featagg_folder_n_labels"      # ARFF without XML: label columns at 
 K_LABEL = "featagg_folder_label"           # table: label column
 _JOB = "featagg.folder_job"                # (relpath, options, Job) of this session
 _RESULT = "featagg.folder_result"          # (relpath, options, "error"|"needs", text, option)
-_CURRENT = "featagg.folder_current"        # (relpath, fingerprint) of the dataset in use
+_CURRENT = "featagg.folder_current"        # (relpath, fingerprint, options) of the dataset in use
 
 _log = logging.getLogger("featagg_app")
 
@@ -177,7 +177,7 @@ def _collect() -> None:
     status, value = job.result
     if status == "ok":
         state.set_dataset(value, origin="folder", source_id=relpath)
-        st.session_state[_CURRENT] = (relpath, value.fingerprint)
+        st.session_state[_CURRENT] = (relpath, value.fingerprint, opts)
         return
     option = guidance.needed_option(value)
     st.session_state[_RESULT] = (relpath, opts, "needs" if option else "error",
@@ -190,6 +190,34 @@ def _in_use() -> Optional[str]:
     if cur is None or state.current_origin() != "folder":
         return None
     return cur[0] if state.current_fingerprint() == cur[1] else None
+
+
+def _reopen_if_changed(relpath: str) -> None:
+    """The session's dataset from the folder maps a cache file that changed on the server
+    since (cut, rewritten, removed): reading it could run past the end of a cut file and
+    kill the server (SIGBUS). Before any page uses it in this run, it is replaced by a
+    fresh open (from the store, which drops the changed one), and the person is told."""
+    from featagg_core.data.mapped_npz import mapped_file_changed
+    changed = mapped_file_changed(state.current_dataset())
+    if changed is None:
+        return
+    cur = st.session_state.get(_CURRENT)
+    options = dict(cur[2]) if cur is not None and len(cur) > 2 else {}
+    folder, store = get_folder(), get_store()
+    try:
+        with st.spinner(f"{relpath} changed on the server: opening it again…"):
+            fresh = store.get(folder.cache_key(relpath, options),
+                              lambda: folder.load(relpath, options=options))
+    except DatasetError as exc:
+        st.error(f"{md_escape(relpath)} changed on the server and cannot be opened again: "
+                 f"{md_escape(guidance.ui_message(str(exc)))}", icon="⚠️")
+        return
+    state.set_dataset(fresh, origin="folder", source_id=relpath)
+    st.session_state[_CURRENT] = (relpath, fresh.fingerprint, _opts_key(options))
+    _log.warning("featagg: the data cache of %s changed under the server (%s); reopened",
+                 relpath, changed)
+    st.warning(f"**{md_escape(relpath)}** changed on the server ({md_escape(changed)}); it "
+               "was opened again.", icon="⚠️")
 
 
 def _options_widgets(relpath: str, option: str) -> Optional[dict]:
@@ -220,6 +248,8 @@ def folder_picker() -> None:
                    icon="⚠️")
         return
     _collect()
+    if _in_use() is not None:
+        _reopen_if_changed(_in_use())
     files = list_files()
     skipped = skipped_names()
     if skipped:
