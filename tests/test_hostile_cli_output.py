@@ -194,3 +194,19 @@ def test_mulan_xml_in_a_multibyte_encoding_is_blamed_not_its_arff(capsys, tmp_pa
     code, out, err = run(capsys, "info", tmp_path / "s.arff")
     assert code == 2 and f"{tmp_path / 's.xml'}:" in err and "s.arff:" not in err, err
     assert "UTF-8" in err
+
+
+def test_a_fifo_given_to_a_reader_does_not_block_it(tmp_path):
+    """A path that is a FIFO given to a reader (here an ARFF's label XML): every reader
+    refuses a path that is not a regular file instead of blocking on it."""
+    arff = ["@relation tiny", "@attribute f0 numeric", "@attribute a {0,1}",
+            "@attribute b {0,1}", "@data", "1,0,1", "0,1,1"]
+    (tmp_path / "s.arff").write_text("\n".join(arff) + "\n")
+    os.mkfifo(tmp_path / "s.xml")
+    code = ("from featagg_core.data import load_dataset, DatasetError\n"
+            "try:\n    load_dataset(%r, xml=%r)\nexcept DatasetError as e:\n"
+            "    print('refused:', e)\n" % (str(tmp_path / "s.arff"), str(tmp_path / "s.xml")))
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=child_env(), cwd=str(ROOT))
+    assert "refused:" in out.stdout and "s.xml" in out.stdout and "FIFO" in out.stdout, \
+        (out.stdout, out.stderr[-1000:])

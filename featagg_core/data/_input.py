@@ -32,6 +32,13 @@ def _read_bytes(path_or_file) -> tuple[bytes, str]:
     name = _source_name(path_or_file)
     try:
         if isinstance(path_or_file, (str, os.PathLike)):
+            import stat as _stat
+            mode = os.stat(path_or_file).st_mode
+            if not _stat.S_ISREG(mode):
+                # a FIFO would block the load forever, a device never end
+                what = ("a pipe (FIFO)" if _stat.S_ISFIFO(mode) else
+                        "a folder" if _stat.S_ISDIR(mode) else "a device or socket")
+                raise DatasetError(f"is {what}, not a regular file", path=name)
             with open(path_or_file, "rb") as fh:
                 raw = fh.read()
         elif isinstance(path_or_file, (bytes, bytearray, memoryview)):
