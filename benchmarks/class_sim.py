@@ -43,7 +43,8 @@ picker's d0 values, Compare's dataset and run names, and no other student's file
 anywhere in what the server sent it).
 
 Measured: errors (an exception element, a failed job text, a timeout, a closed socket),
-cross-talk, click → result (press → the result's metric card drawn) over the same action
+cross-talk, click → result (press → the result's metric card drawn and the page's run
+finished: ``script_finished``, the whole page there) over the same action
 of a lone student on a fresh server first (its p50/p95), the server's CPU (user + system
 of the server's process tree, before/after the class) per student, its peak RSS
 (``VmHWM`` reset after the warm-up through ``/proc/PID/clear_refs``), RSS two minutes after
@@ -358,6 +359,7 @@ class Student:
     # --- HTTP, as the first page load --------------------------------------------------
     def _get(self, path: str) -> bytes:
         req = urllib.request.Request(self.base + path)
+        req.add_header("Accept-Encoding", "gzip, deflate, br, zstd")   # as chromium asks
         if self.cookie:
             req.add_header("Cookie", self.cookie)
         with urllib.request.urlopen(req, timeout=60) as r:
@@ -605,6 +607,10 @@ class Student:
                 return getattr(el, kind)
         return None
 
+    def drawn(self) -> bool:
+        """The page's run is over (``script_finished``): everything it draws is there."""
+        return self.finished.is_set() and not self.running
+
     def metric(self, label: str):
         m = self.find("metric", label, main=True)
         return None if m is None else m.body
@@ -768,7 +774,7 @@ async def student(base: str, p: dict, plan: list, rec: dict) -> None:
         K = expected_k(d, p["d0"])
         t = time.monotonic()
         await s.press("Run")
-        dims = await s.until(lambda: s.metric("Dimensions"), "DEFRAG's result")
+        dims = await s.until(lambda: s.drawn() and s.metric("Dimensions"), "DEFRAG's result")
         actions[f"DEFRAG d0={p['d0']}" + (" (upload)" if p["upload"] else "")] = \
             time.monotonic() - t
         if dims != f"{d:,} → {K:,}":
@@ -784,7 +790,7 @@ async def student(base: str, p: dict, plan: list, rec: dict) -> None:
             await s.goto("Extreme classification")
             t = time.monotonic()
             await s.press("Train")
-            await s.until(lambda: s.metric("P@1"), "KTXMLC's result")
+            await s.until(lambda: s.drawn() and s.metric("P@1"), "KTXMLC's result")
             actions["KTXMLC (page defaults)"] = time.monotonic() - t
             await s.wait_jobs()
         await s.goto("Compare")
