@@ -11,7 +11,7 @@ from featagg_app.views import export as ev
 from featagg_app import runs_ui, state
 from featagg_app.keys import data_key
 from featagg_app.text import md_escape, show_error
-from featagg_app.intake.uploads import MAX_IMPORT_MB
+from featagg_app.intake.uploads import MAX_IMPORT_MB, max_load_bytes
 from featagg_core.artifacts.store import (
     ArtifactError,
     artifact_bytes,
@@ -125,9 +125,12 @@ file_id = getattr(upload, "file_id", None) or f"{upload.name}:{upload.size}"
 if page_ns.get("file_id") != file_id:
     try:
         if is_bundle(upload):
-            imported, info = load_bundle(upload)
+            # the same load budget as a dataset upload (FEATAGG_MAX_LOAD_MB), not the
+            # library's default: a bundle's arrays live in this server's memory
+            imported, info = load_bundle(upload, max_bytes=max_load_bytes())
         else:
-            imported, info = {upload.name.rsplit(".", 1)[0]: load_artifact(upload)}, {}
+            imported, info = {upload.name.rsplit(".", 1)[0]:
+                              load_artifact(upload, max_bytes=max_load_bytes())}, {}
     except (ArtifactError, ValueError) as exc:
         page_ns.pop("file_id", None)
         # the loader's message starts with the file's name; the context already says it

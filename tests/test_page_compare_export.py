@@ -337,3 +337,21 @@ def test_export_evaluates_a_lone_vocabulary_compressor_on_its_column(app_for):
     vals, y = t.table[col].to_numpy()[te], np.asarray(t.labels)[te]
     assert float(table.loc["I(Z;C)", "value"]) == pytest.approx(
         mutual_info_score(y, vc.transform(vals)), rel=1e-3)
+
+
+def test_export_import_is_charged_to_the_upload_load_budget(ml, app_for, monkeypatch):
+    """An artifact is imported under the same load budget as a dataset upload
+    (FEATAGG_MAX_LOAD_MB), not the library's larger default: with a budget smaller than the
+    artifact's arrays the page refuses it with the figure; with the default it loads."""
+    state, done = _session_with(ml, {"defrag": {"d0": 4}},
+                                {"defrag": {"d0": 4}, "classifier": {"n_trees": 1}})
+    blob = artifact_bytes(done[1].pipeline, dataset_fingerprint=ml.fingerprint)
+    monkeypatch.setenv("FEATAGG_MAX_LOAD_MB", "0.01")          # 10 KiB
+    at = app_for("export", ml, origin="sample", state=state).run()
+    up = next(u for u in at.file_uploader if u.key == "artifact_upload")
+    up.set_value(("pipe.fgz", blob, "application/zip"))
+    at.run()
+    assert not at.exception
+    assert not any("Loaded" in s.value for s in at.success)
+    assert any("was refused" in e.value and "MiB" in e.value for e in at.error), \
+        [e.value for e in at.error]
