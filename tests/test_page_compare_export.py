@@ -341,12 +341,15 @@ def test_export_evaluates_a_lone_vocabulary_compressor_on_its_column(app_for):
 
 def test_export_import_is_charged_to_the_upload_load_budget(ml, app_for, monkeypatch):
     """An artifact is imported under the same load budget as a dataset upload
-    (FEATAGG_MAX_LOAD_MB), not the library's larger default: with a budget smaller than the
-    artifact's arrays the page refuses it with the figure; with the default it loads."""
+    (``intake.uploads.max_load_bytes``: 256 MiB unless FEATAGG_MAX_LOAD_MB says otherwise),
+    not the library's 1 GiB default: with the upload default made smaller than the
+    artifact's arrays, the page refuses it with the figure (the old page loaded it)."""
+    from featagg_app.intake import uploads
     state, done = _session_with(ml, {"defrag": {"d0": 4}},
                                 {"defrag": {"d0": 4}, "classifier": {"n_trees": 1}})
     blob = artifact_bytes(done[1].pipeline, dataset_fingerprint=ml.fingerprint)
-    monkeypatch.setenv("FEATAGG_MAX_LOAD_MB", "0.01")          # 10 KiB
+    monkeypatch.delenv("FEATAGG_MAX_LOAD_MB", raising=False)
+    monkeypatch.setattr(uploads, "DEFAULT_LOAD_MB", 0.01)         # 10 KiB
     at = app_for("export", ml, origin="sample", state=state).run()
     up = next(u for u in at.file_uploader if u.key == "artifact_upload")
     up.set_value(("pipe.fgz", blob, "application/zip"))
