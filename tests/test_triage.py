@@ -228,6 +228,10 @@ def test_cli_speaks_in_its_own_options(tmp_path, capsys):
     summary = json.loads(out.out)
     assert summary["report"].endswith("r.html") and summary["status"] == "done"
     rec = json.loads((tmp_path / "r.json").read_text())
+    # the command prints what the page shows first: the recommendation and the alerts
+    assert summary["recommendation"] == rec["recommendation"]["text"] != ""
+    assert [a["type"] for a in summary["alerts"]] == [a["type"] for a in
+                                                      rec["health"]["alerts"]]
     assert rec["dataset"]["stats"]["labels"] == 3 and rec["split"]["how"] == "random"
     import re
     visible = re.sub(r"<script.*?</script>", "", (tmp_path / "r.html").read_text(),

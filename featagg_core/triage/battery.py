@@ -589,9 +589,6 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
     from featagg_core.runs.run import jsonable
     from featagg_core.runs.split import make_split
     t_start = time.monotonic()
-    if data.kind == "multilabel":   # before any fit's clock: compilation is not training
-        from featagg_core.runs.experiments.multilabel import warm_kernels
-        warm_kernels()            # (inside the budget: a cold cache compiles here)
     budget_s = float(budget_s)
     if not budget_s > 0:
         raise ValueError(f"budget must be a positive number of seconds, got {budget_s!r}")
@@ -619,6 +616,7 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
     if replay is not None:
         steps = [dict(s, status="planned") for s in replay["reproduce"]["plan"]]
         speed_info = {}
+        _warm(data, split, steps)
     else:
         from featagg_core.runs.estimate import default_speed
         speed = speed or default_speed()
@@ -626,6 +624,7 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
         planner = {"multilabel": _multilabel_plan, "graph": _graph_plan,
                    "table": _table_plan}[data.kind]
         steps = planner(data, split, int(seed), speed)
+        _warm(data, split, steps)
         _choose(steps, max(budget_s - (time.monotonic() - t_start) - REPORT_RESERVE_S, 1.0),
                 must=2 if data.kind == "multilabel" else 1)
     deadline = t_start + budget_s - REPORT_RESERVE_S if replay is None else math.inf
@@ -746,6 +745,17 @@ def run_triage(data, *, budget_s: float = 120.0, split=None, seed: int = 0,
     record["recommendation"] = jsonable(advice)
     report(1.0, "report ready")
     return TriageReport(record=record, experiments=experiments)
+
+
+def _warm(data, split, steps) -> None:
+    """Before any fit's clock: the classifier specs of a multi-label plan fitted once on a
+    slice of the training rows (:func:`featagg_core.runs.experiments.multilabel.warm_kernels`;
+    inside the budget: with an empty numba cache the compilation happens here)."""
+    if data.kind != "multilabel":
+        return
+    from featagg_core.runs.experiments.multilabel import warm_kernels
+    warm_kernels(data, split, [s["spec"] for s in steps if s.get("step") == "tradeoff"
+                               and s.get("spec")])
 
 
 def _health(data, split, label_errors: bool = False):

@@ -11,7 +11,8 @@ usual benchmarking practice (``timeit``'s autorange, pyperf's warm-up and spread
   ``warmup()``) runs once, untimed, so that compilation is never on the clock;
 * **repeat until the total covers** :data:`MIN_TOTAL_S` — a fit that takes at least
   0.2 s once is timed once (the cost of a triage stays that of its fits); a faster one is
-  timed again and again until the repeats add up to 0.2 s (at most ``max_repeats``). A fit
+  timed again and again, at least :data:`MIN_REPEATS` times, until the repeats add up to
+  0.2 s of wall time and, when it is CPU-bound, of CPU time (at most ``max_repeats``). A fit
   whose repeats still add up to less than :data:`MIN_TOTAL_S` is *too fast to time*: no
   ratio is stated for it;
 * **wall and CPU** — each repeat records wall seconds (``time.perf_counter``, what the user
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Tuple
 
 __all__ = ["Timing", "SpeedClaim", "time_fit", "compare", "MIN_TOTAL_S", "NOISE",
-           "MAX_REPEATS", "seconds_text"]
+           "MAX_REPEATS", "MIN_REPEATS", "seconds_text"]
 
 #: the repeats of one fit must add up to at least this many seconds for a time to be stated
 MIN_TOTAL_S = 0.2
@@ -44,6 +45,8 @@ MIN_TOTAL_S = 0.2
 NOISE = 0.15
 #: at most this many repeats of a fast fit
 MAX_REPEATS = 25
+#: at least this many timings of a fit under MIN_TOTAL_S (two give no spread worth the name)
+MIN_REPEATS = 3
 
 
 @dataclass(frozen=True)
@@ -214,7 +217,16 @@ def time_fit(fit: Callable[[], Any], *, warm: Optional[Callable[[], Any]] = None
         return Timing(tuple(wall), tuple(cpu))
     if warm is not None:
         warm()
-    while len(wall) < max(int(max_repeats), 1) and sum(wall) < min_total:
+
+    def more() -> bool:
+        if wall and wall[0] >= min_total:           # one fit covered it: timed once
+            return False
+        if sum(wall) < min_total or len(wall) < MIN_REPEATS:
+            return True
+        known = [c for c in cpu if math.isfinite(c)]
+        # a CPU-bound fit also until its CPU seconds cover min_total (claims use them)
+        return sum(known) < min_total and sum(known) >= 0.25 * sum(wall)
+    while len(wall) < max(int(max_repeats), 1) and more():
         c0, t0 = time.process_time(), time.perf_counter()
         fit()
         wall.append(time.perf_counter() - t0)
@@ -252,8 +264,8 @@ def compare(before: Timing, after: Timing) -> SpeedClaim:
 
 
 def _cpu_ok(t: Timing) -> bool:
-    """Every repeat has a CPU time and they add up to at least a quarter of
+    """Every repeat has a CPU time and they add up to at least half of
     :data:`MIN_TOTAL_S` (a fit that mostly waits -- on a disk, a lock, a sleep -- is
     judged on its wall time)."""
     return len(t.cpu) == len(t.wall) and all(math.isfinite(c) for c in t.cpu) and \
-        sum(t.cpu) >= MIN_TOTAL_S / 4
+        sum(t.cpu) >= MIN_TOTAL_S / 2

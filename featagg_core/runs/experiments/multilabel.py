@@ -152,7 +152,6 @@ def defrag_tradeoff(data, split, d0s: Sequence[int] = DEFAULT_D0S,
     if not d0s or min(d0s) < 1:
         raise ValueError(f"d0s must be positive integers, got {list(d0s)}")
     params = params or {}
-    warm_kernels()                       # before any clock: compilation is not training
     exp = Experiment("defrag_tradeoff", "Raw features vs DEFRAG, paired",
                      {"d0s": d0s, "classifiers": kinds, "per_tree": bool(per_tree),
                       "params": params, "representation": representation,
@@ -185,6 +184,7 @@ def defrag_tradeoff(data, split, d0s: Sequence[int] = DEFAULT_D0S,
             return None
         return pick
 
+    warm_kernels(data, split, [p[2] for p in plan])   # before any clock
     runs, cancelled = run_specs(data, split, [p[2] for p in plan],
                                 bases=[base_for(i) for i in range(len(plan))],
                                 progress=progress, cancel=cancel)
@@ -208,14 +208,50 @@ def defrag_tradeoff(data, split, d0s: Sequence[int] = DEFAULT_D0S,
     return exp
 
 
-def warm_kernels() -> None:
-    """Compile (or load from numba's cache) the DEFRAG and KTXMLC kernels on tiny problems,
-    so that no timed fit pays for compilation (a cold first fit was counted as training and
-    made a "38× faster" out of nothing; issue 30)."""
+#: training rows of the slice :func:`warm_kernels` fits the specs on
+WARM_ROWS = 300
+
+
+def warm_kernels(data=None, split=None, specs: Sequence[dict] = ()) -> None:
+    """Compile (or load from numba's cache) the kernels the timed fits will run, so that no
+    timed fit pays for compilation (a cold first fit was counted as training and made a
+    "38× faster" out of nothing; issue 30): the DEFRAG and KTXMLC modules' own warm-ups,
+    then every spec of ``specs`` fitted once, untimed, on the first :data:`WARM_ROWS`
+    training rows of ``data`` -- the same dtypes and code paths as the real fits (the tiny
+    problems of the warm-ups alone left Bibtex's first KTXMLC fit 2.4× slower in CPU
+    seconds in a process with an empty numba cache, benchmarks/results/triage_claims.md).
+    A spec that cannot be fitted on so few rows is skipped (its fit compiles then).
+
+    Parameters
+    ----------
+    data : MultiLabelData, optional
+        The dataset the timed fits use.
+    split : Split, optional
+        Its split (the training rows).
+    specs : sequence of dict, default=()
+        Classifier specs (canonical or not) to fit once on the slice.
+    """
     from featagg_core.agglomeration import defrag
+    from featagg_core.runs.spec import canonical_spec
     from featagg_core.xmlc import ktxmlc
     defrag.warmup()
     ktxmlc.warmup()
+    if data is None or split is None or not specs:
+        return
+    rows = np.asarray(split.train)[:WARM_ROWS]
+    tiny = type("Slice", (), {"X": data.X[rows], "Y": data.Y[rows]})()
+    part = type("Rows", (), {"train": np.arange(rows.size)})()
+    seen = set()
+    for spec in specs:
+        try:
+            spec = canonical_spec(spec)
+            key = repr(sorted((k, repr(v)) for k, v in spec.items()))
+            if key in seen:
+                continue
+            seen.add(key)
+            _fit_callable(tiny, part, spec)()
+        except Exception:  # noqa: BLE001 - best effort: the real fit compiles what is left
+            continue
 
 
 def _fit_callable(data, split, spec: dict) -> Callable[[], Any]:
