@@ -227,3 +227,96 @@ def test_features_from_scipy_save_npz(tmp_path):
     sp.save_npz(tmp_path / "c.npz", F.tocsc())
     with pytest.raises(DatasetError, match="must be csr, got csc"):
         load_graph(tmp_path / "e.txt", features=tmp_path / "c.npz")
+
+
+# ------------------------------------------------------------------ what the file held
+# 2 self-loops (a a, e e); 3 repeated listings (a b twice more, c d once more); 4 one-way
+# edges (a c, b d, e f, f g); a b / b a and c d / d c listed both ways (4 directed pairs)
+MESSY = [("a", "b"), ("b", "a"), ("c", "d"), ("d", "c"), ("a", "a"), ("e", "e"),
+         ("a", "b"), ("a", "b"), ("c", "d"), ("a", "c"), ("b", "d"), ("e", "f"), ("f", "g")]
+CLEAN = [("a", "b"), ("b", "a"), ("b", "c"), ("c", "b")]
+
+
+def _counts(g):
+    fe = g.file_edges
+    return (fe["listed_edges"], fe["self_loops"], fe["duplicate_edges"], fe["one_way_edges"],
+            fe["two_way_edges"])
+
+
+def _graphml(edges, directed):
+    nodes = sorted({u for e in edges for u in e})
+    body = "".join(f'<node id="{v}"/>' for v in nodes)
+    body += "".join(f'<edge source="{u}" target="{v}"/>' for u, v in edges)
+    return (f'<?xml version="1.0"?><graphml xmlns="http://graphml.graphdrawing.org/xmlns">'
+            f'<graph edgedefault="{"directed" if directed else "undirected"}">{body}'
+            f'</graph></graphml>').encode()
+
+
+def _gml(edges, directed):
+    nodes = sorted({u for e in edges for u in e})
+    ix = {v: i for i, v in enumerate(nodes)}
+    body = "".join(f"node [ id {ix[v]} label \"{v}\" ]\n" for v in nodes)
+    body += "".join(f"edge [ source {ix[u]} target {ix[v]} ]\n" for u, v in edges)
+    return f"graph [\n{'directed 1' if directed else ''}\n{body}]\n".encode()
+
+
+def test_edge_list_file_counts():
+    g = load_graph(_named("".join(f"{u} {v}\n" for u, v in MESSY).encode(), "m.txt"))
+    assert _counts(g) == (13, 2, 3, 4, 4)
+    ex = g.file_edges["examples"]
+    assert ex["self_loops"] == ["a -> a", "e -> e"]
+    assert ex["duplicate_edges"] == ["a -> b", "c -> d"]
+    assert sorted(ex["one_way_edges"]) == ["a -> c", "b -> d", "e -> f", "f -> g"]
+    assert g.file_edges["directed"] is True
+    # the matrix is what it always was: symmetric, no loops, one entry per pair
+    assert g.A.diagonal().sum() == 0 and (g.A != g.A.T).nnz == 0 and g.A.nnz == 12
+    clean = load_graph(_named("".join(f"{u} {v}\n" for u, v in CLEAN).encode(), "c.txt"))
+    assert _counts(clean) == (4, 0, 0, 0, 4)
+    # integer ids: the examples name the nodes by their ids; a zero weight is no edge
+    h = load_graph(_named(b"0 1\n1 0\n1 1\n2 3 0\n0 1\n", "i.txt"))
+    assert _counts(h) == (4, 1, 1, 0, 2) and h.file_edges["examples"]["self_loops"] == ["1 -> 1"]
+
+
+def test_graphml_and_gml_file_counts():
+    # directed: the same answer as the edge list
+    assert _counts(load_graph(_named(_graphml(MESSY, True), "d.graphml"))) == (13, 2, 3, 4, 4)
+    assert _counts(load_graph(_named(_gml(MESSY, True), "d.gml"))) == (13, 2, 3, 4, 4)
+    # undirected: "b a" is the edge "a b" again, so the pairs are {a,b} x4 (3 repeats) and
+    # {c,d} x3 (2 repeats) -> 5 repeats; loops 2; one-way does not apply
+    for raw, name in ((_graphml(MESSY, False), "u.graphml"), (_gml(MESSY, False), "u.gml")):
+        g = load_graph(_named(raw, name))
+        assert _counts(g) == (13, 2, 5, None, None), name
+        assert g.file_edges["directed"] is False
+        assert g.file_edges["examples"]["one_way_edges"] is None
+        assert g.A.nnz == 12
+    for raw, name in ((_graphml(CLEAN[::2], False), "c.graphml"),
+                      (_gml(CLEAN[::2], False), "c.gml")):
+        assert _counts(load_graph(_named(raw, name))) == (2, 0, 0, None, None), name
+
+
+def test_mat_file_counts(tmp_path):
+    # entries: loop at 0, 0-1 both ways, 1->2 only
+    A = sp.csr_matrix(np.array([[1, 1, 0], [1, 0, 1], [0, 0, 0]], float))
+    p = tmp_path / "g.mat"
+    scipy.io.savemat(p, {"network": A})
+    assert _counts(load_graph(p)) == (4, 1, 0, 1, 2)
+
+
+def test_file_counts_leave_fingerprint_and_npz_round_trip(tmp_path):
+    from featagg_core.data import save_npz
+    g = load_graph(_named("".join(f"{u} {v}\n" for u, v in MESSY).encode(), "m.txt"))
+    bare = GraphData(A=g.A, X=g.X, y=g.y, name=g.name, source=g.source)
+    assert bare.file_edges is None
+    assert bare.fingerprint == g.fingerprint and bare == g
+    save_npz(g, tmp_path / "g.npz")
+    h = load_graph(tmp_path / "g.npz")
+    assert h.file_edges == g.file_edges and h.fingerprint == g.fingerprint
+    save_npz(bare, tmp_path / "b.npz")
+    assert load_graph(tmp_path / "b.npz").file_edges is None
+    # a forged entry is refused, naming it
+    with np.load(tmp_path / "g.npz") as z:
+        parts = dict(z)
+    parts["file_edges"] = np.array('{"listed_edges": -1}')
+    np.savez(tmp_path / "bad.npz", **parts)
+    with pytest.raises(DatasetError, match="file_edges"):
+        load_graph(tmp_path / "bad.npz")

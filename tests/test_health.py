@@ -381,3 +381,53 @@ def test_alerts_sorted_by_severity():
     assert sev == sorted(sev, key=("error", "warning", "info").index)
     assert alerts[0].type == "train_test_overlap"
     assert by_type(alerts)["label_only_in_test"].test_rows.tolist() == [0]
+
+
+# ------------------------------------------------------------------ graph: what the file held
+def _edge_file(lines, **kw):
+    import io
+    from featagg_core.data import load_graph
+    f = io.BytesIO("".join(f"{u} {v}\n" for u, v in lines).encode())
+    f.name = "edges.txt"
+    return load_graph(f, **kw)
+
+
+def test_graph_file_edge_alerts_known_counts():
+    # 2 self-loops, 3 repeated listings, 4 one-way edges next to 2 edges given both ways
+    g = _edge_file([("a", "b"), ("b", "a"), ("c", "d"), ("d", "c"), ("a", "a"), ("e", "e"),
+                    ("a", "b"), ("a", "b"), ("c", "d"), ("a", "c"), ("b", "d"), ("e", "f"),
+                    ("f", "g")])
+    a = by_type(health.check(g))
+    assert a["self_loops"].count == 2 and a["self_loops"].rows is None
+    assert "drops them" in a["self_loops"].message
+    assert a["duplicate_edges"].count == 3 and a["duplicate_edges"].severity == "warning"
+    assert a["duplicate_edges"].examples == ["a -> b", "c -> d"]
+    assert a["one_way_edges"].count == 4 and a["one_way_edges"].severity == "warning"
+    assert "4 edges appear in one direction only, while 2 appear both ways" in \
+        a["one_way_edges"].message
+    assert "asymmetric_edges" not in a          # the matrix itself is symmetric
+    # kept loops: the alert names the nodes on the diagonal
+    k = by_type(health.check(_edge_file([("0", "0"), ("0", "1"), ("1", "0"), ("2", "2"),
+                                         ("1", "2"), ("2", "1")], self_loops=True)))
+    assert k["self_loops"].rows.tolist() == [0, 2] and "keeps them" in k["self_loops"].message
+
+
+def test_graph_file_edge_alerts_clean_and_one_direction_files():
+    clean = by_type(health.check(_edge_file([("a", "b"), ("b", "a"), ("b", "c"), ("c", "b")])))
+    assert not set(clean) & {"self_loops", "duplicate_edges", "one_way_edges",
+                             "asymmetric_edges"}
+    # every edge once, in one direction: the usual convention, a note and not a warning
+    once = by_type(health.check(_edge_file([("a", "b"), ("b", "c"), ("c", "d")])))
+    assert once["one_way_edges"].count == 3 and once["one_way_edges"].severity == "info"
+    assert not set(once) & {"self_loops", "duplicate_edges"}
+    # one repeat in 25 listed edges is a note (below DUPLICATE_SHARE)
+    ring = [(str(i), str(i + 1)) for i in range(24)] + [("0", "1")]
+    r = by_type(health.check(_edge_file(ring)))
+    assert r["duplicate_edges"].count == 1 and r["duplicate_edges"].severity == "info"
+    # no file counts (a graph built in Python): the matrix checks as before
+    g = _edge_file([("a", "b"), ("b", "a"), ("a", "a")])
+    g.file_edges = None
+    A = g.A.tolil()
+    A[0, 0] = 1
+    g.A = A.tocsr()
+    assert by_type(health.check(g))["self_loops"].rows.tolist() == [0]

@@ -196,6 +196,14 @@ class GraphData:
     class_names : sequence of str, optional
         The name of each class code 0, 1, ...
     {container_name_source}
+    file_edges : dict, optional
+        What the file's edge list held before the reader made ``A`` symmetric and dropped
+        self-loops (set by :func:`~featagg_core.data.load_graph` for edge lists, GraphML,
+        GML and MATLAB files, kept through :func:`~featagg_core.data.save_npz`): counts
+        ``listed_edges``, ``self_loops``, ``duplicate_edges``, ``one_way_edges`` and
+        ``two_way_edges`` (None for an undirected file), ``directed``, and ``examples`` (a few ``"a -> b"`` edges per
+        count). None when unknown (a graph built in Python). About the file, not the data:
+        not part of the fingerprint nor of ``==``.
 
     Attributes
     ----------
@@ -209,6 +217,7 @@ class GraphData:
     class_names: Optional[Sequence[str]] = None
     name: str = ""
     source: str = ""
+    file_edges: Optional[dict] = field(default=None, compare=False, repr=False)
     kind: str = field(default="graph", init=False)
 
     @property
@@ -310,7 +319,8 @@ def _memoize_fingerprint(cls) -> None:
     """
     from dataclasses import fields as _fields
     compute = cls.fingerprint.fget
-    names = tuple(f.name for f in _fields(cls) if f.name not in ("kind", "name", "source"))
+    names = tuple(f.name for f in _fields(cls)
+                  if f.name not in ("kind", "name", "source", "file_edges"))
 
     def _key(self):
         out = []

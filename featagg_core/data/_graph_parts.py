@@ -1,5 +1,5 @@
 """Pieces every graph format shares: the undirected adjacency rule (:func:`_undirected`),
-class values to codes, and node features / classes given separately (an array or a file).
+what the file's edge list held before that rule (:func:`_file_edges`), class values to codes, and node features / classes given separately (an array or a file).
 """
 from __future__ import annotations
 
@@ -64,6 +64,64 @@ def _undirected(rows, cols, w, n: int, *, self_loops: bool, name: str,
     A.eliminate_zeros()
     A.sort_indices()
     return A
+
+
+#: how many example edges :func:`_file_edges` keeps for each count
+_EDGE_EXAMPLES = 5
+
+
+def _file_edges(rows, cols, n: int, *, directed: bool, w=None, names=None) -> dict:
+    """What the file's edge list held before :func:`_undirected` tidied it.
+
+    Counted on the listed edges, vectorised (one sort of an int64 key): ``self_loops``
+    (edges u-u), ``duplicate_edges`` (listings that repeat an earlier one: the same
+    ``(u, v)`` pair for a directed file, the same pair in either order for an undirected
+    one), ``one_way_edges`` (distinct pairs u != v whose reverse is not listed; None for an
+    undirected file, where the question does not arise) and ``two_way_edges`` (those whose
+    reverse is; None likewise), ``listed_edges`` and ``directed``,
+    plus up to :data:`_EDGE_EXAMPLES` examples of each as ``"a -> b"`` (``"a -- b"``
+    undirected) in node names (``names[i]``, else the node number). Zero-weight edges are
+    not edges (as in :func:`_undirected`) and are not counted.
+    """
+    r = np.asarray(rows, np.int64)
+    c = np.asarray(cols, np.int64)
+    if w is not None:
+        keep = np.asarray(w) != 0
+        if not keep.all():
+            r, c = r[keep], c[keep]
+    m = int(r.size)
+
+    def node(i):
+        return str(names[int(i)]) if names is not None else str(int(i))
+
+    arrow = " -> " if directed else " -- "
+
+    def show(keys):
+        return [node(k // n) + arrow + node(k % n) for k in keys[:_EDGE_EXAMPLES].tolist()]
+
+    loops = r == c
+    if directed:
+        key = r * n + c
+    else:
+        key = np.minimum(r, c) * n + np.maximum(r, c)
+    uniq, counts = np.unique(key, return_counts=True)
+    one_way = one_way_ex = both = None
+    if directed:
+        pair = uniq[(uniq // n) != (uniq % n)]
+        rev = (pair % n) * n + pair // n
+        pos = np.searchsorted(uniq, rev)
+        found = pos < uniq.size
+        found[found] = uniq[pos[found]] == rev[found]
+        lone = pair[~found]
+        one_way, one_way_ex = int(lone.size), show(lone)
+        both = int(pair.size - lone.size)
+    return {"listed_edges": m, "directed": bool(directed),
+            "self_loops": int(loops.sum()),
+            "duplicate_edges": int(m - uniq.size),
+            "one_way_edges": one_way, "two_way_edges": both,
+            "examples": {"self_loops": show(key[loops]),
+                         "duplicate_edges": show(uniq[counts > 1]),
+                         "one_way_edges": one_way_ex}}
 
 
 def _classes_from_values(values, name: str, what: str):

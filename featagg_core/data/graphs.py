@@ -27,6 +27,7 @@ from featagg_core.data._text import _fill_hard, _kernel_error
 from featagg_core.data.npz import _load_npz_any
 from featagg_core.data._graph_parts import (
     _classes_from_values,
+    _file_edges,
     _labels_from_any,
     _matrix_from_any,
     _undirected,
@@ -108,7 +109,9 @@ def _parse_edge_list(raw: bytes, name: str, node_ids: str):
 
 
 def _graph_from_networkx(G, name: str, self_loops: bool, class_attr):
-    """A, X (numeric node attributes, one column per attribute name, sorted), y."""
+    """A, X (numeric node attributes, one column per attribute name, sorted), y, feature
+    names, class names, and what the file's edges held (:func:`_file_edges`; one-way edges
+    only when the graph is directed)."""
     nodes = list(G.nodes())
     n = len(nodes)
     if n == 0:
@@ -125,7 +128,9 @@ def _graph_from_networkx(G, name: str, self_loops: bool, class_attr):
         except (TypeError, ValueError):
             raise DatasetError(f"edge weight {x!r} is not a number", path=name,
                                field="weight") from None
-    A = _undirected(r, c, np.asarray(w, np.float64), n, self_loops=self_loops, name=name)
+    w = np.asarray(w, np.float64)
+    A = _undirected(r, c, w, n, self_loops=self_loops, name=name)
+    file_edges = _file_edges(r, c, n, directed=G.is_directed(), w=w, names=nodes)
     attrs = [a for _, a in G.nodes(data=True)]
     keys = sorted({k for a in attrs for k in a}, key=str)
     if class_attr is None:
@@ -184,13 +189,14 @@ def _graph_from_networkx(G, name: str, self_loops: bool, class_attr):
             codes, class_names = _classes_from_values(kv, name, class_attr)
             y = np.full(n, -1, np.int64)
             y[known] = codes
-    return A, X, y, fnames or None, class_names
+    return A, X, y, fnames or None, class_names, file_edges
 
 
 #: bytes networkx holds per node or edge of a GraphML / GML graph (its attribute dicts,
 #: adjacency entries and the parsed elements; 10^6 nodes + 5*10^5 edges took 1.56 GB)
 GRAPH_ELEMENT_BYTES = 1 << 10
 _GML_ELEMENT = re.compile(rb"\b(?:node|edge)\s*\[")
+_GML_GRAPH = re.compile(r"\bgraph\s*\[")
 
 
 def _charge_graph_elements(raw: bytes, name: str, fmt: str) -> None:
@@ -233,7 +239,15 @@ def _load_gml(raw: bytes, name: str, self_loops: bool, class_attr):
         raise DatasetError(f"not valid UTF-8 ({exc.reason})", path=name,
                            line=raw[:exc.start].count(b"\n") + 1) from None
     try:
-        G = nx.parse_gml(text.splitlines(), label=None)
+        try:
+            G = nx.parse_gml(text.splitlines(), label=None)
+        except nx.NetworkXError as exc:
+            # networkx refuses an edge listed twice unless the file says "multigraph 1";
+            # read it as one so the duplicates can be counted (the graph keeps one of each)
+            if "is duplicated" not in str(exc):
+                raise
+            G = nx.parse_gml(_GML_GRAPH.sub(lambda m: m.group(0) + "\nmultigraph 1\n", text,
+                                            count=1).splitlines(), label=None)
     except Exception as exc:  # noqa: BLE001
         raise DatasetError(f"malformed GML ({reason(exc)})",
                            path=name) from None
@@ -286,7 +300,10 @@ def load_graph(path_or_file, features=None, labels=None, *, format=None, node_id
     repeatedly) becomes one edge with the largest weight given; self-loops are dropped
     unless ``self_loops=True`` (BlogCatalog's .mat has them on the diagonal); an npz is
     read as stored unless ``self_loops=False`` is given explicitly; weights
-    must be finite and non-negative. ``features``/``labels`` add (or replace) node
+    must be finite and non-negative. What the file held before that (self-loops, edges
+    listed twice, edges listed in one direction only; GraphML / GML graphs that are
+    undirected have no one-way edges) is counted while parsing and kept as
+    ``file_edges`` for the health checks. ``features``/``labels`` add (or replace) node
     features and classes: an array/sparse matrix, or a file (see ``_matrix_from_any``,
     ``_labels_from_any``). X is csr float32 (n x 0 when there are none), y int64 with -1 =
     unknown, or None.
@@ -336,20 +353,22 @@ def load_graph(path_or_file, features=None, labels=None, *, format=None, node_id
                                field="kind")
         A, X, y, fnames, cnames = (data.A, data.X, data.y, data.feature_names,
                                    data.class_names)
+        file_edges = data.file_edges
         if self_loops is False and A.diagonal().any():  # explicit request only
             A = A.tolil()
             A.setdiag(0)
             A = A.tocsr()
             A.eliminate_zeros()
     elif fmt == "mat":
-        A, X, y, fnames, cnames = _load_mat(raw, src, keep_loops)
+        A, X, y, fnames, cnames, file_edges = _load_mat(raw, src, keep_loops)
     elif fmt == "graphml":
-        A, X, y, fnames, cnames = _load_graphml(raw, src, keep_loops, class_attr)
+        A, X, y, fnames, cnames, file_edges = _load_graphml(raw, src, keep_loops, class_attr)
     elif fmt == "gml":
-        A, X, y, fnames, cnames = _load_gml(raw, src, keep_loops, class_attr)
+        A, X, y, fnames, cnames, file_edges = _load_gml(raw, src, keep_loops, class_attr)
     elif fmt == "edgelist":
         r, c, w, lines, n, node_names = _parse_edge_list(raw, src, node_ids)
         A = _undirected(r, c, w, n, self_loops=keep_loops, name=src, lines=lines)
+        file_edges = _file_edges(r, c, n, directed=True, w=w, names=node_names)
         X = sp.csr_matrix((n, 0), dtype=np.float32)
         y = fnames = cnames = None
     else:
@@ -363,4 +382,4 @@ def load_graph(path_or_file, features=None, labels=None, *, format=None, node_id
         y, cnames = _labels_from_any(labels, n, node_names, src)
     return GraphData(A=A, X=X, y=y, feature_names=fnames, class_names=cnames,
                      name=name or _stem(src),
-                     source=f"{fmt}: {src}")
+                     source=f"{fmt}: {src}", file_edges=file_edges)

@@ -12,7 +12,8 @@ from featagg_core.data._containers import DatasetError
 from featagg_core.utils.bounded import reason
 from featagg_core.data._input import _budget, _fail_for
 from featagg_core.data._checks import _check_declared, _MAX_DIM
-from featagg_core.data._graph_parts import _classes_from_values, _matrix_from_any, _undirected
+from featagg_core.data._graph_parts import (_classes_from_values, _file_edges,
+                                            _matrix_from_any, _undirected)
 
 
 _MAT_KEYS = {
@@ -222,7 +223,8 @@ def _mat_element_body(raw: bytes, pos: int, end: int, compressed: bool, endian: 
 def _load_mat(raw: bytes, name: str, self_loops: bool):
     """Read the graph variables of a MAT v5/v7 file. The file's structure is walked and
     the chosen variables validated first (see ``_mat_check_matrix``); only then are those
-    elements handed to ``scipy.io.loadmat`` (which never unpickles)."""
+    elements handed to ``scipy.io.loadmat`` (which never unpickles). Returns A, X, y,
+    feature names (None), class names and the adjacency's file counts (``_file_edges``)."""
     import scipy.io
     if raw[:128].find(b"MATLAB 7.3") >= 0 or raw[:8] == b"\x89HDF\r\n\x1a\n":
         raise DatasetError("MATLAB v7.3 (HDF5) files are not supported: save with -v7",
@@ -291,6 +293,9 @@ def _load_mat(raw: bytes, name: str, self_loops: bool):
     Ac = sp.coo_matrix(A)
     A = _undirected(Ac.row, Ac.col, Ac.data.astype(np.float64), n, self_loops=self_loops,
                     name=f"{name} ({ka})")
+    # a matrix lists each entry once (duplicates only from a sparse matrix's repeated
+    # entries); its asymmetric entries are the one-way edges
+    file_edges = _file_edges(Ac.row, Ac.col, n, directed=True, w=Ac.data)
     if kx is not None:
         Xv = numeric(kx)
         if Xv.shape[0] != n and Xv.shape[1] == n:
@@ -321,4 +326,4 @@ def _load_mat(raw: bytes, name: str, self_loops: bool):
         else:
             raise DatasetError(f"{ky} has shape {G.shape}, expected {n} x c or a vector of "
                                f"{n}", path=name, field=ky)
-    return A, X, y, None, class_names
+    return A, X, y, None, class_names, file_edges

@@ -40,7 +40,8 @@ def save_npz(data, path) -> None:
     "table"; sparse matrices as ``<M>_data`` (float32), ``<M>_indices``, ``<M>_indptr``,
     ``<M>_shape`` for M in X, Y, X_test, Y_test (multilabel) or A, X (graph);
     ``feature_names``, ``label_names``, ``class_names`` as unicode arrays; ``y`` int64 with
-    -1 for unknown; ``name`` and ``source`` as 0-d unicode arrays. Tables store
+    -1 for unknown; ``name`` and ``source`` as 0-d unicode arrays; a graph's
+    ``file_edges`` (what its source file held) as a 0-d unicode JSON document. Tables store
     ``columns`` (unicode), one unicode array ``col_<i>`` per column (missing values as
     "<NA>"), ``labels`` int8 and ``label_name``. The file is written atomically
     (temporary file + ``os.replace``).
@@ -81,6 +82,9 @@ def save_npz(data, path) -> None:
             arrays["feature_names"] = _str_array(list(data.feature_names))
         if data.class_names is not None:
             arrays["class_names"] = _str_array(list(data.class_names))
+        if getattr(data, "file_edges", None) is not None:
+            import json
+            arrays["file_edges"] = np.array(json.dumps(data.file_edges))
     elif isinstance(data, CategoricalData):
         arrays["kind"] = np.array("table")
         cols = list(data.table.columns)
@@ -223,6 +227,45 @@ def _load_npz_any(path_or_file):
         return _npz_to_container(z, name)
 
 
+_EDGE_COUNTS = ("listed_edges", "self_loops", "duplicate_edges", "one_way_edges",
+                "two_way_edges")
+
+
+def _npz_file_edges(z, name):
+    """A graph's ``file_edges`` entry, checked field by field (None when absent)."""
+    import json
+    if "file_edges" not in z:
+        return None
+    text = _npz_str(z, "file_edges", name)
+
+    def bad(what):
+        return DatasetError(f"file_edges: {what}", path=name, field="file_edges")
+
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise bad("not a JSON document") from None
+    if not isinstance(doc, dict) or set(doc) != {*_EDGE_COUNTS, "directed", "examples"}:
+        raise bad("expected the keys " + ", ".join((*_EDGE_COUNTS, "directed", "examples")))
+    if not isinstance(doc["directed"], bool):
+        raise bad("directed must be true or false")
+    for k in _EDGE_COUNTS:
+        v = doc[k]
+        if v is None and k.endswith("way_edges") and not doc["directed"]:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise bad(f"{k} must be a count >= 0")
+    ex = doc["examples"]
+    if not isinstance(ex, dict) or set(ex) != set(_EDGE_COUNTS[1:4]):
+        raise bad("examples must give " + ", ".join(_EDGE_COUNTS[1:4]))
+    for k, v in ex.items():
+        if v is None and doc[k] is None:
+            continue
+        if not isinstance(v, list) or not all(isinstance(e, str) for e in v):
+            raise bad(f"examples of {k} must be a list of text")
+    return doc
+
+
 def _npz_to_container(z: dict, name: str):
     kind = _npz_str(z, "kind", name, default="")
     if not kind:
@@ -284,7 +327,8 @@ def _npz_to_container(z: dict, name: str):
             class_names = [str(s) for s in arr.tolist()]
         return GraphData(A=A, X=X, y=y,
                          feature_names=_npz_names(z, "feature_names", X.shape[1], name),
-                         class_names=class_names, **meta)
+                         class_names=class_names, file_edges=_npz_file_edges(z, name),
+                         **meta)
     if kind == "table":
         import pandas as pd
         if "columns" not in z or "labels" not in z:

@@ -1,12 +1,20 @@
-"""Checks of an attributed graph: self-loops, asymmetric (one-way) edges, isolated nodes,
-connected components, nodes without features, constant features, class homophily.
+"""Checks of an attributed graph: self-loops, duplicate and one-way edges of the file,
+asymmetric entries of the matrix, isolated nodes, connected components, nodes without
+features, constant features, class homophily.
 
-What can be seen: the graph readers symmetrise the adjacency (an edge given in either
-direction, or repeatedly, becomes one edge) and drop self-loops unless asked to keep them
-(``featagg_core.data.load_graph``), so duplicate and one-way edges *of the file* are not
-visible in a :class:`~featagg_core.data.GraphData` they built; these checks report what the
-matrix shows -- self-loops kept on its diagonal, and asymmetric entries of an adjacency
-built some other way (an npz stored as is, or a matrix made in Python).
+Where the counts come from: the graph readers symmetrise the adjacency (an edge given in
+either direction, or repeatedly, becomes one edge) and drop self-loops unless asked to keep
+them (``featagg_core.data.load_graph``), so the matrix no longer shows what the file held.
+They count it while parsing into ``GraphData.file_edges``; when that is there, the
+``self_loops``, ``duplicate_edges`` and ``one_way_edges`` alerts report the file. When it
+is None (a graph built in Python, a sample, an npz written before the counts existed) the
+checks report what the matrix shows instead: self-loops kept on its diagonal, and
+asymmetric entries (``asymmetric_edges``, checked in every case).
+
+One-way edges: a file that lists every edge in one direction only follows the common
+"each undirected edge once" convention (a note); a file that lists some edges both ways and
+others one way is more likely a directed graph whose direction featagg will ignore (a
+warning). Duplicates are a warning above :data:`DUPLICATE_SHARE` of the listed edges.
 
 Homophily: the edge homophily ratio ``h`` (the share of edges between two labelled nodes
 whose classes agree; Zhu et al. 2020) against its chance level ``sum_c p_c^2``, where
@@ -23,7 +31,10 @@ from scipy.sparse.csgraph import connected_components
 
 from featagg_core.health.alerts import Alert
 
-__all__ = ["graph_alerts", "edge_homophily"]
+__all__ = ["graph_alerts", "edge_homophily", "file_edge_alerts", "DUPLICATE_SHARE"]
+
+#: share of the listed edges above which repeated edges are a warning (else a note)
+DUPLICATE_SHARE = 0.05
 
 
 def edge_homophily(A, y) -> tuple:
@@ -73,7 +84,10 @@ def graph_alerts(data) -> List[Alert]:
     out = []
     diag = A.diagonal()
     loops = np.flatnonzero(diag != 0)
-    if loops.size:
+    fe = getattr(data, "file_edges", None)
+    if fe is not None:
+        out += file_edge_alerts(fe, loops)
+    elif loops.size:
         out.append(Alert("self_loops", "info", int(loops.size),
                          f"{loops.size:,} nodes have an edge to themselves.",
                          "Harmless for most methods; drop them if the graph should have none "
@@ -165,6 +179,75 @@ def graph_alerts(data) -> List[Alert]:
                              f"{unl.size:,} nodes{_pct(unl.size, n)} have no class.",
                              "They are used for structure but not scored.", rows=unl))
     return out
+
+
+def file_edge_alerts(file_edges: dict, kept_loops=None) -> List[Alert]:
+    """``self_loops``, ``duplicate_edges`` and ``one_way_edges`` from what the file held.
+
+    Parameters
+    ----------
+    file_edges : dict
+        ``GraphData.file_edges`` (the counts the reader took while parsing).
+    kept_loops : numpy.ndarray, optional
+        Nodes whose self-loop the graph kept (its diagonal); empty or None when the reader
+        dropped them.
+
+    Returns
+    -------
+    list of Alert
+        The alerts whose count is above zero.
+    """
+    out = []
+    ex = file_edges.get("examples") or {}
+    listed = int(file_edges.get("listed_edges") or 0)
+    k = int(file_edges.get("self_loops") or 0)
+    kept = kept_loops is not None and len(kept_loops) > 0
+    if k:
+        out.append(Alert("self_loops", "info", k,
+                         f"The file lists {k:,} edge{_s(k)} from a node to itself; the graph "
+                         + ("keeps them." if kept else "drops them."),
+                         "Nothing to do unless a loop means something in your data: a "
+                         "node's own features already describe it.",
+                         rows=np.asarray(kept_loops) if kept else None,
+                         examples=list(ex.get("self_loops") or [])))
+    k = int(file_edges.get("duplicate_edges") or 0)
+    if k:
+        out.append(Alert("duplicate_edges",
+                         "warning" if k > DUPLICATE_SHARE * max(listed, 1) else "info", k,
+                         f"{k:,} of the file's {listed:,} edges repeat an edge it lists "
+                         f"earlier; the graph keeps one of each (with the largest weight "
+                         f"given).",
+                         "Check how the file was made (two exports appended, a join that "
+                         "repeated rows): if the repeats were meant as weights, give each edge "
+                         "once with its weight.",
+                         examples=list(ex.get("duplicate_edges") or [])))
+    k = file_edges.get("one_way_edges")
+    if k:
+        both = int(file_edges.get("two_way_edges") or 0) // 2     # pairs listed both ways
+        if both:
+            out.append(Alert("one_way_edges", "warning", int(k),
+                             f"{k:,} edge{_s(k)} appear{'s' if k == 1 else ''} in one "
+                             f"direction only, while {both:,} appear{'s' if both == 1 else ''} both "
+                             f"ways; featagg treats "
+                             f"the graph as undirected (each edge both ways).",
+                             "If direction matters here (who cites or follows whom), featagg's "
+                             "graph methods will not see it; if the file should list every "
+                             "edge both ways, look for the missing reverse edges.",
+                             examples=list(ex.get("one_way_edges") or [])))
+        else:
+            out.append(Alert("one_way_edges", "info", int(k),
+                             f"The file lists each of its {k:,} edge{_s(k)} in one direction "
+                             f"only; featagg treats the graph as undirected (each edge both "
+                             f"ways).",
+                             "Nothing to do if the edges have no direction; if direction "
+                             "matters (who cites or follows whom), featagg's graph methods "
+                             "will not see it.",
+                             examples=list(ex.get("one_way_edges") or [])))
+    return out
+
+
+def _s(k: int) -> str:
+    return "" if k == 1 else "s"
 
 
 def _pct(k: int, n: int) -> str:
