@@ -234,9 +234,9 @@ async def goto(page, title: str) -> None:
     link = page.locator('[data-testid="stSidebarNavLink"]').filter(has_text=title).first
     href = await link.get_attribute("href", timeout=TIMEOUT_MS) or ""
     await link.click(timeout=TIMEOUT_MS)
-    if href:
-        path = href.rstrip("/").rsplit("/", 1)[-1]
-        await page.wait_for_url(lambda u: u.rstrip("/").endswith("/" + path),
+    if href:      # paths only: the URL keeps its ?session=KEY query on every page
+        path = href.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        await page.wait_for_url(lambda u: u.split("?", 1)[0].rstrip("/").endswith("/" + path),
                                 timeout=TIMEOUT_MS)
     await wait_app(page, 5_000)
     await page.wait_for_function(_STALE, timeout=TIMEOUT_MS)
