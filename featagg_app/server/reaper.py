@@ -204,9 +204,10 @@ class SessionReaper:
                       "returned to the system", spilled, (freed or 0) / 2 ** 20)
         if done:
             freed = self._release()
-            _log.info("featagg: freed %d session(s) (%s); %.0f MB returned to the system",
+            _log.info("featagg: freed %d session(s) (%s)%s; %.0f MB returned to the system",
                       len(done), ", ".join(f"{s[:8]} {why}" for s, why in done),
-                      (freed or 0) / 2 ** 20)
+                      f"; {spilled} durable session(s) no tab shows spilled to disk"
+                      if spilled else "", (freed or 0) / 2 ** 20)
         return done
 
     def _sweep_durable(self, live: set, now: float) -> Tuple[int, List[Tuple[str, str]]]:
