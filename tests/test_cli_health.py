@@ -67,3 +67,28 @@ def test_health_cli_bad_file_is_one_line(tmp_path, capsys):
     code = main(["health", str(p)])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_health_cli_numeric_label_runs_the_other_table_checks(tmp_path, capsys):
+    # 'user' is an ID (60 values in 60 rows); 'movie' is not; ratings 1-5, median 3
+    p = tmp_path / "ratings.csv"
+    rows = ["user,movie,rating"] + [f"id{i},m{i % 11},{1 + i % 5}" for i in range(60)]
+    p.write_text("\n".join(rows) + "\n")
+    out_json = tmp_path / "h.json"
+    code = main(["health", str(p), "--label", "rating", "--json", str(out_json)])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert "'rating' >= 3 (the median" in out and "read 'rating' >= 3 as the positive" in out
+    assert "ID-like): 'user' (60 values in 60 rows)" in out
+    doc = json.loads(out_json.read_text())
+    by = {a["type"]: a for a in doc["alerts"]}
+    assert by["numeric_label"]["thresholds"] == [3.0, 4.0, 2.0]
+    assert by["numeric_label"]["checked_with_threshold"] == 3.0
+    assert by["id_columns"]["examples"] == ["user"]
+    # the table without an ID column: thresholds still offered, no ID-like alert
+    q = tmp_path / "plain.csv"
+    q.write_text("\n".join(["movie,rating"] + [f"m{i % 11},{1 + i % 5}" for i in range(60)])
+                 + "\n")
+    assert main(["health", str(q), "--label", "rating"]) == 0
+    out, _ = capsys.readouterr()
+    assert "numeric values" in out and "ID-like" not in out

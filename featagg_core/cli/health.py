@@ -10,7 +10,9 @@ against its test part (``--test``, or the one a sample ships); ``--test-size`` /
 ``--valid-size`` / ``--split-seed`` ask for a random split instead. A table is checked on
 the split ``compress`` fits on (the dashboard's default unless those options say
 otherwise), so values seen only in its test rows are found. A table whose label column
-holds numbers gets the thresholds to offer (``numeric_label``) instead of the checks.
+holds numbers (which the table reader refuses without a threshold) gets the thresholds to
+offer (``numeric_label``) and the other table checks too, run on the table read with the
+first threshold offered (the median: rows at or above it positive); the alert says so.
 """
 from __future__ import annotations
 
@@ -81,8 +83,26 @@ def _load(args):
         if "binarise" in msg or "positive" in msg:
             alert = _numeric_label(path, args.label)
             if alert is not None:
-                return alert
+                return _with_threshold(args, alert)
         raise CliError(msg) from None
+
+
+def _with_threshold(args, alert):
+    """(the table read with the first threshold ``alert`` offers, ``alert`` saying so), or
+    the alert alone when there is no threshold to use or the table still cannot be read."""
+    from featagg_core import data as d
+    ths = alert.extra.get("thresholds") or []
+    if not ths:
+        return alert
+    t = float(ths[0])
+    try:
+        table = _load_data(args.data, "table", label=args.label, threshold=t)
+    except (d.DatasetError, CliError):
+        return alert
+    alert.hint += (f" The other checks here read '{args.label}' >= {t:g} as the positive "
+                   f"class.")
+    alert.extra["checked_with_threshold"] = t
+    return table, alert
 
 
 def _numeric_label(path: str, label: Optional[str]):
@@ -123,6 +143,9 @@ def cmd_health(args) -> None:
     """
     from featagg_core.health import Alert, alerts_to_json, check, format_alerts
     loaded = _load(args)
+    offered = None
+    if isinstance(loaded, tuple):           # a numeric label, read with a threshold
+        loaded, offered = loaded
     if isinstance(loaded, Alert):
         alerts = [loaded]
         name = os.path.basename(args.data)
@@ -139,6 +162,9 @@ def cmd_health(args) -> None:
             alerts = check(data, split, label_errors=not args.no_label_errors)
         except ValueError as exc:
             raise CliError(str(exc)) from None
+        if offered is not None:
+            from featagg_core.health import sort_alerts
+            alerts = sort_alerts(alerts + [offered])
     if args.json:
         from featagg_core.data import _atomic_write
         doc = alerts_to_json(alerts)
