@@ -103,7 +103,14 @@ def _set_url_key(key: str) -> None:
         _log.debug("featagg: cannot set the session query parameter", exc_info=True)
 
 
-def _restore(rec, key: str) -> None:
+def _restore(rec, key: str, replace: bool = False) -> None:
+    if replace:        # this tab showed another session: nothing of it may stay behind
+        for k in list(st.session_state.keys()):
+            if k not in rec.values:
+                try:
+                    del st.session_state[k]
+                except Exception:  # noqa: BLE001
+                    _log.debug("featagg: could not drop %r", k, exc_info=True)
     for k, v in rec.values.items():
         if k in (_SESSION_KEY, SESSION_NOTICE):
             continue
@@ -133,7 +140,8 @@ def durable_session() -> str:
         if url_key is not None and not _same(url_key, mine):
             rec = store.lookup(url_key)
             if rec is not None:
-                _restore(rec, url_key)
+                save_session()                 # what this tab showed stays with its key
+                _restore(rec, url_key, replace=True)
                 return url_key
         if store.lookup(mine) is None:        # forgotten meanwhile: keep this tab's work
             store.create(key=mine, sid=session_id())

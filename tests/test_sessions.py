@@ -363,3 +363,21 @@ def test_a_closed_tab_keeps_its_job_and_its_work_and_an_idle_one_loses_both(tmp_
     assert ("tab-idle", "idle") in reaper.sweep(now=t0 + 700)
     assert idle.get(FREED_KEY) is True and "featagg.session_id" not in idle
     assert d_idle.sid in runner.cancelled and store.lookup(k_idle) is None
+
+
+def test_a_tab_opening_another_key_keeps_nothing_of_the_first_and_the_first_keeps_all():
+    a = _app()
+    a.toggle(key="featagg_large_text").set_value(True).run()
+    a.session_state["featagg.marker"] = "alice's"
+    a.run()
+    k1 = _key(a)
+    k2 = _key(_app())                                   # someone else's session
+    a.query_params["session"] = k2                      # this tab now opens that URL
+    a.run()
+    ok(a)
+    assert _key(a) == k2
+    assert a.toggle(key="featagg_large_text").value is False
+    assert "featagg.marker" not in a.session_state
+    first = _app(k1)                                    # the first key still has its work
+    assert first.toggle(key="featagg_large_text").value is True
+    assert first.session_state["featagg.marker"] == "alice's"
