@@ -90,8 +90,11 @@ def interval(raw, row):
     return a.low / b.high, a.high / b.low
 
 
+_NO_CLAIM = ("no measurable difference", "too fast to time")
+
+
 def agree(c1, i1, c2, i2) -> bool:
-    if c1 == c2:
+    if c1 == c2 or (c1 in _NO_CLAIM and c2 in _NO_CLAIM):     # neither claims a speed-up
         return True
     if "too fast" in (c1 + c2):
         return False
@@ -160,8 +163,13 @@ def main(argv=None):
             totals["cold=warm"] += same_rec
             notes.append(f"- {title}: cold triage {cold_s:.0f} s ({how}), warm {warm_s:.0f} "
                          f"s, paired experiment {paired_s:.0f} s; the same recommendation "
-                         f"cold and warm: {'yes' if same_rec else 'NO'}.\n  Recommendation: "
-                         f"{warm['recommendation']['text']}")
+                         f"cold and warm: {'yes' if same_rec else 'NO'}"
+                         + ("" if i else f" (the cold run had {budget * 3} s against "
+                                         f"{budget} s: the compilation is inside its budget, "
+                                         "so it ran other steps and seeds)")
+                         + f".\n  Recommendation (warm): {warm['recommendation']['text']}"
+                         + ("" if same_rec else "\n  Recommendation (cold): "
+                            f"{cold['recommendation']['text']}"))
             for key in sorted(set(per["cold"]) & set(per["warm"]) & set(per["paired"]),
                               key=lambda k: (k[0], -1 if k[1] is None else k[1])):
                 kind, d0 = key
