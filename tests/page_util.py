@@ -149,16 +149,6 @@ def widget(elements, name: str):
     return hits[0]
 
 
-def widget_value(at, name: str):
-    """The session-state value of the widget ``name`` (its key from ``data_key`` for the
-    dataset the page last drew it for), as the page reads it."""
-    from featagg_app.keys import key_name
-    keys = [k for k in at.session_state if isinstance(k, str) and key_name(k) == name]
-    if len(keys) != 1:
-        raise KeyError(f"{len(keys)} session keys named {name!r}: {keys}")
-    return at.session_state[keys[0]]
-
-
 def switch_dataset(at, data, origin: str = "upload", source_id=None):
     """Make ``data`` the session's dataset while the page stays open, as the sidebar's
     ``state.set_dataset`` does (every page's namespace emptied when the fingerprint
