@@ -257,7 +257,11 @@ def test_pipeline_is_fitted_on_training_rows_and_predicts_as_by_hand(ml, refrag_
 def test_run_record_timings_sizes_and_spec_key(ml, refrag_run):
     run = refrag_run
     rec = json.loads(json.dumps(run.to_record()))
-    assert rec["name"] == "KTXMLC K=16 T=2 · DEFRAG d0=6 + REFRAG α=0.5"
+    # every setting off its default (leaf size, shortlist), and after the fit what
+    # KTXMLC's form='auto' chose, read here from the fitted model itself
+    chose = {"flat": "one flat tree", "trees": "label trees"}[run.pipeline.classifier.form_]
+    assert rec["name"] == (f"KTXMLC K=16 T=2 leaf=6 · DEFRAG d0=6 → {chose} "
+                           "+ REFRAG α=0.5 shortlist=12")
     assert rec["kind"] == "classifier" and rec["status"] == "done"
     assert rec["split"]["n_test"] == run.split.test.size and "pipeline" not in rec
     for key in ("defrag_s", "classifier_s", "rerank_s", "predict_s", "total_s",
