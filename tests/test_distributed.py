@@ -360,6 +360,70 @@ def test_shards_read_on_workers_feed_the_twins(client, tmp_path, xmlc_data):
         defrag_distributed("serial", h)
 
 
+def test_form_choice_on_shards_gathers_only_the_carved_rows(client, tmp_path, xmlc_data,
+                                                           monkeypatch):
+    from featagg_core.distributed.blocks import ShardedMultiLabel
+    from featagg_core.xmlc import form_choice as fc
+
+    X, Y = xmlc_data
+    paths = _write_shards(tmp_path, X, Y, [0, 400, 900, 1500])
+    whole = [load_xc(str(p)) for p in paths]
+    Xw = sp.vstack([w.X for w in whole], format="csr")
+    Yw = sp.vstack([w.Y for w in whole], format="csr")
+    h = load_xc_shards(client, str(tmp_path / "part-*.txt"))
+    # a small cap, so that it bounds the candidate rows (1200 of the 1500 rows are not
+    # validation rows); the single machine runs with the same cap
+    monkeypatch.setattr(fc, "MAX_FIT_ROWS", 500)
+    taken = []
+    real = ShardedMultiLabel.take_rows
+
+    def recording(self, rows):
+        out = real(self, rows)
+        taken.append((np.asarray(rows).copy(), out))
+        return out
+
+    monkeypatch.setattr(ShardedMultiLabel, "take_rows", recording)
+    params = dict(n_trees=1, max_leaf_labels=25, random_state=3)
+    dist = ktxmlc_distributed(client, h, **params)
+    assert len(taken) == 1                      # one gather, of exactly the carved rows
+    rows, (Xg, Yg) = taken[0]
+    fit_rows, valid_rows = fc.carve_rows(1500, 3)
+    assert (fit_rows.size, valid_rows.size) == (500, 300)
+    assert np.array_equal(rows, np.union1d(fit_rows, valid_rows))
+    assert rows.size <= valid_rows.size + fc.MAX_FIT_ROWS < h.n_samples
+    assert Xg.shape[0] == Yg.shape[0] == rows.size
+    assert (Xg != Xw[rows]).nnz == 0 and (Yg != Yw[rows]).nnz == 0
+    assert dist.distributed_info_["choice_rows_gathered"] == rows.size
+    single = KTXMLC(**params).fit(Xw, Yw)
+    assert (dist.form_, dist.C_, dist.choice_) == (single.form_, single.C_, single.choice_)
+    assert dist.selection_ == single.selection_ and len(single.selection_) >= 3
+    assert_same_ktxmlc(single, dist, Xw[:300])
+    # a gather of a few rows from one block sends only those rows
+    assert (real(h, [401, 402, 899])[0] != Xw[[401, 402, 899]]).nnz == 0
+    with pytest.raises(ValueError, match="sorted"):
+        real(h, [3, 2])
+
+
+def test_twin_on_shards_picks_the_trees_where_the_single_machine_does(client, tmp_path):
+    # labels over few feature groups, 3 labels a point: the trees win on the validation
+    # rows (tests/test_ktxmlc.py::test_form_auto_picks_the_form_that_wins_on_validation_rows)
+    d = make_powerlaw_multilabel(n_samples=2000, n_features=400, n_labels=60, avg_labels=3,
+                                 noise=0.3, feature_clusters=2, random_state=1)
+    paths = _write_shards(tmp_path, d.X, d.Y, [0, 700, 1300, 2000])
+    whole = [load_xc(str(p)) for p in paths]
+    Xw = sp.vstack([w.X for w in whole], format="csr")
+    Yw = sp.vstack([w.Y for w in whole], format="csr")
+    h = load_xc_shards(client, str(tmp_path / "part-*.txt"))
+    params = dict(n_clusters=4, max_leaf_labels=5, beam_width=12, random_state=0)
+    single = KTXMLC(**params).fit(Xw, Yw)
+    dist = ktxmlc_distributed(client, h, **params)
+    assert single.form_ == "trees" and "label trees" in single.choice_
+    assert (dist.form_, dist.C_, dist.choice_) == (single.form_, single.C_, single.choice_)
+    assert dist.selection_ == single.selection_
+    assert dist.get_params()["form"] == "auto"
+    assert_same_ktxmlc(single, dist, Xw[:300])
+
+
 def test_shard_errors(client, tmp_path, xmlc_data):
     X, Y = xmlc_data
     _write_shards(tmp_path, X, Y, [0, 10, 20])

@@ -78,6 +78,43 @@ class ShardedMultiLabel:
                               + (" ..." if len(self.paths) > 3 else ""))
 
 
+    def take_rows(self, rows):
+        """Some rows gathered from the workers: each block selects its own rows there
+        (:func:`select_rows`) and only those travel to this process.
+
+        Parameters
+        ----------
+        rows : array-like of int
+            Global row numbers, sorted and without repeats, in ``[0, n_samples)``.
+
+        Returns
+        -------
+        tuple (X, Y)
+            Those rows, in order (csr, as the blocks hold them).
+
+        Raises
+        ------
+        ValueError
+            For rows out of range, unsorted or repeated.
+        """
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        if rows.size and (rows[0] < 0 or rows[-1] >= self.n_samples
+                          or np.any(np.diff(rows) <= 0)):
+            raise ValueError(f"rows must be sorted, distinct and in [0, {self.n_samples})")
+        which = np.searchsorted(self.starts, rows, side="right") - 1
+        ex = Executor(self.client)
+        with ex:
+            wanted = [k for k in range(self.n_blocks) if np.any(which == k)]
+            parts = ex.gather([ex.submit(select_rows, self.blocks[k],
+                                         rows[which == k] - self.starts[k])
+                               for k in wanted])
+        if not parts:
+            return (sp.csr_matrix((0, self.n_features), dtype=np.float32),
+                    sp.csr_matrix((0, self.n_labels), dtype=np.float32))
+        return (sp.vstack([p[0] for p in parts], format="csr"),
+                sp.vstack([p[1] for p in parts], format="csr"))
+
+
 def _shard_paths(pattern) -> List[str]:
     from featagg_core.data import DatasetError
 

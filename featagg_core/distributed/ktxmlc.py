@@ -3,6 +3,15 @@
 The fit is KTXMLC's own pipeline (:mod:`featagg_core.xmlc.tree_fitting`), run where the data
 lives:
 
+0. ``form="auto"`` (the default): KTXMLC's choice of form
+   (:mod:`featagg_core.xmlc.form_choice`) runs in this process, on the same rows as on one
+   machine -- :func:`~featagg_core.xmlc.form_choice.carve_rows` over the global row
+   numbering (for shards, the rows of the data loaded as one matrix). In-memory input is
+   indexed here; from a :class:`ShardedMultiLabel` only the carved rows travel to this
+   process (``ShardedMultiLabel.take_rows``: each block sends its own carved rows), at
+   most ``round(0.2 n)`` validation rows plus ``MAX_FIT_ROWS`` (50,000) candidate rows,
+   however large the data. The winner is then fitted on the cluster on all rows (steps
+   1-5), as ``KTXMLC.fit`` refits it.
 1. Row blocks of X, Y on the workers; each block is row-normalised there (as ``fit``:
    row-local).
 2. Label vectors: one exact partial ``Y_wᵀ normalize(X_w)`` per worker over its blocks
@@ -310,8 +319,13 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, retrie
 
     Returns
     -------
-    KTXMLC, with ``distributed_info_`` (workers, blocks, groups, seconds per phase, bytes,
-    per-level bytes of the tree growth, ``n_inexact``).
+    KTXMLC, with ``form_``, ``C_``, ``choice_``, ``selection_`` as ``KTXMLC.fit`` sets them
+    (with ``form="auto"`` the choice is made in this process on the rows the single machine
+    carves; on a :class:`ShardedMultiLabel` only those rows are gathered from the workers,
+    bounded by ``form_choice.MAX_FIT_ROWS`` plus the validation rows) and
+    ``distributed_info_`` (workers, blocks, groups, seconds per phase, bytes, per-level
+    bytes of the tree growth, ``n_inexact``, ``choice_rows_gathered``: rows gathered from
+    shards for the choice, 0 otherwise).
     """
     from featagg_core.xmlc.inputs import check_X, check_Y
     from featagg_core.xmlc.ktxmlc import KTXMLC
@@ -329,18 +343,19 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, retrie
             raise ValueError("Y: KTXMLC needs the label matrix Y (n x L, 0/1)")
         Y = check_Y(Y, X.shape[0])
     choice = None
-    if est.form == "auto" and not isinstance(X, ShardedMultiLabel):
+    gathered = 0
+    if est.form == "auto":
         # KTXMLC(form="auto")'s choice: its candidates are fitted here, in-process, on at
         # most form_choice.MAX_FIT_ROWS rows; the cluster then fits the winner on all rows
         # (as KTXMLC.fit refits it), so the twin stays the single-machine model
-        form, C, table, reason = est._choose_form(X, Y, None)
+        if isinstance(X, ShardedMultiLabel):
+            form, C, table, reason, gathered = _choose_on_shards(est, X)
+        else:
+            form, C, table, reason = est._choose_form(X, Y, None)
         params = {**est.get_params(deep=False), "form": form, "C": C}
         if table:
             params["one_vs_all"] = "never"
         choice = (KTXMLC(**params), table, reason)
-    elif est.form == "auto":
-        choice = (KTXMLC(**{**est.get_params(deep=False), "form": "trees"}), [],
-                  "trees at C as set: sharded input, no validation rows carved")
     run = est if choice is None else choice[0]
     fitted = with_retries(lambda attempt: _fit_once(client, X, Y, run, progress, n_parts,
                                                     attempt), retries)
@@ -352,9 +367,37 @@ def ktxmlc_distributed(client, X, Y=None, *, progress=None, n_parts=None, retrie
         else choice[2]
     if choice is not None:
         fitted.set_params(form="auto", C=est.C, one_vs_all=est.one_vs_all)
+    fitted.distributed_info_["choice_rows_gathered"] = int(gathered)
     if progress is not None:
         progress(1.0, "done")
     return fitted
+
+
+def _choose_on_shards(est, h):
+    """``est._choose_form`` on a :class:`ShardedMultiLabel`: the rows
+    :func:`~featagg_core.xmlc.form_choice.carve_rows` carves over the handle's global row
+    numbering (the rows of the same data loaded as one matrix) are gathered from the
+    workers -- each block sends only its carved rows, at most ``round(0.2 n) +
+    MAX_FIT_ROWS`` rows in all, never the whole matrix -- and the single machine's choice
+    runs on them here. Returns ``(form, C, table, reason, rows gathered)``."""
+    from featagg_core.xmlc import form_choice as fc
+    from featagg_core.xmlc.inputs import check_X, check_Y
+
+    n = int(h.n_samples)
+    rows = fc.carved_rows(n, int(est.random_state))
+    if rows.size:
+        Xg, Yg = h.take_rows(rows)
+        Xg = check_X(Xg)           # the canonical rows KTXMLC.fit would index
+        Yg = check_Y(Yg, Xg.shape[0])
+    else:
+        Xg = Yg = None
+
+    def take(wanted):
+        at = np.searchsorted(rows, wanted)
+        return Xg[at], Yg[at]
+
+    form, C, table, reason = est._choose_form_rows(n, int(h.n_labels), take, None)
+    return form, C, table, reason, int(rows.size)
 
 
 def _fit_once(client, X, Y, est, progress, n_parts, attempt):

@@ -22,7 +22,7 @@ from featagg_core._kernels import metrics as _mk
 from featagg_core.metrics import top_k
 
 __all__ = ["VALID_FRACTION", "MIN_VALID_ROWS", "MAX_FIT_ROWS", "C_FACTORS",
-           "CANDIDATE_MAX_ITER", "carve_rows",
+           "CANDIDATE_MAX_ITER", "carve_rows", "carved_rows",
            "validation_hits", "pick_candidate", "describe"]
 
 #: share of the training rows carved out as validation rows
@@ -63,6 +63,28 @@ def carve_rows(n: int, random_state: int) -> Tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     perm = np.random.default_rng(int(random_state)).permutation(n).astype(np.int64)
     return np.sort(perm[n_valid:][:MAX_FIT_ROWS]), np.sort(perm[:n_valid])
+
+
+def carved_rows(n: int, random_state: int) -> np.ndarray:
+    """Every row the choice reads: :func:`carve_rows`' two sets together, sorted.
+
+    The Dask twin gathers exactly these rows from sharded input (and no others), so at
+    most ``round(VALID_FRACTION * n) + MAX_FIT_ROWS`` rows leave the workers.
+
+    Parameters
+    ----------
+    n : int
+        Training rows.
+    random_state : int
+        As for :func:`carve_rows`.
+
+    Returns
+    -------
+    ndarray of int64
+        Sorted row numbers (empty when :func:`carve_rows` carves nothing).
+    """
+    fit_rows, valid_rows = carve_rows(n, random_state)
+    return np.union1d(fit_rows, valid_rows).astype(np.int64)
 
 
 def validation_hits(Y_valid, scores, k: int = 5) -> Tuple[np.ndarray, np.ndarray]:

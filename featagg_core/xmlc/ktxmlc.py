@@ -551,9 +551,16 @@ class KTXMLC(_TreeModel):
         """``(form, C, table, reason)``: the form and C :mod:`featagg_core.xmlc.form_choice`
         picks on validation rows carved from (X, Y) (see Notes); ``table`` is empty when no
         choice was made (too few rows, or a single candidate)."""
+        return self._choose_form_rows(X.shape[0], Y.shape[1],
+                                      lambda rows: (X[rows], Y[rows]), progress)
+
+    def _choose_form_rows(self, n, L, take, progress):
+        """:meth:`_choose_form` on ``n`` rows and ``L`` labels whose rows are reached
+        through ``take(rows) -> (X[rows], Y[rows])`` (sorted row numbers): only the rows
+        :func:`~featagg_core.xmlc.form_choice.carve_rows` carves are asked for. The Dask
+        twin passes a ``take`` over the rows it gathered from sharded input."""
         from featagg_core.xmlc import form_choice as fc
 
-        n, L = X.shape[0], Y.shape[1]
         spec = self._tree_spec()
         C0 = float(self.C)
         trees_differ = L > spec.max_leaf
@@ -565,8 +572,8 @@ class KTXMLC(_TreeModel):
             form = "trees" if trees_differ else "flat"
             return form, C0, [], (f"{form} at C = {C0:g} without a choice: fewer than "
                                   f"{fc.MIN_VALID_ROWS} validation rows in {n} rows")
-        Xf, Yf = X[fit_rows], Y[fit_rows]
-        Xv, Yv = X[valid_rows], Y[valid_rows]
+        Xf, Yf = take(fit_rows)
+        Xv, Yv = take(valid_rows)
         table, hits, prec = [], [], []
         plan = [(f, C0) for f in forms]
         n_planned = len(plan) + len(fc.C_FACTORS) - 1
