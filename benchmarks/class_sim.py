@@ -958,31 +958,9 @@ def summary(r: dict) -> dict:
     return out
 
 
-def patch_classroom_goto(cb) -> None:
-    """classroom_bench's ``goto`` waits for a URL that *ends* with the page's path; with
-    durable sessions (issue 31) the URL carries ``?session=KEY`` after a page change, so the
-    wait never ends. The same wait, on the URL's path only (classroom_bench itself is not
-    this file's to change)."""
-    async def goto(page, title: str) -> None:
-        link = page.locator('[data-testid="stSidebarNavLink"]').filter(has_text=title).first
-        href = await link.get_attribute("href", timeout=cb.TIMEOUT_MS) or ""
-        await link.click(timeout=cb.TIMEOUT_MS)
-        if href:
-            path = href.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
-            await page.wait_for_url(
-                lambda u: u.split("?", 1)[0].rstrip("/").endswith("/" + path),
-                timeout=cb.TIMEOUT_MS)
-        await cb.wait_app(page, 5_000)
-        await page.wait_for_function(cb._STALE, timeout=cb.TIMEOUT_MS)
-    import inspect
-    if "split(\"?\"" not in inspect.getsource(cb.goto):
-        cb.goto = goto
-
-
 def calibrate(arrival_s: float = 60.0) -> dict:
     """classroom_bench at N = 10 and the simulator at N = 10, one after the other."""
     import classroom_bench as cb
-    patch_classroom_goto(cb)
     t0 = time.monotonic()
     c = cb.run_classroom(10, arrival_s=arrival_s, close_wait_s=0)
     chrom_clicks = [v for r in c["recs"] for v in r.get("actions", {}).values()]
