@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import json
 import os
 import re
@@ -113,7 +112,7 @@ def tree_cpu_seconds(pid: int) -> float:
     from _common import descendants
     tck = os.sysconf("SC_CLK_TCK")
     total = 0.0
-    for i, p in enumerate([pid, *sorted(descendants(pid))]):
+    for p in [pid, *sorted(descendants(pid))]:
         try:
             f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
         except OSError:
@@ -326,7 +325,7 @@ def initial_state(el):
 class Student:
     """One simulated browser tab on the dashboard (see the module docstring)."""
 
-    def __init__(self, base: str, rec: dict, known_names=()):
+    def __init__(self, base: str, rec: dict):
         self.base = base.rstrip("/")
         self.rec = rec
         self.ws = None
