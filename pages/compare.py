@@ -76,7 +76,9 @@ if len(chosen_groups) > 1:
                "comparable, so each (dataset, split) gets its own panel, and Δ is only "
                "computed within the baseline's group.", icon=":material/call_split:")
 
-b1, b2 = st.columns([2, 3])
+# with large text a run's name needs the whole width: a selectbox's value cannot wrap
+b1, b2 = ((st.container(), st.container()) if display.large_text()
+          else st.columns([2, 3]))
 base_default = cv.default_baseline(pool, run_ids)
 baseline = b1.selectbox("Baseline (Δ against)", run_ids, format_func=lambda r: titles[r],
                         index=run_ids.index(base_default) if base_default in run_ids else 0,

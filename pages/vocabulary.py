@@ -80,7 +80,9 @@ table = data.table
 NUMERIC = " (numeric: set a threshold)"
 label_opts = [f"{data.label_name} (the table's label)"] + vv.binary_columns(table) + \
     [f"{c}{NUMERIC}" for c in vv.numeric_columns(table)]
-c1, c2 = st.columns([1, 2])
+# with large text the label column's name needs the whole width (a selectbox cannot wrap)
+c1, c2 = ((st.container(), st.container()) if display.large_text()
+          else st.columns([1, 2]))
 label_choice = c1.selectbox("Label column", label_opts, index=0, key=data_key("vc_label", data),
                             help="the binary label C; another two-valued column can stand in, "
                                  "or a numeric one (a rating) cut at a threshold (it becomes a "

@@ -70,7 +70,7 @@ def _sample_picker() -> None:
                                       default if default in info else names[0])
     name = st.selectbox(
         "Sample dataset", names, key=K_SAMPLE,
-        format_func=lambda n: f"{KIND_GROUP.get(info[n].kind, info[n].kind)} · {info[n].title}",
+        format_func=lambda n: f"{info[n].title} · {KIND_GROUP.get(info[n].kind, info[n].kind)}",
         help="Small real datasets bundled with featagg (see sample_data/README.md).")
     s = info[name]
     st.caption(f"{s.description} ({s.shape_text})")

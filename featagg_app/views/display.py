@@ -32,7 +32,10 @@ LARGE_MIN_COLUMN_REM = 13
 #: layout's side padding and the sidebar give room back at 1280 px; columns wrap rather than
 #: shrink below LARGE_MIN_COLUMN_REM; metric values scale with the window (clamp) and, with
 #: labels, deltas and button texts, wrap instead of being cut with an ellipsis (Streamlit's
-#: own print styles do the same for metrics). tests/e2e/test_large_text_e2e.py measures it.
+#: own print styles do the same for metrics); a multiselect's chips wrap their text and its
+#: box grows to hold them. A selectbox shows its value in an <input>, which cannot wrap:
+#: pages give such a box a row of its own when large text is on.
+#: tests/e2e/test_large_text_e2e.py measures it.
 _LARGE_CSS = f"""<style>
 html {{ font-size: {LARGE_ROOT_PX}px; }}
 [data-testid="stSidebar"] {{ min-width: min(24rem, 30vw) !important;
@@ -53,6 +56,13 @@ html {{ font-size: {LARGE_ROOT_PX}px; }}
 [data-testid="stMetricValue"] *, [data-testid="stMetricLabel"] * {{ max-width: 100%; }}
 [data-testid="stMetric"] {{ overflow: visible !important; }}
 [data-testid="stMain"] button {{ height: auto !important; max-width: 100%; }}
+[data-testid="stMultiSelectTagsContainer"] {{ flex-wrap: wrap !important;
+  overflow: visible !important; }}
+[data-testid="stMultiSelectTagsContainer"] span {{ white-space: normal !important;
+  text-overflow: clip !important; overflow: visible !important; overflow-wrap: anywhere;
+  height: auto !important; }}
+[data-testid="stMultiSelectTagsContainer"] > span > span {{ max-width: 100% !important; }}
+[data-testid="stMultiSelect"] div {{ height: auto !important; max-height: none !important; }}
 </style>"""
 
 

@@ -1,5 +1,6 @@
 """End-to-end: the *Large text (projector)* display at 1280×720 (issue 31): on every page,
-every metric card's value, label and delta, every button and every chart title fits its box
+every metric card's value, label and delta, every button, every multiselect chip and
+selectbox value (a run's name, a dataset and split) and every chart title fits its box
 — measured in the browser (``scrollWidth <= clientWidth``, no ellipsis cut, a chart title
 no wider than its chart), with results on the pages that show cards only after a run.
 
@@ -21,7 +22,8 @@ VIEWPORT = {"width": 1280, "height": 720}
 _MEASURE = r"""() => {
   const main = document.querySelector('[data-testid="stMain"]');
   const sel = ['[data-testid="stMetricValue"]', '[data-testid="stMetricLabel"]',
-               '[data-testid="stMetricDelta"]', 'button'];
+               '[data-testid="stMetricDelta"]', 'button', '[data-testid="stMultiSelect"]',
+               '[data-testid="stSelectbox"]'];
   const bad = [];
   let seen = 0;
   for (const s of sel) {
@@ -34,7 +36,8 @@ _MEASURE = r"""() => {
         if (cs.display === 'none' || el.clientWidth === 0) continue;
         if (el.tagName === 'svg' || el.closest('svg')) continue;
         const hides = cs.overflowX !== 'visible' || cs.textOverflow === 'ellipsis';
-        const text = (el.innerText || '').trim();
+        // a selectbox shows its value in an <input>: its text is the value
+        const text = ((el.tagName === 'INPUT' ? el.value : el.innerText) || '').trim();
         if (!text) continue;
         if (hides && el.scrollWidth > el.clientWidth + 1) {
           bad.push({what: s, text: text.slice(0, 60), scroll: el.scrollWidth,
