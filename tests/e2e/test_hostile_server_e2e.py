@@ -1,9 +1,9 @@
 """End-to-end (issue 33): three browser sessions upload R1 (a parquet of 0 rows x 999,990
 columns), R5 (45 MB of 2-letter CSV cells) and R8 (an npz whose kind.npy inflates to
 3 GiB) to one server at once. Each is refused with the real figure ("would need 1.42 GiB",
-never "0.0 MiB"); the server's own memory (anonymous resident memory of its process
-group, sampled every 0.1 s from when its kernel warm-up is over) stays under 1 GB, the
-uploads add under 256 MB to its resident memory, and its health check answers throughout
+never "0.0 MiB"); the server's resident memory (VmRSS of its process group, libraries and
+mapped files included, sampled every 0.1 s from when its kernel warm-up is over) stays under
+1 GB, the uploads add under 256 MB to it, and its health check answers throughout
 (every 0.5 s, 5 s timeout). The peak is printed and written to ``/tmp/featagg_hostile_server.json``
 (recorded in benchmarks/results/fuzz.md)."""
 from __future__ import annotations
@@ -168,10 +168,10 @@ def test_three_sessions_upload_hostile_files_at_once(hostile_server, browser, tm
             assert "0.0 MiB" not in msg and "Traceback" not in msg
         assert hostile_server.proc.poll() is None, server_log_tail(hostile_server)
         assert not watch.failures and watch.checks >= 3, (watch.failures, watch.checks)
-        # the server alone, warmed up, already holds ~1.1 GB resident (its compiled
-        # kernels, numpy/scipy/pyarrow/streamlit, the samples: benchmarks/results/fuzz.md);
-        # its own memory (not mapped files or libraries) stays under 1 GB and the three
+        # the whole server, libraries and mapped files included, stays under 1 GB
+        # (issue 33; about 0.6 GB measured: benchmarks/results/fuzz.md) and the three
         # hostile uploads add less than GROWTH_LIMIT to it
+        assert watch.peak < PEAK_LIMIT, result
         assert watch.peak_anon < PEAK_LIMIT, result
         assert watch.peak - idle < GROWTH_LIMIT, result
     finally:
