@@ -66,7 +66,10 @@ def test_health_cli_bad_file_is_one_line(tmp_path, capsys):
     p.write_bytes(b"not a zip")
     code = main(["health", str(p)])
     _, err = capsys.readouterr()
-    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    # stderr: the "[featagg] reading …" progress line, then the error on one line
+    errors = [ln for ln in err.splitlines() if not ln.startswith("[featagg] ")]
+    assert code == 2 and len(errors) == 1 and errors[0].startswith("featagg: ")
+    assert "broken.npz" in errors[0] and "Traceback" not in err
 
 
 def test_health_cli_numeric_label_runs_the_other_table_checks(tmp_path, capsys):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -98,7 +98,8 @@ def _guess_kind(path: str) -> str:
 def _load(path: str, kind: Optional[str] = None, *, test: Optional[str] = None,
           label: Optional[str] = None, features: Optional[str] = None,
           classes: Optional[str] = None, positive: Optional[str] = None,
-          threshold: Optional[float] = None):
+          threshold: Optional[float] = None, xml: Optional[str] = None,
+          n_labels: Optional[int] = None):
     from featagg_core import data as d
     if path.startswith("sample:"):
         from featagg_core.data.samples import load_sample
@@ -121,7 +122,13 @@ def _load(path: str, kind: Optional[str] = None, *, test: Optional[str] = None,
         if not label:
             raise CliError(f"{path}: a table needs --label COLUMN (the binary label column)")
         return d.load_categorical(path, label=label, positive=positive, threshold=threshold)
-    kw = {"test": test} if test else {}
+    if n_labels is not None and n_labels < 1:
+        raise CliError("--label-columns must be a positive number of columns")
+    kw: Dict[str, Any] = {"test": test} if test else {}
+    if xml:
+        kw["xml"] = xml
+    if n_labels:
+        kw["n_labels"] = n_labels
     return d.load_dataset(path, **kw)
 
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional
+from typing import Optional
 
-from featagg_core.cli.command import CliError, _guess_kind, _progress, _split
+from featagg_core.cli.command import CliError, _progress, _split
 from featagg_core.cli.command import _load as _load_data
 
 __all__ = ["add_parser", "cmd_health"]
@@ -63,21 +63,9 @@ def _load(args):
     from featagg_core.cli.triage import user_terms
     path = args.data
     try:
-        if path.startswith("sample:") or (args.kind or _guess_kind(path)) != "multilabel":
-            return _load_data(path, args.kind, test=args.test, label=args.label,
-                              features=args.features, classes=args.classes)
-        if not os.path.exists(path):
-            raise CliError(f"{path}: no such file")
-        if args.label_columns is not None and args.label_columns < 1:
-            raise CliError("--label-columns must be a positive number of columns")
-        kw: Dict[str, Any] = {}
-        if args.test:
-            kw["test"] = args.test
-        if args.xml:
-            kw["xml"] = args.xml
-        if args.label_columns:
-            kw["n_labels"] = args.label_columns
-        return d.load_dataset(path, **kw)
+        return _load_data(path, args.kind, test=args.test, label=args.label,
+                          features=args.features, classes=args.classes, xml=args.xml,
+                          n_labels=args.label_columns)
     except d.DatasetError as exc:
         msg = user_terms(str(exc))
         if "binarise" in msg or "positive" in msg:

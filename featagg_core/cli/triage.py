@@ -11,12 +11,11 @@ command, from the start of the process to the report on disk.
 """
 from __future__ import annotations
 
-import os
 import re
 import time
 from typing import Any, Dict
 
-from featagg_core.cli.command import CliError, Interrupted, _guess_kind, _progress, _split
+from featagg_core.cli.command import CliError, Interrupted, _progress, _split
 from featagg_core.cli.command import _load as _load_data
 
 __all__ = ["add_parser", "cmd_triage", "user_terms"]
@@ -104,24 +103,11 @@ def add_parser(sub, split_args, common) -> None:
 
 def _load(args):
     from featagg_core import data as d
-    path = args.data
     try:
-        if path.startswith("sample:") or (args.kind or _guess_kind(path)) != "multilabel":
-            return _load_data(path, args.kind, test=args.test, label=args.label,
-                             features=args.features, classes=args.classes,
-                             positive=args.positive, threshold=args.threshold)
-        if not os.path.exists(path):
-            raise CliError(f"{path}: no such file")
-        if args.label_columns is not None and args.label_columns < 1:
-            raise CliError("--label-columns must be a positive number of columns")
-        kw: Dict[str, Any] = {}
-        if args.test:
-            kw["test"] = args.test
-        if args.labels_xml:
-            kw["xml"] = args.labels_xml
-        if args.label_columns:
-            kw["n_labels"] = args.label_columns
-        return d.load_dataset(path, **kw)
+        return _load_data(args.data, args.kind, test=args.test, label=args.label,
+                          features=args.features, classes=args.classes,
+                          positive=args.positive, threshold=args.threshold,
+                          xml=args.labels_xml, n_labels=args.label_columns)
     except d.DatasetError as exc:
         raise CliError(user_terms(str(exc))) from None
 
