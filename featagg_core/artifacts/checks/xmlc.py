@@ -13,6 +13,17 @@ from featagg_core.artifacts.checks.checker import MAX_TREES, StateChecker
 _TREE_KEYS = ("parent", "first_child", "n_children", "label", "depth", "lo", "hi")
 
 
+def _form_choice(c) -> None:
+    """What KTXMLC(form="auto") chose: ``form_``, ``C_`` and ``choice_`` (absent in
+    artifacts saved before the choice existed)."""
+    if "form_" in c.meta:
+        c.m_choice("form_", ("flat", "trees"))
+    c.m_float("C_", 0.0, optional=True)
+    if "choice_" in c.meta and not isinstance(c.meta["choice_"], str):
+        c.fail(c._mname("choice_"), "must be a string")
+    c.m_any("choice_", optional=True)
+
+
 def _solver_params(c: StateChecker) -> None:
     c.p_float("C", 0.0, lo_open=True)
     c.p_float("eps", 0.0, lo_open=True)
@@ -70,13 +81,7 @@ def _check_tree_model(c: StateChecker, ova: bool, n_trees=None, K=None) -> None:
     T = c.m_int("n_trees_", 1, MAX_TREES)
     bias = c.m_float("bias_value", 0.0)
     c.m_float("train_time_", 0.0, none=True, optional=True)
-    # what KTXMLC(form="auto") chose (absent in older artifacts)
-    if "form_" in c.meta:
-        c.m_choice("form_", ("flat", "trees"))
-    c.m_float("C_", 0.0, optional=True)
-    if "choice_" in c.meta and not isinstance(c.meta["choice_"], str):
-        c.fail(c._mname("choice_"), "must be a string")
-    c.m_any("choice_", optional=True)
+    _form_choice(c)
     shape = c.m_list("W_shape", 2)
     if ova and T != 1:
         c.fail(c._mname("n_trees_"), f"= {T}; a one-vs-all model has exactly one tree")
@@ -203,13 +208,7 @@ def _defrag_ktxmlc(c: StateChecker) -> None:
     d = c.m_int("n_features_in_", 1)
     L = c.m_int("n_labels_", 1)
     c.m_float("train_time_", 0.0, none=True, optional=True)
-    # what KTXMLC(form="auto") chose (absent in older artifacts)
-    if "form_" in c.meta:
-        c.m_choice("form_", ("flat", "trees"))
-    c.m_float("C_", 0.0, optional=True)
-    if "choice_" in c.meta and not isinstance(c.meta["choice_"], str):
-        c.fail(c._mname("choice_"), "must be a string")
-    c.m_any("choice_", optional=True)
+    _form_choice(c)
     members = c.m_list("members", n_trees if per_tree else 1)
     for t, m in enumerate(members):
         if not isinstance(m, dict) or set(m) != {"defrag", "model", "defrag_params",
