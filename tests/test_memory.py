@@ -95,3 +95,37 @@ def test_reaper_closes_gone_sessions_after_the_grace_and_frees_idle_ones():
     assert busy == {} and "busy" not in runner.cancelled
     assert len(released) == 2                       # memory handed back after each freeing
     assert reaper.known() == ["idle", "busy"]
+
+
+def test_memory_report_is_off_by_default_and_tells_spilled_from_in_memory(tmp_path, monkeypatch):
+    """FEATAGG_MEMORY_REPORT (debug only): nothing written unset; set, one JSON line per
+    sweep with the durable sessions split into in memory and spilled."""
+    import json
+
+    from featagg_app.server import memreport
+    from featagg_app.server.sessions import SessionStore
+
+    store = SessionStore(spill_dir=tmp_path / "spill", idle_s=0)
+    k1, r1 = store.create()
+    k2, r2 = store.create()
+    store.save(k1, {"w": 1, "featagg.big": np.zeros(50_000)})     # 400,000 bytes
+    store.save(k2, {"w": 2, "featagg.big": np.zeros(50_000)})
+    assert store.spill_detached({r2.sid}, grace_s=0, now=time.time() + 1) == 1
+    reaper = SessionReaper(_Runner(), grace_s=60, idle_s=0, manager=lambda: None,
+                           release=lambda: 0, sessions=store)
+    out = tmp_path / "report.jsonl"
+    monkeypatch.delenv(memreport.ENV, raising=False)
+    reaper._debug_report()
+    assert not out.exists()
+    monkeypatch.setenv(memreport.ENV, str(out))
+    reaper._debug_report()
+    reaper._debug_report()
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 2
+    d = lines[0]["durable"]
+    assert (d["in_memory"], d["spilled"]) == (1, 1)
+    assert 400_000 <= d["in_memory_mb"] * 2 ** 20 < 401_000     # r2's array, once
+    assert d["spilled_light_mb"] * 2 ** 20 < 1_000                # r1 kept only "w"
+    assert lines[0]["rss_mb"] > 0
+    store.close()
+

@@ -31,6 +31,9 @@ session still connected but without a script run or a job for ``idle_s``
 its ``featagg.*`` state (runs, dataset, page namespaces) and its durable session; its next
 run says so (:data:`FREED_KEY`).
 
+Debug only: with ``FEATAGG_MEMORY_REPORT=file`` each sweep also appends where the server's
+memory sits (:mod:`featagg_app.server.memreport`).
+
 No module-level mutable state: the registry lives in the :class:`SessionReaper`.
 """
 from __future__ import annotations
@@ -287,6 +290,18 @@ class SessionReaper:
                 self.sweep()
             except Exception:  # noqa: BLE001 - the server must never lose its reaper
                 _log.exception("featagg reaper: a sweep failed")
+            self._debug_report()
+
+    def _debug_report(self) -> None:
+        """``FEATAGG_MEMORY_REPORT=file``: append where the memory sits (debug only)."""
+        from featagg_app.server import memreport
+        path = memreport.enabled()
+        if not path:
+            return
+        try:
+            memreport.write(path, runner=self.runner, store=self.sessions, reaper=self)
+        except Exception:  # noqa: BLE001
+            _log.debug("featagg reaper: the memory report failed", exc_info=True)
 
 
 # ----------------------------------------------------------------------------- the server
