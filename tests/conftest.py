@@ -8,7 +8,22 @@ yet) with the session state the app sets when ``data`` is picked in the sidebar;
 ``ok``, ``runs``) are plain functions in ``tests/page_util.py``; brute-force references
 are in ``tests/naive.py``.
 """
+import sys
+
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _keep_main_module():
+    """Put ``sys.modules["__main__"]`` back after every test. Streamlit's script runner
+    (every AppTest) installs a fake ``__main__`` whose ``__file__`` is the page script and
+    never restores it; a later test that spawns processes (a Dask ``LocalCluster`` with
+    ``processes=True``) would then have each child re-run that page as its main module,
+    and its workers fail to start."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None and sys.modules.get("__main__") is not main:
+        sys.modules["__main__"] = main
 
 
 @pytest.fixture

@@ -98,7 +98,11 @@ def test_widget_states_follow_the_drawn_elements():
         states = s.widget_states()
         assert [(w.id, w.string_value) for w in states.widgets] == [("$$ID-2-src",
                                                                     "Bundled sample")]
-    asyncio.run(go())
+    # a thread of its own: in the full suite playwright's sync API (the e2e tests) can
+    # leave an event loop running in this thread, and asyncio.run refuses to nest
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, go()).result()
 
 
 @pytest.mark.parametrize("kind,setup,expected", [

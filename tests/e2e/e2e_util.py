@@ -68,8 +68,13 @@ def goto_page(page, title: str, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
     link.click(timeout=timeout_ms)
     if href:      # the URL's query (?session=KEY, the durable session) stays: paths only
         path = urlparse(href).path.rstrip("/").rsplit("/", 1)[-1]
-        page.wait_for_url(lambda url: urlparse(url).path.rstrip("/").endswith("/" + path),
-                          timeout=timeout_ms)
+
+        def on_page(url: str) -> bool:
+            here = urlparse(url).path.rstrip("/")
+            # Home's link is the root ("/"): its path is empty once the "/" is stripped
+            return here.endswith("/" + path) if path else here == ""
+
+        page.wait_for_url(on_page, timeout=timeout_ms)
     wait_for_app(page, timeout_ms, start_ms=5_000)
     page.wait_for_function(
         "() => document.querySelectorAll('[data-testid=\"stMain\"] [data-stale=\"true\"]')"
