@@ -60,10 +60,7 @@ import asyncio
 import json
 import os
 import re
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -77,36 +74,18 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
+from classroom_bench import Server as DashboardServer, _status  # noqa: E402
+
 D0S = (8, 4, 16, 32)
 BIBTEX_D = 1836
 UPLOAD_SHAPE = (400, 300, 12)       # points, features, labels of a student's own file
 ACTION_TIMEOUT_S = 600.0            # one action (a run, a page) never waits longer
-SERVER_FLAGS = ["--server.headless", "true", "--browser.gatherUsageStats", "false",
-                "--server.fileWatcherType", "none", "--client.showErrorDetails", "none",
-                "--server.address", "127.0.0.1"]
 CONTEXT = dict(timezone="UTC", timezone_offset=0, locale="en-US", is_embedded=False,
                color_scheme="light")
 GB = 2 ** 30
 
 
 # ----------------------------------------------------------------------------- server
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _status(pid: int, key: str) -> int:
-    """``VmRSS`` / ``VmHWM`` of ``pid`` in bytes (0 when gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def tree_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of ``pid``, its reaped children and its live descendants."""
     from _common import descendants
@@ -121,51 +100,13 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
-class Server:
-    """``python -m featagg_app.server.serve`` with scripts/dashboard.sh's streamlit options."""
+class Server(DashboardServer):
+    """classroom_bench's server (``python -m featagg_app.server.serve`` with
+    scripts/dashboard.sh's streamlit options), plus its peak resident memory since a reset
+    (``VmHWM``) and the CPU seconds of its process tree."""
 
     def __init__(self, log: Path, port: int | None = None, ttl_s: int = 30, env=None):
-        self.port = port or _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        py = ROOT / ".venv" / "bin" / "python"
-        e = {k: v for k, v in os.environ.items() if k != "FEATAGG_WARMUP"}
-        e.update(PYTHONUNBUFFERED="1", PYTHONHASHSEED="0", **(env or {}))
-        with open(log, "wb") as f:
-            self.proc = subprocess.Popen(
-                [str(py) if py.exists() else sys.executable, "-m", "featagg_app.server.serve",
-                 "--server.port", str(self.port), *SERVER_FLAGS,
-                 "--server.disconnectedSessionTTL", str(int(ttl_s))],
-                cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=e, start_new_session=True)
-        self.pid = self.proc.pid
-        self._peak = 0
-        self._stop = threading.Event()
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def wait_up(self, timeout_s: float = 600.0) -> None:
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < timeout_s:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the server exited:\n{self.text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(self.url + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.3)
-        raise RuntimeError("the server did not come up")
-
-    def wait_kernels(self, timeout_s: float = 900.0) -> bool:
-        sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-        from e2e_util import wait_for_kernels
-        return wait_for_kernels(self.log, timeout_s,
-                                alive=lambda: self.proc.poll() is None) is not None
-
-    def rss(self) -> int:
-        return _status(self.pid, "VmRSS")
+        super().__init__(log, ttl_s=ttl_s, port=port, env=env)
 
     def reset_peak(self) -> None:
         """Reset ``VmHWM`` to the current RSS (``clear_refs`` 5), and sample RSS too."""
@@ -173,12 +114,7 @@ class Server:
             Path(f"/proc/{self.pid}/clear_refs").write_text("5")
         except OSError:
             pass
-        self._peak = self.rss()
-
-        def loop():
-            while not self._stop.wait(0.25):
-                self._peak = max(self._peak, self.rss())
-        threading.Thread(target=loop, daemon=True).start()
+        self.start_sampling()
 
     def peak(self) -> int:
         return max(self._peak, _status(self.pid, "VmHWM"))
@@ -186,21 +122,7 @@ class Server:
     def cpu(self) -> float:
         return tree_cpu_seconds(self.pid)
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.pid, signal.SIGTERM)
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
-        except ProcessLookupError:
-            pass
 
-
-# ----------------------------------------------------------------------------- data
 def student_file(folder: Path, i: int, k: int) -> Path:
     """Student ``i``'s own small multi-label file (XC text), as classroom_bench makes it."""
     from featagg_core.data import save_xc

@@ -131,13 +131,14 @@ class BrowserCPU:
 class Server:
     """``python -m featagg_app.server.serve`` (what scripts/dashboard.sh runs) on a free port."""
 
-    def __init__(self, log: Path, ttl_s: int = 30):
+    def __init__(self, log: Path, ttl_s: int = 30, port: int | None = None, env=None):
         from conftest import SERVER_FLAGS, _python
-        self.port = _free_port()
+        self.port = port or _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
+        extra = env or {}
         env = {k: v for k, v in os.environ.items() if k != "FEATAGG_WARMUP"}
-        env.update(PYTHONUNBUFFERED="1", PYTHONHASHSEED="0")
+        env.update(PYTHONUNBUFFERED="1", PYTHONHASHSEED="0", **extra)
         with open(log, "wb") as f:
             self.proc = subprocess.Popen(
                 [_python(), "-m", "featagg_app.server.serve", "--server.port", str(self.port),
@@ -166,7 +167,8 @@ class Server:
         raise RuntimeError("the server did not come up")
 
     def wait_kernels(self, timeout_s: float = 900.0) -> bool:
-        return wait_for_kernels(self.log, timeout_s) is not None
+        return wait_for_kernels(self.log, timeout_s,
+                                alive=lambda: self.proc.poll() is None) is not None
 
     def rss(self) -> int:
         return _status(self.pid, "VmRSS")
