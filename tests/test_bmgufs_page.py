@@ -7,18 +7,10 @@ import warnings
 
 import numpy as np
 
-from page_util import click, runs
+from page_util import click, runs, widget
 from featagg_core.data.synthetic import make_attributed_sbm
 from featagg_core.experiment import split_rows
 from featagg_core.graph.bmgufs import BMGUFS
-
-
-def _widget(elements, name):
-    """The widget named ``name`` (its key, or its key before ``@`` when the page ties it
-    to the dataset)."""
-    hits = [w for w in elements if w.key is not None and str(w.key).split("@", 1)[0] == name]
-    assert len(hits) == 1, [w.key for w in elements]
-    return hits[0]
 
 
 def test_page_selects_what_the_library_selects_with_the_same_knobs(app_for):
@@ -28,11 +20,11 @@ def test_page_selects_what_the_library_selects_with_the_same_knobs(app_for):
     at = app_for("graph_features", g, timeout=240)
     at.run()
     assert not at.exception, at.exception
-    _widget(at.checkbox, "gf_k_auto").check()               # k from the data: eigengap
-    _widget(at.number_input, "gf_cand").set_value(2)
-    _widget(at.number_input, "gf_gamma").set_value(3.0)
-    _widget(at.number_input, "gf_iter").set_value(120)
-    _widget(at.number_input, "gf_d").set_value(40)
+    widget(at.checkbox, "gf_k_auto").check()               # k from the data: eigengap
+    widget(at.number_input, "gf_cand").set_value(2)
+    widget(at.number_input, "gf_gamma").set_value(3.0)
+    widget(at.number_input, "gf_iter").set_value(120)
+    widget(at.number_input, "gf_d").set_value(40)
     at.run()
     click(at, "gf_run")
     assert not at.exception, at.exception
