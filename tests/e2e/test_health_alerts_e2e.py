@@ -7,7 +7,7 @@ import json
 import pytest
 
 from e2e_util import (click_and_wait, goto_page, open_sample_page, page_text,
-                      server_log_tail, tall_screenshot)
+                      server_log_tail, tall_screenshot, wait_for_app)
 
 _SEVERITY = {"error": 0, "warning": 1, "info": 2}
 
@@ -36,6 +36,10 @@ def test_alerts_on_data_and_triage_pages_and_in_the_offline_report(app_server, p
                                                                    browser, tmp_path):
     main = open_sample_page(page, app_server, "Bibtex", "Data")
     main.get_by_text("Data health").first.wait_for(timeout=120_000)
+    # the alerts come first, so they can be drawn before the cards below them
+    main.locator('[data-testid="stMetricLabel"]').filter(
+        has_text="Points n (train)").first.wait_for(timeout=120_000)
+    wait_for_app(page)
     text = page_text(page)
     titles = _check_alerts(main, text)
     assert text.index("Data health") < text.index("Points n (train)"), text[:400]
