@@ -28,10 +28,54 @@ def test_every_warmed_module_is_in_a_group_and_groups_are_in_page_order():
     assert len(set(W.GROUP_NAMES)) == len(W.GROUP_NAMES)
 
 
+def _warmup_functions():
+    """featagg_core module -> its top-level ``warmup*`` function nodes, and module -> the
+    module's own top-level ``from M import warmup`` re-exports, read from the source."""
+    import ast
+    from pathlib import Path
+    root = Path(W.ROOT)
+    defs, reexports = {}, {}
+    for f in sorted((root / "featagg_core").rglob("*.py")):
+        parts = list(f.relative_to(root).with_suffix("").parts)
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("warmup"):
+                defs.setdefault(name, []).append(node)
+            if isinstance(node, ast.ImportFrom) and node.module \
+                    and any(a.name == "warmup" for a in node.names):
+                reexports.setdefault(name, []).append(node.module)
+    return defs, reexports
+
+
+def test_every_kernel_warmup_is_reached_by_a_group():
+    """A module with kernels has a ``warmup()``; a group must call it (directly, or through
+    a grouped module's warm-up that imports it), or the kernels compile in the server on
+    a visitor's first use. The health checks' (run inline by the Data and Triage pages,
+    4 s of CPU to compile) were missed until this test."""
+    import ast
+    defs, reexports = _warmup_functions()
+    reached = {m for g in W.GROUPS for m in g.modules}
+    todo = list(reached)
+    while todo:
+        m = todo.pop()
+        found = list(reexports.get(m, []))
+        for fn in defs.get(m, []):
+            for n in ast.walk(fn):
+                if isinstance(n, ast.ImportFrom) and n.module:
+                    found += [n.module] + [f"{n.module}.{a.name}" for a in n.names]
+        for t in found:
+            if t in defs and t not in reached:
+                reached.add(t)
+                todo.append(t)
+    assert set(defs) - reached == set(), "warm-ups no kernel group calls"
+    assert "featagg_core._kernels.health" in reached
+
+
 def test_groups_in_order_moves_the_named_groups_first():
     names = [g.name for g in W.groups_in_order(("readers",))]
-    assert names == ["readers", "defrag", "products", "xmlc", "rare_labels", "graph",
-                     "vocabulary", "rest"]
+    assert names == ["readers", "defrag", "products", "xmlc", "health", "rare_labels",
+                     "graph", "vocabulary", "rest"]
     assert W.groups_in_order() == W.GROUPS
     assert [g.name for g in W.groups_in_order(("rest", "unknown", "graph", "rest"))][:2] == \
         ["rest", "graph"]
@@ -186,6 +230,38 @@ def test_the_server_loads_what_the_children_compiled(fake_kernels, tmp_path):
     assert _e2e_util().wait_for_kernels(log, timeout_s=0.0) is None
     log.write_text("\n".join(lines) + "\n")
     assert _e2e_util().wait_for_kernels(log, timeout_s=0.0) is not None
+
+
+def test_then_runs_before_the_ready_line_or_at_once_when_late(fake_kernels):
+    lines, order = [], []
+    k = W.KernelWarmup((W.KernelGroup("a", "group A", ("fk_a",)),), processes=1,
+                       calibrate=False, log=lines.append)
+
+    def first():
+        order.append(("first", list(lines)))
+        return "[featagg] warm: first"
+
+    def broken():
+        raise RuntimeError("no sample today")
+
+    try:
+        k.then(first).then(broken)
+        k.start()
+        deadline = time.time() + WAIT
+        while not any("groups ready" in x for x in lines) and time.time() < deadline:
+            time.sleep(0.05)
+        # before the line the benchmarks wait for, after the group was loaded
+        (name, seen), = order
+        assert not any("groups ready" in x for x in seen)
+        assert any("a ready after" in x for x in seen)
+        i_warm = next(i for i, x in enumerate(lines) if x.startswith("[featagg] warm: first"))
+        i_all = next(i for i, x in enumerate(lines) if "all 1 groups ready" in x)
+        assert i_warm < i_all                     # a failing step logged, nothing else lost
+        late = threading.Event()
+        k.then(lambda: late.set())                # too late for the loader: its own thread
+        assert late.wait(WAIT)
+    finally:
+        k.close()
 
 
 def _e2e_util():

@@ -21,7 +21,9 @@ and passes the same streamlit options):
    reaper runs a full collection when it frees a closed session (where the memory is);
 2. starts the server's :class:`featagg_app.server.warmup.KernelWarmup` (``context.kernels()``):
    child processes compile the kernels into numba's on-disk cache in the order pages need
-   them while the pages are already served; jobs wait for the kernels they need;
+   them while the pages are already served; jobs wait for the kernels they need; once
+   they are all ready the server imports the pages' modules and loads the default sample
+   (:func:`featagg_app.server.first_visit.warm_server`), so its first visitor does not;
 3. hands over to Streamlit's own command line, ``streamlit run app.py [options]``, in the
    same process (``app.py`` of the checkout, or the installed copy in
    ``featagg_app/dashboard/``: :mod:`featagg_app.server.layout`).
@@ -168,7 +170,10 @@ def main(argv=None) -> None:
     limit_malloc_arenas(int(os.environ.get("MALLOC_ARENA_MAX", "2") or 2))
     from featagg_app.server import context
     if context.kernel_warmup_enabled():
-        context.kernels()           # background compilation starts now, not at the 1st visit
+        # background compilation starts now, not at the 1st visit; once it is over, the
+        # server imports the pages and loads the default sample (first_visit.py)
+        from featagg_app.server.first_visit import warm_server
+        context.kernels().then(warm_server)
     use_st_navigation_only()
     argv = with_upload_cap(argv)
     from streamlit.web import cli

@@ -10,6 +10,8 @@ compiles under a global lock, mostly holding the GIL: every session would stall)
         .pending(names) -> [KernelGroup]   .wait(names, timeout) -> bool
         .state() -> {group: "pending"|"compiled"|"ready"|"failed"}   .all_ready -> bool
         .speed() -> dict             # this machine's speed for the estimates (never blocks)
+        .then(fn)                    # fn() once all groups are ready (the server: its
+                                     # first visit's imports and sample, first_visit.py)
         .close()
     GROUPS                           # kernel groups in the order pages need them
     groups_for_spec(spec) / groups_for_page(page) -> tuple of group names
@@ -37,7 +39,8 @@ the first measurement :meth:`KernelWarmup.speed` returns :data:`REFERENCE_SPEED`
 
 The order is the order a class needs them: DEFRAG (Feature agglomeration, most likely the
 first click), KTXMLC and the ranking metrics (Extreme classification, and every
-classifier's evaluation), the file readers (uploads), REFRAG/FIAT (Rare labels), BMGUFS
+classifier's evaluation), the file readers (uploads), the data-health checks (the Data and
+Triage pages run them inline), REFRAG/FIAT (Rare labels), BMGUFS
 (Graph feature selection), the vocabulary compressors, then the rest.
 
 No streamlit here; the state lives in the :class:`KernelWarmup` object (the server keeps
@@ -68,7 +71,7 @@ MODULES = ("featagg_core.data", "featagg_core.metrics", "featagg_core.data.sampl
            "featagg_core.agglomeration.fiat", "featagg_core.agglomeration.refrag", "featagg_core.xmlc.ktxmlc",
            "featagg_core.graph.bmgufs", "featagg_core.vocab.compressor", "featagg_core.artifacts.store",
            "featagg_core.experiment", "featagg_core.agglomeration.clustering",
-           "featagg_core.runs.estimate")
+           "featagg_core.runs.estimate", "featagg_core.health")
 
 #: seconds between two speed calibrations of the server (the load changes)
 SPEED_MAX_AGE_S = 300.0
@@ -110,6 +113,10 @@ GROUPS = (
     KernelGroup("xmlc", "KTXMLC, one-vs-all and the ranking metrics",
                 ("featagg_core.metrics", "featagg_core.xmlc.ktxmlc")),
     KernelGroup("readers", "the file readers (uploads)", ("featagg_core.data",)),
+    # the Data and Triage pages run the cheap health checks inline (not as a job, so no
+    # gate waits for them): compiled before a class reaches them, not in the server
+    KernelGroup("health", "the data-health checks (Data and Triage pages)",
+                ("featagg_core.health",)),
     KernelGroup("rare_labels", "REFRAG and FIAT (rare labels)",
                 ("featagg_core.agglomeration.refrag", "featagg_core.agglomeration.fiat")),
     KernelGroup("graph", "BMGUFS (graph feature selection)", ("featagg_core.graph.bmgufs",)),
@@ -374,6 +381,9 @@ class KernelWarmup:
         self._closed = threading.Event()
         self.started: Optional[float] = None
         self.all_ready_at: Optional[float] = None
+        # what to do once every group is ready, before the "all … ready" line (then())
+        self._then: List[Callable[[], Optional[str]]] = []
+        self._then_started = False
 
     # -- lifecycle
     def start(self) -> "KernelWarmup":
@@ -413,6 +423,45 @@ class KernelWarmup:
         self._say(f"[featagg] kernels: compiling {len(self.groups)} groups in "
                   f"{len(self._procs)} background process(es), in the order pages need "
                   "them; pages are served meanwhile")
+
+    def then(self, fn: Callable[[], Optional[str]]) -> "KernelWarmup":
+        """Call ``fn()`` in the loader thread once every group is ready, before the
+        ``kernels: all … groups ready`` line and before the garbage collector freezes what
+        is loaded; at once in a thread of its own when that moment has passed already.
+
+        The server uses it to do what its first visitor would otherwise wait for
+        (:func:`featagg_app.server.first_visit.warm_server`). ``fn`` may return a line
+        to log; an exception is logged and changes nothing else.
+
+        Parameters
+        ----------
+        fn : callable() -> str or None
+            The work.
+
+        Returns
+        -------
+        KernelWarmup
+            ``self``.
+        """
+        with self._lock:
+            late = self._then_started
+            if not late:
+                self._then.append(fn)
+        if late:
+            threading.Thread(target=self._call_then, args=([fn],),
+                             name="featagg-warm-late", daemon=True).start()
+        return self
+
+    def _call_then(self, fns) -> None:
+        for fn in fns:
+            t0 = time.perf_counter()
+            try:
+                line = fn()
+            except Exception:  # noqa: BLE001 - a warm-up step failing changes nothing else
+                _log.exception("featagg: a warm-up step failed")
+                continue
+            if line:
+                self._say(f"{line} ({time.perf_counter() - t0:.1f} s)")
 
     def close(self) -> None:
         """Stop the workers and the loader, remove the status directory."""
@@ -531,6 +580,10 @@ class KernelWarmup:
         if self._closed.is_set():
             return
         self.all_ready_at = time.time()
+        with self._lock:
+            self._then_started = True
+            then, self._then = self._then, []
+        self._call_then(then)
         self._say(f"[featagg] kernels: all {len(self.groups)} groups ready after "
                   f"{self.elapsed():.1f} s")
         if self.freeze_gc:
