@@ -15,7 +15,7 @@ from numba import njit, prange
 
 from featagg_core._kernels import PARALLEL
 from featagg_core._kernels._common import lower_bound
-from featagg_core._kernels.linear import l2svc_dual_cd_block, lr_dual_cd
+from featagg_core._kernels.linear import l2svc_dual_cd_block_warm, lr_dual_cd
 from featagg_core._kernels.stopflag import stop_requested
 
 
@@ -118,6 +118,21 @@ def calibration_bin(z, n_bins, z_max):
 def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi,
                    child_seed, node_seed, C, eps, max_iter, threshold, bias, n_bins, z_max,
                    calib_rows, loss, stop):
+    """:func:`train_children_warm` from zero duals, keeping none: returns its first six
+    arrays (counts, feats, vals, bias_w, n_iter, hist)."""
+    e64 = np.zeros(0, np.int64)
+    out = train_children_warm(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo,
+                              child_hi, child_seed, node_seed, C, eps, max_iter, threshold,
+                              bias, n_bins, z_max, calib_rows, loss, stop, e64,
+                              np.zeros(0, np.int32), np.zeros(0, Xd.dtype), False)
+    return out[0], out[1], out[2], out[3], out[4], out[5]
+
+
+@njit(cache=True, nogil=True)
+def train_children_warm(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi,
+                        child_seed, node_seed, C, eps, max_iter, threshold, bias, n_bins,
+                        z_max, calib_rows, loss, stop, warm_cnt, warm_pos, warm_val,
+                        keep_duals):
     """Train the classifiers of consecutive children of one tree node.
 
     Child ``j`` owns tree-ordered label positions ``[child_lo[j], child_hi[j])`` (``pos``
@@ -139,9 +154,19 @@ def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi
     ``stop`` (one-element uint8) is polled between classifiers and in every solver pass:
     once it is 1 the kernel returns what it has (the caller discards it).
 
-    Returns (counts, feats, vals, bias_w, n_iter, hist): weight entries of child ``j`` are
-    the ``counts[j]`` next ones of ``feats``/``vals`` (global feature ids, ascending),
-    pruned to ``|w| > threshold``; ``bias_w[j]`` is its (never pruned) bias weight.
+    Warm start (squared hinge only; the logistic children ignore it): ``warm_cnt`` (one
+    count per child, or empty for a cold start), ``warm_pos`` (int32 positions among
+    ``rows``) and ``warm_val`` hold the non-zero starting dual variables of child ``j``
+    as its ``warm_cnt[j]`` next entries -- what ``keep_duals`` returned for the same
+    children on the same rows (a solve at another C). With ``keep_duals`` the final
+    non-zero duals come back in that form (children with no classifier have none);
+    without, three empty arrays. Only non-zeros are kept: points beyond the margin have
+    ``alpha = 0``, so the kept duals are the support vectors.
+
+    Returns (counts, feats, vals, bias_w, n_iter, hist, dual_cnt, dual_pos, dual_val):
+    weight entries of child ``j`` are the ``counts[j]`` next ones of ``feats``/``vals``
+    (global feature ids, ascending), pruned to ``|w| > threshold``; ``bias_w[j]`` is its
+    (never pruned) bias weight; the duals as above.
     """
     nc = child_lo.shape[0]
     m = rows.shape[0]
@@ -175,13 +200,50 @@ def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi
         if npos[j] < m:
             block_of[j] = nb
             nb += 1
+    d_cnt = np.zeros(nc if keep_duals else 0, np.int64)
+    d_pos = np.zeros(0, np.int32)
+    d_val = np.zeros(0, ld.dtype)
     if loss != 1 and nb > 0:
         Yb = np.empty((nb, m), np.int8)
         for j in range(nc):
             if block_of[j] >= 0:
                 Yb[block_of[j]] = ymat[j]
-        Wt, block_iters = l2svc_dual_cd_block(lp, li, ld, Yb, dl, C, eps, max_iter, bias,
-                                              node_seed, stop)
+        if warm_cnt.shape[0] == nc:
+            alpha0 = np.zeros((m, nb), ld.dtype)
+            q = 0
+            for j in range(nc):
+                for t in range(warm_cnt[j]):
+                    if block_of[j] >= 0:
+                        alpha0[warm_pos[q], block_of[j]] = warm_val[q]
+                    q += 1
+        else:
+            alpha0 = np.zeros((0, 0), ld.dtype)
+        Wt, block_iters, alpha = l2svc_dual_cd_block_warm(lp, li, ld, Yb, dl, C, eps,
+                                                          max_iter, bias, node_seed, stop,
+                                                          alpha0)
+        if keep_duals:
+            # grouped by child, rows ascending; alpha is row-major, so read it by rows
+            per_b = np.zeros(nb, np.int64)
+            for r in range(m):
+                for b in range(nb):
+                    if alpha[r, b] > 0.0:
+                        per_b[b] += 1
+            start = np.zeros(nb + 1, np.int64)
+            for b in range(nb):
+                start[b + 1] = start[b] + per_b[b]
+            d_pos = np.empty(start[nb], np.int32)
+            d_val = np.empty(start[nb], ld.dtype)
+            fill = start[:nb].copy()
+            for r in range(m):
+                for b in range(nb):
+                    a = alpha[r, b]
+                    if a > 0.0:
+                        d_pos[fill[b]] = r
+                        d_val[fill[b]] = a
+                        fill[b] += 1
+            for j in range(nc):
+                if block_of[j] >= 0:
+                    d_cnt[j] = per_b[block_of[j]]
     else:
         Wt = np.zeros((dl + 1, 0), ld.dtype)
         block_iters = np.zeros(0, np.int64)
@@ -247,7 +309,8 @@ def train_children(Xp, Xi, Xd, n_features, Yp, Yi, pos, rows, child_lo, child_hi
                 tot += 1
                 c += 1
         counts[j] = c
-    return counts, out_f[:tot].copy(), out_v[:tot].copy(), bias_w, iters, hist
+    return (counts, out_f[:tot].copy(), out_v[:tot].copy(), bias_w, iters, hist, d_cnt,
+            d_pos, d_val)
 
 
 # --------------------------------------------------------------------------- prediction

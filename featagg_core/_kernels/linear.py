@@ -61,7 +61,20 @@ def shuffle_prefix(index, n, state):
 @njit(cache=True, nogil=True)
 def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias, seed,
                         stop):
-    """Train ``k`` squared-hinge linear SVMs on the same csr matrix (rows = training points).
+    """Train ``k`` squared-hinge linear SVMs on the same csr matrix (rows = training points):
+    :func:`l2svc_dual_cd_block_warm` from the zero dual point (``alpha = 0``, ``w = 0``),
+    liblinear's start. Returns ``(Wt, n_iter)`` (see there)."""
+    Wt, n_iter, _ = l2svc_dual_cd_block_warm(indptr, indices, data, Y, n_cols, C, eps,
+                                             max_iter, bias, seed, stop,
+                                             np.zeros((0, 0), data.dtype))
+    return Wt, n_iter
+
+
+@njit(cache=True, nogil=True)
+def l2svc_dual_cd_block_warm(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias,
+                             seed, stop, alpha0):
+    """Train ``k`` squared-hinge linear SVMs on the same csr matrix (rows = training points),
+    starting from the dual point ``alpha0`` (warm start) or from zero.
 
     The k problems share their training matrix (the rows reaching one tree node), so each
     visit of a row serves all of them: its k decision values come from one pass over the
@@ -90,11 +103,19 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
     stop : one-element uint8 array polled before each pass and every 8,192 rows within
         one (a cancel does not wait for a whole pass over a large node): once another
         thread sets it to 1 the solver returns at once, with weights to be discarded.
+    alpha0 : array (l, k) in the dtype of ``data``: the starting dual variables (negative
+        entries are taken as 0, so the start is always feasible: the only constraint of
+        this dual is ``alpha >= 0``), and ``w = sum_i alpha_i y_i x_i`` is rebuilt from
+        them; an array with 0 rows starts from zero. The optimum does not depend on the
+        start (the dual is strictly convex: ``D`` is positive), only the passes needed to
+        reach ``eps`` do. KTXMLC's choice of C starts the C/2 and 2C candidates from the C
+        candidate's duals (:mod:`featagg_core.xmlc.form_choice`).
 
     Returns
     -------
     Wt : array (n_cols + 1, k) in the dtype of ``data``; row ``n_cols`` is the bias weight.
     n_iter : int64 array (k,): passes in which each label was still being solved.
+    alpha : array (l, k): the final dual variables (a warm start for another solve).
     """
     k = Y.shape[0]
     l = indptr.shape[0] - 1
@@ -102,7 +123,7 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
     Wt = np.zeros((n_cols + 1, k), dt)
     n_iter = np.zeros(k, np.int64)
     if l == 0 or k == 0:
-        return Wt, n_iter
+        return Wt, n_iter, np.zeros((l, k), dt)
     diag = 0.5 / C
     qd = np.empty(l, dt)
     for i in range(l):
@@ -115,6 +136,28 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
         for i in range(l):
             yt[i, j] = Y[j, i]
     alpha = np.zeros((l, k), dt)
+    if alpha0.shape[0] > 0:
+        # warm start: a feasible dual point (alpha >= 0) and the w it defines
+        # (row by row, vectorised over the k labels as the solver's own updates)
+        ay = np.empty(k, np.float64)
+        for i in range(l):
+            any_sv = False
+            for j in range(k):
+                a = alpha0[i, j]
+                ay[j] = 0.0
+                if a > 0.0:
+                    alpha[i, j] = a
+                    ay[j] = a * yt[i, j]
+                    any_sv = True
+            if not any_sv:
+                continue
+            for p in range(indptr[i], indptr[i + 1]):
+                f = indices[p]
+                x = data[p]
+                for j in range(k):
+                    Wt[f, j] += ay[j] * x
+            for j in range(k):
+                Wt[n_cols, j] += ay[j] * bias
     act = np.ones((l, k), np.uint8)       # row i is in label j's active (unshrunk) set
     n_act_row = np.full(l, k, np.int64)   # labels active on row i (0: skip the row)
     n_act_lab = np.full(k, l, np.int64)   # active rows of label j
@@ -139,7 +182,7 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
         state = shuffle_prefix(index, l, state)
         for s in range(l):
             if (s & 8191) == 8191 and stop_requested(stop):
-                return Wt, n_iter         # mid-pass: the caller discards a stopped solve
+                return Wt, n_iter, alpha  # mid-pass: the caller discards a stopped solve
             i = index[s]
             if n_act_row[i] == 0:
                 continue
@@ -217,7 +260,7 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
                 pgmax_old[j] = np.inf
             if pgmin_old[j] >= 0.0:
                 pgmin_old[j] = -np.inf
-    return Wt, n_iter
+    return Wt, n_iter, alpha
 
 
 @njit(cache=True, nogil=True)

@@ -3,6 +3,15 @@ the validation rows it carves from the training rows, the candidates it tries an
 rule that picks one of them. Pure functions (no model here), so the rule can be checked
 by hand.
 
+What the candidates cost (``KTXMLC._choose_form_rows``): the flat model and the trees at
+C are fitted from zero for ``CANDIDATE_MAX_ITER`` solver passes; the leading form's C/2
+and 2C candidates reuse its C candidate's label trees (tree growth reads the label
+vectors and the tree parameters, never C, so regrowing them would give the same trees)
+and start their solver from its dual variables scaled to the new C (:func:`warm_duals`),
+for ``WARM_MAX_ITER`` passes. The candidates get the rows normalised once. On Delicious
+the solver passes were 80 % of the choice's CPU and the tree building under 5 %
+(benchmarks/results/xmlc_notes.md).
+
 The rule (:func:`pick_candidate`): the candidate with the best P@1 on the validation rows
 wins, unless other candidates are *tied* with it -- their P@1 shortfall is within one
 standard error of the paired per-row difference of hits@1 (the same validation rows score
@@ -22,7 +31,7 @@ from featagg_core._kernels import metrics as _mk
 from featagg_core.metrics import top_k
 
 __all__ = ["VALID_FRACTION", "MIN_VALID_ROWS", "MAX_FIT_ROWS", "C_FACTORS",
-           "CANDIDATE_MAX_ITER", "carve_rows", "carved_rows",
+           "CANDIDATE_MAX_ITER", "WARM_MAX_ITER", "warm_duals", "carve_rows", "carved_rows",
            "validation_hits", "pick_candidate", "describe"]
 
 #: share of the training rows carved out as validation rows
@@ -39,6 +48,39 @@ C_FACTORS = (0.5, 1.0, 2.0)
 #: smaller); on Bibtex 5 passes instead of 20 halve a fit's CPU and move test P@1 / P@5 by
 #: at most 0.2 points (benchmarks/results/xmlc_notes.md)
 CANDIDATE_MAX_ITER = 5
+#: solver passes of a C-grid candidate (C/2 and 2C): it starts from the C candidate's duals
+#: (:func:`warm_duals`) on the C candidate's trees, so fewer passes than a cold candidate's
+#: take it as far; with 2 the choices on the benchmark sets stayed those of 5 cold passes
+#: but one, Bibtex seed 2 (benchmarks/results/xmlc_notes.md)
+WARM_MAX_ITER = 2
+
+
+def warm_duals(duals, C_from, C_to):
+    """The C candidate's duals as the start of a C' candidate's solve (same trees, same
+    rows, so the same training tasks): every dual variable times ``C_to / C_from``.
+
+    Why scaled: at the squared hinge's optimum ``alpha_i = 2 C max(0, 1 - y_i w.x_i)``, so
+    at unchanged margins the duals are proportional to C. Any ``alpha >= 0`` is a feasible
+    start (the solver reaches the same optimum from it, only the passes differ); kept
+    unscaled, two passes at C' left the candidates far from where five cold passes take
+    them (Delicious, C/2: validation P@1 66.8 against 68.0 cold), scaled they land close
+    (68.0).
+
+    Parameters
+    ----------
+    duals : dict
+        ``{(tree, node, first child): (counts, positions, values)}``, as
+        :func:`featagg_core.xmlc.threaded_fit.fit_trees_and_nodes` keeps them.
+    C_from, C_to : float
+        The C they were solved at and the C of the next solve.
+
+    Returns
+    -------
+    dict
+        The same keys, the values scaled (new arrays; ``duals`` is not changed).
+    """
+    f = np.float32(C_to / C_from)
+    return {key: (cnt, pos, val * f) for key, (cnt, pos, val) in duals.items()}
 
 
 def carve_rows(n: int, random_state: int) -> Tuple[np.ndarray, np.ndarray]:

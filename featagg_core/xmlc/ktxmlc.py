@@ -160,7 +160,13 @@ class _TreeModel(BaseEstimator):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; "
                                  "call fit(X, Y) first")
 
-    def _fit_tail(self, X, Y, trees_or_n, spec, calib, progress, C=None, flat_rule=None):
+    def _fit_tail(self, X, Y, trees_or_n, spec, calib, progress, C=None, flat_rule=None,
+                  trees=None, warm=None, keep_duals=False):
+        """Fit on (X, Y): the trees grown (``trees_or_n`` an int), or one flat tree
+        (``trees_or_n`` None), or the given ``trees`` as they are; ``warm`` / ``keep_duals``
+        as :func:`~featagg_core.xmlc.threaded_fit.fit_trees_and_nodes` takes them (the
+        duals kept go to ``self._duals``, a private attribute the form choice reads and
+        deletes)."""
         solver = self._solver_spec(calib, C)
         n_jobs = self._n_jobs()
         X = check_X(X)
@@ -172,7 +178,9 @@ class _TreeModel(BaseEstimator):
             progress(0.0, "rows normalised")
         stop = np.zeros(1, np.uint8)
         R = None
-        if isinstance(trees_or_n, int):
+        if trees is not None:
+            trees_or_n = list(trees)
+        elif isinstance(trees_or_n, int):
             R = label_representation(X, Y, getattr(self, "representation", "input"),
                                      getattr(self, "joint_weight", 1.0), progress)
             if progress is not None:
@@ -185,8 +193,10 @@ class _TreeModel(BaseEstimator):
         if flat_rule:
             flat_beam = int(self.beam_width)
         out = fit_trees_and_nodes(X, Y, R, spec, solver, trees_or_n, n_jobs, progress, stop,
-                                   flat_beam)
-        trees, W, bw, off, cal_a, cal_b, groups, work = out
+                                   None if trees is not None else flat_beam, warm, keep_duals)
+        trees, W, bw, off, cal_a, cal_b, groups, work, duals = out
+        if keep_duals:
+            self._duals = duals
         self._finalise(X.shape, Y.shape[1], trees, W, bw, off, solver.bias, cal_a, cal_b,
                        groups)
         self.train_time_ = time.perf_counter() - t0
@@ -410,7 +420,12 @@ class KTXMLC(_TreeModel):
       flat model only when L <= ``beam_width * max_leaf_labels``, where its n x L work
       stays within the trees' order; the trees only when L > ``max_leaf_labels``), then
       the leading form at ``C/2`` and ``2C`` (4 candidate fits at most, on 80 % of the
-      rows, each stopped after at most 5 solver passes instead of ``max_iter``). The winner (:func:`featagg_core.xmlc.form_choice.pick_candidate`): best
+      rows, the two at ``C`` stopped after at most 5 solver passes instead of
+      ``max_iter``; the ``C/2`` and ``2C`` ones reuse the ``C`` candidate's label trees,
+      which do not depend on C, and start their dual coordinate descent from its dual
+      variables scaled by the ratio of the Cs, for 2 passes: the solver passes are most
+      of the choice's CPU, and a warm start takes them further in fewer passes; see
+      :mod:`featagg_core.xmlc.form_choice`). The winner (:func:`featagg_core.xmlc.form_choice.pick_candidate`): best
       validation P@1, P@5 deciding between candidates whose P@1 differs by less than
       one standard error of the paired per-row difference, and the least training work
       between those tied on P@5 too. It is refitted on all
@@ -534,15 +549,19 @@ class KTXMLC(_TreeModel):
         self.choice_ = reason
         return self
 
-    def _fit_form(self, X, Y, form, C, flat_rule, progress):
+    def _fit_form(self, X, Y, form, C, flat_rule, progress, trees=None, warm=None,
+                  keep_duals=False):
         """Fit one form ("flat": one-vs-all as one flat tree; "trees": the label trees,
         replaced by one flat tree under ``flat_rule`` (None: ``one_vs_all``'s rule)) at
-        ``C``; sets ``form_`` (what was fitted) and ``C_``."""
+        ``C``; sets ``form_`` (what was fitted) and ``C_``. ``trees``, ``warm`` and
+        ``keep_duals``: as :meth:`_fit_tail` takes them (the form choice's candidates)."""
         if form == "flat":
-            self._fit_tail(X, Y, None, None, int(self.calibration_rows), progress, C=C)
+            self._fit_tail(X, Y, None, None, int(self.calibration_rows), progress, C=C,
+                           trees=trees, warm=warm, keep_duals=keep_duals)
         else:
             spec, n_trees, calib = self._fit_plan(n_label_columns(Y))
-            self._fit_tail(X, Y, n_trees, spec, calib, progress, C=C, flat_rule=flat_rule)
+            self._fit_tail(X, Y, n_trees, spec, calib, progress, C=C, flat_rule=flat_rule,
+                           trees=trees, warm=warm, keep_duals=keep_duals)
         self.form_ = "flat" if _is_flat(self.trees_, self.n_labels_) else "trees"
         self.C_ = float(C)
         return self
@@ -558,7 +577,13 @@ class KTXMLC(_TreeModel):
         """:meth:`_choose_form` on ``n`` rows and ``L`` labels whose rows are reached
         through ``take(rows) -> (X[rows], Y[rows])`` (sorted row numbers): only the rows
         :func:`~featagg_core.xmlc.form_choice.carve_rows` carves are asked for. The Dask
-        twin passes a ``take`` over the rows it gathered from sharded input."""
+        twin passes a ``take`` over the rows it gathered from sharded input.
+
+        The C0 candidates keep their dual variables (the support vectors') until the
+        leading form is known; its C/2 and 2C candidates are then fitted on its trees from
+        those duals (:func:`~featagg_core.xmlc.form_choice.warm_duals`), and the duals are
+        dropped. Everything here runs in this process, so the Dask twin makes the same
+        choice."""
         from featagg_core.xmlc import form_choice as fc
 
         spec = self._tree_spec()
@@ -574,30 +599,42 @@ class KTXMLC(_TreeModel):
                                   f"{fc.MIN_VALID_ROWS} validation rows in {n} rows")
         Xf, Yf = take(fit_rows)
         Xv, Yv = take(valid_rows)
+        if self.normalize:
+            # once for every candidate (they fit and score with normalize=False): the same
+            # rows a candidate would normalise itself, so the same bits
+            Xf, Xv = normalize_rows(check_X(Xf)), normalize_rows(check_X(Xv, "X", Xf.shape[1]))
         table, hits, prec = [], [], []
         plan = [(f, C0) for f in forms]
         n_planned = len(plan) + len(fc.C_FACTORS) - 1
+        at_c0 = {}   # form -> its C0 candidate (trees and duals: the C grid starts there)
 
-        def trial(form, C):
+        def trial(form, C, base=None):
             j = len(table)
-            cand = self._candidate(form, C)
+            cand = self._candidate(form, C, base is not None)
+            warm = None if base is None else fc.warm_duals(base._duals, C0, C)
             cand._fit_form(Xf, Yf, form, C, False,
                            sub_progress(progress, j / n_planned, (j + 1) / n_planned,
-                                        f"candidate {form}, C = {C:g}"))
+                                        f"candidate {form}, C = {C:g}"),
+                           trees=None if base is None else base.trees_, warm=warm,
+                           keep_duals=base is None)
             h1, h5 = fc.validation_hits(Yv, cand.predict_scores(Xv, k=5), 5)
             hits.append(h1)
             prec.append(h5)
             table.append({"form": form, "C": float(C), "P@1": float(h1.mean()),
                           "P@5": float(h5.mean()), "work": int(cand.train_work_)})
+            return cand
 
         for form, C in plan:
-            trial(form, C)
-        # the C grid for the form that leads at C0
+            at_c0[form] = trial(form, C)
+        # the C grid for the form that leads at C0, on its trees, from its duals
         work = [r["work"] for r in table]
         lead, _ = fc.pick_candidate(hits, prec, work)
+        base = at_c0[table[lead]["form"]]
+        at_c0.clear()             # the other form's duals are not needed any more
         for f in fc.C_FACTORS:
             if f != 1.0:
-                trial(table[lead]["form"], C0 * f)
+                trial(table[lead]["form"], C0 * f, base)
+        del base._duals
         work = [r["work"] for r in table]
         chosen, tied = fc.pick_candidate(hits, prec, work)
         by_p5, _ = fc.pick_candidate(hits, prec)
@@ -607,13 +644,18 @@ class KTXMLC(_TreeModel):
         return form, C, table, fc.describe(form, C, table, chosen, tied, int(valid_rows.size),
                                            "p5" if chosen == by_p5 else "cost")
 
-    def _candidate(self, form, C):
+    def _candidate(self, form, C, warm=False):
         """An unfitted copy of ``self`` that fits one fixed form at C, stopping early (at
-        most ``form_choice.CANDIDATE_MAX_ITER`` solver passes)."""
-        from featagg_core.xmlc.form_choice import CANDIDATE_MAX_ITER
+        most ``form_choice.CANDIDATE_MAX_ITER`` solver passes, or
+        ``form_choice.WARM_MAX_ITER`` for a C-grid candidate started from the C0
+        candidate's duals)."""
+        from featagg_core.xmlc.form_choice import CANDIDATE_MAX_ITER, WARM_MAX_ITER
 
         params = self.get_params(deep=False)
-        params.update(form=form, C=C, max_iter=min(int(self.max_iter), CANDIDATE_MAX_ITER))
+        params.update(form=form, C=C, max_iter=min(int(self.max_iter),
+                                                   WARM_MAX_ITER if warm else
+                                                   CANDIDATE_MAX_ITER),
+                      normalize=False)   # the choice hands it rows normalised once
         return type(self)(**params)
 
     def _fit_plan(self, n_labels):

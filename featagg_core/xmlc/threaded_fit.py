@@ -34,7 +34,7 @@ class _CancellingPool:
 
 
 def fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progress, stop,
-                        flat_beam=None):
+                        flat_beam=None, warm=None, keep_duals=False):
     """Trees (or the given ones), node classifiers, weights and calibration, on a thread
     pool. With ``flat_beam`` (the beam width) the grown trees are replaced by one flat tree
     when :func:`featagg_core.xmlc.tree_fitting.flat_is_enough`.
@@ -61,12 +61,19 @@ def fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progres
         The shared stop flag the kernels poll.
     flat_beam : int or None, default=None
         The beam width, when a flat tree may replace the grown ones.
+    warm : dict or None, default=None
+        Warm start: ``{(tree, node, first child): duals}`` as ``keep_duals`` returned them
+        for the same trees on the same rows (a fit at another C); tasks not in it start
+        from zero.
+    keep_duals : bool, default=False
+        Also return every task's final duals (the support vectors' dual variables).
 
     Returns
     -------
     tuple
-        ``(trees, W, bias_w, offsets, cal_a, cal_b, groups, work)``: the trees, the stacked
-        node classifiers, their calibration and the solver work (non-zeros trained on).
+        ``(trees, W, bias_w, offsets, cal_a, cal_b, groups, work, duals)``: the trees, the
+        stacked node classifiers, their calibration, the solver work (non-zeros trained
+        on) and the duals (a dict as ``warm``; None without ``keep_duals``).
     """
     Yc = core.CsrParts.of(sp.csc_matrix(Y))
     label_nnz = np.diff(Yc.indptr)
@@ -83,9 +90,12 @@ def fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progres
         tasks = core.training_tasks(trees, Y)
         positions = [core.label_positions(tr) for tr in trees]
 
+        warm = warm or {}
+
         def job(task):
             return core.train_task(X, Y, Yc, trees[task.tree], positions[task.tree], task,
-                                   solver, stop)
+                                   solver, stop, warm.get((task.tree, task.node, task.c0)),
+                                   keep_duals)
 
         results = core.run_jobs(pool, job, tasks, costs=[t.cost for t in tasks],
                                 progress=progress, lo=0.12, hi=0.99,
@@ -93,4 +103,6 @@ def fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progres
     W, bias_w, offsets = core.assemble_weights(trees, tasks, results, X.shape[1])
     cal_a, cal_b, groups = core.calibration(trees, tasks, results, offsets, solver)
     work = int(sum(r[6] for r in results))
-    return trees, W, bias_w, offsets, cal_a, cal_b, groups, work
+    duals = ({(t.tree, t.node, t.c0): r[7] for t, r in zip(tasks, results)} if keep_duals
+             else None)
+    return trees, W, bias_w, offsets, cal_a, cal_b, groups, work, duals

@@ -657,9 +657,11 @@ def task_rows(Yc: sp.csc_matrix, tree: dict, node: int) -> np.ndarray:
 
 @fill_doc
 def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict,
-               pos: np.ndarray, task: TrainTask, solver: SolverSpec, stop) -> tuple:
+               pos: np.ndarray, task: TrainTask, solver: SolverSpec, stop, warm=None,
+               keep_duals: bool = False) -> tuple:
     """Train the classifiers of children ``task.c0 .. task.c1 - 1`` of ``task.node`` on
-    the rows of X reaching the node (:func:`task_rows`, :func:`train_rows`).
+    the rows of X reaching the node (:func:`task_rows`, :func:`train_rows`; ``warm`` and
+    ``keep_duals`` as there).
 
     Parameters
     ----------
@@ -672,6 +674,10 @@ def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict
     task : TrainTask
         The batch to train.
     {solver_stop}
+    warm : tuple or None, default=None
+        As :func:`train_rows`.
+    keep_duals : bool, default=False
+        As :func:`train_rows`.
 
     Returns
     -------
@@ -679,7 +685,8 @@ def train_task(X: sp.csr_matrix, Y: sp.csr_matrix, Yc: sp.csc_matrix, tree: dict
         As :func:`train_rows`.
     """
     rows = task_rows(Yc, tree, task.node)
-    return train_rows(X, Y, rows, pos, batch_problem(tree, task, solver), solver, stop)
+    return train_rows(X, Y, rows, pos, batch_problem(tree, task, solver), solver, stop,
+                      warm, keep_duals)
 
 
 class BatchProblem(NamedTuple):
@@ -728,14 +735,17 @@ def batch_problem(tree: dict, task: TrainTask, solver: SolverSpec) -> BatchProbl
 
 @fill_doc
 def train_rows(X, Y, rows: np.ndarray, pos: np.ndarray, problem: BatchProblem,
-               solver: SolverSpec, stop) -> tuple:
+               solver: SolverSpec, stop, warm=None, keep_duals: bool = False) -> tuple:
     """Train a batch's classifiers on the rows ``rows`` of (X, Y) (csr or
     :class:`CsrParts`; in this order: it fixes the solver's and the calibration sample's
     order, which goes by position among these rows).
 
     Returns the kernel's (counts, feats, vals, bias_w, n_iter, hist) (see
-    :func:`featagg_core._kernels.ktxmlc.train_children`) and the solver work: non-zeros of
-    the training rows times the classifiers (one solver pass over them).
+    :func:`featagg_core._kernels.ktxmlc.train_children_warm`) and the solver work:
+    non-zeros of the training rows times the classifiers (one solver pass over them).
+    ``warm``: the duals another solve of the same batch on the same rows returned (a
+    warm start, squared hinge only; ``None``: from zero); with ``keep_duals`` the batch's
+    final duals ``(counts, positions, values)`` are appended as an eighth element.
 
     Parameters
     ----------
@@ -748,21 +758,31 @@ def train_rows(X, Y, rows: np.ndarray, pos: np.ndarray, problem: BatchProblem,
     problem : BatchProblem
         The batch.
     {solver_stop}
+    warm : tuple or None, default=None
+        ``(counts, positions, values)``: the non-zero dual variables another solve of this
+        batch on these rows kept (``keep_duals``), the start of this solve; None: from
+        zero.
+    keep_duals : bool, default=False
+        Append this solve's final non-zero duals in that form.
 
     Returns
     -------
     tuple
-        ``(counts, feats, vals, bias_w, n_iter, hist, work)``.
+        ``(counts, feats, vals, bias_w, n_iter, hist, work)``, and the duals with
+        ``keep_duals``.
     """
     Xp = np.asarray(X.indptr, np.int64)
-    res = _k.train_children(Xp, X.indices, X.data, X.shape[1],
-                            np.asarray(Y.indptr, np.int64), Y.indices, pos, rows,
-                            problem.lo, problem.hi, problem.seeds, problem.node_seed,
-                            problem.C,
-                            solver.eps, solver.max_iter, solver.threshold, solver.bias,
-                            CALIB_BINS, CALIB_Z, solver.calib_rows, problem.loss, stop)
+    if warm is None:
+        warm = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, X.data.dtype))
+    res = _k.train_children_warm(Xp, X.indices, X.data, X.shape[1],
+                                 np.asarray(Y.indptr, np.int64), Y.indices, pos, rows,
+                                 problem.lo, problem.hi, problem.seeds, problem.node_seed,
+                                 problem.C,
+                                 solver.eps, solver.max_iter, solver.threshold, solver.bias,
+                                 CALIB_BINS, CALIB_Z, solver.calib_rows, problem.loss, stop,
+                                 warm[0], warm[1], warm[2], bool(keep_duals))
     work = int((Xp[rows + 1] - Xp[rows]).sum()) * problem.lo.shape[0]
-    return res + (work,)
+    return res[:6] + (work,) + ((res[6:9],) if keep_duals else ())
 
 
 def assemble_weights(trees: Sequence[dict], tasks: Sequence[TrainTask], results: Sequence,
