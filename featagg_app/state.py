@@ -372,13 +372,24 @@ def set_split_settings(data, test_size: float, valid_size: float, random_state: 
         "random_state": int(random_state), "how": how}
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _shared_split(fingerprint: str, test_size, valid_size, random_state, how, _data):
+    """One :class:`~featagg_core.runs.split.Split` per dataset fingerprint and settings for
+    the whole server: a split is a deterministic function of them and read-only (frozen,
+    its row arrays not writeable), so a class on Bibtex holds one copy of its row indices
+    (59 KB), not one per student and per durable session kept after the class."""
+    from featagg_core.experiment import make_split
+    return make_split(_data, test_size=test_size, valid_size=valid_size,
+                      random_state=random_state, how=how)
+
+
 def current_split(data):
     """The session's split of ``data`` (``experiment.make_split`` with
-    :func:`split_settings`), made once and reused by every page until the settings change.
+    :func:`split_settings`), made once and reused by every page until the settings change;
+    sessions on the same dataset with the same settings share one (read-only) object.
 
     A multi-label dataset with its own test part uses it (``split.how == "dataset"``).
     """
-    from featagg_core.experiment import make_split
     settings = split_settings(data)
     key = (settings["test_size"], settings["valid_size"], settings["random_state"],
            settings["how"])
@@ -386,7 +397,7 @@ def current_split(data):
     hit = store.get(data.fingerprint)
     if hit is not None and hit[0] == key:
         return hit[1]
-    split = make_split(data, **settings)
+    split = _shared_split(data.fingerprint, *key, _data=data)
     store[data.fingerprint] = (key, split)
     return split
 

@@ -654,3 +654,30 @@ def test_sidebar_split_widget_sets_the_session_split():
     assert any("own split" in c.value for c in at.sidebar.caption)
     at.selectbox(key="featagg_sample").set_value("bibtex").run()
     assert any(expected.describe() in c.value for c in at.sidebar.caption)
+
+
+def _split_script():
+    import streamlit as st
+    from featagg_app import state
+    from featagg_core.data.samples import load_sample
+    data = load_sample("bibtex")
+    split = state.current_split(data)
+    st.session_state["split_object"] = id(split)
+    st.session_state["split"] = split
+
+
+def test_sessions_on_the_same_data_and_settings_share_one_split():
+    """Two people on the same sample hold one read-only Split (its row indices once per
+    server, not once per durable session), equal to the one make_split makes."""
+    from featagg_core.data.samples import load_sample
+    from featagg_core.experiment import make_split
+    a = AppTest.from_function(_split_script, default_timeout=120).run()
+    b = AppTest.from_function(_split_script, default_timeout=120).run()
+    assert not a.exception and not b.exception
+    sa, sb = a.session_state["split"], b.session_state["split"]
+    assert sa is sb
+    ref = make_split(load_sample("bibtex"))
+    assert sa.split_id == ref.split_id
+    for part in ("train", "valid", "test"):
+        assert np.array_equal(getattr(sa, part), getattr(ref, part))
+        assert not getattr(sa, part).flags.writeable

@@ -212,6 +212,23 @@ def default_workers() -> int:
     return max(1, cores)
 
 
+def _import_openmp_runtime() -> None:
+    """Import scikit-learn's OpenMP helpers (which loads its OpenMP runtime, so the
+    workers' ``threadpool_limits`` reaches it) in the thread that creates the runner,
+    before any worker starts.
+
+    A worker that imported ``sklearn.utils._openmp_helpers`` itself raced the first page's
+    ``import sklearn`` in the script thread: two threads taking the package's and the
+    submodule's import locks in opposite orders, Python breaks the deadlock by handing one
+    of them the partly initialised module, and the first page failed with "cannot import
+    name '_openmp_parallelism_enabled'" (about one run in two of
+    tests/test_app_shell.py::test_home_loads_with_bibtex_in_use on its own)."""
+    try:
+        import sklearn.utils._openmp_helpers  # noqa: F401
+    except Exception:  # noqa: BLE001 - without scikit-learn the limits skip OpenMP
+        _log.debug("could not import scikit-learn's OpenMP helpers", exc_info=True)
+
+
 class JobRunner:
     """A bounded, fair pool of worker threads shared by every session of the server.
 
@@ -256,6 +273,7 @@ class JobRunner:
         self._closed = False
         self._threads: List[threading.Thread] = []
         self._names = itertools.count(1)
+        _import_openmp_runtime()
         for _ in range(workers):
             t = threading.Thread(target=self._worker, name=f"featagg-job-{next(self._names)}",
                                  daemon=True)
@@ -474,7 +492,6 @@ class JobRunner:
         except Exception:  # noqa: BLE001 - numba missing or refusing: run with its default
             _log.debug("could not set numba's thread count", exc_info=True)
         try:
-            import sklearn.utils._openmp_helpers  # noqa: F401 - loads its OpenMP runtime
             from threadpoolctl import threadpool_limits
             threadpool_limits(limits=n, user_api="openmp")
         except Exception:  # noqa: BLE001

@@ -173,7 +173,9 @@ def main(argv=None) -> None:
         # background compilation starts now, not at the 1st visit; once it is over, the
         # server imports the pages and loads the default sample (first_visit.py)
         from featagg_app.server.first_visit import warm_server
-        context.kernels().then(warm_server)
+        warmup = context.kernels()
+        if warmup is not None:
+            warmup.then(warm_server)
     use_st_navigation_only()
     argv = with_upload_cap(argv)
     from streamlit.web import cli
