@@ -65,7 +65,7 @@ DEFAULT_SPLIT = {"test_size": 0.2, "valid_size": 0.0, "random_state": 0, "how": 
 _DATASET = "featagg.dataset"        # dict(data=..., fingerprint=..., origin=..., name=...)
 _PAGES = "featagg.pages"            # page -> dict (that page's namespace)
 _RUNS = "featagg.runs"              # list of experiment.Run, oldest first
-_SPLITS = "featagg.splits"          # fingerprint -> (settings tuple, Split)
+_SPLITS = "featagg.splits"          # (fingerprint, name) -> (settings tuple, Split)
 _SPLIT_SETTINGS = "featagg.split_settings"   # fingerprint -> dict like DEFAULT_SPLIT
 _SESSION_ID = "featagg.session_id"
 _SESSION_KEY = "featagg.session_key"       # the durable session's key (also in the URL)
@@ -373,11 +373,16 @@ def set_split_settings(data, test_size: float, valid_size: float, random_state: 
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _shared_split(fingerprint: str, test_size, valid_size, random_state, how, _data):
-    """One :class:`~featagg_core.runs.split.Split` per dataset fingerprint and settings for
-    the whole server: a split is a deterministic function of them and read-only (frozen,
-    its row arrays not writeable), so a class on Bibtex holds one copy of its row indices
-    (59 KB), not one per student and per durable session kept after the class."""
+def _shared_split(fingerprint: str, name: str, kind: str, test_size, valid_size,
+                  random_state, how, _data):
+    """One :class:`~featagg_core.runs.split.Split` per dataset (fingerprint, name, kind)
+    and settings for the whole server: a split is a deterministic function of them and
+    read-only (frozen, its row arrays not writeable), so a class on Bibtex holds one copy
+    of its row indices (59 KB), not one per student and per durable session kept after the
+    class. The name is part of the key because the split carries it (``dataset_name``):
+    two people uploading the same bytes under different file names must each see their
+    own name, never the other's (the class simulator's cross-talk check caught exactly
+    that with the fingerprint alone)."""
     from featagg_core.experiment import make_split
     return make_split(_data, test_size=test_size, valid_size=valid_size,
                       random_state=random_state, how=how)
@@ -393,12 +398,13 @@ def current_split(data):
     settings = split_settings(data)
     key = (settings["test_size"], settings["valid_size"], settings["random_state"],
            settings["how"])
+    name, kind = str(getattr(data, "name", "") or ""), str(getattr(data, "kind", ""))
     store = st.session_state.setdefault(_SPLITS, {})
-    hit = store.get(data.fingerprint)
+    hit = store.get((data.fingerprint, name))
     if hit is not None and hit[0] == key:
         return hit[1]
-    split = _shared_split(data.fingerprint, *key, _data=data)
-    store[data.fingerprint] = (key, split)
+    split = _shared_split(data.fingerprint, name, kind, *key, _data=data)
+    store[(data.fingerprint, name)] = (key, split)
     return split
 
 

@@ -644,7 +644,7 @@ def test_sidebar_split_widget_sets_the_session_split():
     at.slider(key=f"featagg_split_test_{tag}").set_value(0.3).run()
     at.number_input(key=f"featagg_split_seed_{tag}").set_value(4).run()
     _ok(at)
-    split = at.session_state["featagg.splits"][bib.fingerprint][1]
+    split = at.session_state["featagg.splits"][(bib.fingerprint, bib.name)][1]
     expected = make_split(bib, test_size=0.3, random_state=4, how="random")
     assert split.split_id == expected.split_id
     assert any(expected.describe() in c.value for c in at.sidebar.caption)
@@ -657,13 +657,17 @@ def test_sidebar_split_widget_sets_the_session_split():
 
 
 def _split_script():
+    import dataclasses
+
     import streamlit as st
     from featagg_app import state
     from featagg_core.data.samples import load_sample
     data = load_sample("bibtex")
     split = state.current_split(data)
-    st.session_state["split_object"] = id(split)
     st.session_state["split"] = split
+    # the same bytes under another name (two students uploading one file as a.txt / b.txt)
+    renamed = dataclasses.replace(data, name="bibtex-of-someone-else")
+    st.session_state["renamed_split"] = state.current_split(renamed)
 
 
 def test_sessions_on_the_same_data_and_settings_share_one_split():
@@ -676,6 +680,10 @@ def test_sessions_on_the_same_data_and_settings_share_one_split():
     assert not a.exception and not b.exception
     sa, sb = a.session_state["split"], b.session_state["split"]
     assert sa is sb
+    # the split carries the dataset's name: same bytes, another name, its own split
+    other = a.session_state["renamed_split"]
+    assert other is not sa and other.dataset_name == "bibtex-of-someone-else"
+    assert sa.dataset_name != "bibtex-of-someone-else" and other.split_id == sa.split_id
     ref = make_split(load_sample("bibtex"))
     assert sa.split_id == ref.split_id
     for part in ("train", "valid", "test"):
