@@ -22,6 +22,7 @@ less to predict), and among equals the earlier candidate.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import List, Sequence, Tuple
 
 import numpy as np
@@ -55,6 +56,24 @@ CANDIDATE_MAX_ITER = 5
 WARM_MAX_ITER = 2
 
 
+class _ScaledDuals(Mapping):
+    """``duals`` with every value times ``factor``, scaled when a task asks for its own
+    (so no second copy of all the duals is held while the C' candidate trains)."""
+
+    def __init__(self, duals, factor):
+        self._duals, self._f = duals, np.float32(factor)
+
+    def __getitem__(self, key):
+        cnt, pos, val = self._duals[key]
+        return cnt, pos, val * self._f
+
+    def __iter__(self):
+        return iter(self._duals)
+
+    def __len__(self):
+        return len(self._duals)
+
+
 def warm_duals(duals, C_from, C_to):
     """The C candidate's duals as the start of a C' candidate's solve (same trees, same
     rows, so the same training tasks): every dual variable times ``C_to / C_from``.
@@ -76,11 +95,11 @@ def warm_duals(duals, C_from, C_to):
 
     Returns
     -------
-    dict
-        The same keys, the values scaled (new arrays; ``duals`` is not changed).
+    Mapping
+        The same keys; a task's values come out scaled (new arrays, made when the task
+        asks for them; ``duals`` is not changed).
     """
-    f = np.float32(C_to / C_from)
-    return {key: (cnt, pos, val * f) for key, (cnt, pos, val) in duals.items()}
+    return _ScaledDuals(duals, C_to / C_from)
 
 
 def carve_rows(n: int, random_state: int) -> Tuple[np.ndarray, np.ndarray]:

@@ -61,7 +61,7 @@ def fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progres
         The shared stop flag the kernels poll.
     flat_beam : int or None, default=None
         The beam width, when a flat tree may replace the grown ones.
-    warm : dict or None, default=None
+    warm : Mapping or None, default=None
         Warm start: ``{(tree, node, first child): duals}`` as ``keep_duals`` returned them
         for the same trees on the same rows (a fit at another C); tasks not in it start
         from zero.
