@@ -606,16 +606,16 @@ class KTXMLC(_TreeModel):
         table, hits, prec = [], [], []
         plan = [(f, C0) for f in forms]
         n_planned = len(plan) + len(fc.C_FACTORS) - 1
-        at_c0 = {}   # form -> its C0 candidate (trees and duals: the C grid starts there)
+        at_c0 = {}   # form -> its C0 candidate's (trees, duals): the C grid starts there
 
         def trial(form, C, base=None):
             j = len(table)
             cand = self._candidate(form, C, base is not None)
-            warm = None if base is None else fc.warm_duals(base._duals, C0, C)
+            warm = None if base is None else fc.warm_duals(base[1], C0, C)
             cand._fit_form(Xf, Yf, form, C, False,
                            sub_progress(progress, j / n_planned, (j + 1) / n_planned,
                                         f"candidate {form}, C = {C:g}"),
-                           trees=None if base is None else base.trees_, warm=warm,
+                           trees=None if base is None else base[0], warm=warm,
                            keep_duals=base is None)
             h1, h5 = fc.validation_hits(Yv, cand.predict_scores(Xv, k=5), 5)
             hits.append(h1)
@@ -625,7 +625,9 @@ class KTXMLC(_TreeModel):
             return cand
 
         for form, C in plan:
-            at_c0[form] = trial(form, C)
+            cand = trial(form, C)   # only its trees and duals are kept, not its weights
+            at_c0[form] = (cand.trees_, cand.__dict__.pop("_duals"))
+            del cand
         # the C grid for the form that leads at C0, on its trees, from its duals
         work = [r["work"] for r in table]
         lead, _ = fc.pick_candidate(hits, prec, work)
@@ -634,7 +636,7 @@ class KTXMLC(_TreeModel):
         for f in fc.C_FACTORS:
             if f != 1.0:
                 trial(table[lead]["form"], C0 * f, base)
-        del base._duals
+        del base
         work = [r["work"] for r in table]
         chosen, tied = fc.pick_candidate(hits, prec, work)
         by_p5, _ = fc.pick_candidate(hits, prec)

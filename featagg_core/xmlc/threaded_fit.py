@@ -93,9 +93,11 @@ def fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progres
         warm = warm or {}
 
         def job(task):
+            start = warm.get((task.tree, task.node, task.c0))
+            if start is not None:   # positions are kept narrow (see below)
+                start = (start[0], start[1].astype(np.int32), start[2])
             return core.train_task(X, Y, Yc, trees[task.tree], positions[task.tree], task,
-                                   solver, stop, warm.get((task.tree, task.node, task.c0)),
-                                   keep_duals)
+                                   solver, stop, start, keep_duals)
 
         results = core.run_jobs(pool, job, tasks, costs=[t.cost for t in tasks],
                                 progress=progress, lo=0.12, hi=0.99,
@@ -103,6 +105,10 @@ def fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progres
     W, bias_w, offsets = core.assemble_weights(trees, tasks, results, X.shape[1])
     cal_a, cal_b, groups = core.calibration(trees, tasks, results, offsets, solver)
     work = int(sum(r[6] for r in results))
-    duals = ({(t.tree, t.node, t.c0): r[7] for t, r in zip(tasks, results)} if keep_duals
-             else None)
+    # a dual's position among its node's rows fits 16 bits when there are fewer than 65,536
+    # rows (always so for the form choice's candidates, at most MAX_FIT_ROWS = 50,000):
+    # 6 bytes per support vector kept instead of 8
+    narrow = np.uint16 if X.shape[0] < 65536 else np.int32
+    duals = ({(t.tree, t.node, t.c0): (r[7][0], r[7][1].astype(narrow), r[7][2])
+              for t, r in zip(tasks, results)} if keep_duals else None)
     return trees, W, bias_w, offsets, cal_a, cal_b, groups, work, duals
