@@ -8,9 +8,10 @@ C are fitted from zero for ``CANDIDATE_MAX_ITER`` solver passes; the leading for
 and 2C candidates reuse its C candidate's label trees (tree growth reads the label
 vectors and the tree parameters, never C, so regrowing them would give the same trees)
 and start their solver from its dual variables scaled to the new C (:func:`warm_duals`),
-for ``WARM_MAX_ITER`` passes. The candidates get the rows normalised once. On Delicious
-the solver passes were 80 % of the choice's CPU and the tree building under 5 %
-(benchmarks/results/xmlc_notes.md).
+for ``WARM_MAX_ITER`` passes. The candidates get the rows normalised once. Why these:
+profiled, the solver passes are most of the choice's CPU and tree building a small part,
+so the passes are what a warm start saves; the trees are reused because they are the same
+anyway (figures in benchmarks/results/xmlc_notes.md).
 
 The rule (:func:`pick_candidate`): the candidate with the best P@1 on the validation rows
 wins, unless other candidates are *tied* with it -- their P@1 shortfall is within one
@@ -51,8 +52,8 @@ C_FACTORS = (0.5, 1.0, 2.0)
 CANDIDATE_MAX_ITER = 5
 #: solver passes of a C-grid candidate (C/2 and 2C): it starts from the C candidate's duals
 #: (:func:`warm_duals`) on the C candidate's trees, so fewer passes than a cold candidate's
-#: take it as far; with 2 the choices on the benchmark sets stayed those of 5 cold passes
-#: but one, Bibtex seed 2 (benchmarks/results/xmlc_notes.md)
+#: take it as far; 2 kept the benchmark sets' choices (all but one case) where 1 made the
+#: candidates noisier (benchmarks/results/xmlc_notes.md)
 WARM_MAX_ITER = 2
 
 
@@ -82,8 +83,7 @@ def warm_duals(duals, C_from, C_to):
     at unchanged margins the duals are proportional to C. Any ``alpha >= 0`` is a feasible
     start (the solver reaches the same optimum from it, only the passes differ); kept
     unscaled, two passes at C' left the candidates far from where five cold passes take
-    them (Delicious, C/2: validation P@1 66.8 against 68.0 cold), scaled they land close
-    (68.0).
+    them, scaled they land close (measured in benchmarks/results/xmlc_notes.md).
 
     Parameters
     ----------
