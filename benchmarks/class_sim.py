@@ -1,7 +1,9 @@
 """A class on one server, simulated at the protocol (issue 31): N students without browsers.
 
     .venv/bin/python benchmarks/class_sim.py --n N [--port P] [--json OUT] [--arrival-s 60]
-        [--no-close-wait] [--calibrate] [--md benchmarks/results/classroom.md]
+        [--no-close-wait] [--uploads-every 5] [--calibrate]
+
+(the tables of ``benchmarks/results/classroom.md`` are written from the ``--json`` files)
 
 ``classroom_bench.py`` drives N headless chromium sessions; on this machine the browsers
 take most of the CPU (chromium 466 of 514 CPU s at N = 30), so it measures the browsers.
