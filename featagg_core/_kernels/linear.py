@@ -71,6 +71,20 @@ def l2svc_dual_cd_block(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias
 
 
 @njit(cache=True, nogil=True)
+def _add_row_times(Wt, indptr, indices, data, i, coef, bias, n_cols, k):
+    """``Wt[:, j] += coef[j] * [x_i, bias]`` for the k labels: row i of the CSR matrix
+    (and its bias column ``n_cols``) scaled per label and added to the weights -- the
+    solver's update after a step, and the warm start's rebuilding of w from the duals."""
+    for p in range(indptr[i], indptr[i + 1]):
+        f = indices[p]
+        x = data[p]
+        for j in range(k):
+            Wt[f, j] += coef[j] * x
+    for j in range(k):
+        Wt[n_cols, j] += coef[j] * bias
+
+
+@njit(cache=True, nogil=True)
 def l2svc_dual_cd_block_warm(indptr, indices, data, Y, n_cols, C, eps, max_iter, bias,
                              seed, stop, alpha0):
     """Train ``k`` squared-hinge linear SVMs on the same csr matrix (rows = training points),
@@ -151,13 +165,7 @@ def l2svc_dual_cd_block_warm(indptr, indices, data, Y, n_cols, C, eps, max_iter,
                     any_sv = True
             if not any_sv:
                 continue
-            for p in range(indptr[i], indptr[i + 1]):
-                f = indices[p]
-                x = data[p]
-                for j in range(k):
-                    Wt[f, j] += ay[j] * x
-            for j in range(k):
-                Wt[n_cols, j] += ay[j] * bias
+            _add_row_times(Wt, indptr, indices, data, i, ay, bias, n_cols, k)
     act = np.ones((l, k), np.uint8)       # row i is in label j's active (unshrunk) set
     n_act_row = np.full(l, k, np.int64)   # labels active on row i (0: skip the row)
     n_act_lab = np.full(k, l, np.int64)   # active rows of label j
@@ -224,13 +232,7 @@ def l2svc_dual_cd_block_warm(indptr, indices, data, Y, n_cols, C, eps, max_iter,
                     dvec[j] = (a_new - a_old) * yi
                     moved = True
             if moved:
-                for p in range(indptr[i], indptr[i + 1]):
-                    f = indices[p]
-                    x = data[p]
-                    for j in range(k):
-                        Wt[f, j] += dvec[j] * x
-                for j in range(k):
-                    Wt[n_cols, j] += dvec[j] * bias
+                _add_row_times(Wt, indptr, indices, data, i, dvec, bias, n_cols, k)
         it += 1
         for j in range(k):
             if n_act_lab[j] < 0:
