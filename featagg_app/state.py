@@ -372,7 +372,23 @@ def set_split_settings(data, test_size: float, valid_size: float, random_state: 
         "random_state": int(random_state), "how": how}
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+#: a split is shared by every session of the server only for data of at most this many
+#: rows (its row indices: 1 MiB at most; the cache keeps 16, 16 MiB at most, beyond the
+#: sessions' lifetime); a larger upload's split lives and dies with its session, as before
+SHARED_SPLIT_MAX_ROWS = 2 ** 17
+
+
+def _row_count(data) -> int:
+    """Rows a split of ``data`` indexes (training and own test rows, nodes, table rows)."""
+    n = 0
+    for attr in ("X", "X_test"):
+        m = getattr(data, attr, None)
+        if m is not None and hasattr(m, "shape"):
+            n += int(m.shape[0])
+    return n or int(getattr(data, "n_rows", 0) or 0)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
 def _shared_split(fingerprint: str, name: str, kind: str, test_size, valid_size,
                   random_state, how, _data):
     """One :class:`~featagg_core.runs.split.Split` per dataset (fingerprint, name, kind)
@@ -391,7 +407,9 @@ def _shared_split(fingerprint: str, name: str, kind: str, test_size, valid_size,
 def current_split(data):
     """The session's split of ``data`` (``experiment.make_split`` with
     :func:`split_settings`), made once and reused by every page until the settings change;
-    sessions on the same dataset with the same settings share one (read-only) object.
+    sessions on the same dataset with the same settings share one (read-only) object when
+    the data has at most :data:`SHARED_SPLIT_MAX_ROWS` rows (a class's sample or small
+    uploads; a large upload's split is its session's own and is freed with it).
 
     A multi-label dataset with its own test part uses it (``split.how == "dataset"``).
     """
@@ -403,7 +421,11 @@ def current_split(data):
     hit = store.get((data.fingerprint, name))
     if hit is not None and hit[0] == key:
         return hit[1]
-    split = _shared_split(data.fingerprint, name, kind, *key, _data=data)
+    if _row_count(data) <= SHARED_SPLIT_MAX_ROWS:
+        split = _shared_split(data.fingerprint, name, kind, *key, _data=data)
+    else:
+        from featagg_core.experiment import make_split
+        split = make_split(data, **settings)
     store[(data.fingerprint, name)] = (key, split)
     return split
 

@@ -689,3 +689,29 @@ def test_sessions_on_the_same_data_and_settings_share_one_split():
     for part in ("train", "valid", "test"):
         assert np.array_equal(getattr(sa, part), getattr(ref, part))
         assert not getattr(sa, part).flags.writeable
+
+
+def _big_split_script():
+    import numpy as np
+    import scipy.sparse as sp
+    import streamlit as st
+    from featagg_app import state
+    from featagg_core.data import MultiLabelData
+    n = state.SHARED_SPLIT_MAX_ROWS + 1
+    X = sp.identity(n, dtype=np.float32, format="csr")[:, :3]
+    Y = sp.csr_matrix((np.ones(n, np.float32), (np.arange(n), np.arange(n) % 2)),
+                      shape=(n, 2))
+    st.session_state["split"] = state.current_split(MultiLabelData(X=X, Y=Y, name="big"))
+
+
+def test_a_large_datasets_split_is_its_sessions_own():
+    """Above SHARED_SPLIT_MAX_ROWS rows the split is not kept in the server-wide cache
+    (which outlives sessions): two sessions get two objects with the same rows."""
+    from featagg_app import state
+    a = AppTest.from_function(_big_split_script, default_timeout=120).run()
+    b = AppTest.from_function(_big_split_script, default_timeout=120).run()
+    assert not a.exception and not b.exception
+    sa, sb = a.session_state["split"], b.session_state["split"]
+    assert sa is not sb and sa.split_id == sb.split_id
+    n = state.SHARED_SPLIT_MAX_ROWS + 1
+    assert sa.n_rows == n
