@@ -379,13 +379,10 @@ SHARED_SPLIT_MAX_ROWS = 2 ** 17
 
 
 def _row_count(data) -> int:
-    """Rows a split of ``data`` indexes (training and own test rows, nodes, table rows)."""
-    n = 0
-    for attr in ("X", "X_test"):
-        m = getattr(data, attr, None)
-        if m is not None and hasattr(m, "shape"):
-            n += int(m.shape[0])
-    return n or int(getattr(data, "n_rows", 0) or 0)
+    """Rows a split of ``data`` indexes: ``n_rows_of`` (points, nodes, table rows) and a
+    multi-label dataset's own test rows."""
+    from featagg_core.runs.split import has_own_test, n_rows_of
+    return n_rows_of(data) + (int(data.X_test.shape[0]) if has_own_test(data) else 0)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
