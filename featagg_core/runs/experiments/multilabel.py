@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+from types import SimpleNamespace
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -238,9 +239,7 @@ def warm_kernels(data=None, split=None, specs: Sequence[dict] = ()) -> None:
     ktxmlc.warmup()
     if data is None or split is None or not specs:
         return
-    rows = np.asarray(split.train)[:WARM_ROWS]
-    tiny = type("Slice", (), {"X": data.X[rows], "Y": data.Y[rows]})()
-    part = type("Rows", (), {"train": np.arange(rows.size)})()
+    first_rows = SimpleNamespace(train=np.asarray(split.train)[:WARM_ROWS])
     seen = set()
     for spec in specs:
         try:
@@ -249,7 +248,7 @@ def warm_kernels(data=None, split=None, specs: Sequence[dict] = ()) -> None:
             if key in seen:
                 continue
             seen.add(key)
-            _fit_callable(tiny, part, spec)()
+            _fit_callable(data, first_rows, spec)()
         except Exception:  # noqa: BLE001 - best effort: the real fit compiles what is left
             continue
 
