@@ -381,9 +381,9 @@ class KernelWarmup:
         self._closed = threading.Event()
         self.started: Optional[float] = None
         self.all_ready_at: Optional[float] = None
-        # what to do once every group is ready, before the "all … ready" line (then())
+        # what to do once every group is ready, before the "all … ready" line (then());
+        # taken by the loader when it sets all_ready_at, under the lock
         self._then: List[Callable[[], Optional[str]]] = []
-        self._then_started = False
 
     # -- lifecycle
     def start(self) -> "KernelWarmup":
@@ -444,7 +444,7 @@ class KernelWarmup:
             ``self``.
         """
         with self._lock:
-            late = self._then_started
+            late = self.all_ready_at is not None
             if not late:
                 self._then.append(fn)
         if late:
@@ -579,9 +579,8 @@ class KernelWarmup:
                 self._closed.wait(0.2)
         if self._closed.is_set():
             return
-        self.all_ready_at = time.time()
         with self._lock:
-            self._then_started = True
+            self.all_ready_at = time.time()
             then, self._then = self._then, []
         self._call_then(then)
         self._say(f"[featagg] kernels: all {len(self.groups)} groups ready after "
