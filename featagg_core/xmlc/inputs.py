@@ -117,6 +117,14 @@ def check_Y(Y, n_rows) -> sp.csr_matrix:
 def normalize_rows(X: sp.csr_matrix) -> sp.csr_matrix:
     """Rows scaled to unit L2 norm (zero rows stay zero); a new float32 csr.
 
+    The squared norms are the row sums of ``X.multiply(X)`` and each row is multiplied by
+    the float32 inverse of its norm; entries that come out zero are dropped (as a sparse
+    product drops them). A canonical float32 ``X`` with no zero square and no zero result
+    (the common case) is scaled in place of a copy of its data -- one multiplication per
+    non-zero, the structure kept -- instead of as the product ``diag(inv) @ X`` and a
+    sort: the same bits at a fraction of the CPU (one fit normalises its rows once, every
+    ``predict_scores`` call again). Other inputs take the product.
+
     Parameters
     ----------
     X : scipy.sparse.csr_matrix
@@ -127,10 +135,30 @@ def normalize_rows(X: sp.csr_matrix) -> sp.csr_matrix:
     scipy.sparse.csr_matrix
         float32, sorted indices.
     """
+    if X.dtype == np.float32 and X.has_canonical_format:
+        with np.errstate(over="ignore", under="ignore"):   # such entries take the product
+            sq_data = X.data * X.data
+        if sq_data.all() and np.isfinite(sq_data).all():
+            # X.multiply(X) has exactly this structure and these values: no square is 0
+            sq = np.asarray(sp.csr_matrix((sq_data, X.indices, X.indptr), shape=X.shape)
+                            .sum(axis=1)).ravel()
+            inv = _inverse_norms(sq)
+            with np.errstate(under="ignore"):
+                data = X.data * np.repeat(inv, np.diff(X.indptr))
+            if data.all():
+                out = sp.csr_matrix((data, X.indices.copy(), X.indptr.copy()),
+                                    shape=X.shape)
+                out.has_sorted_indices = True
+                return out
     sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    out = sp.csr_matrix(sp.diags(_inverse_norms(sq)) @ X, dtype=np.float32)
+    out.sort_indices()
+    return out
+
+
+def _inverse_norms(sq: np.ndarray) -> np.ndarray:
+    """float32 ``1 / sqrt(sq)`` where ``sq > 0``, else 0."""
     inv = np.zeros_like(sq)
     nz = sq > 0
     inv[nz] = 1.0 / np.sqrt(sq[nz])
-    out = sp.csr_matrix(sp.diags(inv.astype(np.float32)) @ X, dtype=np.float32)
-    out.sort_indices()
-    return out
+    return inv.astype(np.float32)
