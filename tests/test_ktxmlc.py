@@ -766,3 +766,77 @@ def test_choose_d0_sample_and_budget_by_hand(small, monkeypatch):
                     min_features=0, min_budget_s=1e6, **kw)
     assert [r["d0"] for r in two.table] == ["raw", 8]   # 8 misses the speed: stop
     assert all(r["cpu_s"] >= 0 for r in two.table)
+
+
+def _normalize_rows_by_product(X):
+    """The plain definition: squared norms by ``X.multiply(X)``, rows scaled by the sparse
+    product ``diag(inv) @ X`` (which drops zero results), sorted."""
+    sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    inv = np.zeros_like(sq)
+    nz = sq > 0
+    inv[nz] = 1.0 / np.sqrt(sq[nz])
+    out = sp.csr_matrix(sp.diags(inv.astype(np.float32)) @ X, dtype=np.float32)
+    out.sort_indices()
+    return out
+
+
+@pytest.mark.parametrize("case", ["plain", "stored_zero", "empty_rows", "tiny", "huge",
+                                  "float64", "unsorted", "dense_rows"])
+def test_normalize_rows_bits_equal_the_product(case):
+    """normalize_rows' scaling of the data in place gives the sparse product's bits, and
+    the inputs it does not take that way (stored zeros, underflow, overflow, float64,
+    unsorted indices) still get the product's result."""
+    rng = np.random.default_rng(7)
+    X = sp.random(300, 120, density=0.9 if case == "dense_rows" else 0.1, format="csr",
+                  random_state=4, dtype=np.float32)
+    X.data = (rng.standard_normal(X.nnz) * 3).astype(np.float32)
+    if case == "stored_zero":
+        X.data[::17] = 0.0
+    elif case == "empty_rows":
+        X = sp.csr_matrix(X.multiply((np.arange(300) % 5 != 0)[:, None]))
+    elif case == "tiny":
+        X.data[5] = np.float32(1e-30)     # its square underflows
+    elif case == "huge":
+        X.data[9] = np.float32(1e30)      # its square overflows: the row scales to 0
+    elif case == "float64":
+        X = sp.csr_matrix(X, dtype=np.float64) * (1 + 1e-9)
+    elif case == "unsorted":
+        X = X.copy()
+        X.indices[X.indptr[3]:X.indptr[4]] = X.indices[X.indptr[3]:X.indptr[4]][::-1].copy()
+        X.has_sorted_indices = False
+    before = (X.data.copy(), X.indices.copy(), X.indptr.copy())
+    got, ref = normalize_rows(X), _normalize_rows_by_product(X)
+    assert got.dtype == np.float32 and got.has_sorted_indices and got.shape == ref.shape
+    assert np.array_equal(got.indptr, ref.indptr) and np.array_equal(got.indices, ref.indices)
+    assert got.data.tobytes() == ref.data.tobytes()
+    # the caller's matrix is untouched and shares no array with the result
+    assert all(np.array_equal(a, b) for a, b in zip(before, (X.data, X.indices, X.indptr)))
+    assert not np.shares_memory(got.data, X.data)
+    assert not np.shares_memory(got.indices, X.indices)
+
+
+def test_small_kernel_work_runs_on_one_thread_with_the_same_scores(small, monkeypatch):
+    """Below SMALL_KERNEL_WORK predict_scores' beam search runs on the calling thread
+    alone: the same scores as with every thread, and the caller's numba thread count is
+    back afterwards (also when the kernel raises)."""
+    import numba
+    from featagg_core.xmlc import threaded_fit
+    X, Y = small
+    m = KTXMLC(n_clusters=4, max_leaf_labels=10, n_trees=2, random_state=1).fit(X, Y)
+    seen = []
+    real = threaded_fit.numba.set_num_threads
+    monkeypatch.setattr(threaded_fit.numba, "set_num_threads",
+                        lambda n: (seen.append(n), real(n))[1])
+    before = numba.get_num_threads()
+    monkeypatch.setattr(threaded_fit, "SMALL_KERNEL_WORK", 0)           # never small
+    S_all = m.predict_scores(X, k=5)
+    assert seen == []
+    monkeypatch.setattr(threaded_fit, "SMALL_KERNEL_WORK", float("inf"))  # always small
+    S_one = m.predict_scores(X, k=5)
+    assert (before == 1 and seen == []) or seen == [1, before]
+    assert numba.get_num_threads() == before
+    assert (S_all != S_one).nnz == 0 and S_all.data.tobytes() == S_one.data.tobytes()
+    with pytest.raises(RuntimeError):
+        with threaded_fit.kernel_threads(0):
+            raise RuntimeError("inside")
+    assert numba.get_num_threads() == before

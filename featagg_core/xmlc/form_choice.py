@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from featagg_core._kernels import metrics as _mk
 from featagg_core.metrics import top_k
+from featagg_core.xmlc.threaded_fit import kernel_threads
 
 __all__ = ["VALID_FRACTION", "MIN_VALID_ROWS", "MAX_FIT_ROWS", "C_FACTORS",
            "CANDIDATE_MAX_ITER", "WARM_MAX_ITER", "warm_duals", "carve_rows", "carved_rows",
@@ -169,9 +170,10 @@ def validation_hits(Y_valid, scores, k: int = 5) -> Tuple[np.ndarray, np.ndarray
     """
     Y = sp.csr_matrix(Y_valid, dtype=np.float32)
     Y.sort_indices()
-    top = np.ascontiguousarray(top_k(scores, k), dtype=np.int64)
-    gains = _mk.rank_gains(Y.indptr.astype(np.int64), Y.indices.astype(np.int64), top,
-                           np.ones(Y.shape[1]))
+    with kernel_threads((scores.nnz + Y.nnz) * k):   # a few operations per entry and rank
+        top = np.ascontiguousarray(top_k(scores, k), dtype=np.int64)
+        gains = _mk.rank_gains(Y.indptr.astype(np.int64), Y.indices.astype(np.int64), top,
+                               np.ones(Y.shape[1]))
     return gains[:, 0].copy(), gains.sum(axis=1) / k
 
 

@@ -59,7 +59,7 @@ from featagg_core.xmlc.inputs import (
     normalize_rows,
 )
 from featagg_core.xmlc.label_vectors import label_representation
-from featagg_core.xmlc.threaded_fit import fit_trees_and_nodes
+from featagg_core.xmlc.threaded_fit import fit_trees_and_nodes, kernel_threads
 
 __all__ = ["KTXMLC", "OneVsAll", "DefragKTXMLC", "warmup"]
 
@@ -161,18 +161,22 @@ class _TreeModel(BaseEstimator):
                                  "call fit(X, Y) first")
 
     def _fit_tail(self, X, Y, trees_or_n, spec, calib, progress, C=None, flat_rule=None,
-                  trees=None, warm=None, keep_duals=False):
+                  trees=None, warm=None, keep_duals=False, prepared=False):
         """Fit on (X, Y): the trees grown (``trees_or_n`` an int), or one flat tree
         (``trees_or_n`` None), or the given ``trees`` as they are; ``warm`` / ``keep_duals``
         as :func:`~featagg_core.xmlc.threaded_fit.fit_trees_and_nodes` takes them (the
         duals kept go to ``self._duals``, a private attribute the form choice reads and
-        deletes)."""
+        deletes). ``prepared``: X and Y are already what :func:`check_X` /
+        :func:`check_Y` return, X already normalised if the model normalises (the form
+        choice's candidates and the refit after it: :meth:`KTXMLC.fit` checks and
+        normalises the rows once for all of them)."""
         solver = self._solver_spec(calib, C)
         n_jobs = self._n_jobs()
-        X = check_X(X)
-        Y = check_Y(Y, X.shape[0])
+        if not prepared:
+            X = check_X(X)
+            Y = check_Y(Y, X.shape[0])
         t0 = time.perf_counter()
-        if self.normalize:
+        if self.normalize and not prepared:
             X = normalize_rows(X)
         if progress is not None:
             progress(0.0, "rows normalised")
@@ -236,15 +240,22 @@ class _TreeModel(BaseEstimator):
         X = check_X(X, "X", self.n_features_in_)
         if getattr(self, "normalize", True):
             X = normalize_rows(X)
+        return self._scores(X, k, beam, power)
+
+    def _scores(self, X, k, beam, power):
+        """:meth:`predict_scores` of rows already checked (and normalised if the model
+        normalises), with validated ``k``, beam width and score power."""
         P = self._pred
         k = min(k, self.n_labels_)
         fm_ptr, fm_feat, fm_eptr, fm_child, fm_val = P["fm"]
-        idx, val = _k.beam_predict(X.indptr.astype(np.int64), X.indices.astype(np.int32),
-                                   X.data, P["roots"], P["first_child"], P["n_children"],
-                                   P["label"], P["leafc"], fm_ptr, fm_feat, fm_eptr, fm_child,
-                                   fm_val, self.bias_w_, self._bias_value,
-                                   self.calibration_a_, self.calibration_b_, power,
-                                   self.n_labels_, beam, k, P["max_children"])
+        # every row visits at most every node, reading its non-zeros once per node
+        with kernel_threads(X.nnz * self.W_.shape[0]):
+            idx, val = _k.beam_predict(
+                X.indptr.astype(np.int64), X.indices.astype(np.int32), X.data, P["roots"],
+                P["first_child"], P["n_children"], P["label"], P["leafc"], fm_ptr, fm_feat,
+                fm_eptr, fm_child, fm_val, self.bias_w_, self._bias_value,
+                self.calibration_a_, self.calibration_b_, power, self.n_labels_, beam, k,
+                P["max_children"])
         keep = idx >= 0
         indptr = np.r_[0, np.cumsum(keep.sum(axis=1))]
         S = sp.csr_matrix((val[keep], idx[keep], indptr), shape=(X.shape[0], self.n_labels_))
@@ -540,44 +551,55 @@ class KTXMLC(_TreeModel):
             return self
         X = check_X(X)
         Y = check_Y(Y, X.shape[0])
+        # rows normalised once: the candidates take theirs from these (the same bits as
+        # normalising them apart: the normalisation is row by row) and the refit uses all
+        if self.normalize:
+            X = normalize_rows(X)
         form, C, table, reason = self._choose_form(X, Y, sub_progress(progress, 0.0, 0.5,
-                                                                        "choosing the form"))
+                                                                        "choosing the form"),
+                                                   normalized=True)
         self._fit_form(X, Y, form, C, False if table else None,
                        sub_progress(progress, 0.5, 1.0, f"refit ({form}, C = {C:g})")
-                       if table else progress)
+                       if table else progress, prepared=True)
         self.selection_ = table
         self.choice_ = reason
         return self
 
     def _fit_form(self, X, Y, form, C, flat_rule, progress, trees=None, warm=None,
-                  keep_duals=False):
+                  keep_duals=False, prepared=False):
         """Fit one form ("flat": one-vs-all as one flat tree; "trees": the label trees,
         replaced by one flat tree under ``flat_rule`` (None: ``one_vs_all``'s rule)) at
-        ``C``; sets ``form_`` (what was fitted) and ``C_``. ``trees``, ``warm`` and
-        ``keep_duals``: as :meth:`_fit_tail` takes them (the form choice's candidates)."""
+        ``C``; sets ``form_`` (what was fitted) and ``C_``. ``trees``, ``warm``,
+        ``keep_duals`` and ``prepared``: as :meth:`_fit_tail` takes them (the form
+        choice's candidates; ``prepared`` also the refit after the choice)."""
         if form == "flat":
             self._fit_tail(X, Y, None, None, int(self.calibration_rows), progress, C=C,
-                           trees=trees, warm=warm, keep_duals=keep_duals)
+                           trees=trees, warm=warm, keep_duals=keep_duals, prepared=prepared)
         else:
             spec, n_trees, calib = self._fit_plan(n_label_columns(Y))
             self._fit_tail(X, Y, n_trees, spec, calib, progress, C=C, flat_rule=flat_rule,
-                           trees=trees, warm=warm, keep_duals=keep_duals)
+                           trees=trees, warm=warm, keep_duals=keep_duals, prepared=prepared)
         self.form_ = "flat" if _is_flat(self.trees_, self.n_labels_) else "trees"
         self.C_ = float(C)
         return self
 
-    def _choose_form(self, X, Y, progress):
+    def _choose_form(self, X, Y, progress, normalized=False):
         """``(form, C, table, reason)``: the form and C :mod:`featagg_core.xmlc.form_choice`
         picks on validation rows carved from (X, Y) (see Notes); ``table`` is empty when no
-        choice was made (too few rows, or a single candidate)."""
+        choice was made (too few rows, or a single candidate). ``normalized``: as
+        :meth:`_choose_form_rows`."""
         return self._choose_form_rows(X.shape[0], Y.shape[1],
-                                      lambda rows: (X[rows], Y[rows]), progress)
+                                      lambda rows: (X[rows], Y[rows]), progress, normalized)
 
-    def _choose_form_rows(self, n, L, take, progress):
+    def _choose_form_rows(self, n, L, take, progress, normalized=False):
         """:meth:`_choose_form` on ``n`` rows and ``L`` labels whose rows are reached
         through ``take(rows) -> (X[rows], Y[rows])`` (sorted row numbers): only the rows
         :func:`~featagg_core.xmlc.form_choice.carve_rows` carves are asked for. The Dask
         twin passes a ``take`` over the rows it gathered from sharded input.
+        ``normalized``: ``take`` returns rows of matrices :func:`check_X` / :func:`check_Y`
+        returned, already normalised if the model normalises (:meth:`fit` normalises them
+        once, for the candidates and the refit); otherwise they are checked and normalised
+        here.
 
         The C0 candidates keep their dual variables (the support vectors') until the
         leading form is known; its C/2 and 2C candidates are then fitted on its trees from
@@ -599,10 +621,13 @@ class KTXMLC(_TreeModel):
                                   f"{fc.MIN_VALID_ROWS} validation rows in {n} rows")
         Xf, Yf = take(fit_rows)
         Xv, Yv = take(valid_rows)
-        if self.normalize:
-            # once for every candidate (they fit and score with normalize=False): the same
-            # rows a candidate would normalise itself, so the same bits
-            Xf, Xv = normalize_rows(check_X(Xf)), normalize_rows(check_X(Xv, "X", Xf.shape[1]))
+        if not normalized:
+            Xf, Xv = check_X(Xf), check_X(Xv, "X", Xf.shape[1])
+            Yf, Yv = check_Y(Yf, Xf.shape[0]), check_Y(Yv, Xv.shape[0])
+            if self.normalize:
+                # once for every candidate (they fit and score with normalize=False): the
+                # same rows a candidate would normalise itself, so the same bits
+                Xf, Xv = normalize_rows(Xf), normalize_rows(Xv)
         table, hits, prec = [], [], []
         plan = [(f, C0) for f in forms]
         n_planned = len(plan) + len(fc.C_FACTORS) - 1
@@ -616,8 +641,9 @@ class KTXMLC(_TreeModel):
                            sub_progress(progress, j / n_planned, (j + 1) / n_planned,
                                         f"candidate {form}, C = {C:g}"),
                            trees=None if base is None else base[0], warm=warm,
-                           keep_duals=base is None)
-            h1, h5 = fc.validation_hits(Yv, cand.predict_scores(Xv, k=5), 5)
+                           keep_duals=base is None, prepared=True)
+            h1, h5 = fc.validation_hits(Yv, cand._scores(Xv, 5, int(cand.beam_width),
+                                                         cand._score_power()), 5)
             hits.append(h1)
             prec.append(h5)
             table.append({"form": form, "C": float(C), "P@1": float(h1.mean()),

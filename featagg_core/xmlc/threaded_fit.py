@@ -5,11 +5,51 @@ functions on a cluster).
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
 from featagg_core.xmlc import tree_fitting as core
+
+#: below this much work (multiply-adds, about: a millisecond or two of one core) a
+#: parallel (``prange``) kernel runs on the calling thread alone (:func:`kernel_threads`)
+SMALL_KERNEL_WORK = 1 << 21
+
+
+@contextmanager
+def kernel_threads(work):
+    """Run the parallel numba kernels called inside on one thread when ``work`` is below
+    :data:`SMALL_KERNEL_WORK`; otherwise change nothing.
+
+    Why: waking numba's worker threads for a parallel region and waiting for them at its
+    end costs CPU of its own -- the idle workers spin before they sleep, and a master
+    whose worker is not scheduled spins at the barrier, more so on a busy machine. On
+    tiny inputs (the form choice's validation rows, a small batch to predict) that costs
+    more than the region's work. The kernels' results do not depend on the number of
+    threads, so only the CPU changes. ``numba.set_num_threads`` is per thread: other
+    threads keep theirs, and this one gets its count back on the way out.
+
+    Parameters
+    ----------
+    work : int or float
+        The kernels' work, about (e.g. non-zeros read times the classifiers scored).
+
+    Yields
+    ------
+    None
+        Inside, this thread's numba thread count is 1 (small work) or unchanged.
+    """
+    before = numba.get_num_threads()
+    if work >= SMALL_KERNEL_WORK or before == 1:
+        yield
+        return
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 class _CancellingPool:
