@@ -26,7 +26,10 @@ def _local_csr(indptr, indices, data, rows, n_features):
     Scratch is proportional to the gathered non-zeros, not to the matrix: the column map
     is a dense array of ``n_features`` only when the rows hold at least ``n_features / 8``
     non-zeros (then it costs less than sorting), otherwise the columns are found by sorting
-    and ``searchsorted``. Returns (lp, li, ld, local_to_global)."""
+    and ``searchsorted``. With the dense map the columns present are collected in scratch
+    of at most ``n_features`` entries, and the search for them stops at the row by which
+    every column has been seen (dense rows: the first one) instead of reading every row
+    twice. Returns (lp, li, ld, local_to_global)."""
     m = rows.shape[0]
     nnz = 0
     for r in range(m):
@@ -38,9 +41,11 @@ def _local_csr(indptr, indices, data, rows, n_features):
     lp[0] = 0
     if 8 * nnz >= n_features:
         fmap = np.full(n_features, -1, np.int64)
-        feats = np.empty(nnz, np.int64)
+        feats = np.empty(min(nnz, n_features), np.int64)
         nf = 0
         for r in range(m):
+            if nf == n_features:
+                break                  # every column seen: the other rows add none
             i = rows[r]
             for p in range(indptr[i], indptr[i + 1]):
                 f = indices[p]
