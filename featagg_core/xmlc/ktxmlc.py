@@ -1048,8 +1048,14 @@ def warmup():
     Yd = (rng.random((12, 5)) < 0.4).astype(np.float32)
     Yd[0, :] = 1
     Y = sp.csr_matrix(Yd)
-    KTXMLC(n_clusters=2, n_trees=1, max_leaf_labels=2, n_jobs=1).fit(X, Y).predict_scores(X, k=2)
-    KTXMLC(n_clusters=3, n_trees=1, max_leaf_labels=2, partition="kmeans", n_jobs=1).fit(X, Y)
+    S = KTXMLC(n_clusters=2, n_trees=1, max_leaf_labels=2, n_jobs=1).fit(X, Y) \
+        .predict_scores(X, k=2)
+    # the form choice's scoring of its candidates (12 rows are too few for it to run here)
+    from featagg_core.xmlc.form_choice import validation_hits
+    validation_hits(Y, S, 2)
+    # trees kept (one_vs_all="never"): the training of nodes below the root
+    KTXMLC(n_clusters=3, n_trees=1, max_leaf_labels=2, partition="kmeans", n_jobs=1,
+           one_vs_all="never").fit(X, Y)
     KTXMLC(n_clusters=2, n_trees=1, max_leaf_labels=2, partition="kmeans", n_jobs=1).fit(X, Y)
     Xl = sp.csr_matrix(X, dtype=np.float64)
     y = np.where(np.arange(12) % 2 == 0, 1, -1).astype(np.int8)
