@@ -840,3 +840,37 @@ def test_small_kernel_work_runs_on_one_thread_with_the_same_scores(small, monkey
         with threaded_fit.kernel_threads(0):
             raise RuntimeError("inside")
     assert numba.get_num_threads() == before
+
+
+def test_small_training_work_runs_in_the_calling_thread_with_the_same_model(small,
+                                                                             monkeypatch):
+    """Below SMALL_TRAINING_WORK the node classifiers are trained in the calling thread
+    (no pool thread runs them): the same model as on the pool, progress still reported
+    per batch, and a Cancelled raised by progress still stops the fit."""
+    from featagg_core.xmlc import threaded_fit
+    X, Y = small
+    kw = dict(form="flat", n_jobs=2, random_state=2)
+    monkeypatch.setattr(threaded_fit, "SMALL_TRAINING_WORK", 0)             # the pool
+    pooled = KTXMLC(**kw).fit(X, Y)
+    monkeypatch.setattr(threaded_fit, "SMALL_TRAINING_WORK", float("inf"))  # inline
+    ran_in = []
+    real = core.train_task
+    monkeypatch.setattr(core, "train_task",
+                        lambda *a: (ran_in.append(threading.current_thread()), real(*a))[1])
+    seen = []
+    inline = KTXMLC(**kw).fit(X, Y, progress=lambda f, msg: seen.append(msg))
+    assert ran_in and all(t is threading.main_thread() for t in ran_in)
+    assert any("classifiers: node batches trained" in msg for msg in seen)
+    assert (inline.W_ != pooled.W_).nnz == 0
+    assert inline.W_.data.tobytes() == pooled.W_.data.tobytes()
+    assert inline.bias_w_.tobytes() == pooled.bias_w_.tobytes()
+    assert inline.calibration_b_.tobytes() == pooled.calibration_b_.tobytes()
+
+    def cancel(f, msg):
+        if "classifiers" in msg:
+            raise Cancelled()
+
+    m = KTXMLC(**kw)
+    with pytest.raises(Cancelled):
+        m.fit(X, Y, progress=cancel)
+    assert not hasattr(m, "W_") and not _pool_threads()

@@ -4,7 +4,7 @@ functions on a cluster).
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
 import numba
@@ -13,6 +13,10 @@ import scipy.sparse as sp
 
 from featagg_core.xmlc import tree_fitting as core
 
+#: below this much planned solver work (non-zeros x classifiers x solver passes: about
+#: 20 ms of one core, far under the 0.2 s between two progress calls) the node
+#: classifiers are trained on the calling thread (:class:`_InlineExecutor`)
+SMALL_TRAINING_WORK = 1 << 25
 #: below this much work (multiply-adds, about: a millisecond or two of one core) a
 #: parallel (``prange``) kernel runs on the calling thread alone (:func:`kernel_threads`)
 SMALL_KERNEL_WORK = 1 << 21
@@ -73,10 +77,26 @@ class _CancellingPool:
         return False
 
 
+class _InlineExecutor:
+    """An executor that runs each job in the calling thread as it is submitted (a
+    finished future), for training work too small to be worth starting the pool's threads
+    for: :func:`~featagg_core.xmlc.tree_fitting.run_jobs` then reports and stops between
+    jobs as it does with a pool, and a job's exception comes out of its future."""
+
+    def submit(self, fn, *args):
+        fut = Future()
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - raised again by fut.result()
+            fut.set_exception(exc)
+        return fut
+
+
 def fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progress, stop,
                         flat_beam=None, warm=None, keep_duals=False):
     """Trees (or the given ones), node classifiers, weights and calibration, on a thread
-    pool. With ``flat_beam`` (the beam width) the grown trees are replaced by one flat tree
+    pool (the classifiers in the calling thread when their planned solver work is below
+    :data:`SMALL_TRAINING_WORK`). With ``flat_beam`` (the beam width) the grown trees are replaced by one flat tree
     when :func:`featagg_core.xmlc.tree_fitting.flat_is_enough`.
 
     Parameters
@@ -139,7 +159,14 @@ def fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progres
             return core.train_task(X, Y, Yc, trees[task.tree], positions[task.tree], task,
                                    solver, stop, start, keep_duals)
 
-        results = core.run_jobs(pool, job, tasks, costs=[t.cost for t in tasks],
+        # planned work (rows x classifiers, times the non-zeros per row and the passes)
+        # so small that starting threads and waiting for them costs more than they save
+        # (the form choice's candidates on sets of a few thousand rows): this thread
+        nnz_per_row = X.indptr[-1] / max(X.shape[0], 1)
+        small = sum(t.cost for t in tasks) * nnz_per_row * solver.max_iter \
+            < SMALL_TRAINING_WORK
+        results = core.run_jobs(_InlineExecutor() if small else pool, job, tasks,
+                                costs=[t.cost for t in tasks],
                                 progress=progress, lo=0.12, hi=0.99,
                                 message="classifiers: node batches trained", stop=stop)
     W, bias_w, offsets = core.assemble_weights(trees, tasks, results, X.shape[1])
