@@ -109,8 +109,9 @@ class _TreeModel(BaseEstimator):
         :class:`featagg_core.utils.validation.InvalidParameterError` naming the first bad one)."""
         validate_params(self.get_params(deep=False), self._parameter_constraints)
 
-    def _solver_spec(self, calib, C=None):
-        self._validate_params()
+    def _solver_spec(self, calib, C=None, validate=True):
+        if validate:
+            self._validate_params()
         loss = getattr(self, "loss", "squared_hinge")
         C = float(self.C if C is None else C)
         C_log = C if loss == "log" else float(getattr(self, "C_log", 10.0))
@@ -167,10 +168,12 @@ class _TreeModel(BaseEstimator):
         as :func:`~featagg_core.xmlc.threaded_fit.fit_trees_and_nodes` takes them (the
         duals kept go to ``self._duals``, a private attribute the form choice reads and
         deletes). ``prepared``: X and Y are already what :func:`check_X` /
-        :func:`check_Y` return, X already normalised if the model normalises (the form
-        choice's candidates and the refit after it: :meth:`KTXMLC.fit` checks and
-        normalises the rows once for all of them)."""
-        solver = self._solver_spec(calib, C)
+        :func:`check_Y` return, X already normalised if the model normalises, and the
+        parameters validated (the form choice's candidates -- copies of the validated
+        parameters with a form, a C and passes that are valid too -- and the refit after
+        it: :meth:`KTXMLC.fit` validates once and checks and normalises the rows once for
+        all of them)."""
+        solver = self._solver_spec(calib, C, validate=not prepared)
         n_jobs = self._n_jobs()
         if not prepared:
             X = check_X(X)
@@ -629,13 +632,14 @@ class KTXMLC(_TreeModel):
                 # same rows a candidate would normalise itself, so the same bits
                 Xf, Xv = normalize_rows(Xf), normalize_rows(Xv)
         table, hits, prec = [], [], []
+        params = self.get_params(deep=False)   # every candidate's, but form, C, passes
         plan = [(f, C0) for f in forms]
         n_planned = len(plan) + len(fc.C_FACTORS) - 1
         at_c0 = {}   # form -> its C0 candidate's (trees, duals): the C grid starts there
 
         def trial(form, C, base=None):
             j = len(table)
-            cand = self._candidate(form, C, base is not None)
+            cand = self._candidate(form, C, base is not None, params)
             warm = None if base is None else fc.warm_duals(base[1], C0, C)
             cand._fit_form(Xf, Yf, form, C, False,
                            sub_progress(progress, j / n_planned, (j + 1) / n_planned,
@@ -672,14 +676,15 @@ class KTXMLC(_TreeModel):
         return form, C, table, fc.describe(form, C, table, chosen, tied, int(valid_rows.size),
                                            "p5" if chosen == by_p5 else "cost")
 
-    def _candidate(self, form, C, warm=False):
+    def _candidate(self, form, C, warm=False, params=None):
         """An unfitted copy of ``self`` that fits one fixed form at C, stopping early (at
         most ``form_choice.CANDIDATE_MAX_ITER`` solver passes, or
         ``form_choice.WARM_MAX_ITER`` for a C-grid candidate started from the C0
-        candidate's duals)."""
+        candidate's duals). ``params``: ``self.get_params(deep=False)`` when the caller
+        has them (read once for all the candidates)."""
         from featagg_core.xmlc.form_choice import CANDIDATE_MAX_ITER, WARM_MAX_ITER
 
-        params = self.get_params(deep=False)
+        params = dict(self.get_params(deep=False) if params is None else params)
         params.update(form=form, C=C, max_iter=min(int(self.max_iter),
                                                    WARM_MAX_ITER if warm else
                                                    CANDIDATE_MAX_ITER),
