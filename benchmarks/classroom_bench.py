@@ -23,7 +23,9 @@ Measured: errors (an exception element, a failed job, a timeout: goal 0); cross-
 (goal 0); click → result of every action divided by the single-session time of the same
 action, measured first on its own server (same code, fresh cache of shared fits; the
 first, computed time of each action) — median
-and p95 (goal p95 ≤ 4× at N = 30); the server's peak RSS (``VmHWM`` after the warm-up is
+and p95 (goal p95 ≤ 4× at N = 30); each action's server share too (``server_share``: the
+same click → result timed on the wire between the browser and the server by
+:class:`WireClock`, what ``class_sim.py`` is calibrated against); the server's peak RSS (``VmHWM`` after the warm-up is
 reset; goal ≤ 1 GB at N = 10, ≤ 2 GB at N = 30); the server's RSS 2 minutes after every
 session closed vs the idle server after its warm-up (goal within 20 %). The server is
 started like ``scripts/dashboard.sh`` (``python -m featagg_app.server.serve``) with
@@ -213,6 +215,224 @@ def student_file(folder: Path, i: int, k: int) -> Path:
     return path
 
 
+# ----------------------------------------------------------------------------- the wire
+class WireClock:
+    """The server's share of a click → result, timed on the wire between one student's
+    browser and the server.
+
+    A person's click → result in chromium is the server's share (the click's
+    ``rerun_script`` on the wire → the result's delta and the end of the page's run on the
+    wire) plus the browser's own (dispatching the click before it, processing the deltas and
+    drawing the page after it). The protocol simulator (``class_sim.py``) has only the first,
+    so it is calibrated against this figure. The browser's own clocks cannot give it: the
+    DevTools protocol stamps a websocket frame when the page's main thread handles it, so a
+    page busy drawing one delta stamps the next ones late (0.2-0.5 s on a result page).
+
+    How: a TCP relay on a port of its own, in a thread of its own (its own event loop, not
+    the browsers'), which the student's browser talks to instead of the server; it passes
+    every byte on unchanged and, on the ``/_stcore/stream`` websocket (uncompressed:
+    Streamlit's ``server.enableWebsocketCompression`` is off by default; a compressed
+    socket is refused here rather than misread), reads the frames going by with the time
+    they passed. The end is the simulator's: the metric card ``label`` is among the deltas
+    and then a full run finishes (``script_finished`` = FINISHED_SUCCESSFULLY)."""
+
+    def __init__(self, server_port: int):
+        self.server_port = server_port
+        self._frames = None       # (client?, monotonic s, payload) while armed
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="wire-clock")
+        self._thread.start()
+        self._ready.wait(10)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+
+        async def start():
+            self._srv = await asyncio.start_server(self._client, "127.0.0.1", 0)
+            self.port = self._srv.sockets[0].getsockname()[1]
+            self._ready.set()
+        self._loop.run_until_complete(start())
+        self._loop.run_forever()
+        self._srv.close()                     # stopped: end the relays, then the loop
+        tasks = asyncio.all_tasks(self._loop)
+        for t in tasks:
+            t.cancel()
+        self._loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        self._loop.close()
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    async def _client(self, c_reader, c_writer) -> None:
+        try:
+            await self._relay(c_reader, c_writer)
+        except (asyncio.CancelledError, ConnectionError):
+            # the clock closing (its tasks cancelled) or a side hanging up: the relay's
+            # end, not an error (a cancelled handler would be reported by asyncio)
+            c_writer.close()
+
+    async def _relay(self, c_reader, c_writer) -> None:
+        try:
+            s_reader, s_writer = await asyncio.open_connection("127.0.0.1", self.server_port)
+        except OSError:
+            c_writer.close()
+            return
+        head = b""
+        while b"\r\n\r\n" not in head:     # the whole request line and headers
+            data = await c_reader.read(65536)
+            if not data:
+                break
+            head += data
+        stream = head.startswith(b"GET /_stcore/stream")
+        s_writer.write(head)
+        await s_writer.drain()
+        if not stream:
+            await asyncio.gather(self._pipe(c_reader, s_writer), self._pipe(s_reader, c_writer),
+                                 return_exceptions=True)
+            return
+        await asyncio.gather(self._frames_of(c_reader, s_writer, True),
+                             self._frames_of(s_reader, c_writer, False, upgrade=True),
+                             return_exceptions=True)
+
+    @staticmethod
+    async def _pipe(reader, writer) -> None:
+        try:
+            while True:
+                data = await reader.read(65536)
+                if not data:
+                    break
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+    async def _frames_of(self, reader, writer, from_client: bool, upgrade=False) -> None:
+        """Pass bytes on as they come; parse websocket frames out of them on the side."""
+        buf, message = b"", b""
+        try:
+            if upgrade:                      # the server's HTTP 101 answer comes first
+                while b"\r\n\r\n" not in buf:
+                    data = await reader.read(65536)
+                    if not data:
+                        return
+                    writer.write(data)
+                    buf += data
+                end = buf.index(b"\r\n\r\n") + 4
+                if b"permessage-deflate" in buf[:end].lower():
+                    raise RuntimeError("the websocket is compressed: WireClock reads only "
+                                       "uncompressed frames")
+                buf = buf[end:]
+            while True:
+                while True:                  # every whole frame in buf
+                    frame = self._frame(buf)
+                    if frame is None:
+                        break
+                    used, fin, opcode, payload, deflated = frame
+                    buf = buf[used:]
+                    if deflated:                 # RSV1: permessage-deflate, not readable
+                        raise RuntimeError("the websocket is compressed: WireClock reads "
+                                           "only uncompressed frames")
+                    if opcode in (0, 1, 2):
+                        message += payload
+                        if fin:
+                            if opcode != 1:
+                                self._record(from_client, message)
+                            message = b""
+                data = await reader.read(65536)
+                if not data:
+                    break
+                writer.write(data)
+                await writer.drain()
+                buf += data
+        finally:
+            writer.close()
+
+    @staticmethod
+    def _frame(buf: bytes):
+        """``(bytes used, fin, opcode, payload, rsv1)`` of the frame at the start of
+        ``buf``, or None when it is not all there yet (RFC 6455, section 5.2; RSV1 set:
+        the message is compressed, RFC 7692)."""
+        if len(buf) < 2:
+            return None
+        fin, opcode, rsv1 = buf[0] & 0x80, buf[0] & 0x0F, bool(buf[0] & 0x40)
+        masked, n, pos = buf[1] & 0x80, buf[1] & 0x7F, 2
+        if n == 126:
+            if len(buf) < 4:
+                return None
+            n, pos = int.from_bytes(buf[2:4], "big"), 4
+        elif n == 127:
+            if len(buf) < 10:
+                return None
+            n, pos = int.from_bytes(buf[2:10], "big"), 10
+        key = b""
+        if masked:
+            key, pos = buf[pos:pos + 4], pos + 4
+        if len(buf) < pos + n:
+            return None
+        payload = buf[pos:pos + n]
+        if masked:
+            payload = (np.frombuffer(payload, np.uint8)
+                       ^ np.resize(np.frombuffer(key, np.uint8), n)).tobytes()
+        return pos + n, bool(fin), opcode, payload, rsv1
+
+    def _record(self, from_client: bool, payload: bytes) -> None:
+        t = time.monotonic()
+        with self._lock:
+            if self._frames is not None:
+                self._frames.append((from_client, t, payload))
+
+    def arm(self) -> None:
+        """Start recording (just before the click)."""
+        with self._lock:
+            self._frames = []
+
+    async def server_share(self, label: str, wait_s: float = 5.0):
+        """Seconds from the click's ``rerun_script`` to the end of the run that drew the
+        metric card ``label`` (None if that is not on the wire within ``wait_s`` of the
+        call: the page shows the card before its run ends); stops recording."""
+        t0 = time.monotonic()
+        while True:
+            with self._lock:
+                frames = list(self._frames or [])
+            share = self._share(frames, label)
+            if share is not None or time.monotonic() - t0 > wait_s:
+                with self._lock:
+                    self._frames = None
+                return share
+            await asyncio.sleep(0.05)
+
+    @staticmethod
+    def _share(frames, label: str):
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        t_sent, card = None, False
+        for from_client, ts, raw in frames:
+            if from_client:
+                if t_sent is None:
+                    bm = BackMsg()
+                    bm.ParseFromString(raw)
+                    if bm.WhichOneof("type") == "rerun_script" and \
+                            not bm.rerun_script.is_auto_rerun:
+                        t_sent = ts
+                continue
+            if t_sent is None:
+                continue
+            fm = ForwardMsg()
+            fm.ParseFromString(raw)
+            kind = fm.WhichOneof("type")
+            if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                el = fm.delta.new_element
+                if el.WhichOneof("type") == "metric" and el.metric.label == label:
+                    card = True
+            elif kind == "script_finished" and card and fm.script_finished == 0:
+                return ts - t_sent
+        return None
+
+
 # ----------------------------------------------------------------------------- browser
 _STALE = ("() => document.querySelectorAll('[data-testid=\"stMain\"] [data-stale=\"true\"]')"
           ".length === 0")
@@ -336,7 +556,10 @@ async def student(browser, url: str, i: int, upload_path, rec: dict, plan: list)
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
     ctx.set_default_timeout(TIMEOUT_MS)
     page = await ctx.new_page()
+    clock = WireClock(int(url.rsplit(":", 1)[1].split("/")[0]))
+    url = clock.url
     actions = rec.setdefault("actions", {})
+    at_server = rec.setdefault("server_share", {})
     try:
         await page.goto(url)
         await page.locator('[data-testid="stSidebarNavLink"]').first.wait_for()
@@ -357,12 +580,14 @@ async def student(browser, url: str, i: int, upload_path, rec: dict, plan: list)
         await goto(page, "Feature agglomeration")
         await set_d0(page, d0)
         K = expected_k(d, d0)
+        action = f"DEFRAG d0={d0}" + (" (upload)" if upload_path else "")
+        clock.arm()
         t = time.monotonic()
         await page.locator('[data-testid="stMain"]').get_by_role(
             "button", name="Run", exact=True).click()
         c = await wait_card(page, "Dimensions")
-        actions[f"DEFRAG d0={d0}" + (" (upload)" if upload_path else "")] = \
-            time.monotonic() - t
+        actions[action] = time.monotonic() - t
+        at_server[action] = await clock.server_share("Dimensions")
         if c.get("Dimensions") != f"{d:,} → {K:,}":
             rec["crosstalk"].append(f"DEFRAG shows {c.get('Dimensions')}, expected "
                                     f"{d:,} → {K:,}")
@@ -381,11 +606,13 @@ async def student(browser, url: str, i: int, upload_path, rec: dict, plan: list)
                                     f" its own is {d0}")
         if upload_path is None:
             await goto(page, "Extreme classification")
+            clock.arm()
             t = time.monotonic()
             await page.locator('[data-testid="stMain"]').get_by_role(
                 "button", name="Train", exact=True).click()
             await wait_card(page, "P@1")
             actions["KTXMLC (page defaults)"] = time.monotonic() - t
+            at_server["KTXMLC (page defaults)"] = await clock.server_share("P@1")
             await wait_jobs(page)
             await check_no_error(page, "Extreme classification")
         await goto(page, "Compare")
@@ -403,6 +630,7 @@ async def student(browser, url: str, i: int, upload_path, rec: dict, plan: list)
         rec["errors"].append(f"{type(exc).__name__}: {str(exc)[:300]}")
     finally:
         await ctx.close()
+        clock.close()
 
 
 def make_plan(n: int, folder: Path, uploads_every: int = 5) -> list:
@@ -477,7 +705,7 @@ def single_session_times(folder: Path, log: Path, upload_path: Path,
         srv.wait_kernels()
         plan = [{"i": i, "upload": None, "name": "bibtex"} for i in range(len(D0S))]
         plan.append({"i": 4, "upload": upload_path, "name": upload_path.name})
-        actions = {}
+        actions, at_server = {}, {}
         browser_cpu, server_cpu = [], []
         for p in plan:        # one after the other: a single session each time
             s0 = _cpu(srv.pid)
@@ -491,7 +719,10 @@ def single_session_times(folder: Path, log: Path, upload_path: Path,
                 # the first time is the computation; a later session of the same action
                 # gets the shared fit (KTXMLC's defaults do not depend on d0)
                 actions.setdefault(action, secs)
-        return {"actions": actions, "browser_cpu_s": float(np.mean(browser_cpu)),
+            for action, secs in rec["server_share"].items():
+                at_server.setdefault(action, secs)
+        return {"actions": actions, "server_share": at_server,
+                "browser_cpu_s": float(np.mean(browser_cpu)),
                 "server_cpu_s": float(np.mean(server_cpu))}
     finally:
         srv.stop()
