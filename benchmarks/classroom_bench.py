@@ -25,8 +25,8 @@ action, measured first on its own server (same code, fresh cache of shared fits;
 first, computed time of each action) — median
 and p95 (goal p95 ≤ 4× at N = 30); each action's server share too (``server_share``: the
 same click → result timed on the wire between the browser and the server by
-:class:`WireClock`, what ``class_sim.py`` is calibrated against); the server's peak RSS (``VmHWM`` after the warm-up is
-reset; goal ≤ 1 GB at N = 10, ≤ 2 GB at N = 30); the server's RSS 2 minutes after every
+:class:`WireClock`, what ``class_sim.py`` is calibrated against); the server's peak RSS
+(``VmHWM`` after the warm-up is reset; goal ≤ 1 GB at N = 10, ≤ 2 GB at N = 30); the server's RSS 2 minutes after every
 session closed vs the idle server after its warm-up (goal within 20 %). The server is
 started like ``scripts/dashboard.sh`` (``python -m featagg_app.server.serve``) with
 ``--server.disconnectedSessionTTL 30`` so closed sessions are freed within the 2 minutes.

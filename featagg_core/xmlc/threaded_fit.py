@@ -96,8 +96,8 @@ def fit_trees_and_nodes(X, Y, R, spec, solver, n_trees_or_trees, n_jobs, progres
                         flat_beam=None, warm=None, keep_duals=False):
     """Trees (or the given ones), node classifiers, weights and calibration, on a thread
     pool (the classifiers in the calling thread when their planned solver work is below
-    :data:`SMALL_TRAINING_WORK`). With ``flat_beam`` (the beam width) the grown trees are replaced by one flat tree
-    when :func:`featagg_core.xmlc.tree_fitting.flat_is_enough`.
+    :data:`SMALL_TRAINING_WORK`). With ``flat_beam`` (the beam width) the grown trees are
+    replaced by one flat tree when :func:`featagg_core.xmlc.tree_fitting.flat_is_enough`.
 
     Parameters
     ----------
