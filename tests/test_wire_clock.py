@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
-from classroom_bench import WireClock  # noqa: E402
+from classroom_bench import WireClock, _run_async  # noqa: E402
 
 
 @pytest.mark.parametrize("raw, payload", [
@@ -118,7 +118,7 @@ def test_relay_passes_bytes_unchanged_and_records_messages():
             (True, big), (False, big[::-1]), (False, b"end")]
         times = [t for _, t, _ in frames]
         assert times == sorted(times)
-    asyncio.run(main())
+    _run_async(main())     # a thread of its own: the suite's playwright holds a loop here
 
 
 def test_relay_records_nothing_of_a_compressed_socket():
@@ -146,4 +146,4 @@ def test_relay_records_nothing_of_a_compressed_socket():
             finally:
                 clock.close()
         assert frames == []
-    asyncio.run(main())
+    _run_async(main())     # a thread of its own: the suite's playwright holds a loop here
