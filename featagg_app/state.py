@@ -54,6 +54,7 @@ import streamlit as st
 
 from featagg_app.text import md_escape, show_error
 from featagg_core.data.samples import list_samples, load_sample
+from featagg_core.runs.split import has_own_test, n_rows_of
 
 KINDS = ("multilabel", "graph", "table")
 DEFAULT_SAMPLES = {"multilabel": "bibtex", "graph": "cora", "table": "adult"}
@@ -347,13 +348,6 @@ def require_dataset(kind: str):
 # the shared split (one per session and dataset)
 # ---------------------------------------------------------------------------
 
-def has_own_test(data) -> bool:
-    """True when ``data`` is multi-label data with its own test part (``X_test``)."""
-    xt = getattr(data, "X_test", None)
-    return (getattr(data, "kind", None) == "multilabel" and xt is not None
-            and xt.shape[0] > 0 and getattr(data, "Y_test", None) is not None)
-
-
 def split_settings(data) -> dict:
     """This session's split settings for ``data``: ``test_size`` (ignored when the dataset's
     own test part is used), ``valid_size``, ``random_state`` and ``how`` (None: the
@@ -381,7 +375,6 @@ SHARED_SPLIT_MAX_ROWS = 2 ** 17
 def _row_count(data) -> int:
     """Rows a split of ``data`` indexes: ``n_rows_of`` (points, nodes, table rows) and a
     multi-label dataset's own test rows."""
-    from featagg_core.runs.split import has_own_test, n_rows_of
     return n_rows_of(data) + (int(data.X_test.shape[0]) if has_own_test(data) else 0)
 
 
