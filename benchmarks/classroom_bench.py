@@ -22,12 +22,12 @@ asyncio API). Student ``i``:
 Measured: errors (an exception element, a failed job, a timeout: goal 0); cross-talk
 (goal 0); click → result of every action divided by the single-session time of the same
 action, measured first on its own server (same code, fresh cache of shared fits; the
-first, computed time of each action) — median
-and p95 (goal p95 ≤ 4× at N = 30); each action's server share too (``server_share``: the
-same click → result timed on the wire between the browser and the server by
-:class:`WireClock`, what ``class_sim.py`` is calibrated against); the server's peak RSS
-(``VmHWM`` after the warm-up is reset; goal ≤ 1 GB at N = 10, ≤ 2 GB at N = 30); the server's RSS 2 minutes after every
-session closed vs the idle server after its warm-up (goal within 20 %). The server is
+first, computed time of each action) — median and p95 (goal p95 ≤ 4× at N = 30); each
+action's server share too (``server_share``: the same click → result timed on the wire
+between the browser and the server by :class:`WireClock`, what ``class_sim.py`` is
+calibrated against); the server's peak RSS (``VmHWM`` after the warm-up is reset; goal
+≤ 1 GB at N = 10, ≤ 2 GB at N = 30); the server's RSS 2 minutes after every session
+closed vs the idle server after its warm-up (goal within 20 %). The server is
 started like ``scripts/dashboard.sh`` (``python -m featagg_app.server.serve``) with
 ``--server.disconnectedSessionTTL 30`` so closed sessions are freed within the 2 minutes.
 
