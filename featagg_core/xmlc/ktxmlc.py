@@ -434,17 +434,18 @@ class KTXMLC(_TreeModel):
       flat model only when L <= ``beam_width * max_leaf_labels``, where its n x L work
       stays within the trees' order; the trees only when L > ``max_leaf_labels``), then
       the leading form at ``C/2`` and ``2C`` (4 candidate fits at most, on 80 % of the
-      rows, the two at ``C`` stopped after at most 5 solver passes instead of
-      ``max_iter``; the ``C/2`` and ``2C`` ones reuse the ``C`` candidate's label trees,
-      which do not depend on C, and start their dual coordinate descent from its dual
-      variables scaled by the ratio of the Cs, for 2 passes: the solver passes are most
-      of the choice's CPU, and a warm start takes them further in fewer passes; see
-      :mod:`featagg_core.xmlc.form_choice`). The winner (:func:`featagg_core.xmlc.form_choice.pick_candidate`): best
-      validation P@1, P@5 deciding between candidates whose P@1 differs by less than
-      one standard error of the paired per-row difference, and the least training work
-      between those tied on P@5 too. It is refitted on all
-      training rows, so the fitted model equals ``KTXMLC(form=form_, C=C_,
-      one_vs_all="never")`` fitted directly. Fewer than 50 validation rows: no choice,
+      rows, every one's solver stopped at the looser tolerance 0.25 instead of ``eps``:
+      a fixed pass count would stop the forms at different distances from their optima;
+      the ``C/2`` and ``2C`` ones reuse the ``C`` candidate's label trees, which do not
+      depend on C, and start their dual coordinate descent from its dual variables
+      scaled by the ratio of the Cs, so they reach the tolerance sooner; see
+      :mod:`featagg_core.xmlc.form_choice`). The winner
+      (:func:`featagg_core.xmlc.form_choice.pick_candidate`): best validation P@1, P@5
+      deciding between candidates whose P@1 differs by less than one standard error of
+      the paired per-row difference, and the least training work between those tied on
+      P@5 too (at equal work, the better P@1 estimate). It is refitted on all training
+      rows, so the fitted model equals ``KTXMLC(form=form_, C=C_, one_vs_all="never")``
+      fitted directly. Fewer than 50 validation rows: no choice,
       the trees (or one flat tree by ``one_vs_all``'s rule) at ``C``.
     """
 
@@ -639,7 +640,7 @@ class KTXMLC(_TreeModel):
 
         def trial(form, C, base=None):
             j = len(table)
-            cand = self._candidate(form, C, base is not None, params)
+            cand = self._candidate(form, C, params)
             warm = None if base is None else fc.warm_duals(base[1], C0, C)
             cand._fit_form(Xf, Yf, form, C, False,
                            sub_progress(progress, j / n_planned, (j + 1) / n_planned,
@@ -673,21 +674,22 @@ class KTXMLC(_TreeModel):
         form, C = table[chosen]["form"], table[chosen]["C"]
         for j, row in enumerate(table):
             row["chosen"] = j == chosen
+        kind = ("p5" if chosen == by_p5 else
+                "cost" if work[chosen] < work[by_p5] else "estimate")
         return form, C, table, fc.describe(form, C, table, chosen, tied, int(valid_rows.size),
-                                           "p5" if chosen == by_p5 else "cost")
+                                           kind)
 
-    def _candidate(self, form, C, warm=False, params=None):
-        """An unfitted copy of ``self`` that fits one fixed form at C, stopping early (at
-        most ``form_choice.CANDIDATE_MAX_ITER`` solver passes, or
-        ``form_choice.WARM_MAX_ITER`` for a C-grid candidate started from the C0
-        candidate's duals). ``params``: ``self.get_params(deep=False)`` when the caller
-        has them (read once for all the candidates)."""
-        from featagg_core.xmlc.form_choice import CANDIDATE_MAX_ITER, WARM_MAX_ITER
+    def _candidate(self, form, C, params=None):
+        """An unfitted copy of ``self`` that fits one fixed form at C, its solver stopped
+        at the looser tolerance ``form_choice.CANDIDATE_EPS`` (within
+        ``form_choice.CANDIDATE_MAX_ITER`` passes; a C-grid candidate started from the C0
+        candidate's duals gets there sooner). ``params``: ``self.get_params(deep=False)``
+        when the caller has them (read once for all the candidates)."""
+        from featagg_core.xmlc import form_choice as fc
 
         params = dict(self.get_params(deep=False) if params is None else params)
-        params.update(form=form, C=C, max_iter=min(int(self.max_iter),
-                                                   WARM_MAX_ITER if warm else
-                                                   CANDIDATE_MAX_ITER),
+        params.update(form=form, C=C, max_iter=min(int(self.max_iter), fc.CANDIDATE_MAX_ITER),
+                      eps=max(float(self.eps), fc.CANDIDATE_EPS),
                       normalize=False)   # the choice hands it rows normalised once
         return type(self)(**params)
 
