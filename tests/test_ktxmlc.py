@@ -631,9 +631,9 @@ def _by_hand_choice(X, Y, params, seed):
     """KTXMLC(form="auto")'s documented choice, recomputed independently: 20 % of the rows
     (default_rng(seed).permutation) held out; flat and trees at C (solver tolerance 0.25,
     20 passes at most), then the leader at C/2 and 2C (on its trees, from its duals times
-    the ratio of the Cs, to the same tolerance: :func:`_warm_grid_candidate`); best P@1; among those within one paired
-    standard error of it, best P@5; among those within one paired standard error of that,
-    least work; among equal work, best P@1, then best P@5."""
+    the ratio of the Cs, to the same tolerance: :func:`_warm_grid_candidate`); best P@1;
+    among those within one paired standard error of it, best P@5; among those within one
+    paired standard error of that, least work; among equal work, best P@1, then P@5."""
     n = X.shape[0]
     nv = round(0.2 * n)
     perm = np.random.default_rng(seed).permutation(n)
