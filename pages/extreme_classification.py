@@ -89,13 +89,15 @@ with st.expander("How it works", expanded=False):
         "beam 10, raw features) are the settings measured against omikuji, napkinXC and "
         "PECOS in `benchmarks/results/xmlc.md`.\n"
         "- **C** weighs training errors against small weights: a smaller C regularises "
-        "more, which helps labels with few positives (C = 0.5 beat liblinear's usual 1 on "
-        "four of five real sets).\n"
+        "more, which helps labels with few positives.\n"
         "- **One-vs-all** trains every label against all points: exact but slower for many "
-        "labels — what the tree trades away. When the beam would reach every leaf cluster "
-        "anyway (few labels: Bibtex, Delicious), the trees skip nothing at prediction, so "
-        "KTXMLC keeps one flat one-vs-all tree instead whenever that costs no more "
-        "training (**Always grow the trees** turns this off).\n"
+        "labels — what the tree trades away.\n"
+        "- **The data chooses** (KTXMLC's default): 20 % of the training rows are held out, "
+        "and one flat one-vs-all model (when there are few enough labels for it) and the "
+        "label trees are fitted on the rest at C; the better one is tried at C/2 and 2C "
+        "too. The held-out rows pick the winner by P@1 (P@5 when P@1 ties), which is then "
+        "refitted on all training rows; **What KTXMLC chose** shows the candidates. "
+        "**Always grow the trees** turns this off: the label trees at this C.\n"
         "- **Agglomerated features** put a DEFRAG step before the classifier: a DEFRAG run "
         "from the Feature agglomeration page **on the same split** is reused as it is (it "
         "saw the same training rows); without one, the pipeline fits DEFRAG-XY on the "
@@ -309,6 +311,20 @@ if views.get("run_id") != run.run_id:
 display.plotly_chart(xv.bucket_figure(views["buckets"], k=5))
 
 clf = run.pipeline.classifier
+choice = xv.form_choice(clf)
+if choice is not None:
+    reason, candidates = choice
+    st.subheader("What KTXMLC chose")
+    st.caption("Before its final fit KTXMLC held out 20 % of the training rows, fitted "
+               "each candidate on the rest and scored it on the held-out rows (never on "
+               "the test rows). The best P@1 wins; candidates within one standard error "
+               "of it count as tied, and P@5 decides among those (then the least "
+               "training work). It chose " + md_escape(reason) + "; that form and C were "
+               "then refitted on all the training rows.")
+    if candidates is not None:
+        st.dataframe(candidates.style.format({"C": "{:g}", "validation P@1 (%)": "{:.1f}",
+                                              "validation P@5 (%)": "{:.1f}"}),
+                     width="stretch", hide_index=True)
 if hasattr(clf, "tree_nodes"):
     st.subheader("Label tree")
     lc = _train_label_counts(data.fingerprint, split.split_id, data.Y, split.train)
@@ -336,7 +352,11 @@ if hasattr(clf, "tree_nodes"):
         st.caption("Inner sectors are named by their most frequent labels (training "
                    "rows); the outer ring holds the labels themselves. Click a sector to "
                    "zoom in.")
-    if xv.kept_flat_tree(clf):
+    if xv.kept_flat_tree(clf) and choice is not None:
+        st.caption("KTXMLC chose **one flat tree** (one-vs-all) on its held-out rows (see "
+                   "**What KTXMLC chose** above). Tick **Always grow the trees** to train "
+                   "the label trees.")
+    elif xv.kept_flat_tree(clf):
         st.caption("KTXMLC kept **one flat tree** (one-vs-all): with these settings the beam "
                    "reaches every leaf cluster, so the trees would skip no label at "
                    "prediction, and one-vs-all costs no more to train. Tick **Always grow "

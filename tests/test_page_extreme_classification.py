@@ -33,6 +33,32 @@ def test_kept_flat_tree_only_for_the_one_vs_all_auto_choice(trained):
     assert not xv.kept_flat_tree(OneVsAll().fit(d.X, d.Y))
 
 
+def test_form_choice_shows_the_candidates_the_model_scored(trained, tmp_path):
+    from featagg_core.artifacts.store import load_artifact, save_artifact
+    from featagg_core.xmlc.ktxmlc import OneVsAll
+    d, _, _ = trained
+    auto = KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2).fit(d.X, d.Y)
+    reason, table = xv.form_choice(auto)
+    assert reason == auto.choice_ and len(table) == len(auto.selection_) >= 2
+    for (_, row), cand in zip(table.iterrows(), auto.selection_):
+        assert row["candidate"] == ("one flat model" if cand["form"] == "flat"
+                                    else "label trees")
+        assert row["C"] == cand["C"]
+        assert row["validation P@1 (%)"] == pytest.approx(100 * cand["P@1"])
+        assert row["validation P@5 (%)"] == pytest.approx(100 * cand["P@5"])
+    won = table[table["chosen"] == "✓"]
+    assert len(won) == 1 and won["C"].iloc[0] == auto.C_
+    assert won["candidate"].iloc[0] == ("one flat model" if auto.form_ == "flat"
+                                        else "label trees")
+    # re-imported: the sentence survives, the candidates are not saved
+    save_artifact(auto, tmp_path / "auto.fgz")
+    assert xv.form_choice(load_artifact(tmp_path / "auto.fgz")) == (auto.choice_, None)
+    # no choice made: a form that was set, or another model
+    assert xv.form_choice(KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2,
+                                 form="trees").fit(d.X, d.Y)) is None
+    assert xv.form_choice(OneVsAll().fit(d.X, d.Y)) is None
+
+
 # ------------------------------------------------------------------ builders
 def test_metrics_table_matches_hand_computed_precision(trained):
     d, m, S = trained
@@ -140,18 +166,25 @@ def test_page_trains_on_bibtex_and_records_the_run(app_for):
     assert 100 * done[0].metrics["test"]["P@1"] == pytest.approx(p1, abs=0.01)
     assert done[0].model_sizes["total"] > 0
     assert isinstance(done[0].pipeline.classifier, KTXMLC)
-    assert len(at.dataframe) == 2          # metrics table + example points
-    # Bibtex's 159 labels make 2 leaf clusters, inside the beam of 10: one flat tree
-    # (one_vs_all="auto"), and the page says so; ticking the box grows the tree
+    assert len(at.dataframe) == 3          # metrics table + candidates + example points
+    # the flat model won the choice on the held-out training rows, and the page says so:
+    # the model's own sentence and its candidates, the chosen one ticked
     flat = done[0].pipeline.classifier
     assert len(flat.trees_) == 1 and flat.trees_[0]["n_children"][0] == 159
-    assert any("one flat tree" in c.value for c in at.caption)
+    assert flat.form_ == "flat" and any("one flat tree" in c.value for c in at.caption)
+    assert "What KTXMLC chose" in [h.value for h in at.subheader]
+    shown = at.dataframe[1].value
+    assert list(shown["C"]) == [r["C"] for r in flat.selection_]
+    assert list(shown["chosen"]) == ["✓" if r["chosen"] else "" for r in flat.selection_]
+    assert any("It chose" in c.value and "validation rows" in c.value for c in at.caption)
     widget(at.checkbox, "xmlc_keep_trees").check().run()
     click(at, "xmlc_train", 240)
     ok(at)
     grown = runs(at)[-1].pipeline.classifier
     assert grown.one_vs_all == "never" and grown.trees_[0]["depth"].max() == 2
     assert not any("one flat tree" in c.value for c in at.caption)
+    assert "What KTXMLC chose" not in [h.value for h in at.subheader]
+    assert len(at.dataframe) == 2
 
 
 def _whole_state(at) -> dict:

@@ -182,6 +182,39 @@ def kept_flat_tree(model) -> bool:
             and model.n_labels_ > int(model.max_leaf_labels))
 
 
+def form_choice(model) -> Optional[tuple]:
+    """What ``KTXMLC(form="auto")`` chose and the candidates it scored.
+
+    Parameters
+    ----------
+    model : object
+        A fitted classifier.
+
+    Returns
+    -------
+    tuple of (str, pandas.DataFrame or None), or None
+        ``(choice_, candidates)`` for a KTXMLC fitted with ``form="auto"``: its own
+        sentence, and one row per candidate (form, C, validation P@1 and P@5 in %, ✓ on
+        the chosen one) -- None when the model does not hold them (a run re-imported
+        from an artifact keeps the sentence only). None for any other model or form.
+    """
+    reason = getattr(model, "choice_", None)
+    if (type(model).__name__ != "KTXMLC" or getattr(model, "form", None) != "auto"
+            or not isinstance(reason, str) or not reason.strip()):
+        return None
+    rows = getattr(model, "selection_", None) or []
+    if not rows:
+        return reason, None
+    table = pd.DataFrame({
+        "candidate": ["one flat model" if r["form"] == "flat" else "label trees"
+                      for r in rows],
+        "C": [float(r["C"]) for r in rows],
+        "validation P@1 (%)": [100.0 * float(r["P@1"]) for r in rows],
+        "validation P@5 (%)": [100.0 * float(r["P@5"]) for r in rows],
+        "chosen": ["✓" if r.get("chosen") else "" for r in rows]})
+    return reason, table
+
+
 def tree_drill_options(nodes: dict, root: int, shown: Sequence[int]) -> list:
     """Inner nodes to re-root the label tree at: ``root``'s ancestors, ``root``, then the
     inner nodes drawn below it."""
