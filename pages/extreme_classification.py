@@ -315,13 +315,16 @@ choice = xv.form_choice(clf)
 if choice is not None:
     reason, candidates = choice
     st.subheader("What KTXMLC chose")
-    st.caption("Before its final fit KTXMLC held out 20 % of the training rows, fitted "
-               "each candidate on the rest and scored it on the held-out rows (never on "
-               "the test rows). The best P@1 wins; candidates within one standard error "
-               "of it count as tied, and P@5 decides among those (then the least "
-               "training work). It chose " + md_escape(reason) + "; that form and C were "
-               "then refitted on all the training rows.")
-    if candidates is not None:
+    if candidates is None:
+        st.caption("As the saved model records it (its candidates are not saved): "
+                   + md_escape(reason) + ".")
+    else:
+        st.caption("Before its final fit KTXMLC held out 20 % of the training rows, fitted "
+                   "each candidate on the rest and scored it on the held-out rows (never "
+                   "on the test rows). The best P@1 wins; candidates within one standard "
+                   "error of it count as tied, and P@5 decides among those (then the "
+                   "least training work). It chose " + md_escape(reason) + "; that form "
+                   "and C were then refitted on all the training rows.")
         st.dataframe(candidates.style.format({"C": "{:g}", "validation P@1 (%)": "{:.1f}",
                                               "validation P@5 (%)": "{:.1f}"}),
                      width="stretch", hide_index=True)
@@ -353,9 +356,8 @@ if hasattr(clf, "tree_nodes"):
                    "rows); the outer ring holds the labels themselves. Click a sector to "
                    "zoom in.")
     if xv.kept_flat_tree(clf) and choice is not None:
-        st.caption("KTXMLC chose **one flat tree** (one-vs-all) on its held-out rows (see "
-                   "**What KTXMLC chose** above). Tick **Always grow the trees** to train "
-                   "the label trees.")
+        st.caption("KTXMLC kept **one flat tree** (one-vs-all); **What KTXMLC chose** above "
+                   "says why. Tick **Always grow the trees** to train the label trees.")
     elif xv.kept_flat_tree(clf):
         st.caption("KTXMLC kept **one flat tree** (one-vs-all): with these settings the beam "
                    "reaches every leaf cluster, so the trees would skip no label at "

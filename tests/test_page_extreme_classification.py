@@ -53,6 +53,9 @@ def test_form_choice_shows_the_candidates_the_model_scored(trained, tmp_path):
     # re-imported: the sentence survives, the candidates are not saved
     save_artifact(auto, tmp_path / "auto.fgz")
     assert xv.form_choice(load_artifact(tmp_path / "auto.fgz")) == (auto.choice_, None)
+    # too few rows to hold any out: no choice was made, nothing to show
+    few = KTXMLC(n_clusters=3, max_leaf_labels=6).fit(d.X[:200], d.Y[:200])
+    assert few.selection_ == [] and xv.form_choice(few) is None
     # no choice made: a form that was set, or another model
     assert xv.form_choice(KTXMLC(n_clusters=3, max_leaf_labels=6, n_trees=2,
                                  form="trees").fit(d.X, d.Y)) is None

@@ -196,15 +196,19 @@ def form_choice(model) -> Optional[tuple]:
         ``(choice_, candidates)`` for a KTXMLC fitted with ``form="auto"``: its own
         sentence, and one row per candidate (form, C, validation P@1 and P@5 in %, ✓ on
         the chosen one) -- None when the model does not hold them (a run re-imported
-        from an artifact keeps the sentence only). None for any other model or form.
+        from an artifact keeps the sentence only). None for any other model or form, and
+        for a fit that made no choice (too few rows to hold any out: ``selection_`` is
+        empty).
     """
     reason = getattr(model, "choice_", None)
     if (type(model).__name__ != "KTXMLC" or getattr(model, "form", None) != "auto"
             or not isinstance(reason, str) or not reason.strip()):
         return None
-    rows = getattr(model, "selection_", None) or []
-    if not rows:
+    rows = getattr(model, "selection_", None)
+    if rows is None:                  # re-imported: the candidates are not saved
         return reason, None
+    if not rows:
+        return None
     table = pd.DataFrame({
         "candidate": ["one flat model" if r["form"] == "flat" else "label trees"
                       for r in rows],
