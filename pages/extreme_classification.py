@@ -355,14 +355,12 @@ if hasattr(clf, "tree_nodes"):
         st.caption("Inner sectors are named by their most frequent labels (training "
                    "rows); the outer ring holds the labels themselves. Click a sector to "
                    "zoom in.")
-    if xv.kept_flat_tree(clf) and choice is not None:
-        st.caption("KTXMLC kept **one flat tree** (one-vs-all); **What KTXMLC chose** above "
-                   "says why. Tick **Always grow the trees** to train the label trees.")
-    elif xv.kept_flat_tree(clf):
-        st.caption("KTXMLC kept **one flat tree** (one-vs-all): with these settings the beam "
-                   "reaches every leaf cluster, so the trees would skip no label at "
-                   "prediction, and one-vs-all costs no more to train. Tick **Always grow "
-                   "the trees** to train the label trees.")
+    if xv.kept_flat_tree(clf):
+        why = ("; **What KTXMLC chose** above says why." if choice is not None else
+               ": with these settings the beam reaches every leaf cluster, so the trees "
+               "would skip no label at prediction, and one-vs-all costs no more to train.")
+        st.caption("KTXMLC kept **one flat tree** (one-vs-all)" + why
+                   + " Tick **Always grow the trees** to train the label trees.")
 
 st.subheader("A few test points")
 pred = views["pred"]

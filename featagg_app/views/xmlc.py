@@ -162,7 +162,9 @@ def is_flat(nodes: dict) -> bool:
 
 
 def kept_flat_tree(model) -> bool:
-    """Whether a fitted KTXMLC kept one flat tree by its ``one_vs_all="auto"`` rule.
+    """Whether a fitted KTXMLC kept one flat tree where label trees were possible (by its
+    ``one_vs_all="auto"`` rule, or because ``form="auto"`` chose the flat model: see
+    :func:`form_choice`).
 
     Parameters
     ----------

@@ -231,17 +231,16 @@ def pick_candidate(hits1: Sequence[np.ndarray], prec5: Sequence[np.ndarray],
     """
     H = np.asarray([np.asarray(h, np.float64) for h in hits1])
     P = np.asarray([np.asarray(p, np.float64) for p in prec5])
-    tied = _within_se(H, int(np.argmax(H.mean(axis=1))))
+    p1, p5 = H.mean(axis=1), P.mean(axis=1)
+    tied = _within_se(H, int(np.argmax(p1)))
     if len(tied) == 1:
         return tied[0], tied
-    p5 = P.mean(axis=1)
     best5 = max(tied, key=lambda j: (round(float(p5[j]), 12), -j))
     tied5 = [j for j in _within_se(P, best5) if j in tied]
     if cost is None or len(tied5) == 1:
         return best5, tied
     least = min(float(cost[j]) for j in tied5)
     cheapest = [j for j in tied5 if float(cost[j]) == least]
-    p1 = H.mean(axis=1)
     return max(cheapest, key=lambda j: (round(float(p1[j]), 12), round(float(p5[j]), 12),
                                         -j)), tied
 
